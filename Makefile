@@ -1,0 +1,133 @@
+# fleetprof: make | make test | make bench | make run | make fuzz | make clean
+# Quiet by default; V=1 shows the commands.
+
+BUILD      ?= build
+CC         ?= cc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+PROTOC_C   ?= protoc-c
+ARCH       ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
+VERSION    := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+
+WARN       := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-missing-field-initializers
+CFLAGS     ?= -O2 -g
+FP_CFLAGS  := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DFP_VERSION='"$(VERSION)"' \
+              -Icommon -Idevice -Isymbolizer -Ibpf -I$(BUILD) -I$(BUILD)/proto
+AGENT_LIBS := -lbpf -lelf -lz -lnng -lmsgpackc -lpthread
+ALL_LIBS   := $(AGENT_LIBS) -llmdb -lprotobuf-c -lstdc++
+SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.PRECIOUS: $(BUILD)/%.bpf.o
+.PHONY: all deps test bench run fuzz clean format lint
+
+COMMON_SRCS := $(wildcard common/*.c)
+DEVICE_SRCS := $(filter-out device/main.c,$(wildcard device/*.c))
+SYMB_SRCS   := $(filter-out symbolizer/main.c,$(wildcard symbolizer/*.c))
+TOOLS_SRCS  := $(wildcard tools/*.c)
+PROTOS      := $(wildcard proto/*.proto)
+PROTO_SRCS  := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTOS))
+PROTO_HDRS  := $(PROTO_SRCS:.c=.h)
+BPF_SRCS    := $(wildcard bpf/*.bpf.c)
+SKELS       := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+UNIT_SRCS   := $(wildcard tests/unit/*_test.c)
+UNIT_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+UNIT_ASAN   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+WORKLOAD    := $(BUILD)/tests/workload
+
+obj     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+asanobj = $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(1))
+LIB_SRCS := $(COMMON_SRCS) $(DEVICE_SRCS) $(SYMB_SRCS) $(PROTO_SRCS)
+
+BINS := $(BUILD)/fleetprof-agent $(BUILD)/fleetprof-symbolizer $(BUILD)/fleetprof
+
+all: $(BINS)
+
+deps:
+	$(Q)tools/install-deps.sh
+
+# BPF object -> skeleton.  No vmlinux.h, no CO-RE: UAPI headers only.
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/%.h | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) \
+		$(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -Ibpf -c $< -o $@
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(BUILD)/proto && $(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/proto $<
+
+$(BUILD)/obj/%.o: %.c $(SKELS) $(PROTO_HDRS) $(wildcard */*.h)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) -c $< -o $@
+$(BUILD)/asan/obj/%.o: %.c $(SKELS) $(PROTO_HDRS) $(wildcard */*.h)
+	$(call msg,CC-ASAN,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $(SAN) -c $< -o $@
+
+$(BUILD)/fleetprof-agent: $(call obj,device/main.c $(DEVICE_SRCS) $(COMMON_SRCS))
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(FP_CFLAGS) $^ $(AGENT_LIBS) -o $@
+$(BUILD)/fleetprof-symbolizer: $(call obj,symbolizer/main.c $(SYMB_SRCS) $(COMMON_SRCS) $(PROTO_SRCS))
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(FP_CFLAGS) $^ $(ALL_LIBS) -o $@
+$(BUILD)/fleetprof: $(call obj,$(TOOLS_SRCS) $(LIB_SRCS))
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(FP_CFLAGS) $^ $(ALL_LIBS) -o $@
+
+$(BUILD)/tests/%_test: $(call obj,tests/unit/%_test.c $(LIB_SRCS))
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) -Itests/unit $^ $(ALL_LIBS) -o $@
+$(BUILD)/asan/tests/%_test: $(call asanobj,tests/unit/%_test.c $(LIB_SRCS))
+	$(call msg,LD-ASAN,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $(SAN) $^ $(ALL_LIBS) -o $@
+
+# Fuzz targets: libFuzzer + ASan + UBSan, built with clang.
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(SKELS) $(PROTO_HDRS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D) && $(CLANG) -g -O1 $(WARN) -std=gnu11 -D_GNU_SOURCE -DFP_VERSION='"fuzz"' \
+		-Icommon -Idevice -Isymbolizer -Ibpf -I$(BUILD) -I$(BUILD)/proto \
+		-fsanitize=fuzzer,address,undefined $< $(LIB_SRCS) $(ALL_LIBS) -o $@
+
+# Test workload: clang with frame pointers (gcc 12 ignores the leaf flag).
+WL_FLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline
+$(BUILD)/tests/libfpwork.so: tests/workload/libfpwork.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CLANG) $(WL_FLAGS) -fPIC -shared $< -o $@
+$(WORKLOAD): tests/workload/workload.cc $(BUILD)/tests/libfpwork.so
+	$(call msg,CXX,$@)
+	$(Q)$(CLANG)++ $(WL_FLAGS) $< -L$(BUILD)/tests -lfpwork -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
+
+$(BUILD):
+	$(Q)mkdir -p $@
+
+test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD)
+	$(Q)BUILD=$(BUILD) tests/run.sh
+
+bench: deps all $(WORKLOAD)
+	$(Q)BUILD=$(BUILD) tools/bench.sh
+
+run: deps all
+	$(Q)$(BUILD)/fleetprof record -d 10 -o out
+
+fuzz: $(FUZZ_BINS)
+	$(Q)for f in $(FUZZ_BINS); do mkdir -p $(BUILD)/corpus/$$(basename $$f); \
+		$$f -max_total_time=$${FUZZ_SECONDS:-60} $(BUILD)/corpus/$$(basename $$f) tests/fuzz/corpus/$$(basename $$f) || exit 1; done
+
+format:
+	$(Q)clang-format -i $(wildcard */*.c */*.h tests/*/*.c tests/*/*.cc)
+
+clean:
+	$(Q)rm -rf $(BUILD)

@@ -1,0 +1,127 @@
+/* batch.c: helpers for the structures of batch.h. */
+#include "batch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char hex_digits[] = "0123456789abcdef";
+
+void fp_build_id_hex(const struct fp_build_id *id, char *buf)
+{
+	/* A corrupted length must not make us write past the documented buffer. */
+	size_t n = id->fb_len <= FP_BUILD_ID_MAX ? id->fb_len : FP_BUILD_ID_MAX;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		buf[2 * i] = hex_digits[id->fb_data[i] >> 4];
+		buf[2 * i + 1] = hex_digits[id->fb_data[i] & 0xf];
+	}
+	buf[2 * n] = '\0';
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int fp_build_id_parse(const char *hex, struct fp_build_id *id)
+{
+	struct fp_build_id parsed;
+	size_t len, i;
+
+	if (!hex)
+		return -EINVAL;
+	/* strnlen: an unterminated or huge argument is rejected without
+	 * reading more than one byte past the longest valid input. */
+	len = strnlen(hex, 2 * FP_BUILD_ID_MAX + 1);
+	/* "" is accepted: it is what fp_build_id_hex prints for an unknown id. */
+	if (len % 2 != 0 || len > 2 * FP_BUILD_ID_MAX)
+		return -EINVAL;
+	memset(&parsed, 0, sizeof(parsed));
+	for (i = 0; i < len / 2; i++) {
+		int hi = hex_value(hex[2 * i]);
+		int lo = hex_value(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		parsed.fb_data[i] = (uint8_t)(hi << 4 | lo);
+	}
+	parsed.fb_len = (uint8_t)(len / 2);
+	*id = parsed;
+	return 0;
+}
+
+int fp_build_id_eq(const struct fp_build_id *a, const struct fp_build_id *b)
+{
+	size_t n = a->fb_len <= FP_BUILD_ID_MAX ? a->fb_len : FP_BUILD_ID_MAX;
+
+	/* Bytes past fb_len are not part of the id and may hold anything. */
+	if (a->fb_len != b->fb_len)
+		return 0;
+	return memcmp(a->fb_data, b->fb_data, n) == 0;
+}
+
+void fp_hello_fini(struct fp_hello *h)
+{
+	size_t i;
+
+	free(h->fh_host);
+	free(h->fh_boot_id);
+	free(h->fh_kernel_release);
+	free(h->fh_agent_version);
+	for (i = 0; i < h->fh_nlabels; i++) {
+		if (h->fh_label_keys)
+			free(h->fh_label_keys[i]);
+		if (h->fh_label_values)
+			free(h->fh_label_values[i]);
+	}
+	free(h->fh_label_keys);
+	free(h->fh_label_values);
+	memset(h, 0, sizeof(*h));
+}
+
+void fp_batch_fini(struct fp_batch *b)
+{
+	size_t i;
+
+	if (b->fb_mappings)
+		for (i = 0; i < b->fb_nmappings; i++)
+			free(b->fb_mappings[i].fm_path);
+	if (b->fb_threads)
+		for (i = 0; i < b->fb_nthreads; i++)
+			free(b->fb_threads[i].ft_container);
+	if (b->fb_stacks)
+		for (i = 0; i < b->fb_nstacks; i++)
+			free(b->fb_stacks[i].fs_frames);
+	free(b->fb_mappings);
+	free(b->fb_threads);
+	free(b->fb_stacks);
+	free(b->fb_counts);
+	memset(b, 0, sizeof(*b));
+}
+
+void fp_ksyms_fini(struct fp_ksyms *k)
+{
+	size_t i;
+
+	if (k->fs_syms)
+		for (i = 0; i < k->fs_nsyms; i++)
+			free(k->fs_syms[i].fk_name);
+	free(k->fs_syms);
+	free(k->fs_name);
+	memset(k, 0, sizeof(*k));
+}
+
+void fp_reply_fini(struct fp_reply *r)
+{
+	free(r->fr_error);
+	free(r->fr_want);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,150 @@
+/* batch.h: the in-memory form of what a device sends to the symbolizer.
+ *
+ * The agent fills these structures, common/wire.c turns them into msgpack
+ * and back, and the symbolizer (or `fleetprof record`, in-process) consumes
+ * them.  Every id below is assigned by the agent and unique within one
+ * session (one run of the agent, see fp_hello.session).  A definition
+ * (mapping, thread, stack) is sent once per session; later batches refer to
+ * it by id only.
+ */
+#ifndef FP_BATCH_H
+#define FP_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FP_PROTO_VERSION 1
+#define FP_BUILD_ID_MAX 20   /* GNU build-IDs are 20 bytes (SHA-1) or fewer */
+#define FP_COMM_LEN 16       /* TASK_COMM_LEN */
+#define FP_MAX_FRAMES 254    /* 127 kernel + 127 user */
+#define FP_MAPPING_NONE UINT32_MAX /* frame.mapping of an unmapped address */
+
+enum fp_mapping_kind {
+	FP_MAP_USER = 0,    /* ELF file mapped into a process; offset = file offset */
+	FP_MAP_KERNEL = 1,  /* vmlinux; offset = address - _text */
+	FP_MAP_KMODULE = 2, /* kernel module; offset = address - module base */
+};
+
+struct fp_build_id {
+	uint8_t fb_len; /* 0: unknown */
+	uint8_t fb_data[FP_BUILD_ID_MAX];
+};
+
+struct fp_mapping {
+	uint32_t fm_id;
+	uint8_t fm_kind;            /* enum fp_mapping_kind */
+	struct fp_build_id fm_build_id;
+	char *fm_path;              /* owned; path, or module name; never NULL */
+};
+
+struct fp_thread {
+	uint32_t ft_id;
+	uint32_t ft_pid;            /* in the agent's (initial) pid namespace */
+	uint32_t ft_tid;
+	uint64_t ft_cgroup;         /* cgroup v2 id, 0 if unknown */
+	char ft_comm[FP_COMM_LEN];  /* thread name, NUL-terminated */
+	char ft_process[FP_COMM_LEN]; /* process (main thread) name */
+	char *ft_container;         /* owned; container id or name, "" if none */
+};
+
+struct fp_frame {
+	uint32_t ff_mapping;        /* mapping id, or FP_MAPPING_NONE */
+	uint64_t ff_offset;         /* see enum fp_mapping_kind; raw address if NONE */
+};
+
+struct fp_stack {
+	uint32_t fs_id;
+	uint32_t fs_thread;         /* thread id */
+	uint32_t fs_nframes;        /* <= FP_MAX_FRAMES */
+	struct fp_frame *fs_frames; /* owned; leaf first: kernel frames, then user */
+};
+
+struct fp_count {
+	uint32_t fc_stack;
+	uint32_t fc_count;
+};
+
+/* Counters the agent reports with every batch; totals since agent start. */
+struct fp_lost {
+	uint64_t fl_samples;        /* samples the BPF program could not emit */
+	uint64_t fl_stack_errors;   /* samples whose stacks could not be read */
+	uint64_t fl_batches;        /* batches dropped from the agent's buffer */
+	uint64_t fl_samples_dropped;/* samples inside those dropped batches */
+};
+
+struct fp_hello {
+	uint64_t fh_session;        /* random, chosen at agent start */
+	char *fh_host;
+	char *fh_boot_id;
+	char *fh_kernel_release;
+	struct fp_build_id fh_kernel_build_id;
+	char *fh_agent_version;
+	uint32_t fh_frequency;      /* Hz */
+	uint32_t fh_ncpus;
+	size_t fh_nlabels;
+	char **fh_label_keys;       /* owned arrays of owned strings */
+	char **fh_label_values;
+};
+
+struct fp_batch {
+	uint64_t fb_session;
+	uint64_t fb_seq;            /* 1, 2, ... per session */
+	uint64_t fb_start_ns;       /* CLOCK_REALTIME, unix nanoseconds */
+	uint64_t fb_end_ns;
+	uint64_t fb_period_ns;      /* 1e9 / frequency */
+	size_t fb_nmappings, fb_nthreads, fb_nstacks, fb_ncounts;
+	struct fp_mapping *fb_mappings; /* new definitions only */
+	struct fp_thread *fb_threads;
+	struct fp_stack *fb_stacks;
+	struct fp_count *fb_counts;     /* may refer to definitions of earlier batches */
+	struct fp_lost fb_lost;
+};
+
+/* One symbol of a kallsyms snapshot; offset is relative to _text (kernel)
+ * or to the module's base (module). */
+struct fp_ksym {
+	uint64_t fk_offset;
+	char *fk_name;              /* owned */
+};
+
+/* Part of a kallsyms snapshot for one target (the kernel or one module).
+ * Large targets are sent in several parts; fs_last marks the final one. */
+struct fp_ksyms {
+	uint64_t fs_session;
+	uint8_t fs_kind;            /* FP_MAP_KERNEL or FP_MAP_KMODULE */
+	struct fp_build_id fs_build_id;
+	char *fs_name;              /* "vmlinux" or the module name */
+	uint32_t fs_part;           /* 0, 1, ... */
+	uint8_t fs_last;
+	size_t fs_nsyms;
+	struct fp_ksym *fs_syms;
+};
+
+enum fp_reply_status {
+	FP_REPLY_OK = 0,
+	FP_REPLY_NEED_HELLO = 1, /* unknown session: send hello, resend definitions */
+	FP_REPLY_REJECTED = 2,   /* malformed or unsupported; do not resend as is */
+};
+
+/* The symbolizer's answer to every request. */
+struct fp_reply {
+	uint8_t fr_status;          /* enum fp_reply_status */
+	uint64_t fr_seq;            /* seq of the acknowledged batch, 0 otherwise */
+	char *fr_error;             /* owned; NULL unless rejected */
+	size_t fr_nwant;            /* build-IDs whose kallsyms the server wants */
+	struct fp_build_id *fr_want;
+};
+
+/* fp_build_id_hex: write id as lowercase hex into buf (>= 2*FP_BUILD_ID_MAX+1). */
+void fp_build_id_hex(const struct fp_build_id *id, char *buf);
+/* fp_build_id_parse: parse hex; 0 or -EINVAL. */
+int fp_build_id_parse(const char *hex, struct fp_build_id *id);
+int fp_build_id_eq(const struct fp_build_id *a, const struct fp_build_id *b);
+
+/* *_fini release what the structure owns (not the structure itself). */
+void fp_hello_fini(struct fp_hello *h);
+void fp_batch_fini(struct fp_batch *b);
+void fp_ksyms_fini(struct fp_ksyms *k);
+void fp_reply_fini(struct fp_reply *r);
+
+#endif

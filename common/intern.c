@@ -1,0 +1,166 @@
+/* intern.c: open addressing over an array of (hash, id); keys live in one
+ * growing arena so that a table is a handful of allocations. */
+#include "intern.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct intern_key {
+	size_t ik_offset; /* into it_arena */
+	size_t ik_len;
+	uint64_t ik_hash;
+};
+
+struct fp_intern {
+	uint32_t *it_slots;     /* id + 1; 0 = empty */
+	size_t it_nslots;       /* power of two */
+	struct intern_key *it_keys;
+	size_t it_nkeys, it_keys_cap;
+	unsigned char *it_arena;
+	size_t it_arena_len, it_arena_cap;
+};
+
+uint64_t fp_hash(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (len * 0xff51afd7ed558ccdull);
+
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		h = (h ^ (w * 0xc2b2ae3d27d4eb4full)) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+		p += 8, len -= 8;
+	}
+	if (len) {
+		uint64_t w = 0;
+		memcpy(&w, p, len);
+		h = (h ^ (w * 0xc2b2ae3d27d4eb4full)) * 0x9e3779b97f4a7c15ull;
+	}
+	h ^= h >> 32;
+	h *= 0xd6e8feb86659fd93ull;
+	return h ^ (h >> 32);
+}
+
+int fp_intern_alloc(struct fp_intern **t)
+{
+	struct fp_intern *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	*t = n;
+	return 0;
+}
+
+void fp_intern_free(struct fp_intern *t)
+{
+	if (!t)
+		return;
+	free(t->it_slots);
+	free(t->it_keys);
+	free(t->it_arena);
+	free(t);
+}
+
+static int intern_grow_slots(struct fp_intern *t)
+{
+	size_t n = t->it_nslots ? t->it_nslots * 2 : 64, i;
+	uint32_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < t->it_nkeys; i++) {
+		size_t s = t->it_keys[i].ik_hash & (n - 1);
+		while (slots[s])
+			s = (s + 1) & (n - 1);
+		slots[s] = (uint32_t)i + 1;
+	}
+	free(t->it_slots);
+	t->it_slots = slots;
+	t->it_nslots = n;
+	return 0;
+}
+
+static int intern_reserve(void **buf, size_t *cap, size_t need, size_t elem)
+{
+	size_t n;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	n = *cap ? *cap : 16;
+	while (n < need)
+		n *= 2;
+	p = realloc(*buf, n * elem);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+int fp_intern_get(struct fp_intern *t, const void *key, size_t len, uint32_t *id, int *added)
+{
+	uint64_t h = fp_hash(key, len);
+	size_t s;
+
+	if (t->it_nslots) {
+		for (s = h & (t->it_nslots - 1); t->it_slots[s]; s = (s + 1) & (t->it_nslots - 1)) {
+			const struct intern_key *k = &t->it_keys[t->it_slots[s] - 1];
+			if (k->ik_hash == h && k->ik_len == len &&
+			    memcmp(t->it_arena + k->ik_offset, key, len) == 0) {
+				*id = t->it_slots[s] - 1;
+				if (added)
+					*added = 0;
+				return 0;
+			}
+		}
+	}
+	if (t->it_nkeys >= UINT32_MAX - 1)
+		return -ENOMEM;
+	/* Keep the load factor under 1/2. */
+	if ((t->it_nkeys + 1) * 2 > t->it_nslots && intern_grow_slots(t))
+		return -ENOMEM;
+	if (intern_reserve((void **)&t->it_keys, &t->it_keys_cap, t->it_nkeys + 1,
+			   sizeof(*t->it_keys)) ||
+	    intern_reserve((void **)&t->it_arena, &t->it_arena_cap, t->it_arena_len + len + 8, 1))
+		return -ENOMEM;
+	memcpy(t->it_arena + t->it_arena_len, key, len);
+	t->it_keys[t->it_nkeys] = (struct intern_key){ t->it_arena_len, len, h };
+	t->it_arena_len += (len + 7) & ~(size_t)7; /* keys stay 8-byte aligned */
+	for (s = h & (t->it_nslots - 1); t->it_slots[s]; s = (s + 1) & (t->it_nslots - 1))
+		;
+	t->it_slots[s] = (uint32_t)t->it_nkeys + 1;
+	*id = (uint32_t)t->it_nkeys++;
+	if (added)
+		*added = 1;
+	return 0;
+}
+
+const void *fp_intern_key(const struct fp_intern *t, uint32_t id, size_t *len)
+{
+	if (id >= t->it_nkeys)
+		return NULL;
+	*len = t->it_keys[id].ik_len;
+	return t->it_arena + t->it_keys[id].ik_offset;
+}
+
+size_t fp_intern_count(const struct fp_intern *t)
+{
+	return t->it_nkeys;
+}
+
+size_t fp_intern_bytes(const struct fp_intern *t)
+{
+	return t->it_nslots * sizeof(*t->it_slots) + t->it_keys_cap * sizeof(*t->it_keys) +
+	       t->it_arena_cap;
+}
+
+void fp_intern_clear(struct fp_intern *t)
+{
+	if (t->it_nslots)
+		memset(t->it_slots, 0, t->it_nslots * sizeof(*t->it_slots));
+	t->it_nkeys = 0;
+	t->it_arena_len = 0;
+}

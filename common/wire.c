@@ -1,0 +1,1184 @@
+/* wire.c: msgpack codec for the device <-> symbolizer protocol.
+ *
+ * proto/PROTOCOL.md is the specification; the key numbers and record
+ * layouts below must match it.  Decoding runs in three steps, each of which
+ * trusts only what the previous one established:
+ *   1. envelope_read: version and type from the first few bytes, so an
+ *      unsupported message is named as such even if its body is not ours;
+ *   2. validate_item: a walk over every msgpack item of the raw bytes that
+ *      bounds counts, lengths and depth, because msgpack_unpack allocates
+ *      count * sizeof(msgpack_object) for whatever count a header declares;
+ *   3. msgpack_unpack into a zone, then conversion of the object tree into
+ *      the structures of batch.h with every value range-checked.
+ */
+#include "wire.h"
+
+#include <errno.h>
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WIRE_MAX_DEPTH 8         /* nested containers; ours go 5 deep */
+#define WIRE_MAX_STRING 4096     /* bytes, excluding the terminating NUL */
+#define WIRE_MAX_LABELS 64
+#define WIRE_MAX_KSYMS 1000000   /* symbols per FP_MSG_KSYMS message */
+#define WIRE_MAX_WANT 4096       /* build-IDs per reply */
+#define WIRE_FRAME_NONE (-1)     /* FP_MAPPING_NONE on the wire: one byte */
+#define WIRE_ZONE_CHUNK 8192
+
+/* Body keys.  Never renumber: add new keys at the end. */
+enum {
+	HELLO_SESSION = 1,
+	HELLO_HOST = 2,
+	HELLO_BOOT_ID = 3,
+	HELLO_KERNEL_RELEASE = 4,
+	HELLO_KERNEL_BUILD_ID = 5,
+	HELLO_AGENT_VERSION = 6,
+	HELLO_FREQUENCY = 7,
+	HELLO_NCPUS = 8,
+	HELLO_LABELS = 9,
+	HELLO_NKEYS
+};
+
+enum {
+	BATCH_SESSION = 1,
+	BATCH_SEQ = 2,
+	BATCH_START_NS = 3,
+	BATCH_END_NS = 4,
+	BATCH_PERIOD_NS = 5,
+	BATCH_MAPPINGS = 6,
+	BATCH_THREADS = 7,
+	BATCH_STACKS = 8,
+	BATCH_COUNTS = 9,
+	BATCH_LOST = 10,
+	BATCH_NKEYS
+};
+
+enum {
+	KSYMS_SESSION = 1,
+	KSYMS_KIND = 2,
+	KSYMS_BUILD_ID = 3,
+	KSYMS_NAME = 4,
+	KSYMS_PART = 5,
+	KSYMS_LAST = 6,
+	KSYMS_SYMS = 7,
+	KSYMS_NKEYS
+};
+
+enum {
+	REPLY_STATUS = 1,
+	REPLY_SEQ = 2,
+	REPLY_ERROR = 3,
+	REPLY_WANT = 4,
+	REPLY_NKEYS
+};
+
+/* Minimum lengths of the array records; later revisions may append. */
+#define MAPPING_FIELDS 4 /* id, kind, build_id, path */
+#define THREAD_FIELDS 7  /* id, pid, tid, cgroup, comm, process, container */
+#define STACK_FIELDS 3   /* id, thread, frames */
+#define LOST_FIELDS 4    /* samples, stack_errors, batches, samples_dropped */
+
+const char *fp_wire_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case FP_WIRE_EMALFORMED:
+		return "malformed message (not msgpack, truncated, or nested too deep)";
+	case FP_WIRE_EVERSION:
+		return "unsupported protocol version";
+	case FP_WIRE_ETYPE:
+		return "unknown or unexpected message type";
+	case FP_WIRE_EFIELD:
+		return "missing field, wrong field type, or value out of range";
+	case FP_WIRE_ETOOBIG:
+		return "count or length over its limit";
+	case FP_WIRE_ENOMEM:
+	case -ENOMEM:
+		return "out of memory";
+	/* The encoders return errno values; name those too. */
+	case -EINVAL:
+		return "invalid structure to encode (value out of range or over a limit)";
+	case -EMSGSIZE:
+		return "encoded message larger than FP_WIRE_MAX_MESSAGE";
+	default:
+		return "unknown wire error";
+	}
+}
+
+/* ---- Checks shared by encoders and decoders ---------------------------- */
+
+/* Encoders refuse exactly what decoders refuse, so that a message we
+ * produce is never rejected by our own peer. */
+
+static int kind_ok(uint64_t kind)
+{
+	return kind == FP_MAP_USER || kind == FP_MAP_KERNEL || kind == FP_MAP_KMODULE;
+}
+
+static int ksyms_kind_ok(uint64_t kind)
+{
+	return kind == FP_MAP_KERNEL || kind == FP_MAP_KMODULE;
+}
+
+static int status_ok(uint64_t status)
+{
+	return status == FP_REPLY_OK || status == FP_REPLY_NEED_HELLO ||
+	       status == FP_REPLY_REJECTED;
+}
+
+/* ---- Encoding ----------------------------------------------------------- */
+
+struct enc {
+	msgpack_sbuffer e_sb;
+	msgpack_packer e_pk;
+	int e_err;      /* first error, negative errno */
+	int e_too_big;  /* the write callback refused to pass the size limit */
+};
+
+/* Refusing to grow past the limit bounds the memory an oversized batch
+ * costs the agent to the limit itself. */
+static int enc_write(void *data, const char *buf, size_t len)
+{
+	struct enc *e = data;
+
+	if (len > FP_WIRE_MAX_MESSAGE - e->e_sb.size) {
+		e->e_too_big = 1;
+		return -1;
+	}
+	return msgpack_sbuffer_write(&e->e_sb, buf, len);
+}
+
+static void enc_init(struct enc *e)
+{
+	memset(e, 0, sizeof(*e));
+	msgpack_sbuffer_init(&e->e_sb);
+	msgpack_packer_init(&e->e_pk, e, enc_write);
+}
+
+static void enc_fail(struct enc *e, int err)
+{
+	if (!e->e_err)
+		e->e_err = err;
+}
+
+static void enc_check(struct enc *e, int pack_ret)
+{
+	if (pack_ret != 0)
+		enc_fail(e, e->e_too_big ? -EMSGSIZE : -ENOMEM);
+}
+
+static void enc_uint(struct enc *e, uint64_t v)
+{
+	enc_check(e, msgpack_pack_uint64(&e->e_pk, v));
+}
+
+static void enc_array(struct enc *e, size_t n)
+{
+	enc_check(e, msgpack_pack_array(&e->e_pk, n));
+}
+
+static void enc_map(struct enc *e, size_t n)
+{
+	enc_check(e, msgpack_pack_map(&e->e_pk, n));
+}
+
+static void enc_key(struct enc *e, int key)
+{
+	enc_uint(e, (uint64_t)key);
+}
+
+/* NULL is sent as "": the decoder never produces NULL strings. */
+static void enc_str(struct enc *e, const char *s)
+{
+	size_t len = s ? strnlen(s, WIRE_MAX_STRING + 1) : 0;
+
+	if (len > WIRE_MAX_STRING) {
+		enc_fail(e, -EINVAL);
+		return;
+	}
+	enc_check(e, msgpack_pack_str(&e->e_pk, len));
+	/* msgpack_sbuffer_write asserts on a NULL body, even when empty. */
+	if (len)
+		enc_check(e, msgpack_pack_str_body(&e->e_pk, s, len));
+}
+
+static void enc_comm(struct enc *e, const char *comm)
+{
+	size_t len = strnlen(comm, FP_COMM_LEN);
+
+	if (len >= FP_COMM_LEN) {
+		enc_fail(e, -EINVAL);
+		return;
+	}
+	enc_check(e, msgpack_pack_str(&e->e_pk, len));
+	if (len)
+		enc_check(e, msgpack_pack_str_body(&e->e_pk, comm, len));
+}
+
+static void enc_build_id(struct enc *e, const struct fp_build_id *id)
+{
+	if (id->fb_len > FP_BUILD_ID_MAX) {
+		enc_fail(e, -EINVAL);
+		return;
+	}
+	enc_check(e, msgpack_pack_bin(&e->e_pk, id->fb_len));
+	if (id->fb_len)
+		enc_check(e, msgpack_pack_bin_body(&e->e_pk, id->fb_data, id->fb_len));
+}
+
+static void enc_envelope(struct enc *e, int type, size_t nkeys)
+{
+	enc_array(e, 3);
+	enc_uint(e, FP_PROTO_VERSION);
+	enc_uint(e, (uint64_t)type);
+	enc_map(e, nkeys);
+}
+
+static int enc_finish(struct enc *e, char **buf, size_t *len)
+{
+	if (e->e_err) {
+		msgpack_sbuffer_destroy(&e->e_sb);
+		return e->e_err;
+	}
+	*len = e->e_sb.size;
+	*buf = msgpack_sbuffer_release(&e->e_sb);
+	return 0;
+}
+
+int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len)
+{
+	struct enc e;
+	size_t i;
+
+	if (h->fh_nlabels > WIRE_MAX_LABELS ||
+	    (h->fh_nlabels && (!h->fh_label_keys || !h->fh_label_values)))
+		return -EINVAL;
+	enc_init(&e);
+	enc_envelope(&e, FP_MSG_HELLO, 8 + (h->fh_nlabels > 0));
+	enc_key(&e, HELLO_SESSION);
+	enc_uint(&e, h->fh_session);
+	enc_key(&e, HELLO_HOST);
+	enc_str(&e, h->fh_host);
+	enc_key(&e, HELLO_BOOT_ID);
+	enc_str(&e, h->fh_boot_id);
+	enc_key(&e, HELLO_KERNEL_RELEASE);
+	enc_str(&e, h->fh_kernel_release);
+	enc_key(&e, HELLO_KERNEL_BUILD_ID);
+	enc_build_id(&e, &h->fh_kernel_build_id);
+	enc_key(&e, HELLO_AGENT_VERSION);
+	enc_str(&e, h->fh_agent_version);
+	enc_key(&e, HELLO_FREQUENCY);
+	enc_uint(&e, h->fh_frequency);
+	enc_key(&e, HELLO_NCPUS);
+	enc_uint(&e, h->fh_ncpus);
+	if (h->fh_nlabels) {
+		enc_key(&e, HELLO_LABELS);
+		enc_array(&e, 2 * h->fh_nlabels);
+		for (i = 0; i < h->fh_nlabels; i++) {
+			enc_str(&e, h->fh_label_keys[i]);
+			enc_str(&e, h->fh_label_values[i]);
+		}
+	}
+	return enc_finish(&e, buf, len);
+}
+
+static void enc_mapping(struct enc *e, const struct fp_mapping *m)
+{
+	if (m->fm_id == FP_MAPPING_NONE || !kind_ok(m->fm_kind)) {
+		enc_fail(e, -EINVAL);
+		return;
+	}
+	enc_array(e, MAPPING_FIELDS);
+	enc_uint(e, m->fm_id);
+	enc_uint(e, m->fm_kind);
+	enc_build_id(e, &m->fm_build_id);
+	enc_str(e, m->fm_path);
+}
+
+static void enc_thread(struct enc *e, const struct fp_thread *t)
+{
+	enc_array(e, THREAD_FIELDS);
+	enc_uint(e, t->ft_id);
+	enc_uint(e, t->ft_pid);
+	enc_uint(e, t->ft_tid);
+	enc_uint(e, t->ft_cgroup);
+	enc_comm(e, t->ft_comm);
+	enc_comm(e, t->ft_process);
+	enc_str(e, t->ft_container);
+}
+
+static void enc_stack(struct enc *e, const struct fp_stack *s)
+{
+	uint32_t i;
+
+	if (s->fs_nframes > FP_MAX_FRAMES || (s->fs_nframes && !s->fs_frames)) {
+		enc_fail(e, -EINVAL);
+		return;
+	}
+	enc_array(e, STACK_FIELDS);
+	enc_uint(e, s->fs_id);
+	enc_uint(e, s->fs_thread);
+	enc_array(e, 2 * (size_t)s->fs_nframes);
+	for (i = 0; i < s->fs_nframes; i++) {
+		const struct fp_frame *f = &s->fs_frames[i];
+
+		if (f->ff_mapping == FP_MAPPING_NONE)
+			enc_check(e, msgpack_pack_int64(&e->e_pk, WIRE_FRAME_NONE));
+		else
+			enc_uint(e, f->ff_mapping);
+		enc_uint(e, f->ff_offset);
+	}
+}
+
+static int lost_is_zero(const struct fp_lost *l)
+{
+	return !l->fl_samples && !l->fl_stack_errors && !l->fl_batches &&
+	       !l->fl_samples_dropped;
+}
+
+int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
+{
+	struct enc e;
+	size_t i;
+
+	if ((b->fb_nmappings && !b->fb_mappings) || (b->fb_nthreads && !b->fb_threads) ||
+	    (b->fb_nstacks && !b->fb_stacks) || (b->fb_ncounts && !b->fb_counts))
+		return -EINVAL;
+	/* Each entry costs at least one byte, so larger counts cannot fit. */
+	if (b->fb_nmappings > FP_WIRE_MAX_MESSAGE || b->fb_nthreads > FP_WIRE_MAX_MESSAGE ||
+	    b->fb_nstacks > FP_WIRE_MAX_MESSAGE || b->fb_ncounts > FP_WIRE_MAX_MESSAGE)
+		return -EMSGSIZE;
+	enc_init(&e);
+	enc_envelope(&e, FP_MSG_SAMPLES,
+		     5 + (b->fb_nmappings > 0) + (b->fb_nthreads > 0) + (b->fb_nstacks > 0) +
+			     (b->fb_ncounts > 0) + !lost_is_zero(&b->fb_lost));
+	enc_key(&e, BATCH_SESSION);
+	enc_uint(&e, b->fb_session);
+	enc_key(&e, BATCH_SEQ);
+	enc_uint(&e, b->fb_seq);
+	enc_key(&e, BATCH_START_NS);
+	enc_uint(&e, b->fb_start_ns);
+	enc_key(&e, BATCH_END_NS);
+	enc_uint(&e, b->fb_end_ns);
+	enc_key(&e, BATCH_PERIOD_NS);
+	enc_uint(&e, b->fb_period_ns);
+	if (b->fb_nmappings) {
+		enc_key(&e, BATCH_MAPPINGS);
+		enc_array(&e, b->fb_nmappings);
+		for (i = 0; i < b->fb_nmappings && !e.e_err; i++)
+			enc_mapping(&e, &b->fb_mappings[i]);
+	}
+	if (b->fb_nthreads) {
+		enc_key(&e, BATCH_THREADS);
+		enc_array(&e, b->fb_nthreads);
+		for (i = 0; i < b->fb_nthreads && !e.e_err; i++)
+			enc_thread(&e, &b->fb_threads[i]);
+	}
+	if (b->fb_nstacks) {
+		enc_key(&e, BATCH_STACKS);
+		enc_array(&e, b->fb_nstacks);
+		for (i = 0; i < b->fb_nstacks && !e.e_err; i++)
+			enc_stack(&e, &b->fb_stacks[i]);
+	}
+	if (b->fb_ncounts) {
+		enc_key(&e, BATCH_COUNTS);
+		enc_array(&e, 2 * b->fb_ncounts);
+		for (i = 0; i < b->fb_ncounts && !e.e_err; i++) {
+			enc_uint(&e, b->fb_counts[i].fc_stack);
+			enc_uint(&e, b->fb_counts[i].fc_count);
+		}
+	}
+	if (!lost_is_zero(&b->fb_lost)) {
+		enc_key(&e, BATCH_LOST);
+		enc_array(&e, LOST_FIELDS);
+		enc_uint(&e, b->fb_lost.fl_samples);
+		enc_uint(&e, b->fb_lost.fl_stack_errors);
+		enc_uint(&e, b->fb_lost.fl_batches);
+		enc_uint(&e, b->fb_lost.fl_samples_dropped);
+	}
+	return enc_finish(&e, buf, len);
+}
+
+int fp_wire_encode_ksyms(const struct fp_ksyms *k, char **buf, size_t *len)
+{
+	struct enc e;
+	size_t i;
+
+	if (!ksyms_kind_ok(k->fs_kind) || k->fs_nsyms > WIRE_MAX_KSYMS ||
+	    (k->fs_nsyms && !k->fs_syms))
+		return -EINVAL;
+	enc_init(&e);
+	enc_envelope(&e, FP_MSG_KSYMS, 6 + (k->fs_nsyms > 0));
+	enc_key(&e, KSYMS_SESSION);
+	enc_uint(&e, k->fs_session);
+	enc_key(&e, KSYMS_KIND);
+	enc_uint(&e, k->fs_kind);
+	enc_key(&e, KSYMS_BUILD_ID);
+	enc_build_id(&e, &k->fs_build_id);
+	enc_key(&e, KSYMS_NAME);
+	enc_str(&e, k->fs_name);
+	enc_key(&e, KSYMS_PART);
+	enc_uint(&e, k->fs_part);
+	enc_key(&e, KSYMS_LAST);
+	enc_check(&e, k->fs_last ? msgpack_pack_true(&e.e_pk) : msgpack_pack_false(&e.e_pk));
+	if (k->fs_nsyms) {
+		enc_key(&e, KSYMS_SYMS);
+		enc_array(&e, 2 * k->fs_nsyms);
+		for (i = 0; i < k->fs_nsyms && !e.e_err; i++) {
+			enc_uint(&e, k->fs_syms[i].fk_offset);
+			enc_str(&e, k->fs_syms[i].fk_name);
+		}
+	}
+	return enc_finish(&e, buf, len);
+}
+
+int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
+{
+	struct enc e;
+	size_t i;
+
+	if (!status_ok(r->fr_status) || r->fr_nwant > WIRE_MAX_WANT ||
+	    (r->fr_nwant && !r->fr_want))
+		return -EINVAL;
+	enc_init(&e);
+	enc_envelope(&e, FP_MSG_REPLY, 2 + (r->fr_error != NULL) + (r->fr_nwant > 0));
+	enc_key(&e, REPLY_STATUS);
+	enc_uint(&e, r->fr_status);
+	enc_key(&e, REPLY_SEQ);
+	enc_uint(&e, r->fr_seq);
+	if (r->fr_error) {
+		enc_key(&e, REPLY_ERROR);
+		enc_str(&e, r->fr_error);
+	}
+	if (r->fr_nwant) {
+		enc_key(&e, REPLY_WANT);
+		enc_array(&e, r->fr_nwant);
+		for (i = 0; i < r->fr_nwant; i++)
+			enc_build_id(&e, &r->fr_want[i]);
+	}
+	return enc_finish(&e, buf, len);
+}
+
+/* ---- Raw byte reading: envelope and structural validation -------------- */
+
+struct rd {
+	const uint8_t *r_p;
+	size_t r_len;
+	size_t r_pos;
+};
+
+static int rd_byte(struct rd *r, uint8_t *b)
+{
+	if (r->r_pos >= r->r_len)
+		return -1;
+	*b = r->r_p[r->r_pos++];
+	return 0;
+}
+
+/* Big-endian unsigned of 1, 2, 4 or 8 bytes. */
+static int rd_be(struct rd *r, unsigned nbytes, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned i;
+
+	if (r->r_len - r->r_pos < nbytes)
+		return -1;
+	for (i = 0; i < nbytes; i++)
+		x = x << 8 | r->r_p[r->r_pos + i];
+	r->r_pos += nbytes;
+	*v = x;
+	return 0;
+}
+
+static int rd_skip(struct rd *r, uint64_t n)
+{
+	if (n > r->r_len - r->r_pos)
+		return -1;
+	r->r_pos += (size_t)n;
+	return 0;
+}
+
+/* An unsigned integer in any msgpack encoding; -1 if the next item is
+ * something else or is cut short. */
+static int rd_uint(struct rd *r, uint64_t *v)
+{
+	uint8_t b;
+
+	if (rd_byte(r, &b))
+		return -1;
+	if (b <= 0x7f) {
+		*v = b;
+		return 0;
+	}
+	switch (b) {
+	case 0xcc:
+		return rd_be(r, 1, v);
+	case 0xcd:
+		return rd_be(r, 2, v);
+	case 0xce:
+		return rd_be(r, 4, v);
+	case 0xcf:
+		return rd_be(r, 8, v);
+	default:
+		return -1;
+	}
+}
+
+/* Reads the header of an array (want_map 0) or map (1); *n is its count
+ * of elements or pairs. */
+static int rd_container(struct rd *r, int want_map, uint64_t *n)
+{
+	uint8_t b;
+
+	if (rd_byte(r, &b))
+		return -1;
+	if (!want_map && b >= 0x90 && b <= 0x9f) {
+		*n = b & 0x0f;
+		return 0;
+	}
+	if (want_map && b >= 0x80 && b <= 0x8f) {
+		*n = b & 0x0f;
+		return 0;
+	}
+	if (b == (want_map ? 0xde : 0xdc))
+		return rd_be(r, 2, n);
+	if (b == (want_map ? 0xdf : 0xdd))
+		return rd_be(r, 4, n);
+	return -1;
+}
+
+/* The envelope of version 1 is [version, type, {body}].  The version is
+ * read first and judged alone, so that a later version may change
+ * everything after it and still get a clear FP_WIRE_EVERSION. */
+static int envelope_read(const void *buf, size_t len, int *type)
+{
+	struct rd r = { buf, len, 0 };
+	uint64_t n, version, t;
+	uint8_t b;
+
+	if (!buf || len == 0)
+		return FP_WIRE_EMALFORMED;
+	if (rd_container(&r, 0, &n) || n < 1 || rd_uint(&r, &version))
+		return FP_WIRE_EMALFORMED;
+	if (version != FP_PROTO_VERSION)
+		return FP_WIRE_EVERSION;
+	if (n != 3 || rd_uint(&r, &t))
+		return FP_WIRE_EMALFORMED;
+	if (t < FP_MSG_HELLO || t > FP_MSG_REPLY)
+		return FP_WIRE_ETYPE;
+	if (rd_byte(&r, &b) || !((b >= 0x80 && b <= 0x8f) || b == 0xde || b == 0xdf))
+		return FP_WIRE_EMALFORMED;
+	*type = (int)t;
+	return 0;
+}
+
+int fp_wire_peek(const void *buf, size_t len, int *type)
+{
+	return envelope_read(buf, len, type);
+}
+
+/* Walks one item and everything inside it.  Every element of an array or
+ * map takes at least one byte, so a count above the bytes left is a lie we
+ * can reject before msgpack_unpack trusts it; the walk itself then proves
+ * each counted element is present.  Recursion is bounded by WIRE_MAX_DEPTH. */
+static int validate_item(struct rd *r, unsigned depth)
+{
+	uint64_t n;
+	uint8_t b;
+
+	if (rd_byte(r, &b))
+		return -1;
+	if (b <= 0x7f || b >= 0xe0) /* positive and negative fixint */
+		return 0;
+	if (b <= 0x8f) {
+		n = 2 * (uint64_t)(b & 0x0f);
+		goto container;
+	}
+	if (b <= 0x9f) {
+		n = b & 0x0f;
+		goto container;
+	}
+	if (b <= 0xbf)
+		return rd_skip(r, b & 0x1f);
+	switch (b) {
+	case 0xc0: /* nil */
+	case 0xc2: /* false */
+	case 0xc3: /* true */
+		return 0;
+	case 0xcc: /* uint8 */
+	case 0xd0: /* int8 */
+		return rd_skip(r, 1);
+	case 0xcd:
+	case 0xd1:
+		return rd_skip(r, 2);
+	case 0xca: /* float32 */
+	case 0xce:
+	case 0xd2:
+		return rd_skip(r, 4);
+	case 0xcb: /* float64 */
+	case 0xcf:
+	case 0xd3:
+		return rd_skip(r, 8);
+	case 0xc4: /* bin8 */
+	case 0xd9: /* str8 */
+		return rd_be(r, 1, &n) || rd_skip(r, n);
+	case 0xc5:
+	case 0xda:
+		return rd_be(r, 2, &n) || rd_skip(r, n);
+	case 0xc6:
+	case 0xdb:
+		return rd_be(r, 4, &n) || rd_skip(r, n);
+	case 0xdc: /* array16 */
+		if (rd_be(r, 2, &n))
+			return -1;
+		goto container;
+	case 0xdd:
+		if (rd_be(r, 4, &n))
+			return -1;
+		goto container;
+	case 0xde: /* map16 */
+		if (rd_be(r, 2, &n))
+			return -1;
+		n *= 2;
+		goto container;
+	case 0xdf:
+		if (rd_be(r, 4, &n))
+			return -1;
+		n *= 2;
+		goto container;
+	default:
+		/* 0xc1 (never used) and every ext type: we define none. */
+		return -1;
+	}
+
+container:
+	/* depth counts the containers around this one. */
+	if (depth >= WIRE_MAX_DEPTH || n > r->r_len - r->r_pos)
+		return -1;
+	while (n--)
+		if (validate_item(r, depth + 1))
+			return -1;
+	return 0;
+}
+
+/* ---- Decoding ----------------------------------------------------------- */
+
+/* Everything up to the body of a message of the expected type.  On success
+ * the caller destroys *zone; *body points into it. */
+static int wire_open(const void *buf, size_t len, int want_type, msgpack_zone *zone,
+		     const msgpack_object **body)
+{
+	struct rd r = { buf, len, 0 };
+	msgpack_unpack_return ret;
+	msgpack_object root;
+	size_t off = 0;
+	int type, err;
+
+	if (len > FP_WIRE_MAX_MESSAGE)
+		return FP_WIRE_ETOOBIG;
+	err = envelope_read(buf, len, &type);
+	if (err)
+		return err;
+	if (type != want_type)
+		return FP_WIRE_ETYPE;
+	/* Exactly one item: trailing bytes would be a second, unchecked one. */
+	if (validate_item(&r, 0) || r.r_pos != len)
+		return FP_WIRE_EMALFORMED;
+	if (!msgpack_zone_init(zone, WIRE_ZONE_CHUNK))
+		return FP_WIRE_ENOMEM;
+	ret = msgpack_unpack(buf, len, &off, zone, &root);
+	if (ret != MSGPACK_UNPACK_SUCCESS || off != len) {
+		msgpack_zone_destroy(zone);
+		return ret == MSGPACK_UNPACK_NOMEM_ERROR ? FP_WIRE_ENOMEM : FP_WIRE_EMALFORMED;
+	}
+	/* envelope_read checked this on the bytes; check the tree we use. */
+	if (root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size != 3 ||
+	    root.via.array.ptr[2].type != MSGPACK_OBJECT_MAP) {
+		msgpack_zone_destroy(zone);
+		return FP_WIRE_EMALFORMED;
+	}
+	*body = &root.via.array.ptr[2];
+	return 0;
+}
+
+/* Collects the values of keys 1..nkeys-1 of a body map.  Unknown keys are
+ * skipped (a newer peer of the same version may send more); a repeated
+ * known key is refused because peers could disagree on which one counts. */
+static int body_fields(const msgpack_object *body, const msgpack_object **fields,
+		       size_t nkeys)
+{
+	uint32_t i;
+
+	memset(fields, 0, nkeys * sizeof(*fields));
+	for (i = 0; i < body->via.map.size; i++) {
+		const msgpack_object_kv *kv = &body->via.map.ptr[i];
+		uint64_t key;
+
+		if (kv->key.type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			return FP_WIRE_EFIELD;
+		key = kv->key.via.u64;
+		if (key == 0 || key >= nkeys)
+			continue;
+		if (fields[key])
+			return FP_WIRE_EFIELD;
+		fields[key] = &kv->val;
+	}
+	return 0;
+}
+
+static int obj_u64(const msgpack_object *o, uint64_t *v)
+{
+	if (!o || o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return FP_WIRE_EFIELD;
+	*v = o->via.u64;
+	return 0;
+}
+
+static int obj_u32(const msgpack_object *o, uint32_t *v)
+{
+	uint64_t x;
+
+	if (obj_u64(o, &x) || x > UINT32_MAX)
+		return FP_WIRE_EFIELD;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static int obj_bool(const msgpack_object *o, uint8_t *v)
+{
+	if (!o || o->type != MSGPACK_OBJECT_BOOLEAN)
+		return FP_WIRE_EFIELD;
+	*v = o->via.boolean ? 1 : 0;
+	return 0;
+}
+
+/* A string's bytes, checked for the limits every string shares; a NUL
+ * would silently cut the string short in C. */
+static int obj_str_check(const msgpack_object *o, size_t max)
+{
+	if (!o || o->type != MSGPACK_OBJECT_STR)
+		return FP_WIRE_EFIELD;
+	if (o->via.str.size > max)
+		return FP_WIRE_ETOOBIG;
+	if (o->via.str.size && memchr(o->via.str.ptr, '\0', o->via.str.size))
+		return FP_WIRE_EFIELD;
+	return 0;
+}
+
+static int obj_strdup(const msgpack_object *o, char **out)
+{
+	int err = obj_str_check(o, WIRE_MAX_STRING);
+	char *s;
+
+	if (err)
+		return err;
+	s = malloc(o->via.str.size + 1);
+	if (!s)
+		return FP_WIRE_ENOMEM;
+	if (o->via.str.size)
+		memcpy(s, o->via.str.ptr, o->via.str.size);
+	s[o->via.str.size] = '\0';
+	*out = s;
+	return 0;
+}
+
+static int obj_comm(const msgpack_object *o, char out[FP_COMM_LEN])
+{
+	int err = obj_str_check(o, FP_COMM_LEN - 1);
+
+	if (err)
+		return err;
+	memset(out, 0, FP_COMM_LEN);
+	if (o->via.str.size)
+		memcpy(out, o->via.str.ptr, o->via.str.size);
+	return 0;
+}
+
+static int obj_build_id(const msgpack_object *o, struct fp_build_id *id)
+{
+	if (!o || o->type != MSGPACK_OBJECT_BIN)
+		return FP_WIRE_EFIELD;
+	if (o->via.bin.size > FP_BUILD_ID_MAX)
+		return FP_WIRE_ETOOBIG;
+	memset(id, 0, sizeof(*id));
+	id->fb_len = (uint8_t)o->via.bin.size;
+	if (o->via.bin.size)
+		memcpy(id->fb_data, o->via.bin.ptr, o->via.bin.size);
+	return 0;
+}
+
+/* An array of at least min elements; *elems is NULL when it is empty. */
+static int obj_array(const msgpack_object *o, uint32_t min, const msgpack_object **elems,
+		     uint32_t *n)
+{
+	if (!o || o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < min)
+		return FP_WIRE_EFIELD;
+	*elems = o->via.array.ptr;
+	*n = o->via.array.size;
+	return 0;
+}
+
+/* A flat array of pairs: even length, at most max pairs. */
+static int obj_pairs(const msgpack_object *o, size_t max, const msgpack_object **elems,
+		     size_t *npairs)
+{
+	uint32_t n;
+	int err = obj_array(o, 0, elems, &n);
+
+	if (err)
+		return err;
+	if (n % 2 != 0)
+		return FP_WIRE_EFIELD;
+	if (n / 2 > max)
+		return FP_WIRE_ETOOBIG;
+	*npairs = n / 2;
+	return 0;
+}
+
+/* calloc that treats zero elements as "nothing", so empty lists stay NULL. */
+static int alloc_array(size_t n, size_t size, void **out)
+{
+	void *p = NULL;
+
+	if (n) {
+		p = calloc(n, size);
+		if (!p)
+			return FP_WIRE_ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+static int hello_from_body(const msgpack_object *body, struct fp_hello *h)
+{
+	const msgpack_object *f[HELLO_NKEYS], *labels;
+	size_t n, i;
+	void *keys, *values;
+	int err;
+
+	if ((err = body_fields(body, f, HELLO_NKEYS)) || (err = obj_u64(f[HELLO_SESSION], &h->fh_session)) ||
+	    (err = obj_strdup(f[HELLO_HOST], &h->fh_host)) ||
+	    (err = obj_strdup(f[HELLO_BOOT_ID], &h->fh_boot_id)) ||
+	    (err = obj_strdup(f[HELLO_KERNEL_RELEASE], &h->fh_kernel_release)) ||
+	    (err = obj_build_id(f[HELLO_KERNEL_BUILD_ID], &h->fh_kernel_build_id)) ||
+	    (err = obj_strdup(f[HELLO_AGENT_VERSION], &h->fh_agent_version)) ||
+	    (err = obj_u32(f[HELLO_FREQUENCY], &h->fh_frequency)) ||
+	    (err = obj_u32(f[HELLO_NCPUS], &h->fh_ncpus)))
+		return err;
+	if (!f[HELLO_LABELS])
+		return 0;
+	if ((err = obj_pairs(f[HELLO_LABELS], WIRE_MAX_LABELS, &labels, &n)))
+		return err;
+	if ((err = alloc_array(n, sizeof(char *), &keys)))
+		return err;
+	h->fh_label_keys = keys;
+	if ((err = alloc_array(n, sizeof(char *), &values)))
+		return err;
+	h->fh_label_values = values;
+	h->fh_nlabels = n;
+	for (i = 0; i < n; i++) {
+		if ((err = obj_strdup(&labels[2 * i], &h->fh_label_keys[i])) ||
+		    (err = obj_strdup(&labels[2 * i + 1], &h->fh_label_values[i])))
+			return err;
+	}
+	return 0;
+}
+
+static int mapping_from_obj(const msgpack_object *o, struct fp_mapping *m)
+{
+	const msgpack_object *a;
+	uint64_t kind;
+	uint32_t n;
+	int err;
+
+	if ((err = obj_array(o, MAPPING_FIELDS, &a, &n)) || (err = obj_u32(&a[0], &m->fm_id)) ||
+	    (err = obj_u64(&a[1], &kind)) || (err = obj_build_id(&a[2], &m->fm_build_id)))
+		return err;
+	/* FP_MAPPING_NONE as an id could never be referred to by a frame. */
+	if (m->fm_id == FP_MAPPING_NONE || !kind_ok(kind))
+		return FP_WIRE_EFIELD;
+	m->fm_kind = (uint8_t)kind;
+	return obj_strdup(&a[3], &m->fm_path);
+}
+
+static int thread_from_obj(const msgpack_object *o, struct fp_thread *t)
+{
+	const msgpack_object *a;
+	uint32_t n;
+	int err;
+
+	if ((err = obj_array(o, THREAD_FIELDS, &a, &n)) || (err = obj_u32(&a[0], &t->ft_id)) ||
+	    (err = obj_u32(&a[1], &t->ft_pid)) || (err = obj_u32(&a[2], &t->ft_tid)) ||
+	    (err = obj_u64(&a[3], &t->ft_cgroup)) || (err = obj_comm(&a[4], t->ft_comm)) ||
+	    (err = obj_comm(&a[5], t->ft_process)))
+		return err;
+	return obj_strdup(&a[6], &t->ft_container);
+}
+
+static int frame_mapping_from_obj(const msgpack_object *o, uint32_t *mapping)
+{
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 == WIRE_FRAME_NONE) {
+		*mapping = FP_MAPPING_NONE;
+		return 0;
+	}
+	/* The sentinel has one spelling only, so that re-encoding is exact. */
+	if (obj_u32(o, mapping) || *mapping == FP_MAPPING_NONE)
+		return FP_WIRE_EFIELD;
+	return 0;
+}
+
+static int stack_from_obj(const msgpack_object *o, struct fp_stack *s)
+{
+	const msgpack_object *a, *frames;
+	size_t n, i;
+	uint32_t nfields;
+	void *p;
+	int err;
+
+	if ((err = obj_array(o, STACK_FIELDS, &a, &nfields)) || (err = obj_u32(&a[0], &s->fs_id)) ||
+	    (err = obj_u32(&a[1], &s->fs_thread)) ||
+	    (err = obj_pairs(&a[2], FP_MAX_FRAMES, &frames, &n)) ||
+	    (err = alloc_array(n, sizeof(struct fp_frame), &p)))
+		return err;
+	s->fs_frames = p;
+	s->fs_nframes = (uint32_t)n;
+	for (i = 0; i < n; i++) {
+		if ((err = frame_mapping_from_obj(&frames[2 * i], &s->fs_frames[i].ff_mapping)) ||
+		    (err = obj_u64(&frames[2 * i + 1], &s->fs_frames[i].ff_offset)))
+			return err;
+	}
+	return 0;
+}
+
+static int counts_from_obj(const msgpack_object *o, struct fp_batch *b)
+{
+	const msgpack_object *a;
+	size_t n, i;
+	void *p;
+	int err;
+
+	if ((err = obj_pairs(o, SIZE_MAX, &a, &n)) ||
+	    (err = alloc_array(n, sizeof(struct fp_count), &p)))
+		return err;
+	b->fb_counts = p;
+	b->fb_ncounts = n;
+	for (i = 0; i < n; i++) {
+		if ((err = obj_u32(&a[2 * i], &b->fb_counts[i].fc_stack)) ||
+		    (err = obj_u32(&a[2 * i + 1], &b->fb_counts[i].fc_count)))
+			return err;
+	}
+	return 0;
+}
+
+static int lost_from_obj(const msgpack_object *o, struct fp_lost *l)
+{
+	const msgpack_object *a;
+	uint32_t n;
+	int err;
+
+	if ((err = obj_array(o, LOST_FIELDS, &a, &n)) || (err = obj_u64(&a[0], &l->fl_samples)) ||
+	    (err = obj_u64(&a[1], &l->fl_stack_errors)) ||
+	    (err = obj_u64(&a[2], &l->fl_batches)) ||
+	    (err = obj_u64(&a[3], &l->fl_samples_dropped)))
+		return err;
+	return 0;
+}
+
+static int batch_from_body(const msgpack_object *body, struct fp_batch *b)
+{
+	const msgpack_object *f[BATCH_NKEYS], *a;
+	uint32_t n, i;
+	void *p;
+	int err;
+
+	if ((err = body_fields(body, f, BATCH_NKEYS)) ||
+	    (err = obj_u64(f[BATCH_SESSION], &b->fb_session)) ||
+	    (err = obj_u64(f[BATCH_SEQ], &b->fb_seq)) ||
+	    (err = obj_u64(f[BATCH_START_NS], &b->fb_start_ns)) ||
+	    (err = obj_u64(f[BATCH_END_NS], &b->fb_end_ns)) ||
+	    (err = obj_u64(f[BATCH_PERIOD_NS], &b->fb_period_ns)))
+		return err;
+	if (f[BATCH_MAPPINGS]) {
+		if ((err = obj_array(f[BATCH_MAPPINGS], 0, &a, &n)) ||
+		    (err = alloc_array(n, sizeof(struct fp_mapping), &p)))
+			return err;
+		b->fb_mappings = p;
+		b->fb_nmappings = n;
+		for (i = 0; i < n; i++)
+			if ((err = mapping_from_obj(&a[i], &b->fb_mappings[i])))
+				return err;
+	}
+	if (f[BATCH_THREADS]) {
+		if ((err = obj_array(f[BATCH_THREADS], 0, &a, &n)) ||
+		    (err = alloc_array(n, sizeof(struct fp_thread), &p)))
+			return err;
+		b->fb_threads = p;
+		b->fb_nthreads = n;
+		for (i = 0; i < n; i++)
+			if ((err = thread_from_obj(&a[i], &b->fb_threads[i])))
+				return err;
+	}
+	if (f[BATCH_STACKS]) {
+		if ((err = obj_array(f[BATCH_STACKS], 0, &a, &n)) ||
+		    (err = alloc_array(n, sizeof(struct fp_stack), &p)))
+			return err;
+		b->fb_stacks = p;
+		b->fb_nstacks = n;
+		for (i = 0; i < n; i++)
+			if ((err = stack_from_obj(&a[i], &b->fb_stacks[i])))
+				return err;
+	}
+	if (f[BATCH_COUNTS] && (err = counts_from_obj(f[BATCH_COUNTS], b)))
+		return err;
+	if (f[BATCH_LOST] && (err = lost_from_obj(f[BATCH_LOST], &b->fb_lost)))
+		return err;
+	return 0;
+}
+
+static int ksyms_from_body(const msgpack_object *body, struct fp_ksyms *k)
+{
+	const msgpack_object *f[KSYMS_NKEYS], *a;
+	uint64_t kind;
+	size_t n, i;
+	void *p;
+	int err;
+
+	if ((err = body_fields(body, f, KSYMS_NKEYS)) ||
+	    (err = obj_u64(f[KSYMS_SESSION], &k->fs_session)) ||
+	    (err = obj_u64(f[KSYMS_KIND], &kind)) ||
+	    (err = obj_build_id(f[KSYMS_BUILD_ID], &k->fs_build_id)) ||
+	    (err = obj_strdup(f[KSYMS_NAME], &k->fs_name)) ||
+	    (err = obj_u32(f[KSYMS_PART], &k->fs_part)) ||
+	    (err = obj_bool(f[KSYMS_LAST], &k->fs_last)))
+		return err;
+	if (!ksyms_kind_ok(kind))
+		return FP_WIRE_EFIELD;
+	k->fs_kind = (uint8_t)kind;
+	if (!f[KSYMS_SYMS])
+		return 0;
+	if ((err = obj_pairs(f[KSYMS_SYMS], WIRE_MAX_KSYMS, &a, &n)) ||
+	    (err = alloc_array(n, sizeof(struct fp_ksym), &p)))
+		return err;
+	k->fs_syms = p;
+	k->fs_nsyms = n;
+	for (i = 0; i < n; i++) {
+		if ((err = obj_u64(&a[2 * i], &k->fs_syms[i].fk_offset)) ||
+		    (err = obj_strdup(&a[2 * i + 1], &k->fs_syms[i].fk_name)))
+			return err;
+	}
+	return 0;
+}
+
+static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
+{
+	const msgpack_object *f[REPLY_NKEYS], *a;
+	uint64_t status;
+	uint32_t n, i;
+	void *p;
+	int err;
+
+	if ((err = body_fields(body, f, REPLY_NKEYS)) || (err = obj_u64(f[REPLY_STATUS], &status)) ||
+	    (err = obj_u64(f[REPLY_SEQ], &r->fr_seq)))
+		return err;
+	if (!status_ok(status))
+		return FP_WIRE_EFIELD;
+	r->fr_status = (uint8_t)status;
+	if (f[REPLY_ERROR] && (err = obj_strdup(f[REPLY_ERROR], &r->fr_error)))
+		return err;
+	if (!f[REPLY_WANT])
+		return 0;
+	if ((err = obj_array(f[REPLY_WANT], 0, &a, &n)))
+		return err;
+	if (n > WIRE_MAX_WANT)
+		return FP_WIRE_ETOOBIG;
+	if ((err = alloc_array(n, sizeof(struct fp_build_id), &p)))
+		return err;
+	r->fr_want = p;
+	r->fr_nwant = n;
+	for (i = 0; i < n; i++)
+		if ((err = obj_build_id(&a[i], &r->fr_want[i])))
+			return err;
+	return 0;
+}
+
+int fp_wire_decode_hello(const void *buf, size_t len, struct fp_hello *out)
+{
+	const msgpack_object *body;
+	struct fp_hello h;
+	msgpack_zone zone;
+	int err = wire_open(buf, len, FP_MSG_HELLO, &zone, &body);
+
+	if (err)
+		return err;
+	memset(&h, 0, sizeof(h));
+	err = hello_from_body(body, &h);
+	msgpack_zone_destroy(&zone);
+	if (err) {
+		fp_hello_fini(&h);
+		return err;
+	}
+	*out = h;
+	return 0;
+}
+
+int fp_wire_decode_batch(const void *buf, size_t len, struct fp_batch *out)
+{
+	const msgpack_object *body;
+	struct fp_batch b;
+	msgpack_zone zone;
+	int err = wire_open(buf, len, FP_MSG_SAMPLES, &zone, &body);
+
+	if (err)
+		return err;
+	memset(&b, 0, sizeof(b));
+	err = batch_from_body(body, &b);
+	msgpack_zone_destroy(&zone);
+	if (err) {
+		fp_batch_fini(&b);
+		return err;
+	}
+	*out = b;
+	return 0;
+}
+
+int fp_wire_decode_ksyms(const void *buf, size_t len, struct fp_ksyms *out)
+{
+	const msgpack_object *body;
+	struct fp_ksyms k;
+	msgpack_zone zone;
+	int err = wire_open(buf, len, FP_MSG_KSYMS, &zone, &body);
+
+	if (err)
+		return err;
+	memset(&k, 0, sizeof(k));
+	err = ksyms_from_body(body, &k);
+	msgpack_zone_destroy(&zone);
+	if (err) {
+		fp_ksyms_fini(&k);
+		return err;
+	}
+	*out = k;
+	return 0;
+}
+
+int fp_wire_decode_reply(const void *buf, size_t len, struct fp_reply *out)
+{
+	const msgpack_object *body;
+	struct fp_reply r;
+	msgpack_zone zone;
+	int err = wire_open(buf, len, FP_MSG_REPLY, &zone, &body);
+
+	if (err)
+		return err;
+	memset(&r, 0, sizeof(r));
+	err = reply_from_body(body, &r);
+	msgpack_zone_destroy(&zone);
+	if (err) {
+		fp_reply_fini(&r);
+		return err;
+	}
+	*out = r;
+	return 0;
+}

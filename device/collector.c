@@ -1,0 +1,537 @@
+/* collector.c: interning of mappings, threads and stacks; interval counts. */
+#include "collector.h"
+#include "container.h"
+#include "intern.h"
+#include "procmaps.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/bpf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROCS_REFRESH_CUTS 6 /* forget cached process state every N intervals */
+
+enum def_state {
+	DEF_UNSENT = 0,
+	DEF_IN_FLIGHT = 1, /* in the batch being sent */
+	DEF_KNOWN = 2,
+};
+
+struct mapping_key {
+	uint8_t mk_kind;
+	uint8_t mk_build_id_len;
+	uint8_t mk_build_id[FP_BUILD_ID_MAX];
+	uint8_t mk_pad[2];
+	char mk_path[]; /* NUL-terminated */
+};
+
+struct thread_key {
+	uint32_t tk_pid, tk_tid;
+	uint64_t tk_cgroup;
+	char tk_comm[FP_COMM_LEN];
+};
+
+struct stack_key {
+	uint32_t sk_thread;
+	uint32_t sk_nframes;
+	struct fp_frame sk_frames[];
+};
+
+struct thread_info {
+	char ti_process[FP_COMM_LEN];
+	char *ti_container;
+};
+
+struct proc_entry {
+	struct fp_procmaps *pe_maps;
+	uint64_t pe_maps_cut; /* cut number when pe_maps was read */
+	int pe_have_info;
+	char pe_name[FP_COMM_LEN];
+	char pe_container[128];
+};
+
+struct fp_collector {
+	const char *cl_proc, *cl_docker;
+	const struct fp_kernel *cl_kernel;
+	struct fp_intern *cl_mappings, *cl_threads, *cl_stacks, *cl_procs, *cl_paths;
+	uint8_t *cl_mstate, *cl_tstate, *cl_sstate;
+	size_t cl_mstate_cap, cl_tstate_cap, cl_sstate_cap;
+	struct thread_info *cl_tinfo;
+	size_t cl_tinfo_cap;
+	struct proc_entry *cl_procv;
+	size_t cl_procv_cap;
+	char **cl_pathv; /* build-ID -> path, by cl_paths id */
+	size_t cl_pathv_cap;
+	uint32_t *cl_counts; /* by stack id, this interval */
+	size_t cl_counts_cap;
+	uint32_t *cl_touched; /* stack ids with a count this interval */
+	size_t cl_ntouched, cl_touched_cap;
+	uint64_t cl_cuts;
+	uint64_t cl_interval_start_ns;
+	int cl_oom; /* samples dropped for lack of memory */
+	union {
+		struct stack_key sk;
+		unsigned char bytes[sizeof(struct stack_key) + FP_MAX_FRAMES * sizeof(struct fp_frame)];
+	} cl_scratch;
+};
+
+/* grow: make room for need elements in a zero-filled array. */
+static int grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	void **p = pp;
+	size_t n = *cap ? *cap : 64;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	memset((char *)q + *cap * elem, 0, (n - *cap) * elem);
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+int fp_collector_alloc(struct fp_collector **out, const char *proc, const char *docker_root,
+		       const struct fp_kernel *k)
+{
+	struct fp_collector *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->cl_proc = proc;
+	c->cl_docker = docker_root;
+	c->cl_kernel = k;
+	if (fp_intern_alloc(&c->cl_mappings) || fp_intern_alloc(&c->cl_threads) ||
+	    fp_intern_alloc(&c->cl_stacks) || fp_intern_alloc(&c->cl_procs) ||
+	    fp_intern_alloc(&c->cl_paths)) {
+		fp_collector_free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+static void procs_clear(struct fp_collector *c)
+{
+	size_t i, n = fp_intern_count(c->cl_procs);
+
+	for (i = 0; i < n; i++)
+		fp_procmaps_free(c->cl_procv[i].pe_maps);
+	memset(c->cl_procv, 0, c->cl_procv_cap * sizeof(*c->cl_procv));
+	fp_intern_clear(c->cl_procs);
+}
+
+void fp_collector_free(struct fp_collector *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	if (c->cl_procs)
+		procs_clear(c);
+	for (i = 0; c->cl_threads && i < fp_intern_count(c->cl_threads); i++)
+		free(c->cl_tinfo[i].ti_container);
+	for (i = 0; c->cl_paths && i < fp_intern_count(c->cl_paths); i++)
+		free(c->cl_pathv[i]);
+	fp_intern_free(c->cl_mappings);
+	fp_intern_free(c->cl_threads);
+	fp_intern_free(c->cl_stacks);
+	fp_intern_free(c->cl_procs);
+	fp_intern_free(c->cl_paths);
+	free(c->cl_mstate);
+	free(c->cl_tstate);
+	free(c->cl_sstate);
+	free(c->cl_tinfo);
+	free(c->cl_procv);
+	free(c->cl_pathv);
+	free(c->cl_counts);
+	free(c->cl_touched);
+	free(c);
+}
+
+static void read_comm(const char *proc, uint32_t pid, char *buf)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/comm", proc, pid);
+	buf[0] = '\0';
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, FP_COMM_LEN, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+static struct proc_entry *proc_get(struct fp_collector *c, uint32_t pid)
+{
+	struct proc_entry *pe;
+	uint32_t id;
+
+	if (fp_intern_get(c->cl_procs, &pid, sizeof(pid), &id, NULL) ||
+	    grow(&c->cl_procv, &c->cl_procv_cap, (size_t)id + 1, sizeof(*c->cl_procv)))
+		return NULL;
+	pe = &c->cl_procv[id];
+	if (!pe->pe_have_info) {
+		pe->pe_have_info = 1;
+		read_comm(c->cl_proc, pid, pe->pe_name);
+		fp_container_name(c->cl_proc, c->cl_docker, pid, pe->pe_container,
+				  sizeof(pe->pe_container));
+	}
+	return pe;
+}
+
+/* proc_maps: pid's mappings, re-read at most once per interval. */
+static struct fp_procmaps *proc_maps(struct fp_collector *c, struct proc_entry *pe, uint32_t pid,
+				     int refresh)
+{
+	if (pe->pe_maps_cut == c->cl_cuts + 1 || (pe->pe_maps && !refresh))
+		return pe->pe_maps;
+	fp_procmaps_free(pe->pe_maps);
+	pe->pe_maps = NULL;
+	pe->pe_maps_cut = c->cl_cuts + 1;
+	fp_procmaps_read(c->cl_proc, pid, &pe->pe_maps);
+	return pe->pe_maps;
+}
+
+static int mapping_get(struct fp_collector *c, uint8_t kind, const struct fp_build_id *bid,
+		       const char *path, uint32_t *id)
+{
+	size_t plen = strlen(path) + 1;
+	union {
+		struct mapping_key mk;
+		unsigned char bytes[sizeof(struct mapping_key) + 4096];
+	} key;
+
+	if (plen > 4096)
+		plen = 4096;
+	memset(&key.mk, 0, sizeof(key.mk));
+	key.mk.mk_kind = kind;
+	if (bid) {
+		key.mk.mk_build_id_len = bid->fb_len;
+		memcpy(key.mk.mk_build_id, bid->fb_data, bid->fb_len);
+	}
+	memcpy(key.mk.mk_path, path, plen - 1);
+	key.mk.mk_path[plen - 1] = '\0';
+	if (fp_intern_get(c->cl_mappings, &key, sizeof(key.mk) + plen, id, NULL))
+		return -ENOMEM;
+	return grow(&c->cl_mstate, &c->cl_mstate_cap, (size_t)*id + 1, 1);
+}
+
+/* The kernel hands us (build-ID, offset) without a path; find the path in
+ * the mappings of the process that reported it, once per build-ID. */
+static const char *path_of_build_id(struct fp_collector *c, uint32_t pid,
+				    const struct fp_build_id *bid)
+{
+	struct proc_entry *pe;
+	struct fp_procmaps *pm;
+	uint32_t id;
+	int added;
+	size_t i;
+
+	if (fp_intern_get(c->cl_paths, bid->fb_data, bid->fb_len, &id, &added) ||
+	    grow(&c->cl_pathv, &c->cl_pathv_cap, (size_t)id + 1, sizeof(*c->cl_pathv)))
+		return "";
+	if (c->cl_pathv[id])
+		return c->cl_pathv[id];
+	pe = proc_get(c, pid);
+	pm = pe ? proc_maps(c, pe, pid, 0) : NULL;
+	for (i = 0; pm && i < pm->pm_nvmas; i++) {
+		struct fp_vma *v = &pm->pm_vmas[i];
+		if (fp_procmaps_build_id(c->cl_proc, pm, v) == 0 &&
+		    fp_build_id_eq(&v->fv_build_id, bid)) {
+			c->cl_pathv[id] = strdup(v->fv_path);
+			break;
+		}
+	}
+	/* Not found (process gone): remember "" rather than search again. */
+	if (!c->cl_pathv[id])
+		c->cl_pathv[id] = strdup("");
+	return c->cl_pathv[id] ? c->cl_pathv[id] : "";
+}
+
+static int user_frame_by_ip(struct fp_collector *c, uint32_t pid, uint64_t ip,
+			    struct fp_frame *f)
+{
+	struct proc_entry *pe = proc_get(c, pid);
+	struct fp_procmaps *pm = pe ? proc_maps(c, pe, pid, 0) : NULL;
+	struct fp_vma *v = pm ? fp_procmaps_find(pm, ip) : NULL;
+
+	if (!v && pe) { /* new mapping since we read the maps? */
+		pm = proc_maps(c, pe, pid, 1);
+		v = pm ? fp_procmaps_find(pm, ip) : NULL;
+	}
+	f->ff_mapping = FP_MAPPING_NONE;
+	f->ff_offset = ip;
+	if (!v || !v->fv_path[0])
+		return 0; /* anonymous executable memory (JIT): raw address */
+	fp_procmaps_build_id(c->cl_proc, pm, v);
+	if (mapping_get(c, FP_MAP_USER, v->fv_build_id_state == 1 ? &v->fv_build_id : NULL,
+			v->fv_path, &f->ff_mapping))
+		return -ENOMEM;
+	f->ff_offset = ip - v->fv_start + v->fv_pgoff;
+	return 0;
+}
+
+static int kernel_frame(struct fp_collector *c, uint64_t ip, struct fp_frame *f)
+{
+	const struct fp_kernel *k = c->cl_kernel;
+	const struct fp_kmodule *m = fp_kernel_module(k, ip);
+
+	f->ff_mapping = FP_MAPPING_NONE;
+	f->ff_offset = ip;
+	if (m) {
+		f->ff_offset = ip - m->km_base;
+		return mapping_get(c, FP_MAP_KMODULE, &m->km_build_id, m->km_name, &f->ff_mapping);
+	}
+	if (k->kn_text && ip >= k->kn_text) {
+		f->ff_offset = ip - k->kn_text;
+		return mapping_get(c, FP_MAP_KERNEL, &k->kn_build_id, "vmlinux", &f->ff_mapping);
+	}
+	return 0;
+}
+
+static int thread_get(struct fp_collector *c, const struct fp_bpf_sample *s, uint32_t *id)
+{
+	struct thread_key key;
+	struct proc_entry *pe;
+	int added;
+
+	memset(&key, 0, sizeof(key));
+	key.tk_pid = s->pid;
+	key.tk_tid = s->tid;
+	key.tk_cgroup = s->cgroup_id;
+	memcpy(key.tk_comm, s->comm, FP_COMM_LEN - 1);
+	if (fp_intern_get(c->cl_threads, &key, sizeof(key), id, &added) ||
+	    grow(&c->cl_tstate, &c->cl_tstate_cap, (size_t)*id + 1, 1) ||
+	    grow(&c->cl_tinfo, &c->cl_tinfo_cap, (size_t)*id + 1, sizeof(*c->cl_tinfo)))
+		return -ENOMEM;
+	if (added) {
+		struct thread_info *ti = &c->cl_tinfo[*id];
+		pe = proc_get(c, s->pid);
+		memcpy(ti->ti_process, pe && pe->pe_name[0] ? pe->pe_name : key.tk_comm,
+		       FP_COMM_LEN);
+		ti->ti_container = strdup(pe ? pe->pe_container : "");
+		if (!ti->ti_container)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,
+		      const void *kstack)
+{
+	struct stack_key *sk = &c->cl_scratch.sk;
+	uint32_t n = 0, i, stack;
+	int added;
+
+	memset(&c->cl_scratch, 0, sizeof(c->cl_scratch));
+	if (thread_get(c, s, &sk->sk_thread))
+		goto oom;
+	for (i = 0; i < s->kstack_bytes / 8 && n < FP_MAX_FRAMES; i++) {
+		uint64_t ip;
+		memcpy(&ip, (const char *)kstack + i * 8, 8);
+		if (!ip)
+			break;
+		if (kernel_frame(c, ip, &sk->sk_frames[n++]))
+			goto oom;
+	}
+	for (i = 0; i < s->ustack_bytes / sizeof(struct bpf_stack_build_id) && n < FP_MAX_FRAMES;
+	     i++) {
+		struct bpf_stack_build_id u;
+		struct fp_frame *f = &sk->sk_frames[n];
+
+		memcpy(&u, (const char *)ustack + i * sizeof(u), sizeof(u));
+		if (u.status == BPF_STACK_BUILD_ID_VALID) {
+			struct fp_build_id bid = { .fb_len = BPF_BUILD_ID_SIZE };
+			memcpy(bid.fb_data, u.build_id, BPF_BUILD_ID_SIZE);
+			if (mapping_get(c, FP_MAP_USER, &bid, path_of_build_id(c, s->pid, &bid),
+					&f->ff_mapping))
+				goto oom;
+			f->ff_offset = u.offset;
+		} else if (u.status == BPF_STACK_BUILD_ID_IP) {
+			if (user_frame_by_ip(c, s->pid, u.ip, f))
+				goto oom;
+		} else {
+			continue;
+		}
+		n++;
+	}
+	sk->sk_nframes = n;
+	if (fp_intern_get(c->cl_stacks, sk, sizeof(*sk) + n * sizeof(struct fp_frame), &stack,
+			  &added) ||
+	    grow(&c->cl_sstate, &c->cl_sstate_cap, (size_t)stack + 1, 1) ||
+	    grow(&c->cl_counts, &c->cl_counts_cap, (size_t)stack + 1, sizeof(*c->cl_counts)))
+		goto oom;
+	if (c->cl_counts[stack] == 0) {
+		if (grow(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
+			 sizeof(*c->cl_touched)))
+			goto oom;
+		c->cl_touched[c->cl_ntouched++] = stack;
+	}
+	c->cl_counts[stack]++;
+	return;
+oom:
+	c->cl_oom++;
+}
+
+int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns,
+		     struct fp_interval *iv)
+{
+	struct fp_interval n = { 0 };
+	size_t i;
+
+	n.fi_seq = seq;
+	n.fi_start_ns = c->cl_interval_start_ns ? c->cl_interval_start_ns : end_ns;
+	n.fi_end_ns = end_ns;
+	if (c->cl_ntouched) {
+		n.fi_counts = malloc(c->cl_ntouched * sizeof(*n.fi_counts));
+		if (!n.fi_counts)
+			return -ENOMEM;
+	}
+	for (i = 0; i < c->cl_ntouched; i++) {
+		uint32_t s = c->cl_touched[i];
+		n.fi_counts[i] = (struct fp_count){ s, c->cl_counts[s] };
+		n.fi_samples += c->cl_counts[s];
+		c->cl_counts[s] = 0;
+	}
+	n.fi_ncounts = c->cl_ntouched;
+	n.fi_lost.fl_samples = c->cl_oom;
+	c->cl_ntouched = 0;
+	c->cl_interval_start_ns = end_ns;
+	if (++c->cl_cuts % PROCS_REFRESH_CUTS == 0)
+		procs_clear(c);
+	*iv = n;
+	return 0;
+}
+
+void fp_interval_fini(struct fp_interval *iv)
+{
+	free(iv->fi_counts);
+	memset(iv, 0, sizeof(*iv));
+}
+
+/* push: append one element to a batch array of unknown final size. */
+static int push(void *pp, size_t *n, size_t *cap, size_t elem, const void *v)
+{
+	void **p = pp;
+
+	if (grow(p, cap, *n + 1, elem))
+		return -ENOMEM;
+	memcpy((char *)*p + *n * elem, v, elem);
+	(*n)++;
+	return 0;
+}
+
+int fp_collector_batch(struct fp_collector *c, const struct fp_interval *iv, uint64_t session,
+		       uint64_t period_ns, struct fp_batch *b)
+{
+	size_t mcap = 0, tcap = 0, scap = 0, i, j, len;
+
+	memset(b, 0, sizeof(*b));
+	b->fb_session = session;
+	b->fb_seq = iv->fi_seq;
+	b->fb_start_ns = iv->fi_start_ns;
+	b->fb_end_ns = iv->fi_end_ns;
+	b->fb_period_ns = period_ns;
+	b->fb_lost = iv->fi_lost;
+	b->fb_ncounts = iv->fi_ncounts;
+	b->fb_counts = iv->fi_counts;
+	for (i = 0; i < iv->fi_ncounts; i++) {
+		uint32_t sid = iv->fi_counts[i].fc_stack;
+		const struct stack_key *sk = fp_intern_key(c->cl_stacks, sid, &len);
+		struct fp_stack st;
+
+		if (!sk || c->cl_sstate[sid] != DEF_UNSENT)
+			continue;
+		st = (struct fp_stack){ sid, sk->sk_thread, sk->sk_nframes,
+					(struct fp_frame *)sk->sk_frames };
+		if (push(&b->fb_stacks, &b->fb_nstacks, &scap, sizeof(st), &st))
+			goto oom;
+		c->cl_sstate[sid] = DEF_IN_FLIGHT;
+		if (c->cl_tstate[sk->sk_thread] == DEF_UNSENT) {
+			const struct thread_key *tk = fp_intern_key(c->cl_threads, sk->sk_thread, &len);
+			const struct thread_info *ti = &c->cl_tinfo[sk->sk_thread];
+			struct fp_thread t = { .ft_id = sk->sk_thread, .ft_pid = tk->tk_pid,
+					       .ft_tid = tk->tk_tid, .ft_cgroup = tk->tk_cgroup,
+					       .ft_container = ti->ti_container };
+			memcpy(t.ft_comm, tk->tk_comm, FP_COMM_LEN);
+			memcpy(t.ft_process, ti->ti_process, FP_COMM_LEN);
+			if (push(&b->fb_threads, &b->fb_nthreads, &tcap, sizeof(t), &t))
+				goto oom;
+			c->cl_tstate[sk->sk_thread] = DEF_IN_FLIGHT;
+		}
+		for (j = 0; j < sk->sk_nframes; j++) {
+			uint32_t m = sk->sk_frames[j].ff_mapping;
+			const struct mapping_key *mk;
+			struct fp_mapping fm;
+
+			if (m == FP_MAPPING_NONE || c->cl_mstate[m] != DEF_UNSENT)
+				continue;
+			mk = fp_intern_key(c->cl_mappings, m, &len);
+			fm = (struct fp_mapping){ .fm_id = m, .fm_kind = mk->mk_kind,
+						  .fm_path = (char *)mk->mk_path };
+			fm.fm_build_id.fb_len = mk->mk_build_id_len;
+			memcpy(fm.fm_build_id.fb_data, mk->mk_build_id, mk->mk_build_id_len);
+			if (push(&b->fb_mappings, &b->fb_nmappings, &mcap, sizeof(fm), &fm))
+				goto oom;
+			c->cl_mstate[m] = DEF_IN_FLIGHT;
+		}
+	}
+	return 0;
+oom:
+	fp_collector_batch_release(c, b);
+	return -ENOMEM;
+}
+
+static void set_states(struct fp_collector *c, const struct fp_batch *b, uint8_t from, uint8_t to)
+{
+	size_t i;
+
+	for (i = 0; i < b->fb_nmappings; i++)
+		if (c->cl_mstate[b->fb_mappings[i].fm_id] == from)
+			c->cl_mstate[b->fb_mappings[i].fm_id] = to;
+	for (i = 0; i < b->fb_nthreads; i++)
+		if (c->cl_tstate[b->fb_threads[i].ft_id] == from)
+			c->cl_tstate[b->fb_threads[i].ft_id] = to;
+	for (i = 0; i < b->fb_nstacks; i++)
+		if (c->cl_sstate[b->fb_stacks[i].fs_id] == from)
+			c->cl_sstate[b->fb_stacks[i].fs_id] = to;
+}
+
+void fp_collector_batch_release(struct fp_collector *c, struct fp_batch *b)
+{
+	set_states(c, b, DEF_IN_FLIGHT, DEF_UNSENT);
+	free(b->fb_mappings);
+	free(b->fb_threads);
+	free(b->fb_stacks);
+	memset(b, 0, sizeof(*b));
+}
+
+void fp_collector_sent(struct fp_collector *c, const struct fp_batch *b)
+{
+	set_states(c, b, DEF_IN_FLIGHT, DEF_KNOWN);
+}
+
+void fp_collector_forget(struct fp_collector *c)
+{
+	memset(c->cl_mstate, 0, c->cl_mstate_cap);
+	memset(c->cl_tstate, 0, c->cl_tstate_cap);
+	memset(c->cl_sstate, 0, c->cl_sstate_cap);
+}
+
+size_t fp_collector_bytes(const struct fp_collector *c)
+{
+	return fp_intern_bytes(c->cl_mappings) + fp_intern_bytes(c->cl_threads) +
+	       fp_intern_bytes(c->cl_stacks) + fp_intern_bytes(c->cl_procs) +
+	       fp_intern_bytes(c->cl_paths) + c->cl_counts_cap * sizeof(*c->cl_counts) +
+	       c->cl_mstate_cap + c->cl_tstate_cap + c->cl_sstate_cap +
+	       c->cl_tinfo_cap * sizeof(*c->cl_tinfo);
+}

@@ -1,0 +1,65 @@
+/* collector.h: from raw BPF samples to what the wire carries.
+ *
+ * Each user frame becomes (mapping, file offset), each kernel frame
+ * (vmlinux or module, offset); mappings, threads and whole stacks are
+ * interned, so that an interval is just (stack id, count) pairs and each
+ * definition crosses the wire once per session.  The collector remembers
+ * which definitions the peer has; batches carry only the others.
+ */
+#ifndef FP_COLLECTOR_H
+#define FP_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "batch.h"
+#include "kernel.h"
+#include "profile.h"
+
+struct fp_collector;
+
+/* One closed interval, as the agent buffers it until acknowledged. */
+struct fp_interval {
+	uint64_t fi_seq;
+	uint64_t fi_start_ns, fi_end_ns;
+	size_t fi_ncounts;
+	struct fp_count *fi_counts;     /* owned */
+	uint64_t fi_samples;            /* sum of the counts */
+	struct fp_lost fi_lost;
+};
+
+/* fp_collector_alloc: proc is the procfs mount ("/proc"), docker_root where
+ * docker keeps container state; k must outlive the collector.  0 or
+ * -ENOMEM. */
+int fp_collector_alloc(struct fp_collector **c, const char *proc, const char *docker_root,
+		       const struct fp_kernel *k);
+void fp_collector_free(struct fp_collector *c);
+
+/* fp_collector_add: account one sample (the sampler's callback). */
+void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,
+		      const void *kstack);
+
+/* fp_collector_cut: close the interval that started at the previous cut
+ * (or at allocation) and give it sequence number seq.  0 or -ENOMEM. */
+int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns,
+		     struct fp_interval *iv);
+void fp_interval_fini(struct fp_interval *iv);
+
+/* fp_collector_batch: the batch for iv: its counts plus the definitions the
+ * peer does not have yet.  The batch borrows strings and frames from the
+ * collector: use it before the next add, and release it with
+ * fp_collector_batch_release.  0 or -ENOMEM. */
+int fp_collector_batch(struct fp_collector *c, const struct fp_interval *iv, uint64_t session,
+		       uint64_t period_ns, struct fp_batch *b);
+void fp_collector_batch_release(struct fp_collector *c, struct fp_batch *b);
+
+/* fp_collector_sent: the peer acknowledged b; its definitions are known. */
+void fp_collector_sent(struct fp_collector *c, const struct fp_batch *b);
+
+/* fp_collector_forget: the peer lost every definition (new session). */
+void fp_collector_forget(struct fp_collector *c);
+
+/* fp_collector_bytes: memory the collector holds, for the agent's budget. */
+size_t fp_collector_bytes(const struct fp_collector *c);
+
+#endif

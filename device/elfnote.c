@@ -1,0 +1,132 @@
+/* elfnote.c: build-ID notes from ELF program headers, by hand. */
+#include "elfnote.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NOTE_ALIGN(x) (((x) + 3u) & ~(size_t)3u)
+#define MAX_PHDRS 256
+#define MAX_NOTE_BYTES 4096
+
+int fp_elfnote_find(const void *notes, size_t len, struct fp_build_id *id)
+{
+	const unsigned char *p = notes;
+	size_t pos = 0;
+
+	while (len - pos >= sizeof(Elf64_Nhdr)) {
+		Elf64_Nhdr nh;
+		size_t name_sz, desc_sz, desc_at;
+
+		memcpy(&nh, p + pos, sizeof(nh));
+		pos += sizeof(nh);
+		name_sz = NOTE_ALIGN((size_t)nh.n_namesz);
+		desc_sz = NOTE_ALIGN((size_t)nh.n_descsz);
+		if (nh.n_namesz > len || nh.n_descsz > len || name_sz > len - pos ||
+		    desc_sz > len - pos - name_sz)
+			return -ENOENT;
+		desc_at = pos + name_sz;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(p + pos, "GNU", 4) == 0 && nh.n_descsz > 0 &&
+		    nh.n_descsz <= FP_BUILD_ID_MAX) {
+			id->fb_len = (uint8_t)nh.n_descsz;
+			memcpy(id->fb_data, p + desc_at, nh.n_descsz);
+			return 0;
+		}
+		pos = desc_at + desc_sz;
+	}
+	return -ENOENT;
+}
+
+static int read_exact(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t n = pread(fd, buf, len, off);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EINVAL;
+}
+
+/* Both ELF classes reduce to this: where each PT_NOTE is and how big. */
+struct note_seg {
+	uint64_t off, size;
+};
+
+static int note_segments(int fd, struct note_seg *segs, int *nsegs)
+{
+	unsigned char ident[EI_NIDENT];
+	uint64_t phoff;
+	unsigned phnum, phentsize, i;
+	int n = 0, err, is64;
+
+	if ((err = read_exact(fd, ident, sizeof(ident), 0)))
+		return err;
+	if (memcmp(ident, ELFMAG, SELFMAG) != 0)
+		return -EINVAL;
+	is64 = ident[EI_CLASS] == ELFCLASS64;
+	if (!is64 && ident[EI_CLASS] != ELFCLASS32)
+		return -EINVAL;
+	/* Only native byte order: the agent reads files of its own machine. */
+	if (ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+		return -EINVAL;
+
+	if (is64) {
+		Elf64_Ehdr eh;
+		if ((err = read_exact(fd, &eh, sizeof(eh), 0)))
+			return err;
+		phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize;
+		if (phentsize != sizeof(Elf64_Phdr))
+			return -EINVAL;
+	} else {
+		Elf32_Ehdr eh;
+		if ((err = read_exact(fd, &eh, sizeof(eh), 0)))
+			return err;
+		phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize;
+		if (phentsize != sizeof(Elf32_Phdr))
+			return -EINVAL;
+	}
+	if (phnum > MAX_PHDRS)
+		return -EINVAL;
+	for (i = 0; i < phnum && n < *nsegs; i++) {
+		off_t at = (off_t)(phoff + (uint64_t)i * phentsize);
+		if (is64) {
+			Elf64_Phdr ph;
+			if ((err = read_exact(fd, &ph, sizeof(ph), at)))
+				return err;
+			if (ph.p_type == PT_NOTE)
+				segs[n++] = (struct note_seg){ ph.p_offset, ph.p_filesz };
+		} else {
+			Elf32_Phdr ph;
+			if ((err = read_exact(fd, &ph, sizeof(ph), at)))
+				return err;
+			if (ph.p_type == PT_NOTE)
+				segs[n++] = (struct note_seg){ ph.p_offset, ph.p_filesz };
+		}
+	}
+	*nsegs = n;
+	return 0;
+}
+
+int fp_elfnote_build_id(int fd, struct fp_build_id *id)
+{
+	struct note_seg segs[16];
+	unsigned char buf[MAX_NOTE_BYTES];
+	int nsegs = 16, err, i;
+
+	if ((err = note_segments(fd, segs, &nsegs)))
+		return err;
+	for (i = 0; i < nsegs; i++) {
+		size_t len = segs[i].size < sizeof(buf) ? segs[i].size : sizeof(buf);
+		ssize_t n;
+
+		if (segs[i].off > INT64_MAX)
+			continue;
+		n = pread(fd, buf, len, (off_t)segs[i].off);
+		if (n <= 0)
+			continue;
+		if (fp_elfnote_find(buf, (size_t)n, id) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,270 @@
+/* sampler.c: skeleton lifecycle: open, size, load, attach, poll, destroy. */
+#include "sampler.h"
+#include "log.h"
+#include "profile.skel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+struct fp_sampler {
+	struct profile_bpf *sm_skel;
+	struct ring_buffer *sm_rb;
+	struct bpf_link **sm_links;
+	int *sm_pfds;
+	int sm_ncpus;
+	fp_sample_fn sm_fn;
+	void *sm_arg;
+};
+
+static int sampler_record(void *ctx, void *data, size_t len)
+{
+	struct fp_sampler *s = ctx;
+	const struct fp_bpf_sample *hdr = data;
+	const unsigned char *p = data;
+
+	if (len < sizeof(*hdr) || hdr->ustack_bytes > FP_USTACK_BYTES ||
+	    hdr->kstack_bytes > FP_KSTACK_BYTES ||
+	    len < sizeof(*hdr) + hdr->ustack_bytes + hdr->kstack_bytes)
+		return 0;
+	s->sm_fn(hdr, p + sizeof(*hdr), p + sizeof(*hdr) + hdr->ustack_bytes, s->sm_arg);
+	return 0;
+}
+
+/* Parse a CPU list such as "0-3,5" into a boolean array of *n entries. */
+static int online_cpus(bool **mask, int *n)
+{
+	char buf[4096], *p = buf, *end;
+	bool *m = NULL;
+	ssize_t len;
+	int fd, max = 0;
+
+	fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -EINVAL;
+	buf[len] = '\0';
+	while (*p && *p != '\n') {
+		long lo = strtol(p, &end, 10), hi = lo;
+		if (end == p || lo < 0 || lo > 65535)
+			goto bad;
+		p = end;
+		if (*p == '-') {
+			hi = strtol(p + 1, &end, 10);
+			if (end == p + 1 || hi < lo || hi > 65535)
+				goto bad;
+			p = end;
+		}
+		if (hi + 1 > max) {
+			bool *nm = realloc(m, hi + 1);
+			if (!nm) {
+				free(m);
+				return -ENOMEM;
+			}
+			memset(nm + max, 0, hi + 1 - max);
+			m = nm, max = hi + 1;
+		}
+		for (; lo <= hi; lo++)
+			m[lo] = true;
+		if (*p == ',')
+			p++;
+	}
+	*mask = m, *n = max;
+	return 0;
+bad:
+	free(m);
+	return -EINVAL;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void fp_sampler_close(struct fp_sampler *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	ring_buffer__free(s->sm_rb);
+	for (i = 0; i < s->sm_ncpus; i++) {
+		bpf_link__destroy(s->sm_links[i]);
+		if (s->sm_pfds[i] >= 0)
+			close(s->sm_pfds[i]);
+	}
+	free(s->sm_links);
+	free(s->sm_pfds);
+	profile_bpf__destroy(s->sm_skel);
+	free(s);
+}
+
+int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
+{
+	struct fp_sampler *s;
+	bool *online = NULL;
+	int nonline = 0, i, err;
+
+	libbpf_set_print(libbpf_quiet);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->sm_fn = o->so_fn;
+	s->sm_arg = o->so_arg;
+	s->sm_ncpus = libbpf_num_possible_cpus();
+	if (s->sm_ncpus <= 0) {
+		err = s->sm_ncpus ? s->sm_ncpus : -EINVAL;
+		fp_warnx("cannot count CPUs: %s", strerror(-err));
+		goto fail;
+	}
+	s->sm_links = calloc(s->sm_ncpus, sizeof(*s->sm_links));
+	s->sm_pfds = malloc(s->sm_ncpus * sizeof(*s->sm_pfds));
+	if (!s->sm_links || !s->sm_pfds) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < s->sm_ncpus; i++)
+		s->sm_pfds[i] = -1;
+
+	/* Open */
+	s->sm_skel = profile_bpf__open();
+	if (!s->sm_skel) {
+		err = -errno;
+		fp_warnx("cannot open the BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	s->sm_skel->rodata->target_pid = o->so_pid;
+	s->sm_skel->rodata->wakeup_bytes = o->so_ringbuf_bytes / 2;
+	bpf_map__set_max_entries(s->sm_skel->maps.samples, o->so_ringbuf_bytes);
+
+	/* Load & verify */
+	err = profile_bpf__load(s->sm_skel);
+	if (err) {
+		fp_warnx("cannot load the BPF program (root, or CAP_BPF + CAP_PERFMON, "
+			 "needed): %s", strerror(-err));
+		goto fail;
+	}
+
+	/* Attach: one CPU-clock event per online CPU */
+	err = online_cpus(&online, &nonline);
+	if (err) {
+		fp_warnx("cannot read the online CPUs: %s", strerror(-err));
+		goto fail;
+	}
+	for (i = 0; i < s->sm_ncpus && i < nonline; i++) {
+		struct perf_event_attr attr = {
+			.type = PERF_TYPE_SOFTWARE,
+			.config = PERF_COUNT_SW_CPU_CLOCK,
+			.size = sizeof(attr),
+			.sample_freq = o->so_frequency,
+			.freq = 1,
+		};
+		if (!online[i])
+			continue;
+		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, -1, i, -1, PERF_FLAG_FD_CLOEXEC);
+		if (s->sm_pfds[i] < 0) {
+			err = -errno;
+			fp_warnx("perf_event_open on CPU %d: %s", i, strerror(-err));
+			goto fail;
+		}
+		s->sm_links[i] = bpf_program__attach_perf_event(s->sm_skel->progs.fp_sample,
+								s->sm_pfds[i]);
+		if (!s->sm_links[i]) {
+			err = -errno;
+			fp_warnx("cannot attach to CPU %d: %s", i, strerror(-err));
+			goto fail;
+		}
+	}
+	free(online);
+	online = NULL;
+
+	s->sm_rb = ring_buffer__new(bpf_map__fd(s->sm_skel->maps.samples), sampler_record, s, NULL);
+	if (!s->sm_rb) {
+		err = -errno;
+		fp_warnx("cannot set up the ring buffer: %s", strerror(-err));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	free(online);
+	fp_sampler_close(s);
+	return err;
+}
+
+int fp_sampler_poll(struct fp_sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->sm_rb, timeout_ms);
+
+	/* Records below the wake-up threshold raise no notification: collect
+	 * them too, so that an interval ends with everything sampled in it. */
+	if (n >= 0) {
+		int m = ring_buffer__consume(s->sm_rb);
+		n = m < 0 ? m : n + m;
+	}
+	return n;
+}
+
+int fp_sampler_counters(struct fp_sampler *s, uint64_t out[FP_CNT_MAX])
+{
+	uint64_t *vals = calloc(s->sm_ncpus, sizeof(*vals));
+	__u32 key;
+	int i;
+
+	if (!vals)
+		return -ENOMEM;
+	for (key = 0; key < FP_CNT_MAX; key++) {
+		out[key] = 0;
+		if (bpf_map__lookup_elem(s->sm_skel->maps.counters, &key, sizeof(key), vals,
+					 s->sm_ncpus * sizeof(*vals), 0))
+			continue;
+		for (i = 0; i < s->sm_ncpus; i++)
+			out[key] += vals[i];
+	}
+	free(vals);
+	return 0;
+}
+
+static uint64_t map_bytes(const struct bpf_map *m, int ncpus)
+{
+	uint64_t per = bpf_map__value_size(m) + bpf_map__key_size(m);
+
+	switch (bpf_map__type(m)) {
+	case BPF_MAP_TYPE_RINGBUF:
+		return bpf_map__max_entries(m);
+	case BPF_MAP_TYPE_PERCPU_ARRAY:
+		return (uint64_t)bpf_map__value_size(m) * bpf_map__max_entries(m) * ncpus;
+	default:
+		return per * bpf_map__max_entries(m);
+	}
+}
+
+int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	const struct bpf_map *m;
+	int err;
+
+	err = bpf_obj_get_info_by_fd(bpf_program__fd(s->sm_skel->progs.fp_sample), &info, &len);
+	if (err)
+		return err;
+	st->ss_run_ns = info.run_time_ns;
+	st->ss_run_count = info.run_cnt;
+	st->ss_map_bytes = 0;
+	bpf_object__for_each_map(m, s->sm_skel->obj)
+		st->ss_map_bytes += map_bytes(m, s->sm_ncpus);
+	return 0;
+}

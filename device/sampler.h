@@ -1,0 +1,47 @@
+/* sampler.h: the BPF sampler's user-space half.  Loads bpf/profile.bpf.c,
+ * attaches it to a CPU-clock perf event on every online CPU, and drains its
+ * ring buffer into a callback. */
+#ifndef FP_SAMPLER_H
+#define FP_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "profile.h"
+
+typedef void (*fp_sample_fn)(const struct fp_bpf_sample *s, const void *ustack,
+			     const void *kstack, void *arg);
+
+struct fp_sampler;
+
+struct fp_sampler_opts {
+	uint32_t so_frequency;      /* Hz per CPU */
+	uint32_t so_pid;            /* 0: every process */
+	size_t so_ringbuf_bytes;    /* power of two, >= page size */
+	fp_sample_fn so_fn;
+	void *so_arg;
+};
+
+/* fp_sampler_open: open, load and attach.  0 or a negative errno; errors
+ * are logged with the reason (permissions, missing BPF support, ...). */
+int fp_sampler_open(struct fp_sampler **s, const struct fp_sampler_opts *o);
+void fp_sampler_close(struct fp_sampler *s);
+
+/* fp_sampler_poll: wait up to timeout_ms for samples and pass all pending
+ * ones to the callback.  Number of samples, or a negative errno (-EINTR on
+ * a signal). */
+int fp_sampler_poll(struct fp_sampler *s, int timeout_ms);
+
+/* fp_sampler_counters: totals of enum fp_bpf_counter over all CPUs. */
+int fp_sampler_counters(struct fp_sampler *s, uint64_t out[FP_CNT_MAX]);
+
+struct fp_sampler_stats {
+	uint64_t ss_run_ns;         /* BPF program run time (needs kernel.bpf_stats_enabled) */
+	uint64_t ss_run_count;
+	uint64_t ss_map_bytes;      /* memory of the BPF maps */
+};
+
+/* fp_sampler_stats: what the kernel reports about our program and maps. */
+int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st);
+
+#endif

@@ -1,0 +1,551 @@
+/* profile.c: the resolved-profile model and its interning tables.
+ *
+ * Mappings, frames and samples live in plain arrays the writers read
+ * directly; struct fp_profile_index adds one open-addressing hash table per
+ * array so that interning costs O(1) however many stacks an interval holds.
+ * Container names are interned too: a device has a handful of containers but
+ * tens of thousands of samples, and interned pointers compare in one step.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile.h"
+
+/* A slot holds an array index + 1 (0: empty) and the key's hash, so that
+ * growing never recomputes hashes and most mismatches cost no key compare. */
+struct fp_slot {
+	uint32_t sl_index1;
+	uint32_t sl_hash;
+};
+
+struct fp_table {
+	struct fp_slot *tb_slots;
+	size_t tb_mask;             /* slots - 1; slots is a power of two */
+	size_t tb_used;
+};
+
+struct fp_profile_index {
+	struct fp_table pi_mappings, pi_frames, pi_samples, pi_strings;
+	size_t pi_mappings_cap, pi_frames_cap, pi_samples_cap;
+	char **pi_strings_v;        /* interned container names */
+	size_t pi_nstrings, pi_strings_cap;
+};
+
+#define TABLE_MIN_SLOTS 64
+
+/* Hashing: FNV-1a for bytes, a multiply-xorshift step for words, and a
+ * final avalanche so that the low bits used for the slot are well mixed. */
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *s = data;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t hash_word(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+static uint32_t hash_finish(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+#define HASH_SEED 0xcbf29ce484222325ULL
+
+static int table_init(struct fp_table *t)
+{
+	t->tb_slots = calloc(TABLE_MIN_SLOTS, sizeof(*t->tb_slots));
+	if (!t->tb_slots)
+		return -ENOMEM;
+	t->tb_mask = TABLE_MIN_SLOTS - 1;
+	t->tb_used = 0;
+	return 0;
+}
+
+static void table_fini(struct fp_table *t)
+{
+	free(t->tb_slots);
+	t->tb_slots = NULL;
+}
+
+typedef int (*table_eq_fn)(const struct fp_profile *p, uint32_t index, const void *key);
+
+/* table_find: the array index whose key equals key, or FP_INDEX_NONE.  With
+ * *slot set to where a new entry with this hash belongs. */
+static uint32_t table_find(const struct fp_profile *p, const struct fp_table *t, uint32_t hash,
+			   table_eq_fn eq, const void *key, size_t *slot)
+{
+	size_t i = hash & t->tb_mask;
+
+	for (;;) {
+		const struct fp_slot *s = &t->tb_slots[i];
+
+		if (!s->sl_index1) {
+			*slot = i;
+			return FP_INDEX_NONE;
+		}
+		if (s->sl_hash == hash && eq(p, s->sl_index1 - 1, key))
+			return s->sl_index1 - 1;
+		i = (i + 1) & t->tb_mask;
+	}
+}
+
+/* table_reserve: make room for one more entry, keeping the load factor at
+ * or below 3/4 so probe sequences stay short.  0 or -ENOMEM. */
+static int table_reserve(struct fp_table *t)
+{
+	size_t nslots = t->tb_mask + 1;
+
+	if ((t->tb_used + 1) * 4 <= nslots * 3)
+		return 0;
+	if (nslots > SIZE_MAX / 2 / sizeof(struct fp_slot))
+		return -ENOMEM;
+	size_t bigger = nslots * 2;
+	struct fp_slot *slots = calloc(bigger, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < nslots; i++) {
+		const struct fp_slot *s = &t->tb_slots[i];
+
+		if (!s->sl_index1)
+			continue;
+		size_t j = s->sl_hash & (bigger - 1);
+		while (slots[j].sl_index1)
+			j = (j + 1) & (bigger - 1);
+		slots[j] = *s;
+	}
+	free(t->tb_slots);
+	t->tb_slots = slots;
+	t->tb_mask = bigger - 1;
+	return 0;
+}
+
+/* table_make_room: reserve space for one more entry; when that rehashed,
+ * find the new entry's slot again.  0 or -ENOMEM. */
+static int table_make_room(const struct fp_profile *p, struct fp_table *t, uint32_t hash,
+			   table_eq_fn eq, const void *key, size_t *slot)
+{
+	size_t old_mask = t->tb_mask;
+
+	if (table_reserve(t))
+		return -ENOMEM;
+	if (t->tb_mask != old_mask)
+		table_find(p, t, hash, eq, key, slot);
+	return 0;
+}
+
+static void table_insert(struct fp_table *t, size_t slot, uint32_t index, uint32_t hash)
+{
+	t->tb_slots[slot].sl_index1 = index + 1;
+	t->tb_slots[slot].sl_hash = hash;
+	t->tb_used++;
+}
+
+/* grow_array: ensure *v has room for n + 1 elements of size sz.  Indexes
+ * are uint32_t with FP_INDEX_NONE reserved, which bounds every array. */
+static int grow_array(void **v, size_t *cap, size_t n, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	if (n >= FP_INDEX_NONE - 1)
+		return -ENOMEM;
+	size_t bigger = *cap ? *cap * 2 : 16;
+	if (bigger > FP_INDEX_NONE - 1)
+		bigger = FP_INDEX_NONE - 1;
+	if (bigger > SIZE_MAX / sz)
+		return -ENOMEM;
+	void *nv = realloc(*v, bigger * sz);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = bigger;
+	return 0;
+}
+
+int fp_profile_alloc(struct fp_profile **p, const char *host, uint64_t start_ns,
+		     uint64_t duration_ns, uint64_t period_ns)
+{
+	struct fp_profile *pr = calloc(1, sizeof(*pr));
+	if (!pr)
+		return -ENOMEM;
+	pr->pr_index = calloc(1, sizeof(*pr->pr_index));
+	pr->pr_host = strdup(host ? host : "");
+	if (!pr->pr_index || !pr->pr_host)
+		goto nomem;
+	struct fp_profile_index *ix = pr->pr_index;
+	if (table_init(&ix->pi_mappings) || table_init(&ix->pi_frames) ||
+	    table_init(&ix->pi_samples) || table_init(&ix->pi_strings))
+		goto nomem;
+	pr->pr_start_ns = start_ns;
+	pr->pr_duration_ns = duration_ns;
+	pr->pr_period_ns = period_ns;
+	*p = pr;
+	return 0;
+
+nomem:
+	fp_profile_free(pr);
+	return -ENOMEM;
+}
+
+void fp_profile_free(struct fp_profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->pr_nmappings; i++)
+		free(p->pr_mappings[i].pm_path);
+	for (size_t i = 0; i < p->pr_nframes; i++) {
+		free(p->pr_frames[i].pf_function);
+		free(p->pr_frames[i].pf_system_name);
+	}
+	/* ps_container points into the index's string pool. */
+	for (size_t i = 0; i < p->pr_nsamples; i++)
+		free(p->pr_samples[i].ps_frames);
+	struct fp_profile_index *ix = p->pr_index;
+	if (ix) {
+		for (size_t i = 0; i < ix->pi_nstrings; i++)
+			free(ix->pi_strings_v[i]);
+		free(ix->pi_strings_v);
+		table_fini(&ix->pi_mappings);
+		table_fini(&ix->pi_frames);
+		table_fini(&ix->pi_samples);
+		table_fini(&ix->pi_strings);
+		free(ix);
+	}
+	free(p->pr_mappings);
+	free(p->pr_frames);
+	free(p->pr_samples);
+	free(p->pr_host);
+	free(p);
+}
+
+/* Mappings */
+
+struct mapping_key {
+	uint8_t kind;
+	const struct fp_build_id *id;
+	const char *path;
+};
+
+static int mapping_eq(const struct fp_profile *p, uint32_t index, const void *key)
+{
+	const struct mapping_key *k = key;
+	const struct fp_pmapping *m = &p->pr_mappings[index];
+
+	return m->pm_kind == k->kind && m->pm_build_id.fb_len == k->id->fb_len &&
+	       !memcmp(m->pm_build_id.fb_data, k->id->fb_data, k->id->fb_len) &&
+	       !strcmp(m->pm_path, k->path);
+}
+
+int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_build_id *id,
+			   const char *path, uint32_t *idx)
+{
+	static const struct fp_build_id unknown;
+	struct fp_profile_index *ix = p->pr_index;
+
+	if (!path)
+		return -EINVAL;
+	if (!id)
+		id = &unknown;
+	if (id->fb_len > FP_BUILD_ID_MAX)
+		return -EINVAL;
+
+	struct mapping_key key = { kind, id, path };
+	uint64_t h = hash_word(HASH_SEED, kind);
+	h = hash_bytes(h, id->fb_data, id->fb_len);
+	h = hash_word(h, id->fb_len);
+	uint32_t hash = hash_finish(hash_bytes(h, path, strlen(path)));
+	size_t slot;
+	uint32_t found = table_find(p, &ix->pi_mappings, hash, mapping_eq, &key, &slot);
+	if (found != FP_INDEX_NONE) {
+		*idx = found;
+		return 0;
+	}
+
+	if (grow_array((void **)&p->pr_mappings, &ix->pi_mappings_cap, p->pr_nmappings,
+		       sizeof(*p->pr_mappings)))
+		return -ENOMEM;
+	if (table_make_room(p, &ix->pi_mappings, hash, mapping_eq, &key, &slot))
+		return -ENOMEM;
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+
+	uint32_t n = (uint32_t)p->pr_nmappings;
+	struct fp_pmapping *m = &p->pr_mappings[n];
+	memset(m, 0, sizeof(*m));
+	m->pm_path = copy;
+	m->pm_build_id.fb_len = id->fb_len;
+	memcpy(m->pm_build_id.fb_data, id->fb_data, id->fb_len);
+	m->pm_kind = kind;
+	table_insert(&ix->pi_mappings, slot, n, hash);
+	p->pr_nmappings++;
+	*idx = n;
+	return 0;
+}
+
+/* Frames */
+
+struct frame_key {
+	uint32_t mapping;
+	uint64_t address;
+	uint8_t kind;
+};
+
+static int frame_eq(const struct fp_profile *p, uint32_t index, const void *key)
+{
+	const struct frame_key *k = key;
+	const struct fp_pframe *f = &p->pr_frames[index];
+
+	return f->pf_mapping == k->mapping && f->pf_address == k->address && f->pf_kind == k->kind;
+}
+
+/* frame_names: the copies a frame stores.  A lone system_name is promoted to
+ * the function name; a system_name equal to the function is not kept. */
+static int frame_names(const char *function, const char *system_name, char **fn, char **sn)
+{
+	if (!function) {
+		function = system_name;
+		system_name = NULL;
+	}
+	if (system_name && function && !strcmp(system_name, function))
+		system_name = NULL;
+	*fn = function ? strdup(function) : NULL;
+	*sn = system_name ? strdup(system_name) : NULL;
+	if ((function && !*fn) || (system_name && !*sn)) {
+		free(*fn);
+		free(*sn);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t address,
+			 uint8_t kind, const char *function, const char *system_name,
+			 uint32_t *idx)
+{
+	struct fp_profile_index *ix = p->pr_index;
+	char *fn, *sn;
+
+	/* The writers index pr_mappings with pf_mapping: never store a bad one. */
+	if (mapping != FP_INDEX_NONE && mapping >= p->pr_nmappings)
+		return -EINVAL;
+
+	struct frame_key key = { mapping, address, kind };
+	uint64_t h = hash_word(HASH_SEED, mapping);
+	h = hash_word(h, address);
+	uint32_t hash = hash_finish(hash_word(h, kind));
+	size_t slot;
+	uint32_t found = table_find(p, &ix->pi_frames, hash, frame_eq, &key, &slot);
+	if (found != FP_INDEX_NONE) {
+		struct fp_pframe *f = &p->pr_frames[found];
+
+		/* A frame first seen unresolved may be resolved later (e.g. once
+		 * a kallsyms snapshot arrives): take the name then. */
+		if (!f->pf_function && (function || system_name)) {
+			if (frame_names(function, system_name, &fn, &sn))
+				return -ENOMEM;
+			f->pf_function = fn;
+			f->pf_system_name = sn;
+		}
+		*idx = found;
+		return 0;
+	}
+
+	if (grow_array((void **)&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
+		       sizeof(*p->pr_frames)))
+		return -ENOMEM;
+	if (table_make_room(p, &ix->pi_frames, hash, frame_eq, &key, &slot))
+		return -ENOMEM;
+	if (frame_names(function, system_name, &fn, &sn))
+		return -ENOMEM;
+
+	uint32_t n = (uint32_t)p->pr_nframes;
+	struct fp_pframe *f = &p->pr_frames[n];
+	f->pf_mapping = mapping;
+	f->pf_address = address;
+	f->pf_function = fn;
+	f->pf_system_name = sn;
+	f->pf_kind = kind;
+	table_insert(&ix->pi_frames, slot, n, hash);
+	p->pr_nframes++;
+	*idx = n;
+	return 0;
+}
+
+/* Container names */
+
+static int string_eq(const struct fp_profile *p, uint32_t index, const void *key)
+{
+	return !strcmp(p->pr_index->pi_strings_v[index], key);
+}
+
+static int intern_string(struct fp_profile *p, const char *s, const char **out)
+{
+	struct fp_profile_index *ix = p->pr_index;
+	uint32_t hash = hash_finish(hash_bytes(HASH_SEED, s, strlen(s)));
+	size_t slot;
+	uint32_t found = table_find(p, &ix->pi_strings, hash, string_eq, s, &slot);
+
+	if (found != FP_INDEX_NONE) {
+		*out = ix->pi_strings_v[found];
+		return 0;
+	}
+	if (grow_array((void **)&ix->pi_strings_v, &ix->pi_strings_cap, ix->pi_nstrings,
+		       sizeof(*ix->pi_strings_v)))
+		return -ENOMEM;
+	if (table_make_room(p, &ix->pi_strings, hash, string_eq, s, &slot))
+		return -ENOMEM;
+	char *copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	uint32_t n = (uint32_t)ix->pi_nstrings++;
+	ix->pi_strings_v[n] = copy;
+	table_insert(&ix->pi_strings, slot, n, hash);
+	*out = copy;
+	return 0;
+}
+
+/* Samples */
+
+struct sample_key {
+	const uint32_t *frames;
+	uint32_t nframes;
+	uint32_t pid, tid;
+	const char *thread, *process; /* already truncated to FP_COMM_LEN - 1 */
+	const char *container;        /* interned: compared by address */
+};
+
+static int sample_eq(const struct fp_profile *p, uint32_t index, const void *key)
+{
+	const struct sample_key *k = key;
+	const struct fp_psample *s = &p->pr_samples[index];
+
+	return s->ps_nframes == k->nframes && s->ps_pid == k->pid && s->ps_tid == k->tid &&
+	       s->ps_container == k->container && !strcmp(s->ps_thread, k->thread) &&
+	       !strcmp(s->ps_process, k->process) &&
+	       !memcmp(s->ps_frames, k->frames, k->nframes * sizeof(*k->frames));
+}
+
+static void copy_comm(char dst[FP_COMM_LEN], const char *src)
+{
+	size_t n = src ? strnlen(src, FP_COMM_LEN - 1) : 0;
+
+	memcpy(dst, src ? src : "", n);
+	memset(dst + n, 0, FP_COMM_LEN - n);
+}
+
+int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t nframes,
+			  uint32_t pid, uint32_t tid, const char *thread, const char *process,
+			  const char *container, uint64_t count)
+{
+	struct fp_profile_index *ix = p->pr_index;
+	char thread_c[FP_COMM_LEN], process_c[FP_COMM_LEN];
+	const char *cont;
+	int err;
+
+	if (nframes && !frames)
+		return -EINVAL;
+	for (uint32_t i = 0; i < nframes; i++)
+		if (frames[i] >= p->pr_nframes)
+			return -EINVAL;
+	/* A zero count would only produce empty lines in every output. */
+	if (!count)
+		return 0;
+	copy_comm(thread_c, thread);
+	copy_comm(process_c, process);
+	err = intern_string(p, container ? container : "", &cont);
+	if (err)
+		return err;
+
+	struct sample_key key = { frames, nframes, pid, tid, thread_c, process_c, cont };
+	uint64_t h = HASH_SEED;
+	for (uint32_t i = 0; i < nframes; i++)
+		h = hash_word(h, frames[i]);
+	h = hash_word(h, nframes);
+	h = hash_word(h, ((uint64_t)pid << 32) | tid);
+	h = hash_bytes(h, thread_c, strlen(thread_c) + 1);
+	h = hash_bytes(h, process_c, strlen(process_c) + 1);
+	uint32_t hash = hash_finish(hash_bytes(h, cont, strlen(cont)));
+	size_t slot;
+	uint32_t found = table_find(p, &ix->pi_samples, hash, sample_eq, &key, &slot);
+	if (found != FP_INDEX_NONE) {
+		p->pr_samples[found].ps_count += count;
+		return 0;
+	}
+
+	if (grow_array((void **)&p->pr_samples, &ix->pi_samples_cap, p->pr_nsamples,
+		       sizeof(*p->pr_samples)))
+		return -ENOMEM;
+	if (table_make_room(p, &ix->pi_samples, hash, sample_eq, &key, &slot))
+		return -ENOMEM;
+	uint32_t *copy = malloc((nframes ? nframes : 1) * sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	if (nframes)
+		memcpy(copy, frames, nframes * sizeof(*copy));
+
+	uint32_t n = (uint32_t)p->pr_nsamples;
+	struct fp_psample *s = &p->pr_samples[n];
+	s->ps_nframes = nframes;
+	s->ps_frames = copy;
+	s->ps_pid = pid;
+	s->ps_tid = tid;
+	memcpy(s->ps_thread, thread_c, FP_COMM_LEN);
+	memcpy(s->ps_process, process_c, FP_COMM_LEN);
+	s->ps_container = (char *)cont;
+	s->ps_count = count;
+	table_insert(&ix->pi_samples, slot, n, hash);
+	p->pr_nsamples++;
+	return 0;
+}
+
+int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	if (!p || frame >= p->pr_nframes)
+		return -EINVAL;
+
+	const struct fp_pframe *f = &p->pr_frames[frame];
+	const char *suffix = f->pf_kind == FP_FRAME_KERNEL ? "_[k]" : "";
+	if (f->pf_function)
+		return snprintf(buf, len, "%s%s", f->pf_function, suffix);
+
+	const char *module = "[unknown]";
+	if (f->pf_mapping != FP_INDEX_NONE && f->pf_mapping < p->pr_nmappings) {
+		const char *path = p->pr_mappings[f->pf_mapping].pm_path;
+		const char *slash = strrchr(path, '/');
+
+		/* "dir/" has no file name: show the whole path rather than "". */
+		if (slash && slash[1])
+			module = slash + 1;
+		else if (path[0])
+			module = path;
+	}
+	return snprintf(buf, len, "%s+0x%" PRIx64 "%s", module, f->pf_address, suffix);
+}
+
+uint64_t fp_profile_total(const struct fp_profile *p)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < p->pr_nsamples; i++)
+		total += p->pr_samples[i].ps_count;
+	return total;
+}

@@ -1,0 +1,93 @@
+/* profile.h: one resolved profile (one device, one interval), the model the
+ * writers (folded.h, pprof.h, svg.h) read.
+ *
+ * Mappings and frames are interned: adding the same one twice returns the
+ * same index.  Samples with the same frames, pid, tid and names are merged
+ * by adding their counts.  All strings are copied in.
+ */
+#ifndef FP_PROFILE_H
+#define FP_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "batch.h"
+
+#define FP_INDEX_NONE UINT32_MAX
+
+enum fp_frame_kind {
+	FP_FRAME_USER = 0,
+	FP_FRAME_KERNEL = 1,
+};
+
+struct fp_pmapping {
+	char *pm_path;              /* file path, or "vmlinux" / module name */
+	struct fp_build_id pm_build_id;
+	uint8_t pm_kind;            /* enum fp_mapping_kind */
+};
+
+struct fp_pframe {
+	uint32_t pf_mapping;        /* index into pr_mappings, or FP_INDEX_NONE */
+	uint64_t pf_address;        /* file offset / kernel offset; raw address if no mapping */
+	char *pf_function;          /* demangled name; NULL if unresolved */
+	char *pf_system_name;       /* mangled name; NULL if equal to pf_function */
+	uint8_t pf_kind;            /* enum fp_frame_kind */
+};
+
+struct fp_psample {
+	uint32_t ps_nframes;
+	uint32_t *ps_frames;        /* indexes into pr_frames, leaf first */
+	uint32_t ps_pid;
+	uint32_t ps_tid;
+	char ps_thread[FP_COMM_LEN];
+	char ps_process[FP_COMM_LEN];
+	char *ps_container;         /* "" if none */
+	uint64_t ps_count;
+};
+
+struct fp_profile_index;        /* private hash tables */
+
+struct fp_profile {
+	char *pr_host;
+	uint64_t pr_start_ns;       /* unix nanoseconds */
+	uint64_t pr_duration_ns;
+	uint64_t pr_period_ns;      /* nanoseconds of CPU per sample */
+	size_t pr_nmappings, pr_nframes, pr_nsamples;
+	struct fp_pmapping *pr_mappings;
+	struct fp_pframe *pr_frames;
+	struct fp_psample *pr_samples;
+	struct fp_profile_index *pr_index;
+};
+
+/* fp_profile_alloc: an empty profile for host.  0 or -ENOMEM. */
+int fp_profile_alloc(struct fp_profile **p, const char *host, uint64_t start_ns,
+		     uint64_t duration_ns, uint64_t period_ns);
+void fp_profile_free(struct fp_profile *p);
+
+/* fp_profile_add_mapping: intern a mapping (key: kind, build-ID, path).
+ * 0 or -ENOMEM; *idx written on success. */
+int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_build_id *id,
+			   const char *path, uint32_t *idx);
+
+/* fp_profile_add_frame: intern a frame (key: mapping, address, kind).
+ * function and system_name may be NULL.  0 or -ENOMEM. */
+int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t address,
+			 uint8_t kind, const char *function, const char *system_name,
+			 uint32_t *idx);
+
+/* fp_profile_add_sample: add count samples of a stack (leaf first).
+ * 0, -EINVAL (frame index out of range) or -ENOMEM. */
+int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t nframes,
+			  uint32_t pid, uint32_t tid, const char *thread, const char *process,
+			  const char *container, uint64_t count);
+
+/* fp_profile_frame_label: the frame's name as the folded and SVG outputs
+ * show it: the function, or "module+0xOFFSET" when unresolved (module is
+ * the mapping's file name, "[unknown]" without a mapping), with "_[k]"
+ * appended for kernel frames.  Always NUL-terminates; returns the length
+ * it wanted to write (like snprintf). */
+int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf, size_t len);
+
+/* fp_profile_total: the sum of all sample counts. */
+uint64_t fp_profile_total(const struct fp_profile *p);
+
+#endif

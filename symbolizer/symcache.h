@@ -1,0 +1,36 @@
+/* symcache.h: the LMDB cache of symbol tables, keyed by build-ID.
+ *
+ * Survives restarts; readers never block the writer.  Values are symtab.h
+ * blobs, looked up in place inside a read transaction.
+ */
+#ifndef FP_SYMCACHE_H
+#define FP_SYMCACHE_H
+
+#include <stddef.h>
+#include "batch.h"
+#include "symtab.h"
+
+struct fp_symcache;
+struct fp_symcache_txn;
+
+/* fp_symcache_open: open (creating) the cache in directory dir, which is
+ * created if missing.  0 or a negative errno. */
+int fp_symcache_open(struct fp_symcache **c, const char *dir);
+void fp_symcache_close(struct fp_symcache *c);
+
+/* fp_symcache_put: store blob under id, replacing any earlier value.
+ * 0 or a negative errno. */
+int fp_symcache_put(struct fp_symcache *c, const struct fp_build_id *id, const void *blob,
+		    size_t len);
+
+/* fp_symcache_begin: a read transaction; every fp_symtab obtained through
+ * it stays valid until fp_symcache_end.  0 or a negative errno. */
+int fp_symcache_begin(struct fp_symcache *c, struct fp_symcache_txn **txn);
+void fp_symcache_end(struct fp_symcache_txn *txn);
+
+/* fp_symcache_get: the table of id.  0, -ENOENT, or -EINVAL (stored value
+ * is corrupt). */
+int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id,
+		    struct fp_symtab *t);
+
+#endif
