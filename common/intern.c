@@ -100,22 +100,33 @@ static int intern_reserve(void **buf, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+int fp_intern_find(const struct fp_intern *t, const void *key, size_t len, uint32_t *id)
+{
+	uint64_t h = fp_hash(key, len);
+	size_t s;
+
+	if (!t->it_nslots)
+		return -ENOENT;
+	for (s = h & (t->it_nslots - 1); t->it_slots[s]; s = (s + 1) & (t->it_nslots - 1)) {
+		const struct intern_key *k = &t->it_keys[t->it_slots[s] - 1];
+		if (k->ik_hash == h && k->ik_len == len &&
+		    memcmp(t->it_arena + k->ik_offset, key, len) == 0) {
+			*id = t->it_slots[s] - 1;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int fp_intern_get(struct fp_intern *t, const void *key, size_t len, uint32_t *id, int *added)
 {
 	uint64_t h = fp_hash(key, len);
 	size_t s;
 
-	if (t->it_nslots) {
-		for (s = h & (t->it_nslots - 1); t->it_slots[s]; s = (s + 1) & (t->it_nslots - 1)) {
-			const struct intern_key *k = &t->it_keys[t->it_slots[s] - 1];
-			if (k->ik_hash == h && k->ik_len == len &&
-			    memcmp(t->it_arena + k->ik_offset, key, len) == 0) {
-				*id = t->it_slots[s] - 1;
-				if (added)
-					*added = 0;
-				return 0;
-			}
-		}
+	if (fp_intern_find(t, key, len, id) == 0) {
+		if (added)
+			*added = 0;
+		return 0;
 	}
 	if (t->it_nkeys >= UINT32_MAX - 1)
 		return -ENOMEM;

@@ -17,6 +17,9 @@ void fp_intern_free(struct fp_intern *t);
  * which.  0 or -ENOMEM (the table is unchanged). */
 int fp_intern_get(struct fp_intern *t, const void *key, size_t len, uint32_t *id, int *added);
 
+/* fp_intern_find: the id of key if present.  0 or -ENOENT. */
+int fp_intern_find(const struct fp_intern *t, const void *key, size_t len, uint32_t *id);
+
 /* fp_intern_key: the key of id (8-byte aligned, valid until the table
  * changes), or NULL. */
 const void *fp_intern_key(const struct fp_intern *t, uint32_t id, size_t *len);

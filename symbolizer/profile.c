@@ -439,7 +439,7 @@ static int sample_eq(const struct fp_profile *p, uint32_t index, const void *key
 	return s->ps_nframes == k->nframes && s->ps_pid == k->pid && s->ps_tid == k->tid &&
 	       s->ps_container == k->container && !strcmp(s->ps_thread, k->thread) &&
 	       !strcmp(s->ps_process, k->process) &&
-	       !memcmp(s->ps_frames, k->frames, k->nframes * sizeof(*k->frames));
+	       (!k->nframes || !memcmp(s->ps_frames, k->frames, k->nframes * sizeof(*k->frames)));
 }
 
 static void copy_comm(char dst[FP_COMM_LEN], const char *src)

@@ -352,7 +352,8 @@ static void builder_settle_segments(struct fp_symtab_builder *b)
 	size_t n = 0;
 	uint64_t end = 0;
 
-	qsort(b->fb_segs, b->fb_nsegs, sizeof(*b->fb_segs), cmp_builder_seg);
+	if (b->fb_nsegs)
+		qsort(b->fb_segs, b->fb_nsegs, sizeof(*b->fb_segs), cmp_builder_seg);
 	for (size_t i = 0; i < b->fb_nsegs; i++) {
 		struct builder_seg *s = &b->fb_segs[i];
 
@@ -373,7 +374,8 @@ static void builder_settle_symbols(struct fp_symtab_builder *b)
 {
 	size_t n = 0;
 
-	qsort(b->fb_syms, b->fb_nsyms, sizeof(*b->fb_syms), cmp_builder_sym);
+	if (b->fb_nsyms)
+		qsort(b->fb_syms, b->fb_nsyms, sizeof(*b->fb_syms), cmp_builder_sym);
 	for (size_t i = 0; i < b->fb_nsyms; i++) {
 		struct builder_sym *s = &b->fb_syms[i];
 

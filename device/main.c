@@ -1,0 +1,453 @@
+/* main.c: fleetprof-agent, the device daemon.  Samples with BPF, ships
+ * (build-ID, offset) stacks to the symbolizer once per interval, buffers
+ * while the symbolizer is away. */
+#include "collector.h"
+#include "kernel.h"
+#include "log.h"
+#include "sampler.h"
+#include "uplink.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KSYMS_PART 20000
+
+static volatile sig_atomic_t exiting;
+
+struct agent_opts {
+	const char *ao_server;
+	uint32_t ao_frequency;
+	uint32_t ao_interval_s;
+	uint32_t ao_pid;
+	uint32_t ao_buffer;      /* intervals kept while the server is away */
+	uint32_t ao_timeout_ms;  /* for one reply */
+	size_t ao_nlabels;
+	char *ao_label_keys[64];
+	char *ao_label_values[64];
+};
+
+struct agent {
+	struct agent_opts ag_o;
+	struct fp_kernel ag_kernel;
+	struct fp_collector *ag_collector;
+	struct fp_sampler *ag_sampler;
+	struct fp_uplink *ag_uplink;
+	struct fp_hello ag_hello;
+	int ag_hello_ok;
+	uint64_t ag_session;
+	uint64_t ag_seq;
+	uint64_t ag_next_cut_ns;
+	struct fp_interval *ag_buf; /* ring of ag_o.ao_buffer intervals */
+	size_t ag_buf_head, ag_buf_len;
+	struct fp_lost ag_lost;     /* agent-side totals */
+	uint64_t ag_sampled, ag_acked_samples, ag_sent_bytes;
+};
+
+static void on_signal(int sig)
+{
+	exiting = 1;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void on_sample(const struct fp_bpf_sample *s, const void *u, const void *k, void *arg)
+{
+	struct agent *a = arg;
+
+	fp_collector_add(a->ag_collector, s, u, k);
+}
+
+/* Close the current interval into the buffer, dropping the oldest when full. */
+static void agent_cut(struct agent *a)
+{
+	uint64_t bpf[FP_CNT_MAX];
+	struct fp_interval iv;
+
+	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, now_ns(CLOCK_REALTIME), &iv)) {
+		fp_warnx("out of memory closing interval %" PRIu64, a->ag_seq);
+		return;
+	}
+	a->ag_sampled += iv.fi_samples;
+	a->ag_lost.fl_samples += iv.fi_lost.fl_samples; /* collector: out of memory */
+	iv.fi_lost = a->ag_lost;
+	if (fp_sampler_counters(a->ag_sampler, bpf) == 0) {
+		iv.fi_lost.fl_samples += bpf[FP_CNT_LOST];
+		iv.fi_lost.fl_stack_errors = bpf[FP_CNT_USTACK_ERR] + bpf[FP_CNT_KSTACK_ERR];
+	}
+	if (a->ag_buf_len == a->ag_o.ao_buffer) {
+		struct fp_interval *old = &a->ag_buf[a->ag_buf_head];
+		a->ag_lost.fl_batches++;
+		a->ag_lost.fl_samples_dropped += old->fi_samples;
+		fp_warnx("buffer full: dropping interval %" PRIu64 " (%" PRIu64 " samples)",
+			 old->fi_seq, old->fi_samples);
+		fp_interval_fini(old);
+		a->ag_buf_head = (a->ag_buf_head + 1) % a->ag_o.ao_buffer;
+		a->ag_buf_len--;
+	}
+	a->ag_buf[(a->ag_buf_head + a->ag_buf_len) % a->ag_o.ao_buffer] = iv;
+	a->ag_buf_len++;
+	fp_debug("interval %" PRIu64 ": %" PRIu64 " samples, %zu stacks, %zu buffered",
+		 iv.fi_seq, iv.fi_samples, iv.fi_ncounts, a->ag_buf_len);
+}
+
+/* Sample for up to timeout_ms; close the interval when it is due. */
+static void agent_pump(struct agent *a, int timeout_ms)
+{
+	int n = fp_sampler_poll(a->ag_sampler, timeout_ms);
+
+	if (n < 0 && n != -EINTR)
+		fp_warnx("ring buffer: %s", strerror(-n));
+	if (now_ns(CLOCK_MONOTONIC) >= a->ag_next_cut_ns) {
+		agent_cut(a);
+		a->ag_next_cut_ns += (uint64_t)a->ag_o.ao_interval_s * 1000000000ull;
+	}
+}
+
+/* One request and its reply; sampling goes on while we wait. */
+static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *reply)
+{
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + a->ag_o.ao_timeout_ms * 1000000ull;
+	int err = fp_uplink_send(a->ag_uplink, buf, len);
+
+	free(buf);
+	if (err)
+		return err;
+	a->ag_sent_bytes += len;
+	for (;;) {
+		err = fp_uplink_poll(a->ag_uplink, reply);
+		if (err != -EAGAIN)
+			return err;
+		if (now_ns(CLOCK_MONOTONIC) >= deadline)
+			return -ETIMEDOUT;
+		agent_pump(a, 5);
+	}
+}
+
+static int send_ksyms_part(const struct fp_ksyms *part, void *arg)
+{
+	struct agent *a = arg;
+	struct fp_reply r = { 0 };
+	size_t len;
+	char *buf;
+	int err;
+
+	if ((err = fp_wire_encode_ksyms(part, &buf, &len)))
+		return err;
+	err = agent_call(a, buf, len, &r);
+	if (!err && r.fr_status != FP_REPLY_OK)
+		err = -EPROTO;
+	fp_reply_fini(&r);
+	return err;
+}
+
+/* The symbolizer asked for kallsyms snapshots it does not have yet. */
+static void agent_answer_wants(struct agent *a, struct fp_reply *r)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+	size_t i;
+
+	for (i = 0; i < r->fr_nwant; i++) {
+		int err = fp_kernel_ksyms(&a->ag_kernel, "/proc", &r->fr_want[i], a->ag_session,
+					  KSYMS_PART, send_ksyms_part, a);
+		fp_build_id_hex(&r->fr_want[i], hex);
+		if (err)
+			fp_warnx("kallsyms for %s not sent: %s", hex, strerror(-err));
+		else
+			fp_info("sent kallsyms for %s", hex);
+	}
+}
+
+static int agent_hello(struct agent *a)
+{
+	struct fp_reply r = { 0 };
+	size_t len;
+	char *buf;
+	int err;
+
+	if ((err = fp_wire_encode_hello(&a->ag_hello, &buf, &len)))
+		return err;
+	if ((err = agent_call(a, buf, len, &r)))
+		return err;
+	if (r.fr_status != FP_REPLY_OK) {
+		fp_warnx("symbolizer refused hello: %s", r.fr_error ? r.fr_error : "no reason given");
+		fp_reply_fini(&r);
+		return -EPROTO;
+	}
+	fp_collector_forget(a->ag_collector); /* a new session knows nothing */
+	a->ag_hello_ok = 1;
+	fp_info("connected to %s", a->ag_o.ao_server);
+	agent_answer_wants(a, &r);
+	fp_reply_fini(&r);
+	return 0;
+}
+
+/* Send every buffered interval, oldest first.  0 when the buffer is empty. */
+static int agent_flush(struct agent *a)
+{
+	while (a->ag_buf_len) {
+		struct fp_interval *iv = &a->ag_buf[a->ag_buf_head];
+		struct fp_reply r = { 0 };
+		struct fp_batch b;
+		uint64_t seq = iv->fi_seq;
+		size_t len;
+		char *buf;
+		int err;
+
+		if (!a->ag_hello_ok && (err = agent_hello(a)))
+			return err;
+		if ((err = fp_collector_batch(a->ag_collector, iv, a->ag_session,
+					      a->ag_hello.fh_frequency ?
+						      1000000000ull / a->ag_hello.fh_frequency : 0,
+					      &b)))
+			return err;
+		err = fp_wire_encode_batch(&b, &buf, &len);
+		if (!err)
+			err = agent_call(a, buf, len, &r);
+		if (err) {
+			fp_collector_batch_release(a->ag_collector, &b);
+			return err;
+		}
+		/* The buffer may have moved while we waited (a cut, a drop). */
+		iv = a->ag_buf_len ? &a->ag_buf[a->ag_buf_head] : NULL;
+		switch (r.fr_status) {
+		case FP_REPLY_OK:
+			fp_collector_sent(a->ag_collector, &b);
+			if (iv && iv->fi_seq == seq) {
+				a->ag_acked_samples += iv->fi_samples;
+				fp_interval_fini(iv);
+				a->ag_buf_head = (a->ag_buf_head + 1) % a->ag_o.ao_buffer;
+				a->ag_buf_len--;
+			}
+			agent_answer_wants(a, &r);
+			break;
+		case FP_REPLY_NEED_HELLO:
+			fp_info("symbolizer lost our session (restarted?): saying hello again");
+			a->ag_hello_ok = 0;
+			break;
+		default:
+			fp_warnx("symbolizer rejected interval %" PRIu64 ": %s; dropping it", seq,
+				 r.fr_error ? r.fr_error : "no reason given");
+			if (iv && iv->fi_seq == seq) {
+				a->ag_lost.fl_batches++;
+				a->ag_lost.fl_samples_dropped += iv->fi_samples;
+				fp_interval_fini(iv);
+				a->ag_buf_head = (a->ag_buf_head + 1) % a->ag_o.ao_buffer;
+				a->ag_buf_len--;
+			}
+			break;
+		}
+		fp_collector_batch_release(a->ag_collector, &b);
+		fp_reply_fini(&r);
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fleetprof-agent --server ADDR [-F HZ] [--interval SECONDS]\n"
+		"                       [--label KEY=VALUE]... [-p PID] [--buffer N]\n"
+		"                       [--timeout SECONDS] [-v] [--syslog]\n"
+		"\n"
+		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
+		"as build-IDs and file offsets, to a fleetprof-symbolizer.\n"
+		"\n"
+		"  -s, --server ADDR       symbolizer address: tcp://HOST:PORT or ipc:///PATH\n"
+		"  -F, --frequency HZ      samples per second per CPU (default 99, 1-10000)\n"
+		"  -i, --interval SECONDS  send a batch every SECONDS (default 10, 1-3600)\n"
+		"  -l, --label KEY=VALUE   static label sent with every profile (up to 64)\n"
+		"  -p, --pid PID           profile one process only (default: all)\n"
+		"  -b, --buffer N          intervals kept while the symbolizer is away\n"
+		"                          (default 60; the oldest is dropped first)\n"
+		"  -t, --timeout SECONDS   wait for a reply this long (default 5)\n"
+		"  -v, --verbose           log debug messages\n"
+		"      --syslog            log to syslog instead of stderr\n"
+		"  -h, --help              this help\n"
+		"  -V, --version           print the version\n");
+}
+
+static int parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+		fprintf(stderr, "fleetprof-agent: invalid %s '%s' (expected %u to %u)\n", what, s,
+			lo, hi);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose, int *use_syslog)
+{
+	static const struct option longopts[] = {
+		{ "server", required_argument, NULL, 's' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "label", required_argument, NULL, 'l' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "syslog", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	uint32_t timeout_s = 5;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:F:i:l:p:b:t:vhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o->ao_server = optarg; break;
+		case 'F': if (parse_u32(optarg, "frequency", 1, 10000, &o->ao_frequency)) return 2; break;
+		case 'i': if (parse_u32(optarg, "interval", 1, 3600, &o->ao_interval_s)) return 2; break;
+		case 'p': if (parse_u32(optarg, "pid", 1, INT_MAX, &o->ao_pid)) return 2; break;
+		case 'b': if (parse_u32(optarg, "buffer", 1, 100000, &o->ao_buffer)) return 2; break;
+		case 't': if (parse_u32(optarg, "timeout", 1, 600, &timeout_s)) return 2; break;
+		case 'l': {
+			char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg || o->ao_nlabels == 64 || strlen(optarg) > 512) {
+				fprintf(stderr, "fleetprof-agent: invalid label '%s' (expected KEY=VALUE, "
+					"at most 64 labels)\n", optarg);
+				return 2;
+			}
+			o->ao_label_keys[o->ao_nlabels] = strndup(optarg, eq - optarg);
+			o->ao_label_values[o->ao_nlabels++] = strdup(eq + 1);
+			break;
+		}
+		case 'v': (*verbose)++; break;
+		case 'S': *use_syslog = 1; break;
+		case 'h': usage(stdout); exit(0);
+		case 'V': printf("fleetprof-agent %s\n", FP_VERSION); exit(0);
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "fleetprof-agent: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!o->ao_server) {
+		fprintf(stderr, "fleetprof-agent: --server is required\n");
+		usage(stderr);
+		return 2;
+	}
+	o->ao_timeout_ms = timeout_s * 1000;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct agent a = { .ag_o = { .ao_frequency = 99, .ao_interval_s = 10, .ao_buffer = 60 } };
+	struct fp_sampler_opts so = { 0 };
+	char host[256] = "";
+	uint64_t next_try = 0, backoff_ms = 1000;
+	int verbose = 0, use_syslog = 0, err;
+	size_t i;
+
+	if ((err = parse_args(argc, argv, &a.ag_o, &verbose, &use_syslog)))
+		return err;
+	fp_log_init("fleetprof-agent", verbose, use_syslog);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (getrandom(&a.ag_session, sizeof(a.ag_session), 0) != sizeof(a.ag_session))
+		a.ag_session = now_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32);
+	if ((err = fp_kernel_read("/proc", "/sys", &a.ag_kernel)))
+		goto cleanup;
+	if (!a.ag_kernel.kn_text)
+		fp_warnx("cannot read _text from /proc/kallsyms: kernel frames stay unresolved");
+	gethostname(host, sizeof(host) - 1);
+	a.ag_hello = (struct fp_hello){
+		.fh_session = a.ag_session,
+		.fh_host = host,
+		.fh_boot_id = a.ag_kernel.kn_boot_id,
+		.fh_kernel_release = a.ag_kernel.kn_release,
+		.fh_kernel_build_id = a.ag_kernel.kn_build_id,
+		.fh_agent_version = FP_VERSION,
+		.fh_frequency = a.ag_o.ao_frequency,
+		.fh_ncpus = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN),
+		.fh_nlabels = a.ag_o.ao_nlabels,
+		.fh_label_keys = a.ag_o.ao_label_keys,
+		.fh_label_values = a.ag_o.ao_label_values,
+	};
+	a.ag_buf = calloc(a.ag_o.ao_buffer, sizeof(*a.ag_buf));
+	if (!a.ag_buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if ((err = fp_collector_alloc(&a.ag_collector, "/proc", "/var/lib/docker", &a.ag_kernel)))
+		goto cleanup;
+	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_server)))
+		goto cleanup;
+	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency, .so_pid = a.ag_o.ao_pid,
+				       .so_ringbuf_bytes = 1 << 20, .so_fn = on_sample,
+				       .so_arg = &a };
+	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
+		goto cleanup;
+	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
+		a.ag_o.ao_pid ? " (one process)" : "", a.ag_o.ao_server, a.ag_o.ao_interval_s);
+	a.ag_next_cut_ns = now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
+
+	while (!exiting) {
+		agent_pump(&a, 100);
+		if (!a.ag_buf_len || now_ns(CLOCK_MONOTONIC) < next_try)
+			continue;
+		err = agent_flush(&a);
+		if (err && !exiting) {
+			fp_warnx("symbolizer %s: %s; %zu intervals buffered, retrying in %" PRIu64 " ms",
+				 a.ag_o.ao_server, strerror(-err), a.ag_buf_len, backoff_ms);
+			next_try = now_ns(CLOCK_MONOTONIC) + backoff_ms * 1000000ull;
+			backoff_ms = backoff_ms * 2 > 60000 ? 60000 : backoff_ms * 2;
+		} else {
+			backoff_ms = 1000;
+		}
+	}
+
+	/* Stop: the last partial interval goes out too, if the server is there. */
+	agent_cut(&a);
+	a.ag_o.ao_timeout_ms = a.ag_o.ao_timeout_ms < 3000 ? a.ag_o.ao_timeout_ms : 3000;
+	exiting = 0;
+	err = agent_flush(&a);
+	if (err)
+		fp_warnx("exiting with %zu intervals unsent: %s", a.ag_buf_len, strerror(-err));
+	err = 0;
+	fp_info("sampled %" PRIu64 " samples in %" PRIu64 " intervals; acknowledged %" PRIu64
+		"; dropped %" PRIu64 " in %" PRIu64 " intervals; %" PRIu64 " bytes sent",
+		a.ag_sampled, a.ag_seq, a.ag_acked_samples, a.ag_lost.fl_samples_dropped,
+		a.ag_lost.fl_batches, a.ag_sent_bytes);
+cleanup:
+	fp_sampler_close(a.ag_sampler);
+	fp_uplink_close(a.ag_uplink);
+	fp_collector_free(a.ag_collector);
+	for (i = 0; a.ag_buf && i < a.ag_buf_len; i++)
+		fp_interval_fini(&a.ag_buf[(a.ag_buf_head + i) % a.ag_o.ao_buffer]);
+	free(a.ag_buf);
+	fp_kernel_fini(&a.ag_kernel);
+	for (i = 0; i < a.ag_o.ao_nlabels; i++) {
+		free(a.ag_o.ao_label_keys[i]);
+		free(a.ag_o.ao_label_values[i]);
+	}
+	return err ? 1 : 0;
+}

@@ -1,0 +1,99 @@
+/* uplink.c: nng REQ socket with non-blocking send and receive. */
+#include "uplink.h"
+#include "log.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+struct fp_uplink {
+	nng_socket ul_sock;
+};
+
+static int nng_to_errno(int rv)
+{
+	switch (rv) {
+	case NNG_EAGAIN: return -EAGAIN;
+	case NNG_ETIMEDOUT: return -ETIMEDOUT;
+	case NNG_ENOMEM: return -ENOMEM;
+	case NNG_EINVAL: case NNG_EADDRINVAL: return -EINVAL;
+	case NNG_ECONNREFUSED: return -ECONNREFUSED;
+	case NNG_ECLOSED: return -EPIPE;
+	case NNG_ESTATE: return -EAGAIN; /* receive before any send */
+	default: return -EIO;
+	}
+}
+
+int fp_uplink_open(struct fp_uplink **out, const char *addr)
+{
+	struct fp_uplink *u = calloc(1, sizeof(*u));
+	int rv;
+
+	if (!u)
+		return -ENOMEM;
+	if ((rv = nng_req0_open(&u->ul_sock)) != 0) {
+		fp_warnx("nng: %s", nng_strerror(rv));
+		free(u);
+		return nng_to_errno(rv);
+	}
+	/* The agent decides when to resend (it has the buffer); nng must not. */
+	nng_socket_set_ms(u->ul_sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	nng_socket_set_ms(u->ul_sock, NNG_OPT_RECONNMINT, 100);
+	nng_socket_set_ms(u->ul_sock, NNG_OPT_RECONNMAXT, 5000);
+	nng_socket_set_ms(u->ul_sock, NNG_OPT_SENDTIMEO, 0);
+	nng_socket_set_size(u->ul_sock, NNG_OPT_RECVMAXSZ, 1 << 20);
+	/* Non-blocking dial: the first connection may come later. */
+	if ((rv = nng_dial(u->ul_sock, addr, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+		nng_close(u->ul_sock);
+		free(u);
+		return nng_to_errno(rv);
+	}
+	*out = u;
+	return 0;
+}
+
+void fp_uplink_close(struct fp_uplink *u)
+{
+	if (!u)
+		return;
+	nng_close(u->ul_sock);
+	free(u);
+}
+
+int fp_uplink_send(struct fp_uplink *u, const void *buf, size_t len)
+{
+	nng_msg *m;
+	int rv;
+
+	if ((rv = nng_msg_alloc(&m, 0)) != 0 || (rv = nng_msg_append(m, buf, len)) != 0)
+		goto fail;
+	/* REQ queues the request until a connection is up. */
+	if ((rv = nng_sendmsg(u->ul_sock, m, 0)) != 0) {
+		nng_msg_free(m);
+		goto fail;
+	}
+	return 0;
+fail:
+	return nng_to_errno(rv);
+}
+
+int fp_uplink_poll(struct fp_uplink *u, struct fp_reply *reply)
+{
+	nng_msg *m;
+	int rv, err;
+
+	rv = nng_recvmsg(u->ul_sock, &m, NNG_FLAG_NONBLOCK);
+	if (rv != 0)
+		return nng_to_errno(rv);
+	err = fp_wire_decode_reply(nng_msg_body(m), nng_msg_len(m), reply);
+	nng_msg_free(m);
+	if (err) {
+		fp_warnx("undecodable reply from the symbolizer: %s", fp_wire_strerror(err));
+		return -EPROTO;
+	}
+	return 0;
+}

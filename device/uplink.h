@@ -1,0 +1,26 @@
+/* uplink.h: the agent's connection to the symbolizer: an nng REQ socket
+ * that dials in the background (reconnecting by itself) and is used
+ * without blocking, so that sampling never waits on the network. */
+#ifndef FP_UPLINK_H
+#define FP_UPLINK_H
+
+#include <stddef.h>
+#include "batch.h"
+
+struct fp_uplink;
+
+/* fp_uplink_open: dial addr ("tcp://host:port", "ipc:///path").  0, or a
+ * negative errno with the reason logged (-EINVAL: bad address). */
+int fp_uplink_open(struct fp_uplink **u, const char *addr);
+void fp_uplink_close(struct fp_uplink *u);
+
+/* fp_uplink_send: start one request (an earlier unanswered one is
+ * abandoned).  0 or a negative errno. */
+int fp_uplink_send(struct fp_uplink *u, const void *buf, size_t len);
+
+/* fp_uplink_poll: the reply to the last request, if it has come: 0 (then
+ * the caller owns *reply), -EAGAIN (not yet), -EPROTO (undecodable reply,
+ * logged) or a negative errno. */
+int fp_uplink_poll(struct fp_uplink *u, struct fp_reply *reply);
+
+#endif

@@ -1,0 +1,568 @@
+/* elfsyms.c: build-IDs and function symbols of untrusted ELF files.
+ *
+ * Everything read from the file is checked before use: section and segment
+ * ranges against the file size, entry sizes against what libelf expects,
+ * and string offsets against the string table.  Work is bounded by the
+ * file size, so a hostile upload cannot make us scan or allocate without
+ * limit.
+ */
+#include "elfsyms.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <gelf.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "symtab.h"
+
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Longer names are dropped: real mangled names stay far below this, and it
+ * bounds what one symbol can cost us (and the demangler). */
+#define MAX_NAME_LEN 8192
+
+/* Reading names may cost at most this many times the string table's size
+ * (plus a floor): legitimate files reference each name about once, a
+ * hostile one could point thousands of symbols at one long string. */
+#define NAME_BUDGET_FACTOR 8
+#define NAME_BUDGET_FLOOR (1u << 20)
+
+#ifndef NT_GNU_BUILD_ID
+#define NT_GNU_BUILD_ID 3
+#endif
+
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static int elf_usable;
+
+static void elf_init(void)
+{
+	elf_usable = elf_version(EV_CURRENT) != EV_NONE;
+}
+
+struct elf_file {
+	Elf *ef_elf;
+	uint64_t ef_size; /* of the file, bound for every offset in it */
+};
+
+static int elf_file_open(struct elf_file *f, int fd)
+{
+	struct stat st;
+	GElf_Ehdr ehdr;
+	Elf *e;
+	int cls;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
+		return -EINVAL;
+	pthread_once(&elf_once, elf_init);
+	if (!elf_usable)
+		return -ENOSYS;
+	/* Mapped, not read: the file is not copied, and libelf still checks
+	 * every range against the mapping. */
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e)
+		return -EINVAL;
+	cls = gelf_getclass(e);
+	if (elf_kind(e) != ELF_K_ELF || (cls != ELFCLASS32 && cls != ELFCLASS64) ||
+	    !gelf_getehdr(e, &ehdr)) {
+		elf_end(e);
+		return -EINVAL;
+	}
+	f->ef_elf = e;
+	f->ef_size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static void elf_file_close(struct elf_file *f)
+{
+	elf_end(f->ef_elf);
+}
+
+static int in_file(const struct elf_file *f, uint64_t offset, uint64_t size)
+{
+	return size <= f->ef_size && offset <= f->ef_size - size;
+}
+
+/* section_data: the contents of a section that is really in the file, or
+ * NULL.  NOBITS sections (everything in a detached debug file but the
+ * debug info and symbols) and compressed ones are refused. */
+static Elf_Data *section_data(const struct elf_file *f, Elf_Scn *scn, GElf_Shdr *shdr)
+{
+	Elf_Data *data;
+
+	if (!gelf_getshdr(scn, shdr))
+		return NULL;
+	if (shdr->sh_type == SHT_NOBITS || (shdr->sh_flags & SHF_COMPRESSED) ||
+	    !in_file(f, shdr->sh_offset, shdr->sh_size))
+		return NULL;
+	data = elf_getdata(scn, NULL);
+	if (!data || !data->d_buf || data->d_size == 0 || data->d_size > shdr->sh_size)
+		return NULL;
+	return data;
+}
+
+static int notes_build_id(const Elf_Data *data, struct fp_build_id *id)
+{
+	const uint8_t *buf = data->d_buf;
+	size_t off = 0;
+
+	while (off < data->d_size) {
+		size_t name_off, desc_off, next;
+		GElf_Nhdr nh;
+
+		next = gelf_getnote((Elf_Data *)data, off, &nh, &name_off, &desc_off);
+		if (next == 0 || next <= off)
+			break;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof("GNU") &&
+		    name_off <= data->d_size && data->d_size - name_off >= sizeof("GNU") &&
+		    memcmp(buf + name_off, "GNU", sizeof("GNU")) == 0 && nh.n_descsz > 0 &&
+		    nh.n_descsz <= FP_BUILD_ID_MAX && desc_off <= data->d_size &&
+		    data->d_size - desc_off >= nh.n_descsz) {
+			id->fb_len = (uint8_t)nh.n_descsz;
+			memcpy(id->fb_data, buf + desc_off, nh.n_descsz);
+			return 0;
+		}
+		off = next;
+	}
+	return -ENOENT;
+}
+
+static int sections_build_id(const struct elf_file *f, struct fp_build_id *id)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(f->ef_elf, scn)) != NULL) {
+		GElf_Shdr shdr;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+			continue;
+		data = section_data(f, scn, &shdr);
+		if (data && notes_build_id(data, id) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* Stripped files may have lost their section headers but the loader still
+ * needs the program headers, notes included. */
+static int segments_build_id(const struct elf_file *f, struct fp_build_id *id)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(f->ef_elf, &phnum) != 0)
+		return -ENOENT;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr phdr;
+		Elf_Data *data;
+
+		if (!gelf_getphdr(f->ef_elf, (int)i, &phdr))
+			break;
+		if (phdr.p_type != PT_NOTE || phdr.p_filesz == 0 ||
+		    !in_file(f, phdr.p_offset, phdr.p_filesz))
+			continue;
+		data = elf_getdata_rawchunk(f->ef_elf, (int64_t)phdr.p_offset,
+					    (size_t)phdr.p_filesz,
+					    phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (data && data->d_buf && notes_build_id(data, id) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int fp_elf_build_id(int fd, struct fp_build_id *id)
+{
+	struct fp_build_id found = { 0 };
+	struct elf_file f;
+	int err;
+
+	err = elf_file_open(&f, fd);
+	if (err)
+		return err;
+	err = sections_build_id(&f, &found);
+	if (err)
+		err = segments_build_id(&f, &found);
+	elf_file_close(&f);
+	if (!err)
+		*id = found;
+	return err;
+}
+
+char *fp_demangle(const char *name)
+{
+	char *out;
+	int status = -1;
+
+	/* Only symbols: the runtime would also "demangle" plain C names that
+	 * happen to spell a type, such as "f" (float). */
+	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	out = __cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* One function symbol as read, before choosing among aliases. */
+struct cand {
+	uint64_t c_addr;
+	uint64_t c_size;
+	const char *c_name; /* inside the string table, not terminated at c_len */
+	uint32_t c_len;
+	uint8_t c_rank;     /* binding: lower is preferred */
+};
+
+struct cands {
+	struct cand *cs_v;
+	size_t cs_n, cs_cap;
+};
+
+static uint8_t binding_rank(unsigned char bind)
+{
+	switch (bind) {
+	case STB_GLOBAL:
+	case STB_GNU_UNIQUE:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	case STB_LOCAL:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+static size_t leading_underscores(const struct cand *c)
+{
+	size_t n = 0;
+
+	while (n < c->c_len && c->c_name[n] == '_')
+		n++;
+	return n;
+}
+
+/* Order by address, then by how good a name is for people reading a
+ * profile: global before weak before local, sized before size-less, fewer
+ * leading underscores (malloc, not __libc_malloc), shorter, and finally
+ * byte order so that the choice never depends on the file's symbol order. */
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	size_t ux, uy;
+	int c;
+
+	if (x->c_addr != y->c_addr)
+		return x->c_addr < y->c_addr ? -1 : 1;
+	if (x->c_rank != y->c_rank)
+		return x->c_rank < y->c_rank ? -1 : 1;
+	if (!x->c_size != !y->c_size)
+		return x->c_size ? -1 : 1;
+	ux = leading_underscores(x);
+	uy = leading_underscores(y);
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	if (x->c_len != y->c_len)
+		return x->c_len < y->c_len ? -1 : 1;
+	c = memcmp(x->c_name, y->c_name, x->c_len);
+	if (c)
+		return c;
+	return x->c_size < y->c_size ? -1 : x->c_size > y->c_size;
+}
+
+static int cands_push(struct cands *cs, const struct cand *c)
+{
+	if (cs->cs_n == cs->cs_cap) {
+		size_t ncap = cs->cs_cap ? cs->cs_cap * 2 : 1024;
+		struct cand *v;
+
+		if (ncap > SIZE_MAX / sizeof(*v))
+			return -ENOMEM;
+		v = realloc(cs->cs_v, ncap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		cs->cs_v = v;
+		cs->cs_cap = ncap;
+	}
+	cs->cs_v[cs->cs_n++] = *c;
+	return 0;
+}
+
+/* read_functions: the defined functions of symbol table section scn.
+ * -ENOENT if the section is unusable (the caller may try another). */
+static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *cs)
+{
+	GElf_Shdr shdr, strshdr;
+	Elf_Data *data, *strdata;
+	Elf_Scn *strscn;
+	const char *strs, *last_nul;
+	size_t entsize, nsyms;
+	uint64_t budget;
+	int err;
+
+	data = section_data(f, scn, &shdr);
+	entsize = gelf_fsize(f->ef_elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!data || entsize == 0 || shdr.sh_entsize != entsize || data->d_type != ELF_T_SYM)
+		return -ENOENT;
+	nsyms = data->d_size / entsize;
+	if (nsyms > INT_MAX) /* gelf_getsym takes an int */
+		return -EINVAL;
+
+	if (shdr.sh_link == SHN_UNDEF)
+		return -ENOENT;
+	strscn = elf_getscn(f->ef_elf, shdr.sh_link);
+	if (!strscn)
+		return -ENOENT;
+	strdata = section_data(f, strscn, &strshdr);
+	if (!strdata || strshdr.sh_type != SHT_STRTAB)
+		return -ENOENT;
+	strs = strdata->d_buf;
+	/* Every name must end before the table does; finding the last NUL once
+	 * makes that an O(1) test per symbol. */
+	last_nul = memrchr(strs, '\0', strdata->d_size);
+	if (!last_nul)
+		return -ENOENT;
+	budget = (uint64_t)strdata->d_size * NAME_BUDGET_FACTOR + NAME_BUDGET_FLOOR;
+
+	for (size_t i = 1; i < nsyms; i++) {
+		struct cand c;
+		const char *name, *at;
+		unsigned char type;
+		GElf_Sym sym;
+		size_t len;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			return -EINVAL;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		if (sym.st_name >= (size_t)(last_nul - strs))
+			continue;
+		name = strs + sym.st_name;
+		len = strnlen(name, MAX_NAME_LEN + 1);
+		if (len > budget)
+			return -EINVAL;
+		budget -= len;
+		if (len == 0 || len > MAX_NAME_LEN)
+			continue;
+		/* "memcpy@GLIBC_2.2.5", "realpath@@GLIBC_2.3": the version is
+		 * not part of the function's name. */
+		at = memchr(name, '@', len);
+		if (at == name)
+			continue;
+		if (at)
+			len = (size_t)(at - name);
+		c = (struct cand){
+			.c_addr = sym.st_value,
+			.c_size = sym.st_size,
+			.c_name = name,
+			.c_len = (uint32_t)len,
+			.c_rank = binding_rank(GELF_ST_BIND(sym.st_info)),
+		};
+		err = cands_push(cs, &c);
+		if (err)
+			return err;
+	}
+	return cs->cs_n ? 0 : -ENOENT;
+}
+
+/* first_section: the first section of the given type, or NULL. */
+static Elf_Scn *first_section(const struct elf_file *f, Elf64_Word type)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(f->ef_elf, scn)) != NULL) {
+		GElf_Shdr shdr;
+
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type)
+			return scn;
+	}
+	return NULL;
+}
+
+static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
+{
+	char *buf;
+	int err = 0;
+
+	buf = malloc(MAX_NAME_LEN + 1);
+	if (!buf)
+		return -ENOMEM;
+	qsort(cs->cs_v, cs->cs_n, sizeof(*cs->cs_v), cmp_cand);
+	for (size_t i = 0; i < cs->cs_n && !err;) {
+		const struct cand *best = &cs->cs_v[i];
+		uint64_t size = best->c_size;
+		char *demangled;
+		size_t j;
+
+		/* Aliases: the best name, with a size if any alias has one. */
+		for (j = i + 1; j < cs->cs_n && cs->cs_v[j].c_addr == best->c_addr; j++)
+			if (!size)
+				size = cs->cs_v[j].c_size;
+		i = j;
+
+		memcpy(buf, best->c_name, best->c_len);
+		buf[best->c_len] = '\0';
+		demangled = fp_demangle(buf);
+		err = fp_symtab_builder_add_symbol(b, best->c_addr, size,
+						   demangled ? demangled : buf, buf);
+		free(demangled);
+	}
+	free(buf);
+	return err;
+}
+
+struct load {
+	uint64_t l_offset, l_vaddr, l_filesz, l_memsz, l_align;
+};
+
+static int cmp_load_vaddr(const void *a, const void *b)
+{
+	const struct load *x = a, *y = b;
+
+	return x->l_vaddr < y->l_vaddr ? -1 : x->l_vaddr > y->l_vaddr;
+}
+
+/* A detached debug file (objcopy --only-keep-debug) keeps the program
+ * headers but not the loaded bytes: p_filesz and p_offset no longer say
+ * where the segments were in the original file.  Linkers place each
+ * PT_LOAD at the lowest offset after the previous one that is congruent to
+ * its address modulo p_align, and in segments without .bss p_memsz is the
+ * original p_filesz, so the original layout can be recomputed.  Returns
+ * -EINVAL if the headers do not allow it. */
+static int add_debug_file_segments(struct fp_symtab_builder *b, struct load *loads, size_t n)
+{
+	uint64_t end = 0;
+	int err;
+
+	qsort(loads, n, sizeof(*loads), cmp_load_vaddr);
+	for (size_t i = 0; i < n; i++) {
+		const struct load *l = &loads[i];
+		uint64_t align = l->l_align ? l->l_align : 1, off;
+
+		if (align & (align - 1))
+			return -EINVAL;
+		/* The first segment usually kept its bytes (ELF header and
+		 * notes), and with them its real offset. */
+		if (i == 0 && l->l_filesz)
+			off = l->l_offset;
+		else
+			off = end + ((l->l_vaddr - end) & (align - 1));
+		if (off < end || l->l_memsz > UINT64_MAX - off)
+			return -EINVAL;
+		err = fp_symtab_builder_add_segment(b, off, l->l_vaddr, l->l_memsz);
+		if (err)
+			return err;
+		end = off + l->l_memsz;
+	}
+	return 0;
+}
+
+static int add_segments(const struct elf_file *f, struct fp_symtab_builder *b)
+{
+	struct load *loads;
+	size_t phnum, n = 0, added = 0;
+	int detached = 0, err = 0;
+
+	if (elf_getphdrnum(f->ef_elf, &phnum) != 0 || phnum == 0)
+		return 0; /* relocatable objects: nothing is loaded */
+	if (phnum > f->ef_size / sizeof(Elf32_Phdr))
+		return -EINVAL;
+	loads = calloc(phnum, sizeof(*loads));
+	if (!loads)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr phdr;
+
+		if (!gelf_getphdr(f->ef_elf, (int)i, &phdr)) {
+			err = -EINVAL;
+			goto out;
+		}
+		if (phdr.p_type != PT_LOAD)
+			continue;
+		/* Only writable segments have .bss; anything else loaded with
+		 * less than its size from the file has lost its bytes. */
+		if (!(phdr.p_flags & PF_W) && phdr.p_filesz < phdr.p_memsz)
+			detached = 1;
+		loads[n++] = (struct load){
+			.l_offset = phdr.p_offset,
+			.l_vaddr = phdr.p_vaddr,
+			.l_filesz = phdr.p_filesz,
+			.l_memsz = phdr.p_memsz,
+			.l_align = phdr.p_align,
+		};
+	}
+	if (detached) {
+		err = add_debug_file_segments(b, loads, n);
+		if (err == 0)
+			added = n;
+		else if (err != -EINVAL)
+			goto out;
+		err = 0;
+	} else {
+		for (size_t i = 0; i < n && !err; i++) {
+			if (!loads[i].l_filesz)
+				continue;
+			err = fp_symtab_builder_add_segment(b, loads[i].l_offset, loads[i].l_vaddr,
+							    loads[i].l_filesz);
+			added++;
+		}
+	}
+	/* A loadable file whose offsets cannot be mapped must not fall back to
+	 * "offsets are addresses": an empty segment maps nothing. */
+	if (!err && n && !added)
+		err = fp_symtab_builder_add_segment(b, 0, 0, 0);
+out:
+	free(loads);
+	return err;
+}
+
+int fp_elf_symtab(int fd, void **blob, size_t *len)
+{
+	struct fp_symtab_builder *b = NULL;
+	struct cands cs = { 0 };
+	struct elf_file f;
+	Elf_Scn *scn;
+	int err;
+
+	err = elf_file_open(&f, fd);
+	if (err)
+		return err;
+
+	/* .symtab has the local functions too; .dynsym is what a stripped
+	 * file has left. */
+	err = -ENOENT;
+	scn = first_section(&f, SHT_SYMTAB);
+	if (scn)
+		err = read_functions(&f, scn, &cs);
+	if (err == -ENOENT) {
+		cs.cs_n = 0;
+		scn = first_section(&f, SHT_DYNSYM);
+		if (scn)
+			err = read_functions(&f, scn, &cs);
+	}
+	if (err)
+		goto out;
+
+	err = fp_symtab_builder_alloc(&b);
+	if (err)
+		goto out;
+	err = add_segments(&f, b);
+	if (err)
+		goto out;
+	err = add_functions(b, &cs);
+	if (err)
+		goto out;
+	err = fp_symtab_builder_finish(b, blob, len);
+out:
+	fp_symtab_builder_free(b);
+	free(cs.cs_v);
+	elf_file_close(&f);
+	return err;
+}

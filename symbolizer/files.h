@@ -1,0 +1,21 @@
+/* files.h: writing output files safely: parent directories created, each
+ * file written to a temporary name and renamed into place, so readers
+ * never see half a profile. */
+#ifndef FP_FILES_H
+#define FP_FILES_H
+
+#include "profile.h"
+
+/* fp_mkdirs: create dir and its parents (mode 0755).  0 or a negative errno. */
+int fp_mkdirs(const char *dir);
+
+/* fp_write_folded / fp_write_svg: the output.h writers, to a file at path.
+ * 0 or a negative errno. */
+int fp_write_folded(const struct fp_profile *p, const char *path, int by_thread);
+int fp_write_svg(const struct fp_profile *p, const char *path, const char *title, int by_thread);
+
+/* fp_safe_name: copy s into buf as one path component: characters outside
+ * [A-Za-z0-9._-] become '_', and "", "." and ".." become "_". */
+void fp_safe_name(const char *s, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,184 @@
+/* folded.c: the profile as folded stacks, one "a;b;c COUNT" line per stack.
+ *
+ * Lines are built in one growing buffer, sorted, and equal neighbours merged:
+ * samples that differ only in what the format cannot show (pid, tid,
+ * container, and the thread without by_thread) become one line, and the
+ * output is byte-for-byte reproducible.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+
+struct buffer {
+	char *b_data;
+	size_t b_len, b_cap;
+};
+
+static int buffer_reserve(struct buffer *b, size_t more)
+{
+	if (b->b_cap - b->b_len >= more)
+		return 0;
+	size_t cap = b->b_cap ? b->b_cap : 4096;
+	while (cap - b->b_len < more) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	char *d = realloc(b->b_data, cap);
+	if (!d)
+		return -ENOMEM;
+	b->b_data = d;
+	b->b_cap = cap;
+	return 0;
+}
+
+/* append_name: s with the characters that would split a frame (';') or a
+ * line (control characters) replaced; "[unknown]" for an empty name so
+ * that no frame is blank. */
+static int append_name(struct buffer *b, const char *s, size_t len)
+{
+	if (!len) {
+		s = "[unknown]";
+		len = strlen(s);
+	}
+	if (buffer_reserve(b, len))
+		return -ENOMEM;
+	char *d = b->b_data + b->b_len;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		d[i] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	b->b_len += len;
+	return 0;
+}
+
+static int append_char(struct buffer *b, char c)
+{
+	if (buffer_reserve(b, 1))
+		return -ENOMEM;
+	b->b_data[b->b_len++] = c;
+	return 0;
+}
+
+struct line {
+	const char *l_text;         /* NUL-terminated, inside the lines buffer */
+	uint64_t l_count;
+};
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->l_text, ((const struct line *)b)->l_text);
+}
+
+/* frame_labels: every frame's sanitised label, NUL-terminated, in one
+ * buffer; offsets[i] locates frame i.  Labels are made once per frame, not
+ * once per appearance in a stack. */
+static int frame_labels(const struct fp_profile *p, struct buffer *b, size_t *offsets)
+{
+	char small[256];
+
+	for (size_t i = 0; i < p->pr_nframes; i++) {
+		int n = fp_profile_frame_label(p, (uint32_t)i, small, sizeof(small));
+		char *label = small;
+		int err;
+
+		if (n < 0)
+			return n;
+		if ((size_t)n >= sizeof(small)) {
+			label = malloc((size_t)n + 1);
+			if (!label)
+				return -ENOMEM;
+			fp_profile_frame_label(p, (uint32_t)i, label, (size_t)n + 1);
+		}
+		offsets[i] = b->b_len;
+		err = append_name(b, label, (size_t)n);
+		if (!err)
+			err = append_char(b, '\0');
+		if (label != small)
+			free(label);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int fp_folded_write(const struct fp_profile *p, FILE *f, int by_thread)
+{
+	struct buffer labels = { 0 }, text = { 0 };
+	size_t *label_offsets = NULL, *line_offsets = NULL;
+	struct line *lines = NULL;
+	size_t n = p->pr_nsamples;
+	int err;
+
+	label_offsets = calloc(p->pr_nframes ? p->pr_nframes : 1, sizeof(*label_offsets));
+	line_offsets = calloc(n ? n : 1, sizeof(*line_offsets));
+	lines = calloc(n ? n : 1, sizeof(*lines));
+	if (!label_offsets || !line_offsets || !lines) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = frame_labels(p, &labels, label_offsets);
+	if (err)
+		goto out;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct fp_psample *s = &p->pr_samples[i];
+
+		line_offsets[i] = text.b_len;
+		err = append_name(&text, s->ps_process, strnlen(s->ps_process, FP_COMM_LEN));
+		if (!err && by_thread) {
+			err = append_char(&text, ';');
+			if (!err)
+				err = append_name(&text, s->ps_thread,
+						  strnlen(s->ps_thread, FP_COMM_LEN));
+		}
+		/* Frames are stored leaf first; folded stacks start at the root. */
+		for (uint32_t j = s->ps_nframes; !err && j-- > 0;) {
+			const char *label = labels.b_data + label_offsets[s->ps_frames[j]];
+			size_t len = strlen(label);
+
+			err = buffer_reserve(&text, len + 1);
+			if (!err) {
+				text.b_data[text.b_len++] = ';';
+				memcpy(text.b_data + text.b_len, label, len);
+				text.b_len += len;
+			}
+		}
+		if (!err)
+			err = append_char(&text, '\0');
+		if (err)
+			goto out;
+	}
+	/* The buffer no longer moves: offsets can become pointers. */
+	for (size_t i = 0; i < n; i++) {
+		lines[i].l_text = text.b_data + line_offsets[i];
+		lines[i].l_count = p->pr_samples[i].ps_count;
+	}
+	qsort(lines, n, sizeof(*lines), line_cmp);
+
+	for (size_t i = 0; i < n;) {
+		uint64_t count = lines[i].l_count;
+		size_t j = i + 1;
+
+		while (j < n && !strcmp(lines[j].l_text, lines[i].l_text))
+			count += lines[j++].l_count;
+		if (fputs(lines[i].l_text, f) == EOF || fprintf(f, " %" PRIu64 "\n", count) < 0) {
+			err = -EIO;
+			goto out;
+		}
+		i = j;
+	}
+	if (ferror(f))
+		err = -EIO;
+out:
+	free(labels.b_data);
+	free(text.b_data);
+	free(label_offsets);
+	free(line_offsets);
+	free(lines);
+	return err;
+}

@@ -1,0 +1,663 @@
+/* pprof.c: a profile as perftools.profiles.Profile (proto/pprof.proto),
+ * plain or gzip'd as `go tool pprof` and Pyroscope expect.
+ *
+ * Representation choices:
+ * - One Location per profile frame (id = frame index + 1), one Mapping per
+ *   profile mapping (id = index + 1), so ids can be computed, not looked up.
+ * - Every Location gets one Line.  Unresolved frames get a Function named
+ *   by fp_profile_frame_label ("libc.so.6+0x1a2b"): a Location without Line
+ *   is shown as a bare hexadecimal address by pprof and as "unknown" by
+ *   other viewers, losing the module.  Their mapping keeps has_functions
+ *   false when none of its frames resolved, so `go tool pprof` can still
+ *   symbolize them from a local copy of the binary (matched by build-ID).
+ * - Kernel functions carry the "_[k]" suffix, as in the folded and SVG
+ *   outputs: pprof has no notion of kernel frames and the suffix keeps a
+ *   kernel and a user function of the same name apart.
+ * - Samples are not merged further than the profile merged them: each keeps
+ *   its pid, tid, thread, process and container as labels.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "output.h"
+#include "pprof.pb-c.h"
+
+typedef Perftools__Profiles__Profile pb_profile;
+typedef Perftools__Profiles__ValueType pb_value_type;
+typedef Perftools__Profiles__Sample pb_sample;
+typedef Perftools__Profiles__Label pb_label;
+typedef Perftools__Profiles__Mapping pb_mapping;
+typedef Perftools__Profiles__Location pb_location;
+typedef Perftools__Profiles__Line pb_line;
+typedef Perftools__Profiles__Function pb_function;
+
+#define LABELS_PER_SAMPLE 5
+
+/* Strings we generate (labels, hex) live in blocks freed all at once. */
+struct arena_block {
+	struct arena_block *ab_next;
+	size_t ab_used, ab_cap;
+	char ab_data[];
+};
+
+struct slot {
+	uint32_t sl_index1;         /* index + 1; 0: empty */
+	uint32_t sl_hash;
+};
+
+struct hash_set {
+	struct slot *hs_slots;
+	size_t hs_mask, hs_used;
+};
+
+struct encoder {
+	const struct fp_profile *en_p;
+	/* string table */
+	char **en_strings;
+	size_t en_nstrings, en_strings_cap;
+	struct hash_set en_string_set;
+	struct arena_block *en_arena;
+	/* functions, deduplicated by (name, system_name) */
+	pb_function *en_functions;
+	pb_function **en_function_ptrs;
+	size_t en_nfunctions;
+	struct hash_set en_function_set;
+};
+
+static uint32_t hash_finish(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+static uint32_t hash_string(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return hash_finish(h);
+}
+
+static int set_init(struct hash_set *s, size_t expected)
+{
+	size_t n = 64;
+
+	while (n / 4 * 3 < expected)
+		n *= 2;
+	s->hs_slots = calloc(n, sizeof(*s->hs_slots));
+	if (!s->hs_slots)
+		return -ENOMEM;
+	s->hs_mask = n - 1;
+	s->hs_used = 0;
+	return 0;
+}
+
+/* set_grow: keep the load factor at or below 3/4.  0 or -ENOMEM. */
+static int set_grow(struct hash_set *s)
+{
+	size_t n = s->hs_mask + 1;
+
+	if ((s->hs_used + 1) * 4 <= n * 3)
+		return 0;
+	struct slot *slots = calloc(n * 2, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!s->hs_slots[i].sl_index1)
+			continue;
+		size_t j = s->hs_slots[i].sl_hash & (n * 2 - 1);
+		while (slots[j].sl_index1)
+			j = (j + 1) & (n * 2 - 1);
+		slots[j] = s->hs_slots[i];
+	}
+	free(s->hs_slots);
+	s->hs_slots = slots;
+	s->hs_mask = n * 2 - 1;
+	return 0;
+}
+
+static char *arena_copy(struct encoder *en, const char *s)
+{
+	size_t len = strlen(s) + 1;
+	struct arena_block *b = en->en_arena;
+
+	if (!b || b->ab_cap - b->ab_used < len) {
+		size_t cap = len > 65536 ? len : 65536;
+
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
+		b->ab_next = en->en_arena;
+		b->ab_used = 0;
+		b->ab_cap = cap;
+		en->en_arena = b;
+	}
+	char *dst = b->ab_data + b->ab_used;
+	memcpy(dst, s, len);
+	b->ab_used += len;
+	return dst;
+}
+
+/* intern: the string table index of s.  Strings of the profile outlive the
+ * encoder and are referenced in place; transient ones (copy set) are copied
+ * into the arena.  0 or -ENOMEM. */
+static int intern(struct encoder *en, const char *s, int copy, int64_t *index)
+{
+	struct hash_set *set = &en->en_string_set;
+	uint32_t hash = hash_string(s);
+	size_t i;
+
+	if (set_grow(set))
+		return -ENOMEM;
+	for (i = hash & set->hs_mask; set->hs_slots[i].sl_index1; i = (i + 1) & set->hs_mask) {
+		const struct slot *sl = &set->hs_slots[i];
+
+		if (sl->sl_hash == hash && !strcmp(en->en_strings[sl->sl_index1 - 1], s)) {
+			*index = sl->sl_index1 - 1;
+			return 0;
+		}
+	}
+	if (en->en_nstrings == en->en_strings_cap) {
+		size_t cap = en->en_strings_cap ? en->en_strings_cap * 2 : 256;
+		char **v = realloc(en->en_strings, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		en->en_strings = v;
+		en->en_strings_cap = cap;
+	}
+	if (en->en_nstrings >= UINT32_MAX - 1)
+		return -ENOMEM;
+	char *stored = copy ? arena_copy(en, s) : (char *)s;
+	if (!stored)
+		return -ENOMEM;
+	en->en_strings[en->en_nstrings] = stored;
+	set->hs_slots[i].sl_index1 = (uint32_t)en->en_nstrings + 1;
+	set->hs_slots[i].sl_hash = hash;
+	set->hs_used++;
+	*index = (int64_t)en->en_nstrings++;
+	return 0;
+}
+
+/* function_id: the id of the Function (name, system_name), added if new.
+ * en_functions has room for one per frame, the most there can be. */
+static int function_id(struct encoder *en, int64_t name, int64_t system_name, uint64_t *id)
+{
+	struct hash_set *set = &en->en_function_set;
+	uint32_t hash = hash_finish(((uint64_t)name << 32) ^ (uint64_t)system_name ^
+				    ((uint64_t)system_name >> 32));
+	size_t i;
+
+	if (set_grow(set))
+		return -ENOMEM;
+	for (i = hash & set->hs_mask; set->hs_slots[i].sl_index1; i = (i + 1) & set->hs_mask) {
+		const struct slot *sl = &set->hs_slots[i];
+		const pb_function *f = &en->en_functions[sl->sl_index1 - 1];
+
+		if (sl->sl_hash == hash && f->name == name && f->system_name == system_name) {
+			*id = f->id;
+			return 0;
+		}
+	}
+	pb_function *f = &en->en_functions[en->en_nfunctions];
+	perftools__profiles__function__init(f);
+	f->id = en->en_nfunctions + 1;
+	f->name = name;
+	f->system_name = system_name;
+	en->en_function_ptrs[en->en_nfunctions] = f;
+	set->hs_slots[i].sl_index1 = (uint32_t)en->en_nfunctions + 1;
+	set->hs_slots[i].sl_hash = hash;
+	set->hs_used++;
+	en->en_nfunctions++;
+	*id = f->id;
+	return 0;
+}
+
+/* frame_function: intern the names of frame i and return its Function id. */
+static int frame_function(struct encoder *en, uint32_t i, uint64_t *id)
+{
+	const struct fp_pframe *f = &en->en_p->pr_frames[i];
+	int64_t name, system_name;
+	int err;
+
+	if (f->pf_function && f->pf_kind != FP_FRAME_KERNEL) {
+		err = intern(en, f->pf_function, 0, &name);
+		if (!err)
+			err = intern(en, f->pf_system_name ? f->pf_system_name : f->pf_function,
+				     0, &system_name);
+	} else {
+		char small[256], *label = small;
+		int n = fp_profile_frame_label(en->en_p, i, small, sizeof(small));
+
+		if (n < 0)
+			return n;
+		if ((size_t)n >= sizeof(small)) {
+			label = malloc((size_t)n + 1);
+			if (!label)
+				return -ENOMEM;
+			fp_profile_frame_label(en->en_p, i, label, (size_t)n + 1);
+		}
+		err = intern(en, label, 1, &name);
+		system_name = name;
+		if (label != small)
+			free(label);
+	}
+	if (err)
+		return err;
+	return function_id(en, name, system_name, id);
+}
+
+static void hex(const struct fp_build_id *id, char *buf)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (unsigned i = 0; i < id->fb_len && i < FP_BUILD_ID_MAX; i++) {
+		buf[2 * i] = digits[id->fb_data[i] >> 4];
+		buf[2 * i + 1] = digits[id->fb_data[i] & 15];
+	}
+	buf[2 * (id->fb_len < FP_BUILD_ID_MAX ? id->fb_len : FP_BUILD_ID_MAX)] = '\0';
+}
+
+static int64_t saturating_mul(uint64_t a, uint64_t b)
+{
+	if (a && b > (uint64_t)INT64_MAX / a)
+		return INT64_MAX;
+	return (int64_t)(a * b);
+}
+
+static int64_t clamp64(uint64_t v)
+{
+	return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+/* Everything the Profile message points to, allocated per kind in bulk. */
+struct tree {
+	pb_value_type types[2], period_type;
+	pb_value_type *type_ptrs[2];
+	pb_mapping *mappings;
+	pb_mapping **mapping_ptrs;
+	pb_location *locations;
+	pb_location **location_ptrs;
+	pb_line *lines;
+	pb_line **line_ptrs;
+	pb_sample *samples;
+	pb_sample **sample_ptrs;
+	uint64_t *location_ids;
+	int64_t *values;
+	pb_label *labels;
+	pb_label **label_ptrs;
+	int64_t comment;
+};
+
+static void tree_free(struct tree *t)
+{
+	free(t->mappings);
+	free(t->mapping_ptrs);
+	free(t->locations);
+	free(t->location_ptrs);
+	free(t->lines);
+	free(t->line_ptrs);
+	free(t->samples);
+	free(t->sample_ptrs);
+	free(t->location_ids);
+	free(t->values);
+	free(t->labels);
+	free(t->label_ptrs);
+}
+
+static void encoder_free(struct encoder *en)
+{
+	while (en->en_arena) {
+		struct arena_block *next = en->en_arena->ab_next;
+
+		free(en->en_arena);
+		en->en_arena = next;
+	}
+	free(en->en_strings);
+	free(en->en_string_set.hs_slots);
+	free(en->en_functions);
+	free(en->en_function_ptrs);
+	free(en->en_function_set.hs_slots);
+}
+
+/* calloc of n elements, never NULL for n == 0 so that failure is obvious. */
+static void *alloc_n(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+static int build_mappings(struct encoder *en, struct tree *t)
+{
+	const struct fp_profile *p = en->en_p;
+	char buf[2 * FP_BUILD_ID_MAX + 1];
+	int err;
+
+	t->mappings = alloc_n(p->pr_nmappings, sizeof(*t->mappings));
+	t->mapping_ptrs = alloc_n(p->pr_nmappings, sizeof(*t->mapping_ptrs));
+	if (!t->mappings || !t->mapping_ptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->pr_nmappings; i++) {
+		const struct fp_pmapping *m = &p->pr_mappings[i];
+		pb_mapping *pm = &t->mappings[i];
+
+		perftools__profiles__mapping__init(pm);
+		pm->id = i + 1;
+		err = intern(en, m->pm_path, 0, &pm->filename);
+		if (err)
+			return err;
+		if (m->pm_build_id.fb_len) {
+			hex(&m->pm_build_id, buf);
+			err = intern(en, buf, 1, &pm->build_id);
+			if (err)
+				return err;
+		}
+		t->mapping_ptrs[i] = pm;
+	}
+	for (size_t i = 0; i < p->pr_nframes; i++) {
+		const struct fp_pframe *f = &p->pr_frames[i];
+
+		if (f->pf_function && f->pf_mapping < p->pr_nmappings)
+			t->mappings[f->pf_mapping].has_functions = 1;
+	}
+	return 0;
+}
+
+static int build_locations(struct encoder *en, struct tree *t)
+{
+	const struct fp_profile *p = en->en_p;
+	size_t n = p->pr_nframes;
+	int err;
+
+	t->locations = alloc_n(n, sizeof(*t->locations));
+	t->location_ptrs = alloc_n(n, sizeof(*t->location_ptrs));
+	t->lines = alloc_n(n, sizeof(*t->lines));
+	t->line_ptrs = alloc_n(n, sizeof(*t->line_ptrs));
+	en->en_functions = alloc_n(n, sizeof(*en->en_functions));
+	en->en_function_ptrs = alloc_n(n, sizeof(*en->en_function_ptrs));
+	if (!t->locations || !t->location_ptrs || !t->lines || !t->line_ptrs ||
+	    !en->en_functions || !en->en_function_ptrs)
+		return -ENOMEM;
+	err = set_init(&en->en_function_set, n);
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		const struct fp_pframe *f = &p->pr_frames[i];
+		pb_location *l = &t->locations[i];
+		pb_line *line = &t->lines[i];
+
+		perftools__profiles__line__init(line);
+		err = frame_function(en, (uint32_t)i, &line->function_id);
+		if (err)
+			return err;
+		t->line_ptrs[i] = line;
+		perftools__profiles__location__init(l);
+		l->id = i + 1;
+		l->mapping_id = f->pf_mapping < p->pr_nmappings ? (uint64_t)f->pf_mapping + 1 : 0;
+		l->address = f->pf_address;
+		l->n_line = 1;
+		l->line = &t->line_ptrs[i];
+		t->location_ptrs[i] = l;
+	}
+	return 0;
+}
+
+static int build_samples(struct encoder *en, struct tree *t)
+{
+	const struct fp_profile *p = en->en_p;
+	size_t n = p->pr_nsamples, nids = 0;
+	int64_t k_pid, k_tid, k_thread, k_process, k_container;
+	int err;
+
+	if ((err = intern(en, "pid", 0, &k_pid)) || (err = intern(en, "tid", 0, &k_tid)) ||
+	    (err = intern(en, "thread_name", 0, &k_thread)) ||
+	    (err = intern(en, "process_name", 0, &k_process)) ||
+	    (err = intern(en, "container", 0, &k_container)))
+		return err;
+	for (size_t i = 0; i < n; i++)
+		nids += p->pr_samples[i].ps_nframes;
+	if (n > SIZE_MAX / LABELS_PER_SAMPLE / sizeof(pb_label))
+		return -ENOMEM;
+	t->samples = alloc_n(n, sizeof(*t->samples));
+	t->sample_ptrs = alloc_n(n, sizeof(*t->sample_ptrs));
+	t->location_ids = alloc_n(nids, sizeof(*t->location_ids));
+	t->values = alloc_n(n * 2, sizeof(*t->values));
+	t->labels = alloc_n(n * LABELS_PER_SAMPLE, sizeof(*t->labels));
+	t->label_ptrs = alloc_n(n * LABELS_PER_SAMPLE, sizeof(*t->label_ptrs));
+	if (!t->samples || !t->sample_ptrs || !t->location_ids || !t->values || !t->labels ||
+	    !t->label_ptrs)
+		return -ENOMEM;
+
+	uint64_t *ids = t->location_ids;
+	for (size_t i = 0; i < n; i++) {
+		const struct fp_psample *s = &p->pr_samples[i];
+		pb_sample *ps = &t->samples[i];
+		pb_label *lab = &t->labels[i * LABELS_PER_SAMPLE];
+		pb_label **labp = &t->label_ptrs[i * LABELS_PER_SAMPLE];
+		size_t nlab = 0;
+
+		perftools__profiles__sample__init(ps);
+		ps->n_location_id = s->ps_nframes;
+		ps->location_id = ids;
+		for (uint32_t j = 0; j < s->ps_nframes; j++)
+			*ids++ = (uint64_t)s->ps_frames[j] + 1;
+		ps->n_value = 2;
+		ps->value = &t->values[i * 2];
+		ps->value[0] = clamp64(s->ps_count);
+		ps->value[1] = saturating_mul(s->ps_count, p->pr_period_ns);
+
+		for (size_t j = 0; j < LABELS_PER_SAMPLE; j++) {
+			perftools__profiles__label__init(&lab[j]);
+			labp[j] = &lab[j];
+		}
+		lab[nlab].key = k_pid;
+		lab[nlab++].num = s->ps_pid;
+		lab[nlab].key = k_tid;
+		lab[nlab++].num = s->ps_tid;
+		lab[nlab].key = k_thread;
+		err = intern(en, s->ps_thread, 0, &lab[nlab++].str);
+		if (err)
+			return err;
+		lab[nlab].key = k_process;
+		err = intern(en, s->ps_process, 0, &lab[nlab++].str);
+		if (err)
+			return err;
+		if (s->ps_container && s->ps_container[0]) {
+			lab[nlab].key = k_container;
+			err = intern(en, s->ps_container, 0, &lab[nlab++].str);
+			if (err)
+				return err;
+		}
+		ps->n_label = nlab;
+		ps->label = labp;
+		t->sample_ptrs[i] = ps;
+	}
+	return 0;
+}
+
+int fp_pprof_encode(const struct fp_profile *p, uint8_t **buf, size_t *len)
+{
+	struct encoder en = { .en_p = p };
+	struct tree t = { 0 };
+	pb_profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
+	int64_t s_samples, s_count, s_cpu, s_ns;
+	int err;
+
+	err = set_init(&en.en_string_set, 64 + p->pr_nframes + p->pr_nmappings * 2);
+	if (err)
+		goto out;
+	/* string_table[0] must be "". */
+	int64_t empty;
+	if ((err = intern(&en, "", 0, &empty)) || (err = intern(&en, "samples", 0, &s_samples)) ||
+	    (err = intern(&en, "count", 0, &s_count)) || (err = intern(&en, "cpu", 0, &s_cpu)) ||
+	    (err = intern(&en, "nanoseconds", 0, &s_ns)))
+		goto out;
+
+	for (int i = 0; i < 2; i++) {
+		perftools__profiles__value_type__init(&t.types[i]);
+		t.type_ptrs[i] = &t.types[i];
+	}
+	t.types[0].type = s_samples;
+	t.types[0].unit = s_count;
+	t.types[1].type = s_cpu;
+	t.types[1].unit = s_ns;
+	perftools__profiles__value_type__init(&t.period_type);
+	t.period_type.type = s_cpu;
+	t.period_type.unit = s_ns;
+
+	if ((err = build_mappings(&en, &t)) || (err = build_locations(&en, &t)) ||
+	    (err = build_samples(&en, &t)))
+		goto out;
+	if (p->pr_host && p->pr_host[0]) {
+		char *c = NULL;
+
+		if (asprintf(&c, "host=%s", p->pr_host) < 0) {
+			err = -ENOMEM;
+			goto out;
+		}
+		err = intern(&en, c, 1, &t.comment);
+		free(c);
+		if (err)
+			goto out;
+		prof.n_comment = 1;
+		prof.comment = &t.comment;
+	}
+
+	prof.n_sample_type = 2;
+	prof.sample_type = t.type_ptrs;
+	prof.n_sample = p->pr_nsamples;
+	prof.sample = t.sample_ptrs;
+	prof.n_mapping = p->pr_nmappings;
+	prof.mapping = t.mapping_ptrs;
+	prof.n_location = p->pr_nframes;
+	prof.location = t.location_ptrs;
+	prof.n_function = en.en_nfunctions;
+	prof.function = en.en_function_ptrs;
+	prof.n_string_table = en.en_nstrings;
+	prof.string_table = en.en_strings;
+	prof.time_nanos = clamp64(p->pr_start_ns);
+	prof.duration_nanos = clamp64(p->pr_duration_ns);
+	prof.period_type = &t.period_type;
+	prof.period = clamp64(p->pr_period_ns);
+	prof.default_sample_type = s_cpu;
+
+	size_t size = perftools__profiles__profile__get_packed_size(&prof);
+	uint8_t *out = malloc(size ? size : 1);
+	if (!out) {
+		err = -ENOMEM;
+		goto out;
+	}
+	size_t packed = perftools__profiles__profile__pack(&prof, out);
+	if (packed != size) {
+		free(out);
+		err = -EPROTO;
+		goto out;
+	}
+	*buf = out;
+	*len = size;
+	err = 0;
+out:
+	tree_free(&t);
+	encoder_free(&en);
+	return err;
+}
+
+static int write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* gzip_to_fd: buf as one gzip member (RFC 1952) written to fd. */
+static int gzip_to_fd(int fd, const uint8_t *buf, size_t len)
+{
+	uint8_t out[65536];
+	z_stream z = { 0 };
+	int zerr, err = 0;
+
+	/* 15 + 16: a 32 KiB window with a gzip header and trailer. */
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	z.next_in = (Bytef *)buf;
+	do {
+		/* avail_in is a uInt: feed large inputs in pieces. */
+		if (!z.avail_in && len) {
+			uInt chunk = len > UINT_MAX ? UINT_MAX : (uInt)len;
+
+			z.avail_in = chunk;
+			len -= chunk;
+		}
+		z.next_out = out;
+		z.avail_out = sizeof(out);
+		zerr = deflate(&z, len || z.avail_in ? Z_NO_FLUSH : Z_FINISH);
+		if (zerr == Z_STREAM_ERROR) {
+			err = -EIO;
+			break;
+		}
+		err = write_all(fd, out, sizeof(out) - z.avail_out);
+	} while (!err && zerr != Z_STREAM_END);
+	deflateEnd(&z);
+	return err;
+}
+
+int fp_pprof_write(const struct fp_profile *p, const char *path)
+{
+	uint8_t *buf;
+	size_t len;
+	char *tmp = NULL;
+	int fd, err;
+
+	err = fp_pprof_encode(p, &buf, &len);
+	if (err)
+		return err;
+	/* Readers of path see the old file or the complete new one, never a
+	 * prefix: write beside it, then rename over it. */
+	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	err = gzip_to_fd(fd, buf, len);
+	/* mkstemp creates 0600; profiles are meant to be read by others. */
+	if (!err && fchmod(fd, 0644) < 0)
+		err = -errno;
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) < 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+out:
+	free(tmp);
+	free(buf);
+	return err;
+}

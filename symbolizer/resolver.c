@@ -1,0 +1,335 @@
+/* resolver.c: symbol sources, the cache, kallsyms assembly, frame look-up. */
+#include "resolver.h"
+#include "elfsyms.h"
+#include "intern.h"
+#include "log.h"
+#include "symtab.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_PENDING_KSYMS 64
+
+struct pending_ksyms {
+	struct fp_build_id pk_id;
+	uint64_t pk_session;
+	uint32_t pk_next_part;
+	struct fp_symtab_builder *pk_builder;
+};
+
+struct fp_resolver {
+	struct fp_symcache *rv_cache;
+	char *rv_debug_dir;
+	int rv_local_files;
+	int rv_proc_root;
+	struct fp_intern *rv_failed;    /* build-IDs no source could provide */
+	struct pending_ksyms rv_pending[MAX_PENDING_KSYMS];
+	struct fp_resolver_stats rv_stats;
+};
+
+struct lookup_table {
+	int lt_ok;
+	struct fp_symtab lt_table;
+	void *lt_blob;                  /* ingested during this look-up, owned */
+};
+
+struct fp_lookup {
+	struct fp_resolver *lk_resolver;
+	struct fp_symcache_txn *lk_txn;
+	struct fp_intern *lk_seen;      /* build-ID -> lk_tables index */
+	struct lookup_table *lk_tables;
+	size_t lk_tables_cap;
+};
+
+int fp_resolver_open(struct fp_resolver **out, const struct fp_resolver_opts *o)
+{
+	struct fp_resolver *r = calloc(1, sizeof(*r));
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	r->rv_local_files = o->ro_local_files;
+	r->rv_proc_root = o->ro_proc_root;
+	if ((o->ro_debug_dir && !(r->rv_debug_dir = strdup(o->ro_debug_dir))) ||
+	    fp_intern_alloc(&r->rv_failed)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if ((err = fp_symcache_open(&r->rv_cache, o->ro_cache_dir))) {
+		fp_warnx("cannot open the symbol cache in %s: %s", o->ro_cache_dir, strerror(-err));
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	fp_resolver_close(r);
+	return err;
+}
+
+void fp_resolver_close(struct fp_resolver *r)
+{
+	int i;
+
+	if (!r)
+		return;
+	for (i = 0; i < MAX_PENDING_KSYMS; i++)
+		fp_symtab_builder_free(r->rv_pending[i].pk_builder);
+	fp_symcache_close(r->rv_cache);
+	fp_intern_free(r->rv_failed);
+	free(r->rv_debug_dir);
+	free(r);
+}
+
+void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st)
+{
+	*st = r->rv_stats;
+}
+
+/* The kernel reports 20-byte build-IDs, zero-padded when the real one is
+ * shorter; ELF notes carry the real length. */
+static int build_id_match(const struct fp_build_id *a, const struct fp_build_id *b)
+{
+	const struct fp_build_id *s = a->fb_len <= b->fb_len ? a : b, *l = s == a ? b : a;
+	int i;
+
+	if (!s->fb_len || memcmp(s->fb_data, l->fb_data, s->fb_len) != 0)
+		return 0;
+	for (i = s->fb_len; i < l->fb_len; i++)
+		if (l->fb_data[i])
+			return 0;
+	return 1;
+}
+
+int fp_resolver_has(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	struct fp_symcache_txn *txn;
+	struct fp_symtab t;
+	int found;
+
+	if (fp_symcache_begin(r->rv_cache, &txn))
+		return 0;
+	found = fp_symcache_get(txn, id, &t) == 0;
+	fp_symcache_end(txn);
+	return found;
+}
+
+static struct pending_ksyms *pending_for(struct fp_resolver *r, const struct fp_ksyms *part)
+{
+	struct pending_ksyms *free_slot = NULL;
+	int i;
+
+	for (i = 0; i < MAX_PENDING_KSYMS; i++) {
+		struct pending_ksyms *p = &r->rv_pending[i];
+		if (p->pk_builder && fp_build_id_eq(&p->pk_id, &part->fs_build_id))
+			return p;
+		if (!p->pk_builder && !free_slot)
+			free_slot = p;
+	}
+	if (!free_slot) /* reuse the first: an abandoned upload */
+		free_slot = &r->rv_pending[0];
+	fp_symtab_builder_free(free_slot->pk_builder);
+	memset(free_slot, 0, sizeof(*free_slot));
+	return free_slot;
+}
+
+int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part)
+{
+	struct pending_ksyms *p;
+	size_t i, len;
+	void *blob;
+	int err;
+
+	if (!part->fs_build_id.fb_len)
+		return -EINVAL;
+	p = pending_for(r, part);
+	if (part->fs_part == 0) {
+		/* A restart of this target's upload replaces what came before. */
+		fp_symtab_builder_free(p->pk_builder);
+		memset(p, 0, sizeof(*p));
+		if ((err = fp_symtab_builder_alloc(&p->pk_builder)))
+			return err;
+		p->pk_id = part->fs_build_id;
+		p->pk_session = part->fs_session;
+	} else if (!p->pk_builder || p->pk_session != part->fs_session ||
+		   p->pk_next_part != part->fs_part) {
+		return -EINVAL;
+	}
+	for (i = 0; i < part->fs_nsyms; i++) {
+		err = fp_symtab_builder_add_symbol(p->pk_builder, part->fs_syms[i].fk_offset, 0,
+						   part->fs_syms[i].fk_name, NULL);
+		if (err && err != -EINVAL)
+			goto drop;
+	}
+	p->pk_next_part++;
+	if (!part->fs_last)
+		return 0;
+	err = fp_symtab_builder_finish(p->pk_builder, &blob, &len);
+	if (!err) {
+		err = fp_symcache_put(r->rv_cache, &p->pk_id, blob, len);
+		free(blob);
+	}
+	if (!err)
+		r->rv_stats.rs_ksyms_stored++;
+drop:
+	fp_symtab_builder_free(p->pk_builder);
+	memset(p, 0, sizeof(*p));
+	return err;
+}
+
+int fp_resolver_begin(struct fp_resolver *r, struct fp_lookup **out)
+{
+	struct fp_lookup *l = calloc(1, sizeof(*l));
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	l->lk_resolver = r;
+	if ((err = fp_intern_alloc(&l->lk_seen)) ||
+	    (err = fp_symcache_begin(r->rv_cache, &l->lk_txn))) {
+		fp_resolver_end(l);
+		return err;
+	}
+	*out = l;
+	return 0;
+}
+
+void fp_resolver_end(struct fp_lookup *l)
+{
+	size_t i;
+
+	if (!l)
+		return;
+	for (i = 0; l->lk_seen && i < fp_intern_count(l->lk_seen); i++)
+		free(l->lk_tables[i].lt_blob);
+	if (l->lk_txn)
+		fp_symcache_end(l->lk_txn);
+	fp_intern_free(l->lk_seen);
+	free(l->lk_tables);
+	free(l);
+}
+
+/* ingest_file: a table from the ELF file at path if its build-ID is id. */
+static int ingest_file(const char *path, const struct fp_build_id *id, void **blob, size_t *len)
+{
+	struct fp_build_id file_id;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = fp_elf_build_id(fd, &file_id);
+	if (!err && !build_id_match(&file_id, id))
+		err = -ESTALE; /* a different build of the same path */
+	if (!err)
+		err = fp_elf_symtab(fd, blob, len);
+	close(fd);
+	return err;
+}
+
+static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
+		  uint32_t pid, void **blob, size_t *len)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
+	struct fp_build_id trimmed = *id;
+	int err = -ENOENT;
+
+	/* The kernel pads short build-IDs with zeros; debug files are named by
+	 * the real one. */
+	while (trimmed.fb_len > 1 && !trimmed.fb_data[trimmed.fb_len - 1])
+		trimmed.fb_len--;
+	if (r->rv_debug_dir) {
+		const struct fp_build_id *cand[2] = { id, &trimmed };
+		int i;
+		for (i = 0; i < 2 && err; i++) {
+			fp_build_id_hex(cand[i], hex);
+			snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir,
+				 hex, hex + 2);
+			err = ingest_file(file, id, blob, len);
+		}
+	}
+	if (err && r->rv_local_files && path && path[0] == '/')
+		err = ingest_file(path, id, blob, len);
+	/* A container's files: its mount namespace, seen through procfs. */
+	if (err && r->rv_proc_root && pid && path && path[0] == '/') {
+		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
+		err = ingest_file(file, id, blob, len);
+	}
+	return err;
+}
+
+static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
+				      const struct fp_build_id *id, const char *path, uint32_t pid)
+{
+	struct fp_resolver *r = l->lk_resolver;
+	struct lookup_table *t;
+	uint32_t idx, failed;
+	size_t len;
+	int added, err;
+
+	if (fp_intern_get(l->lk_seen, id->fb_data, id->fb_len, &idx, &added))
+		return NULL;
+	if (idx >= l->lk_tables_cap) {
+		size_t n = l->lk_tables_cap ? l->lk_tables_cap * 2 : 16;
+		struct lookup_table *p = realloc(l->lk_tables, n * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + l->lk_tables_cap, 0, (n - l->lk_tables_cap) * sizeof(*p));
+		l->lk_tables = p, l->lk_tables_cap = n;
+	}
+	t = &l->lk_tables[idx];
+	if (!added)
+		return t->lt_ok ? t : NULL;
+
+	err = fp_symcache_get(l->lk_txn, id, &t->lt_table);
+	if (err == 0) {
+		t->lt_ok = 1;
+		return t;
+	}
+	if (kind != FP_MAP_USER)
+		return NULL; /* kernel tables only come from kallsyms uploads */
+	/* Remember failures for the life of the process, so that a missing
+	 * debug file costs one attempt, not one per frame per interval. */
+	if (fp_intern_find(r->rv_failed, id->fb_data, id->fb_len, &failed) == 0)
+		return NULL;
+	err = ingest(r, id, path, pid, &t->lt_blob, &len);
+	if (!err)
+		err = fp_symtab_open(&t->lt_table, t->lt_blob, len);
+	if (err) {
+		char hex[2 * FP_BUILD_ID_MAX + 1];
+		fp_build_id_hex(id, hex);
+		fp_debug("no symbols for %s (%s): %s", hex, path ? path : "", strerror(-err));
+		r->rv_stats.rs_ingest_failed++;
+		fp_intern_get(r->rv_failed, id->fb_data, id->fb_len, &failed, NULL);
+		free(t->lt_blob);
+		t->lt_blob = NULL;
+		return NULL;
+	}
+	r->rv_stats.rs_ingested++;
+	/* Stored for every later look-up; this one keeps using its own copy. */
+	if ((err = fp_symcache_put(r->rv_cache, id, t->lt_blob, len)))
+		fp_warnx("cannot store symbols in the cache: %s", strerror(-err));
+	t->lt_ok = 1;
+	return t;
+}
+
+void fp_resolver_frame(struct fp_lookup *l, uint8_t kind, const struct fp_build_id *id,
+		       const char *path, uint32_t pid, uint64_t offset, struct fp_resolved *out)
+{
+	struct lookup_table *t;
+	struct fp_symbol sym;
+	uint64_t addr;
+
+	out->rs_function = out->rs_system_name = NULL;
+	if (!id->fb_len)
+		return;
+	t = table_for(l, kind, id, path, pid);
+	if (!t || fp_symtab_addr(&t->lt_table, offset, &addr) ||
+	    fp_symtab_lookup(&t->lt_table, addr, &sym))
+		return;
+	out->rs_function = sym.sy_name;
+	out->rs_system_name = sym.sy_system_name;
+}

@@ -1,0 +1,65 @@
+/* resolver.h: finds the symbol table of a build-ID and resolves frames.
+ *
+ * Tables live in the LMDB cache (symcache.h).  On a miss, user-space
+ * build-IDs are looked for, in order, in the debug directory
+ * (DEBUG_DIR/.build-id/xx/rest.debug) and at the mapping's own path when
+ * the symbolizer runs on the device's host (the file's build-ID must match),
+ * seen from the process's own mount namespace when that is allowed.
+ * Kernel and module tables come from kallsyms snapshots the agents upload.
+ */
+#ifndef FP_RESOLVER_H
+#define FP_RESOLVER_H
+
+#include <stdint.h>
+#include "batch.h"
+#include "symcache.h"
+
+struct fp_resolver;
+
+struct fp_resolver_opts {
+	const char *ro_cache_dir;   /* LMDB directory (created if missing) */
+	const char *ro_debug_dir;   /* "/usr/lib/debug"; NULL: none */
+	int ro_local_files;         /* try the mapping's path on this host */
+	int ro_proc_root;           /* also /proc/PID/root/PATH: the agent's pids
+				     * are this host's (fleetprof record) */
+};
+
+/* fp_resolver_open: 0 or a negative errno (cache cannot be opened). */
+int fp_resolver_open(struct fp_resolver **r, const struct fp_resolver_opts *o);
+void fp_resolver_close(struct fp_resolver *r);
+
+/* fp_resolver_ksyms: take one part of a kallsyms snapshot.  Parts of one
+ * target must come in order from one session; the table is stored when
+ * the last arrives.  0, -EINVAL (out of order or bad content) or a
+ * negative errno. */
+int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
+
+/* fp_resolver_has: whether a table for id is stored. */
+int fp_resolver_has(struct fp_resolver *r, const struct fp_build_id *id);
+
+/* A look-up session: tables found through it stay valid until _end. */
+struct fp_lookup;
+
+int fp_resolver_begin(struct fp_resolver *r, struct fp_lookup **l);
+void fp_resolver_end(struct fp_lookup *l);
+
+struct fp_resolved {
+	const char *rs_function;    /* NULL if unresolved */
+	const char *rs_system_name;
+};
+
+/* fp_resolver_frame: resolve (mapping, offset).  For user mappings the
+ * table is fetched on first use (and cached); kernel ones only come from
+ * uploaded snapshots.  Never fails: an unresolved frame has NULL names. */
+void fp_resolver_frame(struct fp_lookup *l, uint8_t kind, const struct fp_build_id *id,
+		       const char *path, uint32_t pid, uint64_t offset, struct fp_resolved *out);
+
+struct fp_resolver_stats {
+	uint64_t rs_ingested;       /* tables built from ELF files */
+	uint64_t rs_ingest_failed;
+	uint64_t rs_ksyms_stored;
+};
+
+void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st);
+
+#endif

@@ -1,0 +1,47 @@
+/* session.h: what the symbolizer remembers of one agent session: its hello
+ * and every definition (mapping, thread, stack) it sent, so that later
+ * batches can refer to them by id.  Everything is checked on the way in:
+ * a batch that refers to something undefined is refused as a whole. */
+#ifndef FP_SESSION_H
+#define FP_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "batch.h"
+#include "profile.h"
+#include "resolver.h"
+
+#define FP_SESSION_MAX_STACKS (1u << 20)  /* definitions kept per session */
+
+struct fp_session;
+
+/* fp_session_alloc: a session for hello (copied).  0 or -ENOMEM. */
+int fp_session_alloc(struct fp_session **s, const struct fp_hello *hello);
+void fp_session_free(struct fp_session *s);
+
+const struct fp_hello *fp_session_hello(const struct fp_session *s);
+
+/* fp_session_apply: take b's definitions, and check that every reference in
+ * b (counts to stacks, stacks to threads and mappings) resolves.  Nothing
+ * is kept unless all of it is valid.  0, -ESTALE (a reference to a
+ * definition this session never received: the agent must start over),
+ * -EINVAL (inconsistent), -E2BIG (session too large) or -ENOMEM. */
+int fp_session_apply(struct fp_session *s, const struct fp_batch *b);
+
+/* fp_session_profile: the resolved profile of an applied batch.  0 or
+ * -ENOMEM. */
+int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
+		       struct fp_profile **p);
+
+/* fp_session_wants: build-IDs of the session's kernel and module mappings
+ * that have no table yet and were not asked for before (each is asked for
+ * once per session).  The caller frees *ids.  0 or -ENOMEM. */
+int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_build_id **ids,
+		     size_t *n);
+
+/* fp_session_seen: whether seq was already applied (a resend after a lost
+ * reply); fp_session_done records it. */
+int fp_session_seen(const struct fp_session *s, uint64_t seq);
+void fp_session_done(struct fp_session *s, uint64_t seq);
+
+#endif

@@ -1,0 +1,267 @@
+/* fuzz_wire.c: libFuzzer target for common/wire.c.
+ *
+ * Every input goes through fp_wire_peek and all four decoders.  Whatever
+ * decodes must re-encode, decode again to an equal value, and re-encode to
+ * the same bytes: the symbolizer re-encodes what it received (e.g. when
+ * forwarding), so an unstable round trip would be a silent corruption.
+ * Any violation calls abort() so libFuzzer records the input.
+ */
+#include "batch.h"
+#include "wire.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fail(const char *what, int type, int err)
+{
+	fprintf(stderr, "fuzz_wire: %s (type %d, err %d: %s)\n", what, type, err,
+		fp_wire_strerror(err));
+	abort();
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static int hello_eq(const struct fp_hello *a, const struct fp_hello *b)
+{
+	size_t i;
+
+	if (a->fh_session != b->fh_session || !str_eq(a->fh_host, b->fh_host) ||
+	    !str_eq(a->fh_boot_id, b->fh_boot_id) ||
+	    !str_eq(a->fh_kernel_release, b->fh_kernel_release) ||
+	    !fp_build_id_eq(&a->fh_kernel_build_id, &b->fh_kernel_build_id) ||
+	    !str_eq(a->fh_agent_version, b->fh_agent_version) ||
+	    a->fh_frequency != b->fh_frequency || a->fh_ncpus != b->fh_ncpus ||
+	    a->fh_nlabels != b->fh_nlabels)
+		return 0;
+	for (i = 0; i < a->fh_nlabels; i++)
+		if (!str_eq(a->fh_label_keys[i], b->fh_label_keys[i]) ||
+		    !str_eq(a->fh_label_values[i], b->fh_label_values[i]))
+			return 0;
+	return 1;
+}
+
+static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
+{
+	size_t i;
+
+	if (a->fb_session != b->fb_session || a->fb_seq != b->fb_seq ||
+	    a->fb_start_ns != b->fb_start_ns || a->fb_end_ns != b->fb_end_ns ||
+	    a->fb_period_ns != b->fb_period_ns || a->fb_nmappings != b->fb_nmappings ||
+	    a->fb_nthreads != b->fb_nthreads || a->fb_nstacks != b->fb_nstacks ||
+	    a->fb_ncounts != b->fb_ncounts ||
+	    memcmp(&a->fb_lost, &b->fb_lost, sizeof(a->fb_lost)) != 0)
+		return 0;
+	for (i = 0; i < a->fb_nmappings; i++) {
+		const struct fp_mapping *x = &a->fb_mappings[i], *y = &b->fb_mappings[i];
+
+		if (x->fm_id != y->fm_id || x->fm_kind != y->fm_kind ||
+		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) || !str_eq(x->fm_path, y->fm_path))
+			return 0;
+	}
+	for (i = 0; i < a->fb_nthreads; i++) {
+		const struct fp_thread *x = &a->fb_threads[i], *y = &b->fb_threads[i];
+
+		if (x->ft_id != y->ft_id || x->ft_pid != y->ft_pid || x->ft_tid != y->ft_tid ||
+		    x->ft_cgroup != y->ft_cgroup ||
+		    memcmp(x->ft_comm, y->ft_comm, FP_COMM_LEN) != 0 ||
+		    memcmp(x->ft_process, y->ft_process, FP_COMM_LEN) != 0 ||
+		    !str_eq(x->ft_container, y->ft_container))
+			return 0;
+	}
+	for (i = 0; i < a->fb_nstacks; i++) {
+		const struct fp_stack *x = &a->fb_stacks[i], *y = &b->fb_stacks[i];
+		uint32_t j;
+
+		if (x->fs_id != y->fs_id || x->fs_thread != y->fs_thread ||
+		    x->fs_nframes != y->fs_nframes || x->fs_nframes > FP_MAX_FRAMES)
+			return 0;
+		for (j = 0; j < x->fs_nframes; j++)
+			if (x->fs_frames[j].ff_mapping != y->fs_frames[j].ff_mapping ||
+			    x->fs_frames[j].ff_offset != y->fs_frames[j].ff_offset)
+				return 0;
+	}
+	for (i = 0; i < a->fb_ncounts; i++)
+		if (a->fb_counts[i].fc_stack != b->fb_counts[i].fc_stack ||
+		    a->fb_counts[i].fc_count != b->fb_counts[i].fc_count)
+			return 0;
+	return 1;
+}
+
+static int ksyms_eq(const struct fp_ksyms *a, const struct fp_ksyms *b)
+{
+	size_t i;
+
+	if (a->fs_session != b->fs_session || a->fs_kind != b->fs_kind ||
+	    !fp_build_id_eq(&a->fs_build_id, &b->fs_build_id) || !str_eq(a->fs_name, b->fs_name) ||
+	    a->fs_part != b->fs_part || a->fs_last != b->fs_last || a->fs_nsyms != b->fs_nsyms)
+		return 0;
+	for (i = 0; i < a->fs_nsyms; i++)
+		if (a->fs_syms[i].fk_offset != b->fs_syms[i].fk_offset ||
+		    !str_eq(a->fs_syms[i].fk_name, b->fs_syms[i].fk_name))
+			return 0;
+	return 1;
+}
+
+static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
+{
+	size_t i;
+
+	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
+	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant)
+		return 0;
+	for (i = 0; i < a->fr_nwant; i++)
+		if (!fp_build_id_eq(&a->fr_want[i], &b->fr_want[i]))
+			return 0;
+	return 1;
+}
+
+static void same_bytes(const char *e1, size_t l1, const char *e2, size_t l2, int type)
+{
+	if (l1 != l2 || memcmp(e1, e2, l1) != 0)
+		fail("re-encoding is not stable", type, 0);
+}
+
+/* One round trip per message type; each returns whether the input decoded
+ * as that type.  The four differ only in their types, which C cannot
+ * abstract without losing the compiler's type checks. */
+
+static int roundtrip_hello(const uint8_t *data, size_t size)
+{
+	struct fp_hello a, b;
+	char *e1, *e2;
+	size_t l1, l2;
+	int err;
+
+	if (fp_wire_decode_hello(data, size, &a))
+		return 0;
+	if ((err = fp_wire_encode_hello(&a, &e1, &l1)))
+		fail("decoded hello does not encode", FP_MSG_HELLO, err);
+	if ((err = fp_wire_decode_hello(e1, l1, &b)))
+		fail("re-encoded hello does not decode", FP_MSG_HELLO, err);
+	if (!hello_eq(&a, &b))
+		fail("hello changed in the round trip", FP_MSG_HELLO, 0);
+	if ((err = fp_wire_encode_hello(&b, &e2, &l2)))
+		fail("hello does not encode twice", FP_MSG_HELLO, err);
+	same_bytes(e1, l1, e2, l2, FP_MSG_HELLO);
+	fp_hello_fini(&a);
+	fp_hello_fini(&b);
+	free(e1);
+	free(e2);
+	return 1;
+}
+
+static int roundtrip_batch(const uint8_t *data, size_t size)
+{
+	struct fp_batch a, b;
+	char *e1, *e2;
+	size_t l1, l2;
+	int err;
+
+	if (fp_wire_decode_batch(data, size, &a))
+		return 0;
+	if ((err = fp_wire_encode_batch(&a, &e1, &l1)))
+		fail("decoded batch does not encode", FP_MSG_SAMPLES, err);
+	if ((err = fp_wire_decode_batch(e1, l1, &b)))
+		fail("re-encoded batch does not decode", FP_MSG_SAMPLES, err);
+	if (!batch_eq(&a, &b))
+		fail("batch changed in the round trip", FP_MSG_SAMPLES, 0);
+	if ((err = fp_wire_encode_batch(&b, &e2, &l2)))
+		fail("batch does not encode twice", FP_MSG_SAMPLES, err);
+	same_bytes(e1, l1, e2, l2, FP_MSG_SAMPLES);
+	fp_batch_fini(&a);
+	fp_batch_fini(&b);
+	free(e1);
+	free(e2);
+	return 1;
+}
+
+static int roundtrip_ksyms(const uint8_t *data, size_t size)
+{
+	struct fp_ksyms a, b;
+	char *e1, *e2;
+	size_t l1, l2;
+	int err;
+
+	if (fp_wire_decode_ksyms(data, size, &a))
+		return 0;
+	if ((err = fp_wire_encode_ksyms(&a, &e1, &l1)))
+		fail("decoded ksyms does not encode", FP_MSG_KSYMS, err);
+	if ((err = fp_wire_decode_ksyms(e1, l1, &b)))
+		fail("re-encoded ksyms does not decode", FP_MSG_KSYMS, err);
+	if (!ksyms_eq(&a, &b))
+		fail("ksyms changed in the round trip", FP_MSG_KSYMS, 0);
+	if ((err = fp_wire_encode_ksyms(&b, &e2, &l2)))
+		fail("ksyms does not encode twice", FP_MSG_KSYMS, err);
+	same_bytes(e1, l1, e2, l2, FP_MSG_KSYMS);
+	fp_ksyms_fini(&a);
+	fp_ksyms_fini(&b);
+	free(e1);
+	free(e2);
+	return 1;
+}
+
+static int roundtrip_reply(const uint8_t *data, size_t size)
+{
+	struct fp_reply a, b;
+	char *e1, *e2;
+	size_t l1, l2;
+	int err;
+
+	if (fp_wire_decode_reply(data, size, &a))
+		return 0;
+	if ((err = fp_wire_encode_reply(&a, &e1, &l1)))
+		fail("decoded reply does not encode", FP_MSG_REPLY, err);
+	if ((err = fp_wire_decode_reply(e1, l1, &b)))
+		fail("re-encoded reply does not decode", FP_MSG_REPLY, err);
+	if (!reply_eq(&a, &b))
+		fail("reply changed in the round trip", FP_MSG_REPLY, 0);
+	if ((err = fp_wire_encode_reply(&b, &e2, &l2)))
+		fail("reply does not encode twice", FP_MSG_REPLY, err);
+	same_bytes(e1, l1, e2, l2, FP_MSG_REPLY);
+	fp_reply_fini(&a);
+	fp_reply_fini(&b);
+	free(e1);
+	free(e2);
+	return 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int type = 0, peek, decoded = 0;
+
+	peek = fp_wire_peek(data, size, &type);
+	if (peek > 0 || (peek == 0 && (type < FP_MSG_HELLO || type > FP_MSG_REPLY)))
+		fail("fp_wire_peek returned nonsense", type, peek);
+
+	/* Every decoder sees every input, whatever its envelope says. */
+	if (roundtrip_hello(data, size))
+		decoded = FP_MSG_HELLO;
+	if (roundtrip_batch(data, size)) {
+		if (decoded)
+			fail("input decodes as two types", FP_MSG_SAMPLES, 0);
+		decoded = FP_MSG_SAMPLES;
+	}
+	if (roundtrip_ksyms(data, size)) {
+		if (decoded)
+			fail("input decodes as two types", FP_MSG_KSYMS, 0);
+		decoded = FP_MSG_KSYMS;
+	}
+	if (roundtrip_reply(data, size)) {
+		if (decoded)
+			fail("input decodes as two types", FP_MSG_REPLY, 0);
+		decoded = FP_MSG_REPLY;
+	}
+	/* A decoder must agree with peek on the envelope. */
+	if (decoded && (peek != 0 || type != decoded))
+		fail("decoded a message whose envelope peek rejects", decoded, peek);
+	return 0;
+}

@@ -1,0 +1,574 @@
+/* output_test.c: the folded, pprof and SVG writers (symbolizer/folded.c,
+ * pprof.c, svg.c) on a small profile whose every line is known. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "check.h"
+#include "output.h"
+#include "pprof.pb-c.h"
+#include "profile.h"
+
+#define PERIOD 10000000ULL
+
+typedef Perftools__Profiles__Profile pb_profile;
+
+static const struct fp_build_id app_id = { 4, { 0x01, 0x02, 0xab, 0xcd } };
+static const struct fp_build_id libc_id = { 4, { 0xde, 0xad, 0xbe, 0xef } };
+static const struct fp_build_id kernel_id = { 2, { 0x0f, 0xf0 } };
+
+enum { F_MAIN, F_WORK, F_PUSH, F_LIBC, F_SCHED, F_KUNRES, F_NOMAP, F_OP, F_WEIRD, F_N };
+
+/* The small profile:
+ *   app/app    pid 100  main;work                                   5
+ *   app/worker pid 100  main;work                                   3
+ *   app/app    pid 200  main;work (container c1)                    2
+ *   app/worker pid 100  main;work;push_back;libc+0x2a2b0;schedule   1
+ *   bash/bash  pid 300  [unknown]+0x7f0000001234;vmlinux+0xabc      4
+ *   app/worker pid 100  main;operator< <"x"&'y'>;weird;name\nx      1
+ */
+static struct fp_profile *small_profile(uint32_t *fr)
+{
+	struct fp_profile *p = NULL;
+	uint32_t app, libc, kernel;
+	int err = 0;
+
+	if (fp_profile_alloc(&p, "host-1", 1700000000000000000ULL, 10000000000ULL, PERIOD))
+		return NULL;
+	err |= fp_profile_add_mapping(p, FP_MAP_USER, &app_id, "/usr/bin/app", &app);
+	err |= fp_profile_add_mapping(p, FP_MAP_USER, &libc_id, "/lib/x86_64-linux-gnu/libc.so.6",
+				      &libc);
+	err |= fp_profile_add_mapping(p, FP_MAP_KERNEL, &kernel_id, "vmlinux", &kernel);
+	err |= fp_profile_add_frame(p, app, 0x1000, FP_FRAME_USER, "main", NULL, &fr[F_MAIN]);
+	err |= fp_profile_add_frame(p, app, 0x1100, FP_FRAME_USER, "work", NULL, &fr[F_WORK]);
+	err |= fp_profile_add_frame(p, app, 0x1200, FP_FRAME_USER, "std::vector<int>::push_back",
+				    "_ZNSt6vectorIiSaIiEE9push_backERKi", &fr[F_PUSH]);
+	err |= fp_profile_add_frame(p, libc, 0x2a2b0, FP_FRAME_USER, NULL, NULL, &fr[F_LIBC]);
+	err |= fp_profile_add_frame(p, kernel, 0x123, FP_FRAME_KERNEL, "schedule", NULL,
+				    &fr[F_SCHED]);
+	err |= fp_profile_add_frame(p, kernel, 0xabc, FP_FRAME_KERNEL, NULL, NULL, &fr[F_KUNRES]);
+	err |= fp_profile_add_frame(p, FP_INDEX_NONE, 0x7f0000001234, FP_FRAME_USER, NULL, NULL,
+				    &fr[F_NOMAP]);
+	err |= fp_profile_add_frame(p, app, 0x1300, FP_FRAME_USER, "operator< <\"x\"&'y'>", NULL,
+				    &fr[F_OP]);
+	err |= fp_profile_add_frame(p, app, 0x1400, FP_FRAME_USER, "weird;name\nx", NULL,
+				    &fr[F_WEIRD]);
+
+	uint32_t s1[] = { fr[F_WORK], fr[F_MAIN] };
+	uint32_t s4[] = { fr[F_SCHED], fr[F_LIBC], fr[F_PUSH], fr[F_WORK], fr[F_MAIN] };
+	uint32_t s5[] = { fr[F_KUNRES], fr[F_NOMAP] };
+	uint32_t s6[] = { fr[F_WEIRD], fr[F_OP], fr[F_MAIN] };
+	err |= fp_profile_add_sample(p, s1, 2, 100, 100, "app", "app", "", 5);
+	err |= fp_profile_add_sample(p, s1, 2, 100, 101, "worker", "app", "", 3);
+	err |= fp_profile_add_sample(p, s1, 2, 200, 200, "app", "app", "c1", 2);
+	err |= fp_profile_add_sample(p, s4, 5, 100, 101, "worker", "app", "", 1);
+	err |= fp_profile_add_sample(p, s5, 2, 300, 300, "bash", "bash", "", 4);
+	err |= fp_profile_add_sample(p, s6, 3, 100, 101, "worker", "app", "", 1);
+	if (err) {
+		fp_profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* folded_text: what fp_folded_write writes, malloc'd. */
+static char *folded_text(const struct fp_profile *p, int by_thread)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	CHECK_EQ_INT(fp_folded_write(p, f, by_thread), 0);
+	fclose(f);
+	return text;
+}
+
+static void check_text(const char *got, const char *want)
+{
+	if (!got || strcmp(got, want)) {
+		fprintf(stderr, "  got:\n%s  expected:\n%s", got ? got : "(null)\n", want);
+		CHECK(0);
+	}
+}
+
+static void test_folded(void)
+{
+	uint32_t fr[F_N];
+	struct fp_profile *p = small_profile(fr);
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	char *text = folded_text(p, 0);
+	check_text(text, "app;main;operator< <\"x\"&'y'>;weird:name?x 1\n"
+			 "app;main;work 10\n"
+			 "app;main;work;std::vector<int>::push_back;libc.so.6+0x2a2b0;schedule_[k] 1\n"
+			 "bash;[unknown]+0x7f0000001234;vmlinux+0xabc_[k] 4\n");
+	free(text);
+	text = folded_text(p, 1);
+	check_text(text,
+		   "app;app;main;work 7\n"
+		   "app;worker;main;operator< <\"x\"&'y'>;weird:name?x 1\n"
+		   "app;worker;main;work 3\n"
+		   "app;worker;main;work;std::vector<int>::push_back;libc.so.6+0x2a2b0;schedule_[k] 1\n"
+		   "bash;bash;[unknown]+0x7f0000001234;vmlinux+0xabc_[k] 4\n");
+	free(text);
+	fp_profile_free(p);
+}
+
+static void test_folded_names(void)
+{
+	struct fp_profile *p = NULL;
+
+	CHECK_EQ_INT(fp_profile_alloc(&p, "h", 0, 0, PERIOD), 0);
+	if (!p)
+		return;
+	/* Separators in comm names, empty names, empty stacks. */
+	CHECK_EQ_INT(fp_profile_add_sample(p, NULL, 0, 1, 2, "t;1", "p\n;", "", 2), 0);
+	CHECK_EQ_INT(fp_profile_add_sample(p, NULL, 0, 3, 4, "", "", "", 1), 0);
+	char *text = folded_text(p, 1);
+	check_text(text, "[unknown];[unknown] 1\n"
+			 "p?:;t:1 2\n");
+	free(text);
+
+	/* Nothing to write is not an error. */
+	struct fp_profile *empty = NULL;
+	CHECK_EQ_INT(fp_profile_alloc(&empty, "h", 0, 0, PERIOD), 0);
+	if (empty) {
+		text = folded_text(empty, 0);
+		check_text(text, "");
+		free(text);
+	}
+	fp_profile_free(empty);
+	fp_profile_free(p);
+}
+
+static const char *str(const pb_profile *pp, int64_t i)
+{
+	if (i < 0 || (size_t)i >= pp->n_string_table)
+		return "<out of range>";
+	return pp->string_table[i];
+}
+
+static const Perftools__Profiles__Label *label(const pb_profile *pp,
+						const Perftools__Profiles__Sample *s,
+						const char *key)
+{
+	for (size_t i = 0; i < s->n_label; i++)
+		if (!strcmp(str(pp, s->label[i]->key), key))
+			return s->label[i];
+	return NULL;
+}
+
+static const Perftools__Profiles__Function *function_of(const pb_profile *pp, uint64_t loc_id)
+{
+	if (loc_id < 1 || loc_id > pp->n_location)
+		return NULL;
+	const Perftools__Profiles__Location *l = pp->location[loc_id - 1];
+	if (l->n_line != 1 || l->line[0]->function_id < 1 ||
+	    l->line[0]->function_id > pp->n_function)
+		return NULL;
+	return pp->function[l->line[0]->function_id - 1];
+}
+
+static void test_pprof_encode(void)
+{
+	uint32_t fr[F_N];
+	struct fp_profile *p = small_profile(fr);
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_EQ_INT(fp_pprof_encode(p, &buf, &len), 0);
+	pb_profile *pp = perftools__profiles__profile__unpack(NULL, len, buf);
+	CHECK(pp != NULL);
+	if (!pp)
+		goto out;
+
+	CHECK(pp->n_string_table > 0 && !strcmp(pp->string_table[0], ""));
+	CHECK_EQ_INT(pp->n_sample_type, 2);
+	if (pp->n_sample_type == 2) {
+		CHECK(!strcmp(str(pp, pp->sample_type[0]->type), "samples"));
+		CHECK(!strcmp(str(pp, pp->sample_type[0]->unit), "count"));
+		CHECK(!strcmp(str(pp, pp->sample_type[1]->type), "cpu"));
+		CHECK(!strcmp(str(pp, pp->sample_type[1]->unit), "nanoseconds"));
+	}
+	CHECK(pp->period_type && !strcmp(str(pp, pp->period_type->type), "cpu") &&
+	      !strcmp(str(pp, pp->period_type->unit), "nanoseconds"));
+	CHECK_EQ_INT(pp->period, PERIOD);
+	CHECK_EQ_INT(pp->time_nanos, 1700000000000000000LL);
+	CHECK_EQ_INT(pp->duration_nanos, 10000000000LL);
+	CHECK(!strcmp(str(pp, pp->default_sample_type), "cpu"));
+	CHECK(pp->n_comment == 1 && !strcmp(str(pp, pp->comment[0]), "host=host-1"));
+
+	/* Mappings: ids, file names, build-IDs in hex, has_functions only where
+	 * something resolved. */
+	CHECK_EQ_INT(pp->n_mapping, 3);
+	for (size_t i = 0; i < pp->n_mapping; i++)
+		CHECK_EQ_INT(pp->mapping[i]->id, i + 1);
+	if (pp->n_mapping == 3) {
+		CHECK(!strcmp(str(pp, pp->mapping[0]->filename), "/usr/bin/app"));
+		CHECK(!strcmp(str(pp, pp->mapping[0]->build_id), "0102abcd"));
+		CHECK(pp->mapping[0]->has_functions);
+		CHECK(!strcmp(str(pp, pp->mapping[1]->filename), "/lib/x86_64-linux-gnu/libc.so.6"));
+		CHECK(!strcmp(str(pp, pp->mapping[1]->build_id), "deadbeef"));
+		CHECK(!pp->mapping[1]->has_functions);
+		CHECK(!strcmp(str(pp, pp->mapping[2]->build_id), "0ff0"));
+		CHECK(pp->mapping[2]->has_functions);
+	}
+
+	/* Locations: one per frame, ids and mapping ids in range, one line. */
+	CHECK_EQ_INT(pp->n_location, F_N);
+	for (size_t i = 0; i < pp->n_location; i++) {
+		const Perftools__Profiles__Location *l = pp->location[i];
+
+		CHECK_EQ_INT(l->id, i + 1);
+		CHECK(l->mapping_id <= pp->n_mapping);
+		CHECK(function_of(pp, l->id) != NULL);
+		CHECK_EQ_INT(l->address, p->pr_frames[i].pf_address);
+	}
+	for (size_t i = 0; i < pp->n_function; i++)
+		CHECK_EQ_INT(pp->function[i]->id, i + 1);
+	if (pp->n_location == F_N) {
+		CHECK_EQ_INT(pp->location[fr[F_NOMAP]]->mapping_id, 0);
+		CHECK_EQ_INT(pp->location[fr[F_LIBC]]->mapping_id, 2);
+		CHECK_EQ_INT(pp->location[fr[F_SCHED]]->mapping_id, 3);
+		static const struct {
+			int frame;
+			const char *name, *system_name;
+		} want[] = {
+			{ F_MAIN, "main", "main" },
+			{ F_PUSH, "std::vector<int>::push_back", "_ZNSt6vectorIiSaIiEE9push_backERKi" },
+			{ F_LIBC, "libc.so.6+0x2a2b0", "libc.so.6+0x2a2b0" },
+			{ F_SCHED, "schedule_[k]", "schedule_[k]" },
+			{ F_KUNRES, "vmlinux+0xabc_[k]", "vmlinux+0xabc_[k]" },
+			{ F_NOMAP, "[unknown]+0x7f0000001234", "[unknown]+0x7f0000001234" },
+			{ F_WEIRD, "weird;name\nx", "weird;name\nx" },
+		};
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			const Perftools__Profiles__Function *fn = function_of(pp, fr[want[i].frame] + 1);
+
+			CHECK(fn && !strcmp(str(pp, fn->name), want[i].name));
+			CHECK(fn && !strcmp(str(pp, fn->system_name), want[i].system_name));
+		}
+	}
+	CHECK_EQ_INT(pp->n_function, F_N);
+
+	/* Samples: as many as the profile has, leaf first, both values, labels. */
+	CHECK_EQ_INT(pp->n_sample, p->pr_nsamples);
+	for (size_t i = 0; i < pp->n_sample && i < p->pr_nsamples; i++) {
+		const Perftools__Profiles__Sample *s = pp->sample[i];
+		const struct fp_psample *ps = &p->pr_samples[i];
+		const Perftools__Profiles__Label *l;
+
+		CHECK_EQ_INT(s->n_location_id, ps->ps_nframes);
+		for (size_t j = 0; j < s->n_location_id && j < ps->ps_nframes; j++)
+			CHECK_EQ_INT(s->location_id[j], ps->ps_frames[j] + 1);
+		CHECK_EQ_INT(s->n_value, 2);
+		if (s->n_value == 2) {
+			CHECK_EQ_INT(s->value[0], ps->ps_count);
+			CHECK_EQ_INT(s->value[1], ps->ps_count * PERIOD);
+		}
+		l = label(pp, s, "pid");
+		CHECK(l && l->num == ps->ps_pid && l->str == 0);
+		l = label(pp, s, "tid");
+		CHECK(l && l->num == ps->ps_tid);
+		l = label(pp, s, "thread_name");
+		CHECK(l && !strcmp(str(pp, l->str), ps->ps_thread));
+		l = label(pp, s, "process_name");
+		CHECK(l && !strcmp(str(pp, l->str), ps->ps_process));
+		l = label(pp, s, "container");
+		if (ps->ps_container[0])
+			CHECK(l && !strcmp(str(pp, l->str), ps->ps_container));
+		else
+			CHECK(l == NULL);
+	}
+	if (pp->n_sample == 6) {
+		CHECK(!strcmp(str(pp, label(pp, pp->sample[2], "container")->str), "c1"));
+		CHECK(!strcmp(str(pp, function_of(pp, pp->sample[3]->location_id[0])->name),
+			      "schedule_[k]"));
+	}
+	perftools__profiles__profile__free_unpacked(pp, NULL);
+out:
+	free(buf);
+	fp_profile_free(p);
+}
+
+static void test_pprof_empty(void)
+{
+	struct fp_profile *p = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	CHECK_EQ_INT(fp_profile_alloc(&p, "", 0, 0, PERIOD), 0);
+	if (!p)
+		return;
+	CHECK_EQ_INT(fp_pprof_encode(p, &buf, &len), 0);
+	pb_profile *pp = perftools__profiles__profile__unpack(NULL, len, buf);
+	CHECK(pp != NULL);
+	if (pp) {
+		CHECK_EQ_INT(pp->n_sample + pp->n_location + pp->n_function + pp->n_mapping, 0);
+		CHECK_EQ_INT(pp->n_sample_type, 2);
+		CHECK_EQ_INT(pp->n_comment, 0);
+		CHECK(!strcmp(pp->string_table[0], ""));
+		perftools__profiles__profile__free_unpacked(pp, NULL);
+	}
+	free(buf);
+	fp_profile_free(p);
+}
+
+/* gunzip_file: the decompressed content of path, malloc'd. */
+static int gunzip_file(const char *path, uint8_t **out, size_t *out_len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t in[4096];
+	uint8_t *data = NULL;
+	size_t len = 0, cap = 0;
+	z_stream z = { 0 };
+	int zerr = Z_OK;
+
+	if (!f)
+		return -errno;
+	/* 15 + 32: accept the gzip header only (auto-detect), full window. */
+	if (inflateInit2(&z, 15 + 32) != Z_OK) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	while (zerr != Z_STREAM_END) {
+		z.avail_in = (uInt)fread(in, 1, sizeof(in), f);
+		if (!z.avail_in)
+			break;
+		z.next_in = in;
+		do {
+			if (cap - len < 65536) {
+				cap = cap * 2 + 65536;
+				data = realloc(data, cap);
+				if (!data)
+					abort();
+			}
+			z.next_out = data + len;
+			z.avail_out = (uInt)(cap - len);
+			zerr = inflate(&z, Z_NO_FLUSH);
+			len = cap - z.avail_out;
+		} while (zerr == Z_OK && z.avail_in);
+		if (zerr != Z_OK && zerr != Z_STREAM_END)
+			break;
+	}
+	inflateEnd(&z);
+	fclose(f);
+	if (zerr != Z_STREAM_END) {
+		free(data);
+		return -EINVAL;
+	}
+	*out = data;
+	*out_len = len;
+	return 0;
+}
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void test_pprof_write(void)
+{
+	uint32_t fr[F_N];
+	struct fp_profile *p = small_profile(fr);
+	char dir[] = "/tmp/output_test.XXXXXX", path[64];
+	uint8_t *plain = NULL, *unzipped = NULL;
+	size_t plain_len = 0, unzipped_len = 0;
+
+	CHECK(p != NULL);
+	if (!p || !mkdtemp(dir)) {
+		CHECK(0);
+		fp_profile_free(p);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/profile.pb.gz", dir);
+	/* Twice: the second write replaces the first. */
+	CHECK_EQ_INT(fp_pprof_write(p, path), 0);
+	CHECK_EQ_INT(fp_pprof_write(p, path), 0);
+	CHECK_EQ_INT(count_entries(dir), 1); /* no temporary file left behind */
+	CHECK_EQ_INT(fp_pprof_encode(p, &plain, &plain_len), 0);
+	CHECK_EQ_INT(gunzip_file(path, &unzipped, &unzipped_len), 0);
+	CHECK_EQ_INT(unzipped_len, plain_len);
+	CHECK(unzipped && plain && unzipped_len == plain_len &&
+	      !memcmp(unzipped, plain, plain_len));
+
+	/* A directory that does not exist fails cleanly. */
+	CHECK(fp_pprof_write(p, "/nonexistent-dir/x.pb.gz") < 0);
+
+	free(plain);
+	free(unzipped);
+	unlink(path);
+	rmdir(dir);
+	fp_profile_free(p);
+}
+
+/* svg_text: what fp_svg_write writes, malloc'd. */
+static char *svg_text(const struct fp_profile *p, const char *title, int by_thread)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	CHECK_EQ_INT(fp_svg_write(p, f, title, by_thread), 0);
+	fclose(f);
+	return text;
+}
+
+static void check_contains(const char *text, const char *want)
+{
+	if (!text || !strstr(text, want)) {
+		fprintf(stderr, "  missing in SVG: %s\n", want);
+		CHECK(0);
+	}
+}
+
+static void test_svg(void)
+{
+	uint32_t fr[F_N];
+	struct fp_profile *p = small_profile(fr);
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	char *svg = svg_text(p, "CPU <host-1> & \"friends\"", 0);
+	CHECK(svg && !strncmp(svg, "<?xml", 5));
+	check_contains(svg, "CPU &lt;host-1&gt; &amp; &quot;friends&quot;");
+	/* Shares add up: the root has everything, its children split it. */
+	check_contains(svg, "<title>all (16 samples, 100.00%)</title>");
+	check_contains(svg, "<title>app (12 samples, 75.00%)</title>");
+	check_contains(svg, "<title>bash (4 samples, 25.00%)</title>");
+	check_contains(svg, "<title>work (11 samples, 68.75%)</title>");
+	check_contains(svg, "<title>std::vector&lt;int&gt;::push_back (1 sample, 6.25%)</title>");
+	check_contains(svg, "<title>operator&lt; &lt;&quot;x&quot;&amp;&#39;y&#39;&gt; (1 sample");
+	check_contains(svg, "<title>weird;name?x (1 sample, 6.25%)</title>");
+	check_contains(svg, "<title>schedule_[k] (1 sample, 6.25%)</title>");
+	check_contains(svg, "<title>libc.so.6+0x2a2b0 (1 sample");
+	check_contains(svg, "<title>vmlinux+0xabc_[k] (4 samples, 25.00%)</title>");
+	check_contains(svg, "<script type=\"text/ecmascript\"><![CDATA[");
+	CHECK(svg && !strstr(svg, "<title>worker"));
+	/* Nothing unescaped from a name reaches the document. */
+	CHECK(svg && !strstr(svg, "<int>") && !strstr(svg, "\"x\"&"));
+	/* The root box spans the width between the margins. */
+	check_contains(svg, "data-s=\"0\" data-n=\"16\" data-d=\"0\"><title>all");
+	check_contains(svg, "x=\"10.00\" y=\"");
+	check_contains(svg, "width=\"1180.00\"");
+	free(svg);
+
+	svg = svg_text(p, NULL, 1);
+	check_contains(svg, "<title>worker (5 samples, 31.25%)</title>");
+	check_contains(svg, "<title>app (7 samples, 43.75%)</title>");
+	check_contains(svg, "data-d=\"2\"><title>worker");
+	check_contains(svg, "data-d=\"3\"><title>main (5 samples");
+	free(svg);
+	fp_profile_free(p);
+}
+
+static void test_svg_names(void)
+{
+	struct fp_profile *p = NULL;
+	uint32_t m, big, tiny, bytes;
+
+	CHECK_EQ_INT(fp_profile_alloc(&p, "h", 0, 0, PERIOD), 0);
+	if (!p)
+		return;
+	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_USER, NULL, "/bin/x", &m), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 1, FP_FRAME_USER, "big", NULL, &big), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 2, FP_FRAME_USER, "tiny", NULL, &tiny), 0);
+	/* Invalid UTF-8 and control characters, then valid multi-byte text. */
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 3, FP_FRAME_USER,
+					  "b\xff\xc0\x80\x01z \xc3\xa9\xe2\x82\xac", NULL, &bytes),
+		     0);
+	CHECK_EQ_INT(fp_profile_add_sample(p, &big, 1, 1, 1, "t", "p\xfe", "", 9000), 0);
+	CHECK_EQ_INT(fp_profile_add_sample(p, &bytes, 1, 1, 1, "t", "p\xfe", "", 991), 0);
+	/* Under 0.1% of the total: left out. */
+	CHECK_EQ_INT(fp_profile_add_sample(p, &tiny, 1, 1, 1, "t", "p\xfe", "", 9), 0);
+	char *svg = svg_text(p, "t", 0);
+	check_contains(svg, "<title>all (10000 samples, 100.00%)</title>");
+	check_contains(svg, "<title>p? (10000 samples");
+	check_contains(svg, "<title>big (9000 samples, 90.00%)</title>");
+	check_contains(svg, "<title>b????z \xc3\xa9\xe2\x82\xac (991 samples, 9.91%)</title>");
+	CHECK(svg && !strstr(svg, "tiny"));
+	free(svg);
+	fp_profile_free(p);
+}
+
+static void test_large(void)
+{
+	struct fp_profile *p = NULL;
+	uint32_t m, frames[20];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char name[32];
+	int err = 0;
+
+	CHECK_EQ_INT(fp_profile_alloc(&p, "h", 0, 0, PERIOD), 0);
+	if (!p)
+		return;
+	err |= fp_profile_add_mapping(p, FP_MAP_USER, &app_id, "/bin/big", &m);
+	for (uint32_t s = 0; s < 10000 && !err; s++) {
+		for (uint32_t j = 0; j < 20 && !err; j++) {
+			/* Shared roots, distinct leaves: like real profiles. */
+			uint32_t fn = j < 10 ? j * 7 + s % 7 : s * 20 + j;
+
+			snprintf(name, sizeof(name), "function_%u", fn % 3000);
+			err |= fp_profile_add_frame(p, m, fn * 16ULL, FP_FRAME_USER, name, NULL,
+						    &frames[19 - j]);
+		}
+		err |= fp_profile_add_sample(p, frames, 20, 1, 1, "t", "p", "", 1 + s % 5);
+	}
+	CHECK_EQ_INT(err, 0);
+	CHECK_EQ_INT(p->pr_nsamples, 10000);
+	CHECK_EQ_INT(fp_pprof_encode(p, &buf, &len), 0);
+	pb_profile *pp = perftools__profiles__profile__unpack(NULL, len, buf);
+	CHECK(pp && pp->n_sample == 10000 && pp->n_location == p->pr_nframes &&
+	      pp->n_function == 3000);
+	if (pp)
+		perftools__profiles__profile__free_unpacked(pp, NULL);
+	free(buf);
+
+	char *folded = folded_text(p, 0);
+	size_t lines = 0;
+	for (const char *c = folded; c && *c; c++)
+		lines += *c == '\n';
+	CHECK_EQ_INT(lines, 10000);
+	free(folded);
+	char *svg = svg_text(p, "large", 1);
+	CHECK(svg != NULL);
+	free(svg);
+	fp_profile_free(p);
+}
+
+int main(void)
+{
+	RUN(test_folded);
+	RUN(test_folded_names);
+	RUN(test_pprof_encode);
+	RUN(test_pprof_empty);
+	RUN(test_pprof_write);
+	RUN(test_svg);
+	RUN(test_svg_names);
+	RUN(test_large);
+	return CHECK_DONE();
+}

@@ -1,0 +1,1500 @@
+/* wire_test.c: round trips and hostile input for common/wire.c. */
+#include "check.h"
+
+#include "batch.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <msgpack.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- Building and comparing structures --------------------------------- */
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		abort();
+	return d;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+static void build_id_fill(struct fp_build_id *id, uint8_t len, uint8_t seed)
+{
+	uint8_t i;
+
+	memset(id, 0, sizeof(*id));
+	id->fb_len = len;
+	for (i = 0; i < len; i++)
+		id->fb_data[i] = (uint8_t)(seed * 31 + i * 7);
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static void make_hello(struct fp_hello *h, size_t nlabels)
+{
+	size_t i;
+
+	memset(h, 0, sizeof(*h));
+	h->fh_session = 0x8f3a29c4d1e07b65ull;
+	h->fh_host = xstrdup("web-eu-042.example.net");
+	h->fh_boot_id = xstrdup("5b1f0c2e-7d7a-4e36-9c55-0f1b8a9d3e21");
+	h->fh_kernel_release = xstrdup("6.1.0-18-amd64");
+	build_id_fill(&h->fh_kernel_build_id, 20, 1);
+	h->fh_agent_version = xstrdup("0.1-42-gdeadbee");
+	h->fh_frequency = 99;
+	h->fh_ncpus = 128;
+	h->fh_nlabels = nlabels;
+	if (nlabels) {
+		h->fh_label_keys = xcalloc(nlabels, sizeof(char *));
+		h->fh_label_values = xcalloc(nlabels, sizeof(char *));
+	}
+	for (i = 0; i < nlabels; i++) {
+		char k[32], v[32];
+
+		snprintf(k, sizeof(k), "key%zu", i);
+		if (i % 3)
+			snprintf(v, sizeof(v), "value-%zu", i);
+		else
+			v[0] = '\0'; /* empty values are allowed */
+		h->fh_label_keys[i] = xstrdup(k);
+		h->fh_label_values[i] = xstrdup(v);
+	}
+}
+
+static int hello_eq(const struct fp_hello *a, const struct fp_hello *b)
+{
+	size_t i;
+
+	if (a->fh_session != b->fh_session || !str_eq(a->fh_host, b->fh_host) ||
+	    !str_eq(a->fh_boot_id, b->fh_boot_id) ||
+	    !str_eq(a->fh_kernel_release, b->fh_kernel_release) ||
+	    !fp_build_id_eq(&a->fh_kernel_build_id, &b->fh_kernel_build_id) ||
+	    !str_eq(a->fh_agent_version, b->fh_agent_version) ||
+	    a->fh_frequency != b->fh_frequency || a->fh_ncpus != b->fh_ncpus ||
+	    a->fh_nlabels != b->fh_nlabels)
+		return 0;
+	for (i = 0; i < a->fh_nlabels; i++)
+		if (!str_eq(a->fh_label_keys[i], b->fh_label_keys[i]) ||
+		    !str_eq(a->fh_label_values[i], b->fh_label_values[i]))
+			return 0;
+	return 1;
+}
+
+/* A first batch of a session: definitions of every kind, then counts. */
+static void make_batch(struct fp_batch *b)
+{
+	static const char *paths[] = { "/usr/lib/x86_64-linux-gnu/libc.so.6", "vmlinux",
+				       "nf_conntrack", "/usr/bin/python3.11" };
+	static const uint8_t kinds[] = { FP_MAP_USER, FP_MAP_KERNEL, FP_MAP_KMODULE, FP_MAP_USER };
+	uint32_t i;
+
+	memset(b, 0, sizeof(*b));
+	b->fb_session = 0x8f3a29c4d1e07b65ull;
+	b->fb_seq = 1;
+	b->fb_start_ns = 1700000000000000000ull;
+	b->fb_end_ns = 1700000010000000000ull;
+	b->fb_period_ns = 10101010;
+
+	b->fb_nmappings = 4;
+	b->fb_mappings = xcalloc(4, sizeof(struct fp_mapping));
+	for (i = 0; i < 4; i++) {
+		b->fb_mappings[i].fm_id = i + 1;
+		b->fb_mappings[i].fm_kind = kinds[i];
+		/* The last one has an unknown build-ID. */
+		build_id_fill(&b->fb_mappings[i].fm_build_id, i == 3 ? 0 : (uint8_t)(20 - i * 4),
+			      (uint8_t)i);
+		b->fb_mappings[i].fm_path = xstrdup(paths[i]);
+	}
+
+	b->fb_nthreads = 3;
+	b->fb_threads = xcalloc(3, sizeof(struct fp_thread));
+	for (i = 0; i < 3; i++) {
+		struct fp_thread *t = &b->fb_threads[i];
+
+		t->ft_id = i + 1;
+		t->ft_pid = 4000 + i;
+		t->ft_tid = 4000 + i * 17;
+		t->ft_cgroup = i == 0 ? 0 : 0x1234567890abcull + i;
+		snprintf(t->ft_comm, sizeof(t->ft_comm), i == 2 ? "123456789012345" : "worker-%u", i);
+		snprintf(t->ft_process, sizeof(t->ft_process), "python3");
+		t->ft_container = xstrdup(i == 1 ? "3f4e1a0b9c2d" : "");
+	}
+
+	b->fb_nstacks = 4;
+	b->fb_stacks = xcalloc(4, sizeof(struct fp_stack));
+	/* 0: a full 254-frame stack: 127 kernel frames then 127 user frames. */
+	b->fb_stacks[0].fs_id = 1;
+	b->fb_stacks[0].fs_thread = 1;
+	b->fb_stacks[0].fs_nframes = FP_MAX_FRAMES;
+	b->fb_stacks[0].fs_frames = xcalloc(FP_MAX_FRAMES, sizeof(struct fp_frame));
+	for (i = 0; i < FP_MAX_FRAMES; i++) {
+		struct fp_frame *f = &b->fb_stacks[0].fs_frames[i];
+
+		f->ff_mapping = i < 127 ? 2 : 1;
+		f->ff_offset = i < 127 ? 0xa00000 + i * 0x40 : 0x28000 + (uint64_t)i * 0x1111;
+	}
+	/* 1: unmapped frames (JIT code) carry raw 64-bit addresses. */
+	b->fb_stacks[1].fs_id = 2;
+	b->fb_stacks[1].fs_thread = 2;
+	b->fb_stacks[1].fs_nframes = 3;
+	b->fb_stacks[1].fs_frames = xcalloc(3, sizeof(struct fp_frame));
+	b->fb_stacks[1].fs_frames[0] = (struct fp_frame){ FP_MAPPING_NONE, 0x7f3a12345678ull };
+	b->fb_stacks[1].fs_frames[1] = (struct fp_frame){ 4, 0x1c2d3e };
+	b->fb_stacks[1].fs_frames[2] = (struct fp_frame){ FP_MAPPING_NONE, UINT64_MAX };
+	/* 2: a kernel module frame and a 64-bit offset. */
+	b->fb_stacks[2].fs_id = 3;
+	b->fb_stacks[2].fs_thread = 3;
+	b->fb_stacks[2].fs_nframes = 2;
+	b->fb_stacks[2].fs_frames = xcalloc(2, sizeof(struct fp_frame));
+	b->fb_stacks[2].fs_frames[0] = (struct fp_frame){ 3, 0x1f0 };
+	b->fb_stacks[2].fs_frames[1] = (struct fp_frame){ 1, 0xffffffff80000000ull };
+	/* 3: no frames at all (the stack could not be read). */
+	b->fb_stacks[3].fs_id = 70000;
+	b->fb_stacks[3].fs_thread = 1;
+
+	b->fb_ncounts = 5;
+	b->fb_counts = xcalloc(5, sizeof(struct fp_count));
+	b->fb_counts[0] = (struct fp_count){ 1, 17 };
+	b->fb_counts[1] = (struct fp_count){ 2, 1 };
+	b->fb_counts[2] = (struct fp_count){ 3, 300 };
+	b->fb_counts[3] = (struct fp_count){ 70000, UINT32_MAX };
+	b->fb_counts[4] = (struct fp_count){ 999, 2 }; /* defined in an earlier batch */
+
+	b->fb_lost = (struct fp_lost){ 3, 0, 1, 4242 };
+}
+
+static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
+{
+	size_t i;
+
+	if (a->fb_session != b->fb_session || a->fb_seq != b->fb_seq ||
+	    a->fb_start_ns != b->fb_start_ns || a->fb_end_ns != b->fb_end_ns ||
+	    a->fb_period_ns != b->fb_period_ns || a->fb_nmappings != b->fb_nmappings ||
+	    a->fb_nthreads != b->fb_nthreads || a->fb_nstacks != b->fb_nstacks ||
+	    a->fb_ncounts != b->fb_ncounts ||
+	    memcmp(&a->fb_lost, &b->fb_lost, sizeof(a->fb_lost)) != 0)
+		return 0;
+	for (i = 0; i < a->fb_nmappings; i++) {
+		const struct fp_mapping *x = &a->fb_mappings[i], *y = &b->fb_mappings[i];
+
+		if (x->fm_id != y->fm_id || x->fm_kind != y->fm_kind ||
+		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) || !str_eq(x->fm_path, y->fm_path))
+			return 0;
+	}
+	for (i = 0; i < a->fb_nthreads; i++) {
+		const struct fp_thread *x = &a->fb_threads[i], *y = &b->fb_threads[i];
+
+		if (x->ft_id != y->ft_id || x->ft_pid != y->ft_pid || x->ft_tid != y->ft_tid ||
+		    x->ft_cgroup != y->ft_cgroup || strcmp(x->ft_comm, y->ft_comm) != 0 ||
+		    strcmp(x->ft_process, y->ft_process) != 0 ||
+		    !str_eq(x->ft_container, y->ft_container))
+			return 0;
+	}
+	for (i = 0; i < a->fb_nstacks; i++) {
+		const struct fp_stack *x = &a->fb_stacks[i], *y = &b->fb_stacks[i];
+		uint32_t j;
+
+		if (x->fs_id != y->fs_id || x->fs_thread != y->fs_thread ||
+		    x->fs_nframes != y->fs_nframes)
+			return 0;
+		for (j = 0; j < x->fs_nframes; j++)
+			if (x->fs_frames[j].ff_mapping != y->fs_frames[j].ff_mapping ||
+			    x->fs_frames[j].ff_offset != y->fs_frames[j].ff_offset)
+				return 0;
+	}
+	for (i = 0; i < a->fb_ncounts; i++)
+		if (a->fb_counts[i].fc_stack != b->fb_counts[i].fc_stack ||
+		    a->fb_counts[i].fc_count != b->fb_counts[i].fc_count)
+			return 0;
+	return 1;
+}
+
+static void make_ksyms(struct fp_ksyms *k, uint32_t part, int last, size_t first, size_t n)
+{
+	size_t i;
+
+	memset(k, 0, sizeof(*k));
+	k->fs_session = 77;
+	k->fs_kind = FP_MAP_KERNEL;
+	build_id_fill(&k->fs_build_id, 20, 9);
+	k->fs_name = xstrdup("vmlinux");
+	k->fs_part = part;
+	k->fs_last = (uint8_t)last;
+	k->fs_nsyms = n;
+	k->fs_syms = n ? xcalloc(n, sizeof(struct fp_ksym)) : NULL;
+	for (i = 0; i < n; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "sym_%zu_%s", first + i,
+			 (first + i) % 5 ? "do_syscall_64" : "x");
+		k->fs_syms[i].fk_offset = (first + i) * 0x30;
+		k->fs_syms[i].fk_name = xstrdup(name);
+	}
+}
+
+static int ksyms_eq(const struct fp_ksyms *a, const struct fp_ksyms *b)
+{
+	size_t i;
+
+	if (a->fs_session != b->fs_session || a->fs_kind != b->fs_kind ||
+	    !fp_build_id_eq(&a->fs_build_id, &b->fs_build_id) || !str_eq(a->fs_name, b->fs_name) ||
+	    a->fs_part != b->fs_part || !a->fs_last != !b->fs_last || a->fs_nsyms != b->fs_nsyms)
+		return 0;
+	for (i = 0; i < a->fs_nsyms; i++)
+		if (a->fs_syms[i].fk_offset != b->fs_syms[i].fk_offset ||
+		    !str_eq(a->fs_syms[i].fk_name, b->fs_syms[i].fk_name))
+			return 0;
+	return 1;
+}
+
+static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
+{
+	size_t i;
+
+	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
+	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant)
+		return 0;
+	for (i = 0; i < a->fr_nwant; i++)
+		if (!fp_build_id_eq(&a->fr_want[i], &b->fr_want[i]))
+			return 0;
+	return 1;
+}
+
+/* Decodes buf as a message of the given type; on success releases the
+ * result, on failure checks that the output was left untouched. */
+static int decode_as(int type, const void *buf, size_t len)
+{
+	union {
+		struct fp_hello h;
+		struct fp_batch b;
+		struct fp_ksyms k;
+		struct fp_reply r;
+	} out, before;
+	int err;
+
+	memset(&out, 0xa5, sizeof(out));
+	memcpy(&before, &out, sizeof(out));
+	switch (type) {
+	case FP_MSG_HELLO:
+		err = fp_wire_decode_hello(buf, len, &out.h);
+		if (!err)
+			fp_hello_fini(&out.h);
+		break;
+	case FP_MSG_SAMPLES:
+		err = fp_wire_decode_batch(buf, len, &out.b);
+		if (!err)
+			fp_batch_fini(&out.b);
+		break;
+	case FP_MSG_KSYMS:
+		err = fp_wire_decode_ksyms(buf, len, &out.k);
+		if (!err)
+			fp_ksyms_fini(&out.k);
+		break;
+	default:
+		err = fp_wire_decode_reply(buf, len, &out.r);
+		if (!err)
+			fp_reply_fini(&out.r);
+		break;
+	}
+	if (err)
+		CHECK(memcmp(&out, &before, sizeof(out)) == 0);
+	return err;
+}
+
+/* A valid encoding of each message type, for the hostile-input tests. */
+struct sample_msg {
+	int sm_type;
+	char *sm_buf;
+	size_t sm_len;
+};
+
+static void encode_samples(struct sample_msg msgs[4])
+{
+	struct fp_hello h;
+	struct fp_batch b;
+	struct fp_ksyms k;
+	struct fp_reply r;
+
+	make_hello(&h, 3);
+	make_batch(&b);
+	make_ksyms(&k, 2, 1, 100, 20);
+	memset(&r, 0, sizeof(r));
+	r.fr_status = FP_REPLY_REJECTED;
+	r.fr_seq = 12;
+	r.fr_error = xstrdup("bad");
+	r.fr_nwant = 2;
+	r.fr_want = xcalloc(2, sizeof(struct fp_build_id));
+	build_id_fill(&r.fr_want[0], 20, 3);
+	build_id_fill(&r.fr_want[1], 8, 4);
+	msgs[0].sm_type = FP_MSG_HELLO;
+	msgs[1].sm_type = FP_MSG_SAMPLES;
+	msgs[2].sm_type = FP_MSG_KSYMS;
+	msgs[3].sm_type = FP_MSG_REPLY;
+	if (fp_wire_encode_hello(&h, &msgs[0].sm_buf, &msgs[0].sm_len) ||
+	    fp_wire_encode_batch(&b, &msgs[1].sm_buf, &msgs[1].sm_len) ||
+	    fp_wire_encode_ksyms(&k, &msgs[2].sm_buf, &msgs[2].sm_len) ||
+	    fp_wire_encode_reply(&r, &msgs[3].sm_buf, &msgs[3].sm_len))
+		abort();
+	fp_hello_fini(&h);
+	fp_batch_fini(&b);
+	fp_ksyms_fini(&k);
+	fp_reply_fini(&r);
+}
+
+static void free_samples(struct sample_msg msgs[4])
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		free(msgs[i].sm_buf);
+}
+
+/* ---- batch.c ------------------------------------------------------------ */
+
+static void test_build_id_hex(void)
+{
+	struct fp_build_id id, parsed;
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+
+	build_id_fill(&id, 20, 5);
+	id.fb_data[0] = 0x0f;
+	id.fb_data[19] = 0xa0;
+	fp_build_id_hex(&id, hex);
+	CHECK_EQ_INT(strlen(hex), 40);
+	CHECK(strncmp(hex, "0f", 2) == 0);
+	CHECK(strcmp(hex + 38, "a0") == 0);
+	memset(&parsed, 0xee, sizeof(parsed));
+	CHECK_EQ_INT(fp_build_id_parse(hex, &parsed), 0);
+	CHECK(fp_build_id_eq(&id, &parsed));
+
+	CHECK_EQ_INT(fp_build_id_parse("DEADbeef", &parsed), 0);
+	CHECK_EQ_INT(parsed.fb_len, 4);
+	CHECK(parsed.fb_data[0] == 0xde && parsed.fb_data[3] == 0xef);
+
+	/* The unknown id prints as "" and parses back. */
+	id.fb_len = 0;
+	fp_build_id_hex(&id, hex);
+	CHECK(hex[0] == '\0');
+	CHECK_EQ_INT(fp_build_id_parse("", &parsed), 0);
+	CHECK_EQ_INT(parsed.fb_len, 0);
+}
+
+static void test_build_id_parse_errors(void)
+{
+	static const char *bad[] = {
+		"abc",                                       /* odd */
+		"zz",                                        /* not hex */
+		"0g",                                        /* not hex */
+		"12 4",                                      /* space */
+		"000102030405060708090a0b0c0d0e0f1011121314", /* 21 bytes */
+		"0x12",                                      /* prefix */
+	};
+	struct fp_build_id id, before;
+	size_t i;
+
+	memset(&id, 0x5a, sizeof(id));
+	before = id;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_EQ_INT(fp_build_id_parse(bad[i], &id), -EINVAL);
+		CHECK(memcmp(&id, &before, sizeof(id)) == 0);
+	}
+	CHECK_EQ_INT(fp_build_id_parse(NULL, &id), -EINVAL);
+}
+
+static void test_build_id_eq(void)
+{
+	struct fp_build_id a, b;
+
+	build_id_fill(&a, 8, 1);
+	build_id_fill(&b, 8, 1);
+	/* Bytes past the length do not count. */
+	b.fb_data[15] = 0x99;
+	CHECK(fp_build_id_eq(&a, &b));
+	b.fb_data[7] ^= 1;
+	CHECK(!fp_build_id_eq(&a, &b));
+	b.fb_data[7] ^= 1;
+	b.fb_len = 7;
+	CHECK(!fp_build_id_eq(&a, &b));
+	a.fb_len = b.fb_len = 0;
+	CHECK(fp_build_id_eq(&a, &b));
+}
+
+static void test_fini_zeroed(void)
+{
+	struct fp_hello h;
+	struct fp_batch b;
+	struct fp_ksyms k;
+	struct fp_reply r;
+
+	memset(&h, 0, sizeof(h));
+	memset(&b, 0, sizeof(b));
+	memset(&k, 0, sizeof(k));
+	memset(&r, 0, sizeof(r));
+	fp_hello_fini(&h);
+	fp_batch_fini(&b);
+	fp_ksyms_fini(&k);
+	fp_reply_fini(&r);
+
+	/* A filled structure is left zeroed, so a second fini is harmless. */
+	make_hello(&h, 2);
+	fp_hello_fini(&h);
+	CHECK(h.fh_host == NULL && h.fh_nlabels == 0 && h.fh_label_keys == NULL);
+	fp_hello_fini(&h);
+	make_batch(&b);
+	fp_batch_fini(&b);
+	CHECK(b.fb_stacks == NULL && b.fb_nstacks == 0 && b.fb_counts == NULL);
+	fp_batch_fini(&b);
+	make_ksyms(&k, 0, 0, 0, 3);
+	fp_ksyms_fini(&k);
+	CHECK(k.fs_syms == NULL && k.fs_nsyms == 0 && k.fs_name == NULL);
+	fp_ksyms_fini(&k);
+}
+
+/* ---- Round trips ---------------------------------------------------------- */
+
+static void test_hello_roundtrip(void)
+{
+	size_t nlabels[] = { 0, 3, 64 };
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		struct fp_hello h, d;
+		char *buf = NULL;
+		size_t len = 0;
+		int type = 0;
+
+		make_hello(&h, nlabels[i]);
+		CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), 0);
+		CHECK_EQ_INT(fp_wire_peek(buf, len, &type), 0);
+		CHECK_EQ_INT(type, FP_MSG_HELLO);
+		CHECK_EQ_INT(fp_wire_decode_hello(buf, len, &d), 0);
+		CHECK(hello_eq(&h, &d));
+		fp_hello_fini(&d);
+		fp_hello_fini(&h);
+		free(buf);
+	}
+}
+
+static void test_hello_null_strings(void)
+{
+	struct fp_hello h, d;
+	char *buf;
+	size_t len;
+
+	/* Encoders send NULL strings as "", which is what the decoder yields. */
+	memset(&h, 0, sizeof(h));
+	CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), 0);
+	CHECK_EQ_INT(fp_wire_decode_hello(buf, len, &d), 0);
+	CHECK(d.fh_host && d.fh_host[0] == '\0');
+	CHECK(d.fh_agent_version && d.fh_agent_version[0] == '\0');
+	CHECK_EQ_INT(d.fh_nlabels, 0);
+	CHECK(d.fh_label_keys == NULL);
+	fp_hello_fini(&d);
+	free(buf);
+}
+
+static void test_batch_roundtrip(void)
+{
+	struct fp_batch b, d;
+	char *buf, *buf2;
+	size_t len, len2;
+	int type = 0;
+
+	make_batch(&b);
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	CHECK_EQ_INT(fp_wire_peek(buf, len, &type), 0);
+	CHECK_EQ_INT(type, FP_MSG_SAMPLES);
+	memset(&d, 0, sizeof(d));
+	CHECK_EQ_INT(fp_wire_decode_batch(buf, len, &d), 0);
+	CHECK(batch_eq(&b, &d));
+	CHECK_EQ_INT(d.fb_stacks[0].fs_nframes, FP_MAX_FRAMES);
+	CHECK_EQ_INT(d.fb_stacks[1].fs_frames[0].ff_mapping, FP_MAPPING_NONE);
+	CHECK(d.fb_stacks[1].fs_frames[2].ff_offset == UINT64_MAX);
+	CHECK(d.fb_stacks[3].fs_frames == NULL);
+	/* Encoding is deterministic. */
+	CHECK_EQ_INT(fp_wire_encode_batch(&d, &buf2, &len2), 0);
+	CHECK(len == len2 && memcmp(buf, buf2, len) == 0);
+	fp_batch_fini(&d);
+	fp_batch_fini(&b);
+	free(buf);
+	free(buf2);
+}
+
+static void test_batch_empty(void)
+{
+	struct fp_batch b, d;
+	char *buf;
+	size_t len;
+
+	memset(&b, 0, sizeof(b));
+	b.fb_session = 1;
+	b.fb_seq = 2;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	/* Envelope, five small required fields, nothing else. */
+	CHECK_EQ_INT(len, 4 + 5 * 2);
+	memset(&d, 0xa5, sizeof(d));
+	CHECK_EQ_INT(fp_wire_decode_batch(buf, len, &d), 0);
+	CHECK(batch_eq(&b, &d));
+	CHECK(d.fb_mappings == NULL && d.fb_threads == NULL && d.fb_stacks == NULL &&
+	      d.fb_counts == NULL);
+	fp_batch_fini(&d);
+	free(buf);
+}
+
+static void test_frame_none_is_one_byte(void)
+{
+	struct fp_frame frames[2] = { { FP_MAPPING_NONE, 5 }, { 3, 6 } };
+	struct fp_stack s = { 9, 1, 2, frames };
+	struct fp_batch b;
+	/* [id 9, thread 1, [-1, 5, 3, 6]] */
+	static const uint8_t expect[] = { 0x93, 0x09, 0x01, 0x94, 0xff, 0x05, 0x03, 0x06 };
+	char *buf;
+	size_t len;
+
+	memset(&b, 0, sizeof(b));
+	b.fb_nstacks = 1;
+	b.fb_stacks = &s;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	CHECK(memmem(buf, len, expect, sizeof(expect)) != NULL);
+	free(buf);
+}
+
+static void test_ksyms_multipart(void)
+{
+	/* A snapshot split in three parts, as the agent sends a large one. */
+	const size_t total = 2500, per_part = 1000;
+	struct fp_ksyms whole, part, d;
+	size_t first, got = 0;
+	uint32_t p = 0;
+
+	make_ksyms(&whole, 0, 1, 0, total);
+	for (first = 0; first < total; first += per_part, p++) {
+		size_t n = total - first < per_part ? total - first : per_part;
+		int last = first + n == total;
+		char *buf;
+		size_t len, i;
+		int type = 0;
+
+		make_ksyms(&part, p, last, first, n);
+		CHECK_EQ_INT(fp_wire_encode_ksyms(&part, &buf, &len), 0);
+		CHECK_EQ_INT(fp_wire_peek(buf, len, &type), 0);
+		CHECK_EQ_INT(type, FP_MSG_KSYMS);
+		CHECK_EQ_INT(fp_wire_decode_ksyms(buf, len, &d), 0);
+		CHECK(ksyms_eq(&part, &d));
+		CHECK_EQ_INT(d.fs_part, p);
+		CHECK_EQ_INT(d.fs_last, last);
+		for (i = 0; i < d.fs_nsyms && got + i < total; i++)
+			CHECK(d.fs_syms[i].fk_offset == whole.fs_syms[got + i].fk_offset &&
+			      strcmp(d.fs_syms[i].fk_name, whole.fs_syms[got + i].fk_name) == 0);
+		got += d.fs_nsyms;
+		fp_ksyms_fini(&d);
+		fp_ksyms_fini(&part);
+		free(buf);
+	}
+	CHECK_EQ_INT(got, total);
+	CHECK_EQ_INT(p, 3);
+	fp_ksyms_fini(&whole);
+}
+
+static void test_ksyms_module_empty_part(void)
+{
+	struct fp_ksyms k, d;
+	char *buf;
+	size_t len;
+
+	make_ksyms(&k, 4, 1, 0, 0);
+	k.fs_kind = FP_MAP_KMODULE;
+	free(k.fs_name);
+	k.fs_name = xstrdup("nf_conntrack");
+	build_id_fill(&k.fs_build_id, 0, 0);
+	CHECK_EQ_INT(fp_wire_encode_ksyms(&k, &buf, &len), 0);
+	CHECK_EQ_INT(fp_wire_decode_ksyms(buf, len, &d), 0);
+	CHECK(ksyms_eq(&k, &d));
+	CHECK(d.fs_syms == NULL);
+	fp_ksyms_fini(&d);
+	fp_ksyms_fini(&k);
+	free(buf);
+}
+
+static void test_reply_roundtrip(void)
+{
+	struct fp_build_id want[3];
+	struct fp_reply cases[3], d;
+	int i;
+
+	build_id_fill(&want[0], 20, 1);
+	build_id_fill(&want[1], 16, 2);
+	build_id_fill(&want[2], 1, 3);
+	memset(cases, 0, sizeof(cases));
+	cases[0] = (struct fp_reply){ FP_REPLY_OK, 41, NULL, 3, want };
+	cases[1] = (struct fp_reply){ FP_REPLY_NEED_HELLO, 0, NULL, 0, NULL };
+	cases[2] = (struct fp_reply){ FP_REPLY_REJECTED, 0, "stack 12 refers to unknown thread 7", 0,
+				      NULL };
+	for (i = 0; i < 3; i++) {
+		char *buf;
+		size_t len;
+		int type = 0;
+
+		CHECK_EQ_INT(fp_wire_encode_reply(&cases[i], &buf, &len), 0);
+		CHECK_EQ_INT(fp_wire_peek(buf, len, &type), 0);
+		CHECK_EQ_INT(type, FP_MSG_REPLY);
+		CHECK_EQ_INT(fp_wire_decode_reply(buf, len, &d), 0);
+		CHECK(reply_eq(&cases[i], &d));
+		fp_reply_fini(&d);
+		free(buf);
+	}
+}
+
+/* Steady state: every definition was sent before, a batch is counts only. */
+static void test_steady_state_size(void)
+{
+	struct fp_count counts[100];
+	struct fp_batch b;
+	char *buf, *empty;
+	size_t len, empty_len, i;
+
+	memset(&b, 0, sizeof(b));
+	b.fb_session = 0x8f3a29c4d1e07b65ull;
+	b.fb_seq = 123456;
+	b.fb_start_ns = 1700000000000000000ull;
+	b.fb_end_ns = b.fb_start_ns + 10000000000ull;
+	b.fb_period_ns = 10101010;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &empty, &empty_len), 0);
+
+	/* Stack ids past 127 and counts under 128: 3 + 1 bytes a pair. */
+	for (i = 0; i < 100; i++)
+		counts[i] = (struct fp_count){ (uint32_t)(1000 + i * 37), (uint32_t)(1 + i % 100) };
+	b.fb_ncounts = 100;
+	b.fb_counts = counts;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	printf("  steady state: %zu bytes for 100 entries (%zu fixed), %.2f bytes/entry\n", len,
+	       empty_len, (double)len / 100);
+	CHECK(len - empty_len <= 100 * 4 + 5);
+	CHECK(len <= 100 * 5);
+	free(buf);
+
+	/* Small ids: 2 bytes a pair. */
+	for (i = 0; i < 100; i++)
+		counts[i] = (struct fp_count){ (uint32_t)i, 1 };
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	CHECK(len - empty_len <= 100 * 2 + 5);
+	free(buf);
+	free(empty);
+}
+
+/* ---- Hostile input ------------------------------------------------------- */
+
+static void test_truncations(void)
+{
+	struct sample_msg msgs[4];
+	int i;
+
+	encode_samples(msgs);
+	for (i = 0; i < 4; i++) {
+		size_t n;
+
+		CHECK_EQ_INT(decode_as(msgs[i].sm_type, msgs[i].sm_buf, msgs[i].sm_len), 0);
+		for (n = 0; n < msgs[i].sm_len; n++) {
+			/* A heap copy of exactly n bytes, so ASan sees any overread. */
+			char *cut = malloc(n ? n : 1);
+			int err;
+
+			memcpy(cut, msgs[i].sm_buf, n);
+			err = decode_as(msgs[i].sm_type, cut, n);
+			if (err != FP_WIRE_EMALFORMED)
+				fprintf(stderr, "  type %d cut at %zu/%zu: %d\n", msgs[i].sm_type, n,
+					msgs[i].sm_len, err);
+			CHECK_EQ_INT(err, FP_WIRE_EMALFORMED);
+			free(cut);
+		}
+	}
+	free_samples(msgs);
+}
+
+static int decode_roundtrip_stable(int type, const void *buf, size_t len);
+
+/* Every single-byte change of each valid message: no crash, and whatever
+ * still decodes must re-encode to something that decodes the same. */
+static void test_byte_mutations(void)
+{
+	static const uint8_t values[] = { 0x00, 0x01, 0x7f, 0x80, 0x90, 0xa0, 0xc0, 0xc1, 0xc2,
+					  0xc4, 0xcc, 0xcf, 0xd4, 0xdc, 0xdd, 0xdf, 0xe0, 0xff };
+	struct sample_msg msgs[4];
+	int i;
+
+	encode_samples(msgs);
+	for (i = 0; i < 4; i++) {
+		char *copy = malloc(msgs[i].sm_len);
+		size_t pos, v;
+
+		for (pos = 0; pos < msgs[i].sm_len; pos++) {
+			for (v = 0; v < sizeof(values) + 1; v++) {
+				memcpy(copy, msgs[i].sm_buf, msgs[i].sm_len);
+				copy[pos] = v < sizeof(values) ? (char)values[v] : (char)(copy[pos] ^ 1);
+				CHECK(decode_roundtrip_stable(msgs[i].sm_type, copy, msgs[i].sm_len));
+			}
+		}
+		free(copy);
+	}
+	free_samples(msgs);
+}
+
+static void test_random_garbage(void)
+{
+	uint64_t state = 0x9e3779b97f4a7c15ull;
+	uint8_t buf[96];
+	int iter;
+
+	for (iter = 0; iter < 40000; iter++) {
+		size_t len, i;
+		int type;
+
+		state = state * 6364136223846793005ull + 1442695040888963407ull;
+		len = (size_t)(state >> 33) % sizeof(buf);
+		for (i = 0; i < len; i++) {
+			state = state * 6364136223846793005ull + 1442695040888963407ull;
+			buf[i] = (uint8_t)(state >> 56);
+		}
+		/* Half of them get a valid envelope, to reach the body checks. */
+		if (iter % 2 && len >= 4) {
+			buf[0] = 0x93;
+			buf[1] = 0x01;
+			buf[2] = (uint8_t)(1 + iter / 2 % 4);
+			buf[3] = (uint8_t)(0x80 | (buf[3] & 0x0f));
+		}
+		for (type = FP_MSG_HELLO; type <= FP_MSG_REPLY; type++)
+			decode_as(type, buf, len);
+		CHECK(fp_wire_peek(buf, len, &type) <= 0);
+	}
+	CHECK_EQ_INT(decode_as(FP_MSG_HELLO, "", 0), FP_WIRE_EMALFORMED);
+	CHECK_EQ_INT(decode_as(FP_MSG_HELLO, NULL, 0), FP_WIRE_EMALFORMED);
+}
+
+/* Hand-made messages.  Bodies are given in hex; the envelope is added. */
+struct body_case {
+	int bc_type;
+	int bc_nkeys;
+	const char *bc_body;
+	int bc_err;
+	const char *bc_what;
+};
+
+#define HELLO_BASE "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04"
+#define BATCH_BASE "01 01 02 01 03 00 04 00 05 00"
+#define KSYMS_BASE "01 01 02 01 03 c4 00 04 a1 6b 05 00 06 c3"
+#define REPLY_BASE "01 00 02 00"
+#define BID21 "c4 15 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10 11 12 13 14"
+#define BID20 "c4 14 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10 11 12 13"
+
+static const struct body_case body_cases[] = {
+	{ FP_MSG_HELLO, 8, HELLO_BASE, 0, "hello baseline" },
+	{ FP_MSG_HELLO, 7, "02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
+	  FP_WIRE_EFIELD, "hello without session" },
+	{ FP_MSG_HELLO, 7, "01 01 02 a1 68 03 a1 62 04 a1 6b 06 a1 76 07 63 08 04",
+	  FP_WIRE_EFIELD, "hello without build-ID" },
+	{ FP_MSG_HELLO, 8, "01 a1 31 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
+	  FP_WIRE_EFIELD, "session as a string" },
+	{ FP_MSG_HELLO, 8, "01 ff 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
+	  FP_WIRE_EFIELD, "negative session" },
+	{ FP_MSG_HELLO, 8, "01 01 02 c4 01 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
+	  FP_WIRE_EFIELD, "host as bin" },
+	{ FP_MSG_HELLO, 8, "01 01 02 a3 61 00 62 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
+	  FP_WIRE_EFIELD, "NUL inside host" },
+	{ FP_MSG_HELLO, 8, "01 01 02 c0 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
+	  FP_WIRE_EFIELD, "host nil" },
+	{ FP_MSG_HELLO, 8, "01 01 02 a1 68 03 a1 62 04 a1 6b 05 " BID21 " 06 a1 76 07 63 08 04",
+	  FP_WIRE_ETOOBIG, "21-byte build-ID" },
+	{ FP_MSG_HELLO, 8, "01 01 02 a1 68 03 a1 62 04 a1 6b 05 " BID20 " 06 a1 76 07 63 08 04", 0,
+	  "20-byte build-ID" },
+	{ FP_MSG_HELLO, 8, "01 01 02 a1 68 03 a1 62 04 a1 6b 05 a0 06 a1 76 07 63 08 04",
+	  FP_WIRE_EFIELD, "build-ID as str" },
+	{ FP_MSG_HELLO, 8,
+	  "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 cf 00 00 00 01 00 00 00 00 08 04",
+	  FP_WIRE_EFIELD, "frequency over 32 bits" },
+	{ FP_MSG_HELLO, 8, "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 ca 42 c6 00 00 08 04",
+	  FP_WIRE_EFIELD, "frequency as float" },
+	{ FP_MSG_HELLO, 8, "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 c3 08 04",
+	  FP_WIRE_EFIELD, "frequency as bool" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 09 94 a1 61 a1 62 a1 63 a0", 0, "two labels" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 09 93 a1 61 a1 62 a1 63", FP_WIRE_EFIELD, "odd labels" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 09 81 a1 61 a1 62", FP_WIRE_EFIELD, "labels as map" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 09 92 a1 61 05", FP_WIRE_EFIELD, "label value int" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 09 92 a1 61 a2 00 62", FP_WIRE_EFIELD, "NUL in label" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 01 02", FP_WIRE_EFIELD, "duplicate key" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 7f 93 01 02 03", 0, "unknown key 127" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " cd 01 2c c0", 0, "unknown key 300" },
+	{ FP_MSG_HELLO, 10, HELLO_BASE " 0a c0 0a c0", 0, "repeated unknown key" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 00 a1 78", 0, "key 0 is unknown" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " a1 78 01", FP_WIRE_EFIELD, "string key" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " ff 01", FP_WIRE_EFIELD, "negative key" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 63 91 91 91 91 91 90", 0, "nesting of 8" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 63 91 91 91 91 91 91 90", FP_WIRE_EMALFORMED,
+	  "nesting of 9" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 63 d4 01 00", FP_WIRE_EMALFORMED, "fixext" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 63 c7 01 05 00", FP_WIRE_EMALFORMED, "ext8" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 63 c1", FP_WIRE_EMALFORMED, "0xc1" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 63 cb 00 00 00 00 00 00 00 00", 0, "unknown float" },
+
+	{ FP_MSG_SAMPLES, 5, BATCH_BASE, 0, "batch baseline" },
+	{ FP_MSG_SAMPLES, 4, "01 01 03 00 04 00 05 00", FP_WIRE_EFIELD, "batch without seq" },
+	{ FP_MSG_SAMPLES, 5, "01 01 02 d0 01 03 00 04 00 05 00", 0, "seq as int8" },
+	{ FP_MSG_SAMPLES, 5, "01 01 02 d0 ff 03 00 04 00 05 00", FP_WIRE_EFIELD, "seq -1" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 00 c4 00 a1 70", 0, "one mapping" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 95 01 00 c4 00 a1 70 c0", 0,
+	  "mapping with an extra element" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 93 01 00 c4 00", FP_WIRE_EFIELD,
+	  "mapping too short" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 03 c4 00 a1 70", FP_WIRE_EFIELD,
+	  "mapping kind 3" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 ce ff ff ff ff 00 c4 00 a1 70", FP_WIRE_EFIELD,
+	  "mapping id FP_MAPPING_NONE" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 00 c4 00 07", FP_WIRE_EFIELD,
+	  "mapping path int" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 00 " BID21 " a1 70", FP_WIRE_ETOOBIG,
+	  "mapping build-ID 21 bytes" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 81 01 02", FP_WIRE_EFIELD, "mappings as map" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 01", FP_WIRE_EFIELD, "mapping not an array" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 90", 0, "empty mappings" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 97 01 02 03 00 a4 63 6f 6d 6d a1 70 a0", 0,
+	  "one thread" },
+	{ FP_MSG_SAMPLES, 6,
+	  BATCH_BASE " 07 91 97 01 02 03 00 af 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 a1 70 a0",
+	  0, "comm of 15" },
+	{ FP_MSG_SAMPLES, 6,
+	  BATCH_BASE
+	  " 07 91 97 01 02 03 00 b0 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 a1 70 a0",
+	  FP_WIRE_ETOOBIG, "comm of 16" },
+	{ FP_MSG_SAMPLES, 6,
+	  BATCH_BASE
+	  " 07 91 97 01 02 03 00 a1 70 b0 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 a0",
+	  FP_WIRE_ETOOBIG, "process name of 16" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 97 01 02 03 00 a2 00 61 a1 70 a0", FP_WIRE_EFIELD,
+	  "NUL in comm" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 97 01 02 03 ff a1 63 a1 70 a0", FP_WIRE_EFIELD,
+	  "negative cgroup" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 97 01 cf 00 00 00 01 00 00 00 00 03 00 a1 63 a1 70 a0",
+	  FP_WIRE_EFIELD, "pid over 32 bits" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 96 01 02 03 00 a1 63 a1 70", FP_WIRE_EFIELD,
+	  "thread too short" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 93 01 01 94 00 10 ff 20", 0, "one stack" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 93 01 01 93 00 10 ff", FP_WIRE_EFIELD,
+	  "odd frames" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 93 01 01 92 fe 10", FP_WIRE_EFIELD,
+	  "frame mapping -2" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 93 01 01 92 d0 ff 10", 0,
+	  "frame mapping -1 as int8" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 93 01 01 92 ce ff ff ff ff 10", FP_WIRE_EFIELD,
+	  "frame mapping 0xffffffff" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 93 01 01 92 01 ff", FP_WIRE_EFIELD,
+	  "negative offset" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 93 01 01 92 01 cf ff ff ff ff ff ff ff ff", 0,
+	  "offset 2^64-1" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 93 01 01 a0", FP_WIRE_EFIELD,
+	  "frames as string" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 91 92 01 01", FP_WIRE_EFIELD, "stack too short" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 94 01 02 03 04", 0, "two counts" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 93 01 02 03", FP_WIRE_EFIELD, "odd counts" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 92 01 cf 00 00 00 01 00 00 00 00", FP_WIRE_EFIELD,
+	  "count over 32 bits" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 92 c0 01", FP_WIRE_EFIELD, "nil stack id" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 92 92 01 02 03", FP_WIRE_EFIELD, "nested counts" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0a 94 01 02 03 04", 0, "lost counters" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0a 93 01 02 03", FP_WIRE_EFIELD, "lost too short" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0a 01", FP_WIRE_EFIELD, "lost not an array" },
+
+	{ FP_MSG_KSYMS, 6, KSYMS_BASE, 0, "ksyms baseline" },
+	{ FP_MSG_KSYMS, 6, "01 01 02 00 03 c4 00 04 a1 6b 05 00 06 c3", FP_WIRE_EFIELD,
+	  "ksyms of a user mapping" },
+	{ FP_MSG_KSYMS, 6, "01 01 02 03 03 c4 00 04 a1 6b 05 00 06 c3", FP_WIRE_EFIELD,
+	  "ksyms kind 3" },
+	{ FP_MSG_KSYMS, 6, "01 01 02 01 03 c4 00 04 a1 6b 05 00 06 01", FP_WIRE_EFIELD,
+	  "last as int" },
+	{ FP_MSG_KSYMS, 5, "01 01 02 01 03 c4 00 04 a1 6b 06 c3", FP_WIRE_EFIELD,
+	  "ksyms without part" },
+	{ FP_MSG_KSYMS, 6, "01 01 02 01 03 c4 00 04 a1 6b 05 cf 00 00 00 01 00 00 00 00 06 c3",
+	  FP_WIRE_EFIELD, "part over 32 bits" },
+	{ FP_MSG_KSYMS, 7, KSYMS_BASE " 07 94 00 a1 61 10 a1 62", 0, "two symbols" },
+	{ FP_MSG_KSYMS, 7, KSYMS_BASE " 07 93 00 a1 61 10", FP_WIRE_EFIELD, "odd symbols" },
+	{ FP_MSG_KSYMS, 7, KSYMS_BASE " 07 92 00 01", FP_WIRE_EFIELD, "symbol name int" },
+	{ FP_MSG_KSYMS, 7, KSYMS_BASE " 07 92 a1 61 a1 61", FP_WIRE_EFIELD, "symbol offset str" },
+	{ FP_MSG_KSYMS, 7, KSYMS_BASE " 07 92 00 a3 61 00 61", FP_WIRE_EFIELD, "NUL in symbol" },
+
+	{ FP_MSG_REPLY, 2, REPLY_BASE, 0, "reply baseline" },
+	{ FP_MSG_REPLY, 1, "01 00", FP_WIRE_EFIELD, "reply without seq" },
+	{ FP_MSG_REPLY, 2, "01 03 02 00", FP_WIRE_EFIELD, "reply status 3" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 03 a3 62 61 64", 0, "reply with error" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 03 01", FP_WIRE_EFIELD, "error as int" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 04 92 c4 02 aa bb c4 00", 0, "want list" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 04 91 a2 aa bb", FP_WIRE_EFIELD, "want of str" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 04 91 " BID21, FP_WIRE_ETOOBIG, "want 21 bytes" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 04 c4 00", FP_WIRE_EFIELD, "want not an array" },
+};
+
+static size_t hex_to_bytes(const char *hex, uint8_t *out, size_t cap)
+{
+	size_t n = 0;
+
+	while (*hex) {
+		unsigned v;
+
+		if (*hex == ' ') {
+			hex++;
+			continue;
+		}
+		if (n >= cap || sscanf(hex, "%2x", &v) != 1)
+			abort();
+		out[n++] = (uint8_t)v;
+		hex += 2;
+	}
+	return n;
+}
+
+static size_t body_msg(const struct body_case *c, uint8_t *out, size_t cap)
+{
+	out[0] = 0x93;
+	out[1] = FP_PROTO_VERSION;
+	out[2] = (uint8_t)c->bc_type;
+	out[3] = (uint8_t)(0x80 | c->bc_nkeys);
+	return 4 + hex_to_bytes(c->bc_body, out + 4, cap - 4);
+}
+
+static void test_body_cases(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(body_cases) / sizeof(body_cases[0]); i++) {
+		const struct body_case *c = &body_cases[i];
+		uint8_t buf[256];
+		size_t len = body_msg(c, buf, sizeof(buf));
+		/* A heap copy of the exact size, so ASan sees any overread. */
+		uint8_t *heap = malloc(len);
+		int err, type = 0;
+
+		memcpy(heap, buf, len);
+		err = decode_as(c->bc_type, heap, len);
+		if (err != c->bc_err)
+			fprintf(stderr, "  case '%s': got %d (%s), expected %d\n", c->bc_what, err,
+				fp_wire_strerror(err), c->bc_err);
+		CHECK_EQ_INT(err, c->bc_err);
+		if (!err)
+			CHECK(decode_roundtrip_stable(c->bc_type, heap, len));
+		/* The envelope is fine in every case. */
+		CHECK_EQ_INT(fp_wire_peek(heap, len, &type), 0);
+		CHECK_EQ_INT(type, c->bc_type);
+		free(heap);
+	}
+}
+
+static void test_unknown_keys_ignored(void)
+{
+	static const char *hex = "93 01 04 84 01 02 02 05 14 92 c4 01 aa 81 01 02 03 a1 78";
+	uint8_t buf[64];
+	size_t len = hex_to_bytes(hex, buf, sizeof(buf));
+	struct fp_reply r;
+
+	CHECK_EQ_INT(fp_wire_decode_reply(buf, len, &r), 0);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_REJECTED);
+	CHECK_EQ_INT(r.fr_seq, 5);
+	CHECK(r.fr_error && strcmp(r.fr_error, "x") == 0);
+	CHECK_EQ_INT(r.fr_nwant, 0);
+	fp_reply_fini(&r);
+}
+
+/* Whole messages given in hex: the envelope and the framing. */
+struct raw_case {
+	int rc_type;      /* decoder to run */
+	const char *rc_hex;
+	int rc_err;       /* from the decoder */
+	int rc_peek;      /* from fp_wire_peek */
+	const char *rc_what;
+};
+
+static const struct raw_case raw_cases[] = {
+	{ FP_MSG_REPLY, "", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "empty" },
+	{ FP_MSG_REPLY, "c0", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "nil" },
+	{ FP_MSG_REPLY, "90", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "empty array" },
+	{ FP_MSG_REPLY, "81 01 02", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "map envelope" },
+	{ FP_MSG_REPLY, "93 02 04 82 01 00 02 00", FP_WIRE_EVERSION, FP_WIRE_EVERSION,
+	  "version 2" },
+	{ FP_MSG_REPLY, "93 00 04 82 01 00 02 00", FP_WIRE_EVERSION, FP_WIRE_EVERSION,
+	  "version 0" },
+	{ FP_MSG_REPLY, "92 cd 01 00 c7 05 01", FP_WIRE_EVERSION, FP_WIRE_EVERSION,
+	  "version 256, body not ours" },
+	{ FP_MSG_REPLY, "93 a1 31 04 80", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED,
+	  "version as string" },
+	{ FP_MSG_REPLY, "93 01 05 82 01 00 02 00", FP_WIRE_ETYPE, FP_WIRE_ETYPE, "type 5" },
+	{ FP_MSG_REPLY, "93 01 00 82 01 00 02 00", FP_WIRE_ETYPE, FP_WIRE_ETYPE, "type 0" },
+	{ FP_MSG_REPLY, "93 01 cd 01 04 80", FP_WIRE_ETYPE, FP_WIRE_ETYPE, "type 260" },
+	{ FP_MSG_REPLY, "93 01 ff 80", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "type -1" },
+	{ FP_MSG_HELLO, "93 01 04 82 01 00 02 00", FP_WIRE_ETYPE, 0, "reply to hello decoder" },
+	{ FP_MSG_SAMPLES, "93 01 04 82 01 00 02 00", FP_WIRE_ETYPE, 0, "reply to batch decoder" },
+	{ FP_MSG_KSYMS, "93 01 04 82 01 00 02 00", FP_WIRE_ETYPE, 0, "reply to ksyms decoder" },
+	{ FP_MSG_REPLY, "93 01 04 92 01 00", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED,
+	  "body an array" },
+	{ FP_MSG_REPLY, "94 01 04 82 01 00 02 00 00", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED,
+	  "four-element envelope" },
+	{ FP_MSG_REPLY, "92 01 04", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED,
+	  "two-element envelope" },
+	{ FP_MSG_REPLY, "93 01 04 82 01 00 02 00 00", FP_WIRE_EMALFORMED, 0, "trailing byte" },
+	{ FP_MSG_REPLY, "93 01 04 82 01 00 02 00 93 01 04 80", FP_WIRE_EMALFORMED, 0,
+	  "two messages" },
+	{ FP_MSG_REPLY, "dc 00 03 01 04 de 00 02 01 00 02 00", 0, 0, "16-bit headers" },
+	{ FP_MSG_REPLY, "dd 00 00 00 03 cc 01 04 df 00 00 00 02 01 00 02 00", 0, 0,
+	  "32-bit headers" },
+	/* Counts that no buffer this size could hold: must fail before any
+	 * allocation sized by them. */
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 01 02 01 03 00 04 00 05 00 09 dd ff ff ff ff 01 02",
+	  FP_WIRE_EMALFORMED, 0, "array32 of 4G in a tiny buffer" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 01 02 01 03 00 04 00 05 00 09 dc ff ff 01 02",
+	  FP_WIRE_EMALFORMED, 0, "array16 of 64K in a tiny buffer" },
+	{ FP_MSG_SAMPLES, "93 01 02 df ff ff ff ff 01 01", FP_WIRE_EMALFORMED, 0,
+	  "map32 of 4G pairs" },
+	{ FP_MSG_SAMPLES, "93 01 02 de 00 03 01 01 02 01 03", FP_WIRE_EMALFORMED, 0,
+	  "map16 one byte per pair" },
+	{ FP_MSG_REPLY, "93 01 04 83 01 00 02 00 03 db ff ff ff ff 61", FP_WIRE_EMALFORMED, 0,
+	  "str32 of 4G" },
+	{ FP_MSG_REPLY, "93 01 04 83 01 00 02 00 04 91 c6 ff ff ff ff", FP_WIRE_EMALFORMED, 0,
+	  "bin32 of 4G" },
+	{ FP_MSG_REPLY, "dd ff ff ff ff 01 04 80", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED,
+	  "envelope of 4G" },
+};
+
+static void test_raw_cases(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(raw_cases) / sizeof(raw_cases[0]); i++) {
+		const struct raw_case *c = &raw_cases[i];
+		uint8_t buf[256];
+		size_t len = hex_to_bytes(c->rc_hex, buf, sizeof(buf));
+		uint8_t *heap = malloc(len ? len : 1);
+		struct timespec t0, t1;
+		int err, peek, type = -7;
+
+		memcpy(heap, buf, len);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		err = decode_as(c->rc_type, heap, len);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		peek = fp_wire_peek(heap, len, &type);
+		if (err != c->rc_err || peek != c->rc_peek)
+			fprintf(stderr, "  case '%s': got %d/%d, expected %d/%d\n", c->rc_what, err,
+				peek, c->rc_err, c->rc_peek);
+		CHECK_EQ_INT(err, c->rc_err);
+		CHECK_EQ_INT(peek, c->rc_peek);
+		if (peek)
+			CHECK_EQ_INT(type, -7);
+		/* Failing fast: nothing proportional to a declared count. */
+		CHECK((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 50000000L);
+		free(heap);
+	}
+}
+
+/* ---- Limits that need big messages: built with msgpack directly --------- */
+
+struct mp {
+	msgpack_sbuffer m_sb;
+	msgpack_packer m_pk;
+};
+
+static void mp_init(struct mp *m, int type, size_t nkeys)
+{
+	msgpack_sbuffer_init(&m->m_sb);
+	msgpack_packer_init(&m->m_pk, &m->m_sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&m->m_pk, 3);
+	msgpack_pack_uint64(&m->m_pk, FP_PROTO_VERSION);
+	msgpack_pack_uint64(&m->m_pk, (uint64_t)type);
+	msgpack_pack_map(&m->m_pk, nkeys);
+}
+
+static void mp_str(struct mp *m, const char *s, size_t len)
+{
+	msgpack_pack_str(&m->m_pk, len);
+	if (len)
+		msgpack_pack_str_body(&m->m_pk, s, len);
+}
+
+static void mp_hello_base(struct mp *m, size_t nkeys)
+{
+	mp_init(m, FP_MSG_HELLO, nkeys);
+	msgpack_pack_uint64(&m->m_pk, 1);
+	msgpack_pack_uint64(&m->m_pk, 1);
+	for (uint64_t k = 2; k <= 4; k++) {
+		msgpack_pack_uint64(&m->m_pk, k);
+		mp_str(m, "x", 1);
+	}
+	msgpack_pack_uint64(&m->m_pk, 5);
+	msgpack_pack_bin(&m->m_pk, 0);
+	msgpack_pack_uint64(&m->m_pk, 6);
+	mp_str(m, "x", 1);
+	msgpack_pack_uint64(&m->m_pk, 7);
+	msgpack_pack_uint64(&m->m_pk, 99);
+	msgpack_pack_uint64(&m->m_pk, 8);
+	msgpack_pack_uint64(&m->m_pk, 4);
+}
+
+static int mp_decode(struct mp *m, int type)
+{
+	int err = decode_as(type, m->m_sb.data, m->m_sb.size);
+
+	msgpack_sbuffer_destroy(&m->m_sb);
+	return err;
+}
+
+static void test_label_limit(void)
+{
+	size_t n;
+
+	for (n = 64; n <= 65; n++) {
+		struct mp m;
+		size_t i;
+
+		mp_hello_base(&m, 9);
+		msgpack_pack_uint64(&m.m_pk, 9);
+		msgpack_pack_array(&m.m_pk, 2 * n);
+		for (i = 0; i < 2 * n; i++)
+			mp_str(&m, "k", 1);
+		CHECK_EQ_INT(mp_decode(&m, FP_MSG_HELLO), n == 64 ? 0 : FP_WIRE_ETOOBIG);
+	}
+}
+
+static void test_string_limit(void)
+{
+	char *big = malloc(4097);
+	size_t n;
+
+	memset(big, 'a', 4097);
+	for (n = 4096; n <= 4097; n++) {
+		struct mp m;
+
+		mp_hello_base(&m, 9);
+		msgpack_pack_uint64(&m.m_pk, 9);
+		msgpack_pack_array(&m.m_pk, 2);
+		mp_str(&m, "path", 4);
+		mp_str(&m, big, n);
+		CHECK_EQ_INT(mp_decode(&m, FP_MSG_HELLO), n == 4096 ? 0 : FP_WIRE_ETOOBIG);
+	}
+	free(big);
+}
+
+static void test_frame_limit(void)
+{
+	uint32_t n;
+
+	for (n = FP_MAX_FRAMES; n <= FP_MAX_FRAMES + 1; n++) {
+		struct mp m;
+		uint32_t i;
+
+		mp_init(&m, FP_MSG_SAMPLES, 6);
+		for (i = 1; i <= 5; i++) {
+			msgpack_pack_uint64(&m.m_pk, i);
+			msgpack_pack_uint64(&m.m_pk, 0);
+		}
+		msgpack_pack_uint64(&m.m_pk, 8);
+		msgpack_pack_array(&m.m_pk, 1);
+		msgpack_pack_array(&m.m_pk, 3);
+		msgpack_pack_uint64(&m.m_pk, 1);
+		msgpack_pack_uint64(&m.m_pk, 1);
+		msgpack_pack_array(&m.m_pk, 2 * n);
+		for (i = 0; i < n; i++) {
+			msgpack_pack_uint64(&m.m_pk, 1);
+			msgpack_pack_uint64(&m.m_pk, i);
+		}
+		CHECK_EQ_INT(mp_decode(&m, FP_MSG_SAMPLES),
+			     n == FP_MAX_FRAMES ? 0 : FP_WIRE_ETOOBIG);
+	}
+}
+
+static void test_ksyms_limit(void)
+{
+	size_t nsyms;
+
+	for (nsyms = 1000000; nsyms <= 1000001; nsyms++) {
+		struct mp m;
+		size_t i;
+
+		mp_init(&m, FP_MSG_KSYMS, 7);
+		msgpack_pack_uint64(&m.m_pk, 1);
+		msgpack_pack_uint64(&m.m_pk, 1);
+		msgpack_pack_uint64(&m.m_pk, 2);
+		msgpack_pack_uint64(&m.m_pk, FP_MAP_KERNEL);
+		msgpack_pack_uint64(&m.m_pk, 3);
+		msgpack_pack_bin(&m.m_pk, 0);
+		msgpack_pack_uint64(&m.m_pk, 4);
+		mp_str(&m, "vmlinux", 7);
+		msgpack_pack_uint64(&m.m_pk, 5);
+		msgpack_pack_uint64(&m.m_pk, 0);
+		msgpack_pack_uint64(&m.m_pk, 6);
+		msgpack_pack_true(&m.m_pk);
+		msgpack_pack_uint64(&m.m_pk, 7);
+		msgpack_pack_array(&m.m_pk, 2 * nsyms);
+		for (i = 0; i < nsyms; i++) {
+			msgpack_pack_uint64(&m.m_pk, i);
+			mp_str(&m, "s", 1);
+		}
+		CHECK_EQ_INT(mp_decode(&m, FP_MSG_KSYMS), nsyms == 1000000 ? 0 : FP_WIRE_ETOOBIG);
+	}
+}
+
+static void test_want_limit(void)
+{
+	size_t n;
+
+	for (n = 4096; n <= 4097; n++) {
+		struct mp m;
+		size_t i;
+
+		mp_init(&m, FP_MSG_REPLY, 3);
+		msgpack_pack_uint64(&m.m_pk, 1);
+		msgpack_pack_uint64(&m.m_pk, FP_REPLY_OK);
+		msgpack_pack_uint64(&m.m_pk, 2);
+		msgpack_pack_uint64(&m.m_pk, 0);
+		msgpack_pack_uint64(&m.m_pk, 4);
+		msgpack_pack_array(&m.m_pk, n);
+		for (i = 0; i < n; i++) {
+			msgpack_pack_bin(&m.m_pk, 1);
+			msgpack_pack_bin_body(&m.m_pk, "x", 1);
+		}
+		CHECK_EQ_INT(mp_decode(&m, FP_MSG_REPLY), n == 4096 ? 0 : FP_WIRE_ETOOBIG);
+	}
+}
+
+static void test_message_size_limit(void)
+{
+	size_t len = FP_WIRE_MAX_MESSAGE + 1;
+	/* Pages never touched stay unallocated: cheap even at 64 MiB. */
+	uint8_t *buf = calloc(1, len);
+	int type;
+
+	if (!buf)
+		return;
+	memcpy(buf, "\x93\x01\x04\x82\x01\x00\x02\x00", 8);
+	CHECK_EQ_INT(decode_as(FP_MSG_REPLY, buf, len), FP_WIRE_ETOOBIG);
+	/* peek looks at the envelope only. */
+	CHECK_EQ_INT(fp_wire_peek(buf, len, &type), 0);
+	free(buf);
+}
+
+/* ---- Encoders refuse what decoders would refuse -------------------------- */
+
+static void test_encode_rejects(void)
+{
+	struct fp_frame frame = { 1, 2 };
+	char *buf = (char *)"untouched";
+	size_t len = 12345;
+	char *long_str = malloc(4098);
+	struct fp_hello h;
+	struct fp_batch b;
+	struct fp_ksyms k;
+	struct fp_reply r;
+
+	memset(long_str, 'a', 4097);
+	long_str[4097] = '\0';
+
+	make_hello(&h, 2);
+	free(h.fh_host);
+	h.fh_host = long_str;
+	CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), -EINVAL);
+	h.fh_host = NULL;
+	h.fh_kernel_build_id.fb_len = FP_BUILD_ID_MAX + 1;
+	CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), -EINVAL);
+	h.fh_kernel_build_id.fb_len = 0;
+	h.fh_nlabels = 65;
+	CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), -EINVAL);
+	h.fh_nlabels = 2;
+	fp_hello_fini(&h);
+
+	make_batch(&b);
+	b.fb_mappings[1].fm_kind = 7;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	b.fb_mappings[1].fm_kind = FP_MAP_KERNEL;
+	b.fb_mappings[1].fm_id = FP_MAPPING_NONE;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	b.fb_mappings[1].fm_id = 2;
+	memset(b.fb_threads[0].ft_comm, 'c', FP_COMM_LEN); /* not terminated */
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	b.fb_threads[0].ft_comm[FP_COMM_LEN - 1] = '\0';
+	b.fb_stacks[2].fs_nframes = FP_MAX_FRAMES + 1;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	b.fb_stacks[2].fs_nframes = 2;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	free(buf);
+	buf = (char *)"untouched";
+	len = 12345;
+	fp_batch_fini(&b);
+	memset(&b, 0, sizeof(b));
+	b.fb_ncounts = 3;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	b.fb_ncounts = 0;
+	b.fb_nstacks = 1;
+	b.fb_stacks = &(struct fp_stack){ 1, 1, 1, NULL };
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	b.fb_stacks[0].fs_frames = &frame;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	free(buf);
+	buf = (char *)"untouched";
+	len = 12345;
+
+	make_ksyms(&k, 0, 1, 0, 2);
+	k.fs_kind = FP_MAP_USER;
+	CHECK_EQ_INT(fp_wire_encode_ksyms(&k, &buf, &len), -EINVAL);
+	k.fs_kind = FP_MAP_KERNEL;
+	k.fs_nsyms = 1000001;
+	CHECK_EQ_INT(fp_wire_encode_ksyms(&k, &buf, &len), -EINVAL);
+	k.fs_nsyms = 2;
+	fp_ksyms_fini(&k);
+
+	memset(&r, 0, sizeof(r));
+	r.fr_status = 3;
+	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
+	r.fr_status = FP_REPLY_OK;
+	r.fr_nwant = 1;
+	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
+
+	CHECK(strcmp(buf, "untouched") == 0);
+	CHECK_EQ_INT(len, 12345);
+	free(long_str);
+}
+
+static void test_strerror(void)
+{
+	static const int codes[] = { FP_WIRE_EMALFORMED, FP_WIRE_EVERSION, FP_WIRE_ETYPE,
+				     FP_WIRE_EFIELD,     FP_WIRE_ETOOBIG,  FP_WIRE_ENOMEM };
+	const char *unknown = fp_wire_strerror(-999999);
+	size_t i, j;
+
+	CHECK(unknown && unknown[0]);
+	CHECK(fp_wire_strerror(12345) != NULL);
+	CHECK(fp_wire_strerror(-EINVAL) != unknown);
+	CHECK(fp_wire_strerror(-EMSGSIZE) != unknown);
+	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		const char *s = fp_wire_strerror(codes[i]);
+
+		CHECK(s && s[0] && s != unknown);
+		for (j = 0; j < i; j++)
+			CHECK(strcmp(s, fp_wire_strerror(codes[j])) != 0);
+	}
+}
+
+/* ---- Round-trip stability, as the fuzzer checks it ----------------------- */
+
+/* If buf decodes as type, its re-encoding must decode to an equal value and
+ * re-encode to the same bytes.  Returns 1 when that holds (or buf does not
+ * decode at all). */
+static int decode_roundtrip_stable(int type, const void *buf, size_t len)
+{
+	char *e1 = NULL, *e2 = NULL;
+	size_t l1 = 0, l2 = 0;
+	int ok = 0;
+
+	switch (type) {
+	case FP_MSG_HELLO: {
+		struct fp_hello a, b;
+
+		if (fp_wire_decode_hello(buf, len, &a))
+			return 1;
+		if (!fp_wire_encode_hello(&a, &e1, &l1) && !fp_wire_decode_hello(e1, l1, &b)) {
+			ok = hello_eq(&a, &b) && !fp_wire_encode_hello(&b, &e2, &l2);
+			fp_hello_fini(&b);
+		}
+		fp_hello_fini(&a);
+		break;
+	}
+	case FP_MSG_SAMPLES: {
+		struct fp_batch a, b;
+
+		if (fp_wire_decode_batch(buf, len, &a))
+			return 1;
+		if (!fp_wire_encode_batch(&a, &e1, &l1) && !fp_wire_decode_batch(e1, l1, &b)) {
+			ok = batch_eq(&a, &b) && !fp_wire_encode_batch(&b, &e2, &l2);
+			fp_batch_fini(&b);
+		}
+		fp_batch_fini(&a);
+		break;
+	}
+	case FP_MSG_KSYMS: {
+		struct fp_ksyms a, b;
+
+		if (fp_wire_decode_ksyms(buf, len, &a))
+			return 1;
+		if (!fp_wire_encode_ksyms(&a, &e1, &l1) && !fp_wire_decode_ksyms(e1, l1, &b)) {
+			ok = ksyms_eq(&a, &b) && !fp_wire_encode_ksyms(&b, &e2, &l2);
+			fp_ksyms_fini(&b);
+		}
+		fp_ksyms_fini(&a);
+		break;
+	}
+	default: {
+		struct fp_reply a, b;
+
+		if (fp_wire_decode_reply(buf, len, &a))
+			return 1;
+		if (!fp_wire_encode_reply(&a, &e1, &l1) && !fp_wire_decode_reply(e1, l1, &b)) {
+			ok = reply_eq(&a, &b) && !fp_wire_encode_reply(&b, &e2, &l2);
+			fp_reply_fini(&b);
+		}
+		fp_reply_fini(&a);
+		break;
+	}
+	}
+	ok = ok && l1 == l2 && memcmp(e1, e2, l1) == 0;
+	free(e1);
+	free(e2);
+	return ok;
+}
+
+/* ---- Regressions found by fuzzing ---------------------------------------- */
+
+static void test_fuzz_regressions(void)
+{
+}
+
+int main(void)
+{
+	RUN(test_build_id_hex);
+	RUN(test_build_id_parse_errors);
+	RUN(test_build_id_eq);
+	RUN(test_fini_zeroed);
+	RUN(test_hello_roundtrip);
+	RUN(test_hello_null_strings);
+	RUN(test_batch_roundtrip);
+	RUN(test_batch_empty);
+	RUN(test_frame_none_is_one_byte);
+	RUN(test_ksyms_multipart);
+	RUN(test_ksyms_module_empty_part);
+	RUN(test_reply_roundtrip);
+	RUN(test_steady_state_size);
+	RUN(test_truncations);
+	RUN(test_byte_mutations);
+	RUN(test_random_garbage);
+	RUN(test_body_cases);
+	RUN(test_unknown_keys_ignored);
+	RUN(test_raw_cases);
+	RUN(test_label_limit);
+	RUN(test_string_limit);
+	RUN(test_frame_limit);
+	RUN(test_ksyms_limit);
+	RUN(test_want_limit);
+	RUN(test_message_size_limit);
+	RUN(test_encode_rejects);
+	RUN(test_strerror);
+	RUN(test_fuzz_regressions);
+	return CHECK_DONE();
+}

@@ -1,0 +1,47 @@
+/* fleetprof.c: the user's command-line tool. */
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "record", fp_cmd_record, "profile this machine and write a flame graph" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: fleetprof COMMAND [OPTIONS]\n\ncommands:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n'fleetprof COMMAND --help' describes each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("fleetprof %s\n", FP_VERSION);
+		return 0;
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "fleetprof: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,252 @@
+/* record.c: `fleetprof record`, the one-shot local mode: the agent's
+ * sampler and collector and the symbolizer's resolver in one process, no
+ * server, no setup.  Writes DIR/profile.folded, DIR/profile.pb.gz and
+ * DIR/flame.svg. */
+#include "collector.h"
+#include "commands.h"
+#include "files.h"
+#include "kernel.h"
+#include "log.h"
+#include "output.h"
+#include "resolver.h"
+#include "sampler.h"
+#include "session.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t record_stop;
+
+static void on_signal(int sig)
+{
+	record_stop = 1;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void record_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fleetprof record [-d SECONDS] [-F HZ] [-p PID] [--by-thread] [-o DIR]\n"
+		"                        [--cache DIR] [-v]\n"
+		"\n"
+		"Profiles this machine (or one process) with eBPF for SECONDS and writes\n"
+		"DIR/profile.folded, DIR/profile.pb.gz (pprof) and DIR/flame.svg.\n"
+		"Needs root (or CAP_BPF and CAP_PERFMON).\n"
+		"\n"
+		"  -d, --duration SECONDS  how long to sample (default 10; Ctrl-C stops early)\n"
+		"  -F, --frequency HZ      samples per second per CPU (default 99, 1-10000)\n"
+		"  -p, --pid PID           only this process (stops when it exits)\n"
+		"  -t, --by-thread         thread names under process names\n"
+		"  -o, --output DIR        output directory (default out)\n"
+		"      --cache DIR         symbol cache (default $XDG_CACHE_HOME/fleetprof or\n"
+		"                          ~/.cache/fleetprof)\n"
+		"  -v, --verbose           log debug messages\n");
+}
+
+static int parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+		fprintf(stderr, "fleetprof record: invalid %s '%s' (expected %u to %u)\n", what, s,
+			lo, hi);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static void on_sample(const struct fp_bpf_sample *s, const void *u, const void *k, void *arg)
+{
+	fp_collector_add(arg, s, u, k);
+}
+
+static int feed_ksyms(const struct fp_ksyms *part, void *arg)
+{
+	return fp_resolver_ksyms(arg, part);
+}
+
+static void default_cache(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+
+	if (xdg && xdg[0])
+		snprintf(buf, len, "%s/fleetprof", xdg);
+	else
+		snprintf(buf, len, "%s/.cache/fleetprof", home && home[0] ? home : "/tmp");
+}
+
+int fp_cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "duration", required_argument, NULL, 'd' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "by-thread", no_argument, NULL, 't' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "cache", required_argument, NULL, 'C' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint32_t duration = 10, frequency = 99, pid = 0;
+	const char *outdir = "out";
+	char cache[4096], path[4200], host[256] = "", title[512];
+	int by_thread = 0, verbose = 0, c, err;
+	struct fp_kernel kernel = { 0 };
+	struct fp_collector *col = NULL;
+	struct fp_sampler *smp = NULL;
+	struct fp_resolver *res = NULL;
+	struct fp_session *sess = NULL;
+	struct fp_profile *prof = NULL;
+	struct fp_interval iv = { 0 };
+	struct fp_batch batch = { 0 };
+	struct fp_build_id *wants = NULL;
+	size_t nwants = 0, i;
+	uint64_t bpf[FP_CNT_MAX] = { 0 }, start, deadline;
+
+	default_cache(cache, sizeof(cache));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:F:p:to:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': if (parse_u32(optarg, "duration", 1, 86400, &duration)) return 2; break;
+		case 'F': if (parse_u32(optarg, "frequency", 1, 10000, &frequency)) return 2; break;
+		case 'p': if (parse_u32(optarg, "pid", 1, INT_MAX, &pid)) return 2; break;
+		case 't': by_thread = 1; break;
+		case 'o': outdir = optarg; break;
+		case 'C': snprintf(cache, sizeof(cache), "%s", optarg); break;
+		case 'v': verbose++; break;
+		case 'h': record_usage(stdout); return 0;
+		default: record_usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "fleetprof record: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	fp_log_init("fleetprof record", verbose, 0);
+	if (pid && kill((pid_t)pid, 0) && errno == ESRCH) {
+		fp_warnx("no process %u", pid);
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+
+	err = fp_kernel_read("/proc", "/sys", &kernel);
+	if (!err)
+		err = fp_collector_alloc(&col, "/proc", "/var/lib/docker", &kernel);
+	if (!err) {
+		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pid = pid,
+					      .so_ringbuf_bytes = 1 << 22, .so_fn = on_sample,
+					      .so_arg = col };
+		err = fp_sampler_open(&smp, &so);
+	}
+	if (!err) {
+		struct fp_resolver_opts ro = { .ro_cache_dir = cache, .ro_debug_dir = "/usr/lib/debug",
+					       .ro_local_files = 1, .ro_proc_root = 1 };
+		err = fp_resolver_open(&res, &ro);
+	}
+	if (err)
+		goto out;
+
+	/* Sample */
+	fp_info("sampling %s at %u Hz for %u s", pid ? "one process" : "all CPUs", frequency,
+		duration);
+	start = now_ns(CLOCK_REALTIME);
+	fp_collector_cut(col, 0, start, &iv); /* the interval starts now */
+	fp_interval_fini(&iv);
+	deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)duration * 1000000000ull;
+	while (!record_stop && now_ns(CLOCK_MONOTONIC) < deadline) {
+		int n = fp_sampler_poll(smp, 100);
+		if (n < 0 && n != -EINTR) {
+			fp_warnx("ring buffer: %s", strerror(-n));
+			break;
+		}
+		if (pid && kill((pid_t)pid, 0) && errno == ESRCH) {
+			fp_info("process %u exited", pid);
+			break;
+		}
+	}
+	fp_sampler_poll(smp, 0);
+	fp_sampler_counters(smp, bpf);
+	if ((err = fp_collector_cut(col, 1, now_ns(CLOCK_REALTIME), &iv)))
+		goto out;
+
+	/* Symbolize: the same path a batch takes through the symbolizer */
+	gethostname(host, sizeof(host) - 1);
+	{
+		struct fp_hello h = { .fh_session = 1, .fh_host = host,
+				      .fh_boot_id = kernel.kn_boot_id,
+				      .fh_kernel_release = kernel.kn_release,
+				      .fh_kernel_build_id = kernel.kn_build_id,
+				      .fh_agent_version = FP_VERSION, .fh_frequency = frequency };
+		if ((err = fp_session_alloc(&sess, &h)))
+			goto out;
+	}
+	if ((err = fp_collector_batch(col, &iv, 1, 1000000000ull / frequency, &batch)) ||
+	    (err = fp_session_apply(sess, &batch)) ||
+	    (err = fp_session_wants(sess, res, &wants, &nwants)))
+		goto out;
+	for (i = 0; i < nwants; i++) {
+		int kerr = fp_kernel_ksyms(&kernel, "/proc", &wants[i], 1, 20000, feed_ksyms, res);
+		if (kerr)
+			fp_warnx("kernel symbols unavailable: %s", strerror(-kerr));
+	}
+	if ((err = fp_session_profile(sess, res, &batch, &prof)))
+		goto out;
+
+	/* Write */
+	if ((err = fp_mkdirs(outdir))) {
+		fp_warnx("cannot create %s: %s", outdir, strerror(-err));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/profile.folded", outdir);
+	err = fp_write_folded(prof, path, by_thread);
+	snprintf(path, sizeof(path), "%s/profile.pb.gz", outdir);
+	if (!err)
+		err = fp_pprof_write(prof, path);
+	snprintf(title, sizeof(title), "CPU on %s, %u s at %u Hz", host, duration, frequency);
+	snprintf(path, sizeof(path), "%s/flame.svg", outdir);
+	if (!err)
+		err = fp_write_svg(prof, path, title, by_thread);
+	if (err) {
+		fp_warnx("cannot write to %s: %s", outdir, strerror(-err));
+		goto out;
+	}
+	printf("%" PRIu64 " samples (%" PRIu64 " lost, %" PRIu64 " stack errors), %zu stacks -> "
+	       "%s/flame.svg, %s/profile.folded, %s/profile.pb.gz\n",
+	       iv.fi_samples, bpf[FP_CNT_LOST], bpf[FP_CNT_USTACK_ERR] + bpf[FP_CNT_KSTACK_ERR],
+	       iv.fi_ncounts, outdir, outdir, outdir);
+out:
+	if (err)
+		fp_warnx("record failed: %s", strerror(-err));
+	free(wants);
+	fp_profile_free(prof);
+	if (col)
+		fp_collector_batch_release(col, &batch);
+	fp_session_free(sess);
+	fp_interval_fini(&iv);
+	fp_resolver_close(res);
+	fp_sampler_close(smp);
+	fp_collector_free(col);
+	fp_kernel_fini(&kernel);
+	return err ? 1 : 0;
+}
