@@ -110,10 +110,14 @@ $(WORKLOAD): tests/workload/workload.cc $(BUILD)/tests/libfpwork.so
 	$(call msg,CXX,$@)
 	$(Q)$(CLANG)++ $(WL_FLAGS) $< -L$(BUILD)/tests -lfpwork -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
 
+$(BUILD)/tests/nngsend: $(call obj,tests/e2e/nngsend.c $(COMMON_SRCS))
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $^ $(AGENT_LIBS) -o $@
+
 $(BUILD):
 	$(Q)mkdir -p $@
 
-test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD)
+test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD) $(BUILD)/tests/nngsend
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
 bench: deps all $(WORKLOAD)

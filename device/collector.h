@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #include "batch.h"
 #include "kernel.h"
-#include "profile.h"
+#include "stacks.h"
 
 struct fp_collector;
 

@@ -1,7 +1,7 @@
 /* sampler.c: skeleton lifecycle: open, size, load, attach, poll, destroy. */
 #include "sampler.h"
 #include "log.h"
-#include "profile.skel.h"
+#include "stacks.skel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <bpf/libbpf.h>
 
 struct fp_sampler {
-	struct profile_bpf *sm_skel;
+	struct stacks_bpf *sm_skel;
 	struct ring_buffer *sm_rb;
 	struct bpf_link **sm_links;
 	int *sm_pfds;
@@ -107,7 +107,7 @@ void fp_sampler_close(struct fp_sampler *s)
 	}
 	free(s->sm_links);
 	free(s->sm_pfds);
-	profile_bpf__destroy(s->sm_skel);
+	stacks_bpf__destroy(s->sm_skel);
 	free(s);
 }
 
@@ -139,7 +139,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		s->sm_pfds[i] = -1;
 
 	/* Open */
-	s->sm_skel = profile_bpf__open();
+	s->sm_skel = stacks_bpf__open();
 	if (!s->sm_skel) {
 		err = -errno;
 		fp_warnx("cannot open the BPF object: %s", strerror(-err));
@@ -150,7 +150,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	bpf_map__set_max_entries(s->sm_skel->maps.samples, o->so_ringbuf_bytes);
 
 	/* Load & verify */
-	err = profile_bpf__load(s->sm_skel);
+	err = stacks_bpf__load(s->sm_skel);
 	if (err) {
 		fp_warnx("cannot load the BPF program (root, or CAP_BPF + CAP_PERFMON, "
 			 "needed): %s", strerror(-err));

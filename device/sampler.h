@@ -1,4 +1,4 @@
-/* sampler.h: the BPF sampler's user-space half.  Loads bpf/profile.bpf.c,
+/* sampler.h: the BPF sampler's user-space half.  Loads bpf/stacks.bpf.c,
  * attaches it to a CPU-clock perf event on every online CPU, and drains its
  * ring buffer into a callback. */
 #ifndef FP_SAMPLER_H
@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "profile.h"
+#include "stacks.h"
 
 typedef void (*fp_sample_fn)(const struct fp_bpf_sample *s, const void *ustack,
 			     const void *kstack, void *arg);

@@ -36,7 +36,7 @@ static char tmpdir[64];
 /* A function symbol as readelf lists it. */
 struct ref_sym {
 	uint64_t addr, size;
-	char bind[8];
+	char bind[16];
 	char name[128]; /* version suffix removed */
 };
 
@@ -114,7 +114,7 @@ static int readelf_functions(const char *path, const char *table, struct ref_tab
 		r->addr = strtoull(val, NULL, 16);
 		r->size = strtoull(size, NULL, 0);
 		snprintf(r->bind, sizeof(r->bind), "%s", bind);
-		snprintf(r->name, sizeof(r->name), "%s", name);
+		memcpy(r->name, name, strlen(name) + 1);
 	}
 	pclose(p);
 	return t->n ? 0 : -1;

@@ -530,9 +530,9 @@ static void test_large(void)
 	for (uint32_t s = 0; s < 10000 && !err; s++) {
 		for (uint32_t j = 0; j < 20 && !err; j++) {
 			/* Shared roots, distinct leaves: like real profiles. */
-			uint32_t fn = j < 10 ? j * 7 + s % 7 : s * 20 + j;
+			uint32_t fn = j < 10 ? j * 7 + s % 7 : 1000 + s * 20 + j;
 
-			snprintf(name, sizeof(name), "function_%u", fn % 3000);
+			snprintf(name, sizeof(name), "function_%u", fn);
 			err |= fp_profile_add_frame(p, m, fn * 16ULL, FP_FRAME_USER, name, NULL,
 						    &frames[19 - j]);
 		}
@@ -540,10 +540,11 @@ static void test_large(void)
 	}
 	CHECK_EQ_INT(err, 0);
 	CHECK_EQ_INT(p->pr_nsamples, 10000);
+	CHECK_EQ_INT(p->pr_nframes, 70 + 10000 * 10);
 	CHECK_EQ_INT(fp_pprof_encode(p, &buf, &len), 0);
 	pb_profile *pp = perftools__profiles__profile__unpack(NULL, len, buf);
 	CHECK(pp && pp->n_sample == 10000 && pp->n_location == p->pr_nframes &&
-	      pp->n_function == 3000);
+	      pp->n_function == p->pr_nframes);
 	if (pp)
 		perftools__profiles__profile__free_unpacked(pp, NULL);
 	free(buf);

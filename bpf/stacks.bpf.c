@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* profile.bpf.c: the device's sampler.  On every CPU-clock tick it records
+/* stacks.bpf.c: the device's sampler.  On every CPU-clock tick it records
  * the interrupted task's identity, its user stack as (build-ID, file offset)
  * pairs and its kernel stack as addresses, and hands them to user space
  * through a ring buffer.  Only UAPI headers and helpers: no vmlinux BTF, no
@@ -7,7 +7,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "profile.h"
+#include "stacks.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

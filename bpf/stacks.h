@@ -1,7 +1,7 @@
-/* profile.h: shared between bpf/profile.bpf.c and the agent.  Fixed-width
+/* stacks.h: shared between bpf/stacks.bpf.c and the agent.  Fixed-width
  * fields with explicit padding only. */
-#ifndef FP_BPF_PROFILE_H
-#define FP_BPF_PROFILE_H
+#ifndef FP_BPF_STACKS_H
+#define FP_BPF_STACKS_H
 
 #define FP_STACK_DEPTH 127
 #define FP_USTACK_BYTES (FP_STACK_DEPTH * 32) /* struct bpf_stack_build_id */

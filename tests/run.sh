@@ -1,0 +1,62 @@
+#!/bin/bash
+# run.sh: runs every test -- unit tests (plain and under ASan+UBSan), fuzz
+# targets over their corpora, end-to-end tests -- and ends with the line
+# "N passed, N failed".  Each test prints PASS:, FAIL: or SKIP: lines.
+BUILD=${BUILD:-build}
+export BUILD
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+log=$(mktemp -d /tmp/fleetprof-tests.XXXXXX)
+results=$log/results
+: > "$results"
+
+# run_one NAME COMMAND...: run a test program; a crash or a non-zero exit
+# without any FAIL line counts as a failure of its own.
+run_one() {
+	local name=$1 out=$log/$(basename "$1").out rc
+	shift
+	"$@" > "$out" 2>&1
+	rc=$?
+	grep -E '^(PASS|FAIL|SKIP): ' "$out" | tee -a "$results"
+	if [ $rc -ne 0 ] && ! grep -q '^FAIL: ' "$out"; then
+		echo "FAIL: $name (exit $rc)" | tee -a "$results"
+	fi
+	if [ $rc -ne 0 ] || grep -q '^FAIL: ' "$out"; then
+		echo "---- output of $name ----"; tail -n 40 "$out"; echo "----"
+	fi
+}
+
+for t in "$BUILD"/tests/*_test; do
+	[ -x "$t" ] && run_one "$t" "$t"
+done
+for t in "$BUILD"/asan/tests/*_test; do
+	[ -x "$t" ] || continue
+	run_one "asan/$(basename "$t")" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		bash -c "'$t' | sed 's/^\(PASS\|FAIL\|SKIP\): /\1: asan:/'; exit \${PIPESTATUS[0]}"
+done
+for f in "$BUILD"/fuzz/fuzz_*; do
+	[ -x "$f" ] || continue
+	name=$(basename "$f")
+	corpus=$log/corpus-$name
+	mkdir -p "$corpus"
+	if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 "$corpus" "tests/fuzz/corpus/$name" \
+		> "$log/$name.out" 2>&1; then
+		echo "PASS: fuzz:$name ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$log/$name.out" | grep -o '[0-9]*$') runs)" | tee -a "$results"
+	else
+		echo "FAIL: fuzz:$name" | tee -a "$results"
+		tail -n 40 "$log/$name.out"
+	fi
+done
+for t in tests/e2e/*_test.sh; do
+	run_one "$t" bash "$t"
+done
+
+passed=$(grep -c '^PASS: ' "$results")
+failed=$(grep -c '^FAIL: ' "$results")
+skipped=$(grep -c '^SKIP: ' "$results")
+if [ "$skipped" -gt 0 ]; then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ]
