@@ -132,8 +132,17 @@ static int notes_build_id(const Elf_Data *data, struct fp_build_id *id)
 	return -ENOENT;
 }
 
+/* Notes are read through at most about twice the file: real notes do not
+ * overlap, while hostile headers could point every note at the whole file
+ * (and libelf keeps a converted copy of each until elf_end). */
+static uint64_t note_budget(const struct elf_file *f)
+{
+	return 2 * f->ef_size + 4096;
+}
+
 static int sections_build_id(const struct elf_file *f, struct fp_build_id *id)
 {
+	uint64_t budget = note_budget(f);
 	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(f->ef_elf, scn)) != NULL) {
@@ -142,6 +151,9 @@ static int sections_build_id(const struct elf_file *f, struct fp_build_id *id)
 
 		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
 			continue;
+		if (shdr.sh_size > budget)
+			break;
+		budget -= shdr.sh_size;
 		data = section_data(f, scn, &shdr);
 		if (data && notes_build_id(data, id) == 0)
 			return 0;
@@ -153,11 +165,12 @@ static int sections_build_id(const struct elf_file *f, struct fp_build_id *id)
  * needs the program headers, notes included. */
 static int segments_build_id(const struct elf_file *f, struct fp_build_id *id)
 {
+	uint64_t budget = note_budget(f);
 	size_t phnum;
 
 	if (elf_getphdrnum(f->ef_elf, &phnum) != 0)
 		return -ENOENT;
-	for (size_t i = 0; i < phnum; i++) {
+	for (size_t i = 0; i < phnum && i <= INT_MAX; i++) {
 		GElf_Phdr phdr;
 		Elf_Data *data;
 
@@ -166,6 +179,9 @@ static int segments_build_id(const struct elf_file *f, struct fp_build_id *id)
 		if (phdr.p_type != PT_NOTE || phdr.p_filesz == 0 ||
 		    !in_file(f, phdr.p_offset, phdr.p_filesz))
 			continue;
+		if (phdr.p_filesz > budget)
+			break;
+		budget -= phdr.p_filesz;
 		data = elf_getdata_rawchunk(f->ef_elf, (int64_t)phdr.p_offset,
 					    (size_t)phdr.p_filesz,
 					    phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
+#include <nng/supplemental/util/platform.h>
 
 static volatile sig_atomic_t exiting;
 
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
 		}
 	}
 	fp_server_log_stats(srv);
+	nng_msleep(200); /* let the last replies leave before the socket closes */
 	err = 0;
 cleanup:
 	nng_close(sock);

@@ -235,9 +235,9 @@ static int frame_function(struct encoder *en, uint32_t i, uint64_t *id)
 
 	if (f->pf_function && f->pf_kind != FP_FRAME_KERNEL) {
 		err = intern(en, f->pf_function, 0, &name);
-		if (!err)
-			err = intern(en, f->pf_system_name ? f->pf_system_name : f->pf_function,
-				     0, &system_name);
+		system_name = name;
+		if (!err && f->pf_system_name)
+			err = intern(en, f->pf_system_name, 0, &system_name);
 	} else {
 		char small[256], *label = small;
 		int n = fp_profile_frame_label(en->en_p, i, small, sizeof(small));
@@ -597,8 +597,11 @@ static int gzip_to_fd(int fd, const uint8_t *buf, size_t len)
 	z_stream z = { 0 };
 	int zerr, err = 0;
 
-	/* 15 + 16: a 32 KiB window with a gzip header and trailer. */
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+	/* 15 + 16: a 32 KiB window with a gzip header and trailer.  Fastest
+	 * level: on profiles it is about 3x faster than the default for
+	 * files under 10% larger, and the symbolizer writes one per device and
+	 * interval (Go's runtime/pprof makes the same choice). */
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	z.next_in = (Bytef *)buf;

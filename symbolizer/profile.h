@@ -64,12 +64,15 @@ int fp_profile_alloc(struct fp_profile **p, const char *host, uint64_t start_ns,
 void fp_profile_free(struct fp_profile *p);
 
 /* fp_profile_add_mapping: intern a mapping (key: kind, build-ID, path).
- * 0 or -ENOMEM; *idx written on success. */
+ * 0, -EINVAL (NULL path, build-ID too long) or -ENOMEM; *idx written on
+ * success. */
 int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_build_id *id,
 			   const char *path, uint32_t *idx);
 
 /* fp_profile_add_frame: intern a frame (key: mapping, address, kind).
- * function and system_name may be NULL.  0 or -ENOMEM. */
+ * function and system_name may be NULL; a frame first added unresolved
+ * takes the name of a later add.  0, -EINVAL (mapping out of range) or
+ * -ENOMEM. */
 int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t address,
 			 uint8_t kind, const char *function, const char *system_name,
 			 uint32_t *idx);

@@ -74,6 +74,8 @@ void fp_server_log_stats(const struct fp_server *s)
 		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples);
 }
 
+static void seq_load(const struct fp_server *s, struct fp_session *se);
+
 static struct server_session *session_find(struct fp_server *s, uint64_t id)
 {
 	size_t i;
@@ -110,6 +112,7 @@ static int session_add(struct fp_server *s, const struct fp_hello *h)
 	if (slot->ss_session)
 		fp_session_free(slot->ss_session);
 	*slot = (struct server_session){ h->fh_session, time(NULL), n };
+	seq_load(s, n);
 	return 0;
 }
 
@@ -132,7 +135,52 @@ static int reject(struct fp_server *s, uint64_t *counter, const char *why, char 
 	return fp_wire_encode_reply(&r, buf, len);
 }
 
-static void write_profile(struct fp_server *s, const struct fp_session *se,
+/* The last interval written for a session survives restarts next to its
+ * profiles, so that an interval re-sent after a lost reply is recognised
+ * even by a new symbolizer process. */
+static void seq_path(const struct fp_server *s, const struct fp_hello *h, char *buf, size_t len)
+{
+	char host[256];
+
+	fp_safe_name(h->fh_host, host, sizeof(host));
+	snprintf(buf, len, "%s/%s/.session-%016" PRIx64, s->sv_out_dir, host, h->fh_session);
+}
+
+static void seq_load(const struct fp_server *s, struct fp_session *se)
+{
+	char path[4400];
+	unsigned long long seq;
+	FILE *f;
+
+	if (!s->sv_out_dir)
+		return;
+	seq_path(s, fp_session_hello(se), path, sizeof(path));
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fscanf(f, "%llu", &seq) == 1)
+		fp_session_done(se, seq);
+	fclose(f);
+}
+
+static int seq_store(const struct fp_server *s, const struct fp_session *se, uint64_t seq)
+{
+	char path[4400], tmp[4500];
+	FILE *f;
+	int err = 0;
+
+	seq_path(s, fp_session_hello(se), path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "%" PRIu64 "\n", seq);
+	if (fclose(f) || rename(tmp, path))
+		err = -errno;
+	return err;
+}
+
+static void write_profile(struct fp_server *s, struct fp_session *se,
 			  const struct fp_batch *b, const struct fp_profile *p)
 {
 	char host[256], dir[4096], path[4300], stamp[32];
@@ -155,6 +203,8 @@ static void write_profile(struct fp_server *s, const struct fp_session *se,
 		snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".pb.gz", dir, stamp, b->fb_seq);
 		err = fp_pprof_write(p, path);
 	}
+	if (!err)
+		err = seq_store(s, se, b->fb_seq);
 	if (err) {
 		s->sv_stats.sv_write_errors++;
 		fp_warnx("cannot write the profile of %s to %s: %s", host, dir, strerror(-err));

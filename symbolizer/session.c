@@ -265,6 +265,14 @@ int fp_session_apply(struct fp_session *s, const struct fp_batch *b)
 	return 0;
 }
 
+static int is_user_frame(const struct fp_session *s, const struct fp_frame *f)
+{
+	if (f->ff_mapping == FP_MAPPING_NONE)
+		return f->ff_offset < (1ull << 63);
+	return ((const struct sess_mapping *)defs_at(&s->se_mappings, f->ff_mapping))->sm_kind ==
+	       FP_MAP_USER;
+}
+
 int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
 		       struct fp_profile **out)
 {
@@ -296,12 +304,15 @@ int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct
 			continue; /* fp_session_apply checked: cannot happen */
 		ss = defs_at(&s->se_stacks, idx);
 		th = defs_at(&s->se_threads, ss->ss_thread);
+		int leaf = 1; /* the interrupted instruction of kernel, then of user */
+
 		for (j = 0; j < ss->ss_nframes; j++) {
 			const struct fp_frame *f = &ss->ss_frames[j];
 			const struct sess_mapping *m = NULL;
 			struct fp_resolved res = { 0 };
 			uint32_t pm = FP_INDEX_NONE;
 			uint8_t kind = FP_FRAME_USER;
+			uint64_t at;
 
 			if (f->ff_mapping != FP_MAPPING_NONE) {
 				m = defs_at(&s->se_mappings, f->ff_mapping);
@@ -311,11 +322,19 @@ int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct
 					goto out;
 				pm = pmap[f->ff_mapping];
 				kind = m->sm_kind == FP_MAP_USER ? FP_FRAME_USER : FP_FRAME_KERNEL;
-				fp_resolver_frame(l, m->sm_kind, &m->sm_build_id, m->sm_path,
-						  th->st_pid, f->ff_offset, &res);
 			} else if (f->ff_offset >= (1ull << 63)) {
 				kind = FP_FRAME_KERNEL; /* outside vmlinux and modules: BPF, trampolines */
 			}
+			if (kind == FP_FRAME_USER && j > 0 &&
+			    !is_user_frame(s, &ss->ss_frames[j - 1]))
+				leaf = 1; /* first user frame: where user code was interrupted */
+			/* Callers' addresses are return addresses: the call is the
+			 * instruction before, possibly the last of its function. */
+			at = leaf || !f->ff_offset ? f->ff_offset : f->ff_offset - 1;
+			leaf = 0;
+			if (m)
+				fp_resolver_frame(l, m->sm_kind, &m->sm_build_id, m->sm_path,
+						  th->st_pid, at, &res);
 			if ((err = fp_profile_add_frame(p, pm, f->ff_offset, kind, res.rs_function,
 							res.rs_system_name, &frames[j])))
 				goto out;

@@ -186,7 +186,8 @@ static void setup(void)
 	snprintf(debug_path, sizeof(debug_path), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
 		 hex + 2);
 	if (access(debug_path, R_OK) != 0) {
-		printf("  no %s (libc6-dbg): skipping the debug file checks\n", debug_path);
+		printf("SKIP: %s:debug_file_checks (no %s: install libc6-dbg)\n", __FILE__,
+		       debug_path);
 		debug_path[0] = '\0';
 	}
 }
@@ -515,7 +516,7 @@ static void test_cxx_demangling(void)
 
 	snprintf(prog, sizeof(prog), "%s/prog", tmpdir);
 	if (compile_cxx(prog, "") != 0) {
-		printf("  no C++ compiler: skipped\n");
+		printf("SKIP: %s:test_cxx_demangling (no C++ compiler)\n", __FILE__);
 		return;
 	}
 	check_cxx_table(prog, ".symtab");

@@ -47,15 +47,22 @@ extern "C" __attribute__((noinline)) void compute_loop(void)
 	}
 }
 
+// libc's write() keeps no frame pointer, so a frame-pointer unwinder (ours
+// or perf's) skips its direct caller: write_chunk() is that caller, so that
+// writer_loop() stays visible.
+extern "C" __attribute__((noinline)) void write_chunk(int fd, const char *buf, size_t len)
+{
+	if (write(fd, buf, len) < 0)
+		abort();
+	lseek(fd, 0, SEEK_SET);
+}
+
 extern "C" __attribute__((noinline)) void writer_loop(void)
 {
 	static char buf[65536];
 	int fd = memfd_create("fp-writer", 0);
-	for (;;) {
-		if (write(fd, buf, sizeof(buf)) < 0)
-			abort();
-		lseek(fd, 0, SEEK_SET);
-	}
+	for (;;)
+		write_chunk(fd, buf, sizeof(buf));
 }
 
 static void *thread_main(void *arg)
