@@ -341,9 +341,12 @@ static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *
 	strs = strdata->d_buf;
 	/* Every name must end before the table does; finding the last NUL once
 	 * makes that an O(1) test per symbol. */
-	last_nul = memrchr(strs, '\0', strdata->d_size);
-	if (!last_nul)
+	last_nul = strs + strdata->d_size;
+	while (last_nul > strs && last_nul[-1] != '\0')
+		last_nul--;
+	if (last_nul == strs)
 		return -ENOENT;
+	last_nul--;
 	budget = (uint64_t)strdata->d_size * NAME_BUDGET_FACTOR + NAME_BUDGET_FLOOR;
 
 	for (size_t i = 1; i < nsyms; i++) {

@@ -6,7 +6,7 @@ SYMB=$BUILD/fleetprof-symbolizer
 WORKLOAD=$BUILD/tests/workload
 TMP=$(mktemp -d /tmp/fleetprof-e2e.XXXXXX)
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
 pass() { echo "PASS: $TEST:$1"; }
 fail() { echo "FAIL: $TEST:$1${2:+ ($2)}"; }
