@@ -858,7 +858,8 @@ static int hello_from_body(const msgpack_object *body, struct fp_hello *h)
 	void *keys, *values;
 	int err;
 
-	if ((err = body_fields(body, f, HELLO_NKEYS)) || (err = obj_u64(f[HELLO_SESSION], &h->fh_session)) ||
+	if ((err = body_fields(body, f, HELLO_NKEYS)) ||
+	    (err = obj_u64(f[HELLO_SESSION], &h->fh_session)) ||
 	    (err = obj_strdup(f[HELLO_HOST], &h->fh_host)) ||
 	    (err = obj_strdup(f[HELLO_BOOT_ID], &h->fh_boot_id)) ||
 	    (err = obj_strdup(f[HELLO_KERNEL_RELEASE], &h->fh_kernel_release)) ||

@@ -25,6 +25,26 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
  * bounds what one symbol can cost us (and the demangler). */
 #define MAX_NAME_LEN 8192
 
+/* Longer names are not demangled: the runtime's demangler keeps its tables
+ * for a name on the stack, some 70 bytes per byte of input. */
+#define MAX_DEMANGLE_LEN 4096
+
+/* Substitutions and template parameters let a few bytes of mangled name
+ * repeat everything printed before them, so a 300-byte name can demangle
+ * to gigabytes, and __cxa_demangle cannot be stopped once started.  Every
+ * such reference is counted as if it could multiply the output by 1.5 (the
+ * densest nesting found grows by about 1.44 per reference); names whose
+ * estimate exceeds this stay mangled.  Real names are far below: of 72,000
+ * names exported by LLVM and libstdc++, 8 exceed it, while the largest
+ * real expansion is 18 times the mangled length. */
+#define MAX_DEMANGLE_ESTIMATE (64ull << 20)
+
+/* What one file's names may demangle to in total, beyond their own size
+ * times this factor, so that many names each just under the estimate
+ * cannot add up. */
+#define DEMANGLE_BUDGET_FACTOR 16
+#define DEMANGLE_BUDGET_FLOOR (16u << 20)
+
 /* Reading names may cost at most this many times the string table's size
  * (plus a floor): legitimate files reference each name about once, a
  * hostile one could point thousands of symbols at one long string. */
@@ -209,14 +229,47 @@ int fp_elf_build_id(int fd, struct fp_build_id *id)
 	return err;
 }
 
+static int is_seq_char(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z');
+}
+
+/* demangle_estimate: an over-estimate of the demangled length (see
+ * MAX_DEMANGLE_ESTIMATE), saturating just above it. */
+static uint64_t demangle_estimate(const char *name, size_t len)
+{
+	uint64_t est = len;
+
+	for (size_t i = 0; i < len; i++) {
+		size_t j;
+
+		if (name[i] != 'S' && name[i] != 'T')
+			continue;
+		/* S<seq>_, S_, T<n>_, T_ */
+		for (j = i + 1; j < len && is_seq_char(name[j]); j++)
+			;
+		if (j < len && name[j] == '_') {
+			est += est / 2 + 1;
+			if (est > MAX_DEMANGLE_ESTIMATE)
+				return MAX_DEMANGLE_ESTIMATE + 1;
+		}
+		i = j - 1; /* a run is scanned once */
+	}
+	return est;
+}
+
 char *fp_demangle(const char *name)
 {
 	char *out;
+	size_t len;
 	int status = -1;
 
 	/* Only symbols: the runtime would also "demangle" plain C names that
 	 * happen to spell a type, such as "f" (float). */
 	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	len = strnlen(name, MAX_DEMANGLE_LEN + 1);
+	if (len > MAX_DEMANGLE_LEN || demangle_estimate(name, len) > MAX_DEMANGLE_ESTIMATE)
 		return NULL;
 	out = __cxa_demangle(name, NULL, NULL, &status);
 	if (status != 0) {
@@ -407,12 +460,15 @@ static Elf_Scn *first_section(const struct elf_file *f, Elf64_Word type)
 
 static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
 {
+	uint64_t budget = DEMANGLE_BUDGET_FLOOR;
 	char *buf;
 	int err = 0;
 
 	buf = malloc(MAX_NAME_LEN + 1);
 	if (!buf)
 		return -ENOMEM;
+	for (size_t i = 0; i < cs->cs_n; i++)
+		budget += (uint64_t)cs->cs_v[i].c_len * DEMANGLE_BUDGET_FACTOR;
 	qsort(cs->cs_v, cs->cs_n, sizeof(*cs->cs_v), cmp_cand);
 	for (size_t i = 0; i < cs->cs_n && !err;) {
 		const struct cand *best = &cs->cs_v[i];
@@ -428,7 +484,12 @@ static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
 
 		memcpy(buf, best->c_name, best->c_len);
 		buf[best->c_len] = '\0';
-		demangled = fp_demangle(buf);
+		demangled = budget ? fp_demangle(buf) : NULL;
+		if (demangled) {
+			size_t dlen = strlen(demangled);
+
+			budget = dlen < budget ? budget - dlen : 0;
+		}
 		err = fp_symtab_builder_add_symbol(b, best->c_addr, size,
 						   demangled ? demangled : buf, buf);
 		free(demangled);

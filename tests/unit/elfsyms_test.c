@@ -560,6 +560,59 @@ static void test_demangle(void)
 	CHECK(fp_demangle(NULL) == NULL);
 }
 
+/* pair_chain: f(A, pair<A,A>, pair<pair<A,A>,pair<A,A>>, ...), each level
+ * written as one back-reference to the previous one, twice: the demangled
+ * length doubles per level while the mangled one grows by ~11 bytes. */
+static void pair_chain(char *buf, size_t len, int levels)
+{
+	snprintf(buf, len, "_Z1f1ASt4pairIS_S_E");
+	for (int i = 0; i < levels; i++) {
+		char seq[8], rev[8], part[32];
+		int v = i + 1, k = 0;
+
+		do {
+			int d = v % 36;
+
+			rev[k++] = (char)(d < 10 ? '0' + d : 'A' + d - 10);
+			v /= 36;
+		} while (v);
+		for (int j = 0; j < k; j++)
+			seq[j] = rev[k - 1 - j];
+		seq[k] = '\0';
+		snprintf(part, sizeof(part), "S0_IS%s_S%s_E", seq, seq);
+		strncat(buf, part, len - strlen(buf) - 1);
+	}
+}
+
+/* Hostile names must not make the demangler print gigabytes. */
+static void test_demangle_bombs(void)
+{
+	char name[8192], *s;
+	double t0;
+
+	pair_chain(name, sizeof(name), 2);
+	s = fp_demangle(name);
+	CHECK(s && strstr(s, "std::pair<std::pair<std::pair<A, A>, std::pair<A, A> >, "
+			     "std::pair<std::pair<A, A>, std::pair<A, A> > >"));
+	free(s);
+	pair_chain(name, sizeof(name), 10); /* ~60 KB: still fine */
+	s = fp_demangle(name);
+	CHECK(s && strlen(s) > 50000);
+	free(s);
+	/* 30 levels: 64 GB if printed; 24 take seconds and 1 GB. */
+	t0 = now_sec();
+	for (int levels = 14; levels <= 30; levels += 2) {
+		pair_chain(name, sizeof(name), levels);
+		CHECK(fp_demangle(name) == NULL);
+	}
+	CHECK(now_sec() - t0 < 0.5);
+	/* Too long to demangle at all. */
+	memset(name, 'a', sizeof(name) - 1);
+	memcpy(name, "_Z4001", 6);
+	name[sizeof(name) - 1] = '\0';
+	CHECK(fp_demangle(name) == NULL);
+}
+
 static int memfd_with(const void *data, size_t len)
 {
 	int fd = memfd_create("elfsyms_test", MFD_CLOEXEC);
@@ -844,6 +897,7 @@ int main(void)
 	RUN(test_stripped_dynsym);
 	RUN(test_debug_file_offsets);
 	RUN(test_demangle);
+	RUN(test_demangle_bombs);
 	RUN(test_cxx_demangling);
 	RUN(test_bad_files);
 	RUN(test_truncated);
