@@ -121,7 +121,7 @@ test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD) $(BUILD)/tests
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
 bench: deps all $(WORKLOAD)
-	$(Q)BUILD=$(BUILD) tools/bench.sh
+	$(Q)python3 tools/bench.py --build $(BUILD)
 
 run: deps all
 	$(Q)$(BUILD)/fleetprof record -d 10 -o out

@@ -50,7 +50,8 @@ struct agent {
 	struct fp_interval *ag_buf; /* ring of ag_o.ao_buffer intervals */
 	size_t ag_buf_head, ag_buf_len;
 	struct fp_lost ag_lost;     /* agent-side totals */
-	uint64_t ag_sampled, ag_acked_samples, ag_sent_bytes;
+	uint64_t ag_sampled, ag_acked_samples;
+	uint64_t ag_batch_bytes, ag_ksyms_bytes; /* acknowledged, on the wire */
 };
 
 static void on_signal(int sig)
@@ -128,7 +129,6 @@ static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *r
 	free(buf);
 	if (err)
 		return err;
-	a->ag_sent_bytes += len;
 	for (;;) {
 		err = fp_uplink_poll(a->ag_uplink, reply);
 		if (err != -EAGAIN)
@@ -152,6 +152,8 @@ static int send_ksyms_part(const struct fp_ksyms *part, void *arg)
 	err = agent_call(a, buf, len, &r);
 	if (!err && r.fr_status != FP_REPLY_OK)
 		err = -EPROTO;
+	if (!err)
+		a->ag_ksyms_bytes += len;
 	fp_reply_fini(&r);
 	return err;
 }
@@ -229,7 +231,10 @@ static int agent_flush(struct agent *a)
 		case FP_REPLY_OK:
 			fp_collector_sent(a->ag_collector, &b);
 			if (iv && iv->fi_seq == seq) {
+				fp_debug("interval %" PRIu64 " acknowledged: %" PRIu64 " samples in %zu "
+					 "bytes", seq, iv->fi_samples, len);
 				a->ag_acked_samples += iv->fi_samples;
+				a->ag_batch_bytes += len;
 				fp_interval_fini(iv);
 				a->ag_buf_head = (a->ag_buf_head + 1) % a->ag_o.ao_buffer;
 				a->ag_buf_len--;
@@ -256,6 +261,30 @@ static int agent_flush(struct agent *a)
 		fp_reply_fini(&r);
 	}
 	return 0;
+}
+
+/* What the benchmark reads: wire bytes, BPF cost and memory. */
+static void log_footprint(struct agent *a)
+{
+	struct fp_sampler_stats st = { 0 };
+	char line[256] = "";
+	FILE *f;
+
+	fp_sampler_stats(a->ag_sampler, &st);
+	f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f) && strncmp(line, "VmHWM:", 6))
+		;
+	if (f)
+		fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	fp_info("wire: %" PRIu64 " bytes of batches (%.2f bytes/sample), %" PRIu64
+		" bytes of kallsyms; bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64
+		" bytes; collector %zu bytes; %s",
+		a->ag_batch_bytes,
+		a->ag_acked_samples ? (double)a->ag_batch_bytes / a->ag_acked_samples : 0.0,
+		a->ag_ksyms_bytes, st.ss_run_count,
+		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes,
+		fp_collector_bytes(a->ag_collector), line);
 }
 
 static void usage(FILE *f)
@@ -434,9 +463,10 @@ int main(int argc, char **argv)
 		fp_warnx("exiting with %zu intervals unsent: %s", a.ag_buf_len, strerror(-err));
 	err = 0;
 	fp_info("sampled %" PRIu64 " samples in %" PRIu64 " intervals; acknowledged %" PRIu64
-		"; dropped %" PRIu64 " in %" PRIu64 " intervals; %" PRIu64 " bytes sent",
+		"; dropped %" PRIu64 " in %" PRIu64 " intervals",
 		a.ag_sampled, a.ag_seq, a.ag_acked_samples, a.ag_lost.fl_samples_dropped,
-		a.ag_lost.fl_batches, a.ag_sent_bytes);
+		a.ag_lost.fl_batches);
+	log_footprint(&a);
 cleanup:
 	fp_sampler_close(a.ag_sampler);
 	fp_uplink_close(a.ag_uplink);

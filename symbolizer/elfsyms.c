@@ -26,7 +26,9 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define MAX_NAME_LEN 8192
 
 /* Longer names are not demangled: the runtime's demangler keeps its tables
- * for a name on the stack, some 70 bytes per byte of input. */
+ * on the stack, sized by the name, and recurses for every level of nesting
+ * (its own limit stops it near 256 levels, some 250 KiB of stack).
+ * Callers' threads need ordinary stacks. */
 #define MAX_DEMANGLE_LEN 4096
 
 /* Substitutions and template parameters let a few bytes of mangled name
@@ -35,7 +37,7 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
  * such reference is counted as if it could multiply the output by 1.5 (the
  * densest nesting found grows by about 1.44 per reference); names whose
  * estimate exceeds this stay mangled.  Real names are far below: of 72,000
- * names exported by LLVM and libstdc++, 8 exceed it, while the largest
+ * names exported by LLVM and libstdc++, 7 exceed it, while the largest
  * real expansion is 18 times the mangled length. */
 #define MAX_DEMANGLE_ESTIMATE (64ull << 20)
 

@@ -5,6 +5,9 @@
  * answer look-ups consistently; anything else calls abort() so libFuzzer
  * records the input.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create, memmem */
+#endif
 #include "elfsyms.h"
 #include "symtab.h"
 

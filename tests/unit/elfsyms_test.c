@@ -1,6 +1,9 @@
 /* elfsyms_test.c: build-IDs and symbol tables from real ELF files: libc,
  * its detached debug file (libc6-dbg), C++ programs compiled here, and
  * broken files. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create, memmem */
+#endif
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>

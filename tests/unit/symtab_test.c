@@ -1,4 +1,7 @@
 /* symtab_test.c: the symbol table builder, blob validation and look-ups. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create, memmem */
+#endif
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""bench.py: fleetprof's footprint, measured side by side with perf in the
+same run.  `make bench` runs it as root.
+
+1. 30 s at 99 Hz, the same 2-thread CPU-bound workload, fleetprof-agent
+   (shipping to a symbolizer on loopback) next to `perf record -a -g -F 99`:
+   process CPU time and peak RSS of each; for the agent, BPF run time per
+   sample, BPF map memory and wire bytes per sample.
+2. At 999 Hz: the workload's throughput with no profiler, under the agent,
+   under perf.
+
+Prints a table with ratios and writes it to BUILD/bench.txt.
+"""
+import argparse
+import os
+import re
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_rusage(proc):
+    """Reap proc and return (cpu seconds, peak RSS in KiB) of it alone."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def workload_iterations(workload, seconds):
+    out = subprocess.run([workload, str(seconds)], capture_output=True, text=True, check=True)
+    return int(re.search(r"iterations (\d+)", out.stdout).group(1))
+
+
+class Symbolizer:
+    def __init__(self, build, tmp):
+        self.addr = f"tcp://127.0.0.1:{free_port()}"
+        self.proc = subprocess.Popen(
+            [f"{build}/fleetprof-symbolizer", "--listen", self.addr, "--cache", f"{tmp}/cache",
+             "--out", f"{tmp}/out"], stderr=subprocess.DEVNULL)
+        time.sleep(0.3)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait()
+
+
+def start_agent(build, addr, hz, interval):
+    return subprocess.Popen(
+        [f"{build}/fleetprof-agent", "--server", addr, "-F", str(hz), "--interval", str(interval),
+         "-v"], stderr=subprocess.PIPE, text=True)
+
+
+def stop_agent(agent):
+    agent.send_signal(signal.SIGINT)
+    cpu, rss = wait_rusage(agent)
+    log = agent.stderr.read()
+    return cpu, rss, log
+
+
+def steady_bytes_per_sample(log):
+    """Bytes per sample over the second half of the acknowledged intervals."""
+    acks = [(int(s), int(b)) for s, b in
+            re.findall(r"acknowledged: (\d+) samples in (\d+) bytes", log)]
+    half = acks[len(acks) // 2:]
+    samples = sum(s for s, _ in half)
+    return sum(b for _, b in half) / samples if samples else float("nan")
+
+
+def footprint(args, tmp):
+    wl = subprocess.Popen([args.workload], stdout=subprocess.DEVNULL)
+    symb = Symbolizer(args.build, tmp)
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        agent = start_agent(args.build, symb.addr, 99, 5)
+        perf = subprocess.Popen(["perf", "record", "-q", "-a", "-g", "-F", "99", "-o",
+                                 f"{tmp}/perf.data", "--", "sleep", str(args.seconds)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        perf_cpu, perf_rss = wait_rusage(perf)
+        agent_cpu, agent_rss, log = stop_agent(agent)
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("0")
+        wl.kill()
+        wl.wait()
+        symb.stop()
+    perf_samples = sum(1 for line in subprocess.run(
+        ["perf", "script", "-i", f"{tmp}/perf.data", "-F", "period"], capture_output=True,
+        text=True).stdout.splitlines() if line.strip())
+    m = re.search(r"bpf: (\d+) runs, (\d+) ns/run, maps (\d+) bytes", log)
+    runs, ns_per_run, map_bytes = (int(x) for x in m.groups()) if m else (0, 0, 0)
+    sampled = int(re.search(r"sampled (\d+) samples", log).group(1))
+    wire = re.search(r"wire: (\d+) bytes of batches \(([\d.]+) bytes/sample\), (\d+) bytes of kallsyms", log)
+    return {
+        "agent_cpu": agent_cpu, "perf_cpu": perf_cpu,
+        "agent_rss_kb": agent_rss, "perf_rss_kb": perf_rss,
+        "map_bytes": map_bytes, "ns_per_run": ns_per_run, "runs": runs,
+        "agent_samples": sampled, "perf_samples": perf_samples,
+        "bytes_per_sample_all": float(wire.group(2)) if wire else float("nan"),
+        "bytes_per_sample_steady": steady_bytes_per_sample(log),
+        "kallsyms_bytes": int(wire.group(3)) if wire else 0,
+    }
+
+
+def throughput(args, tmp):
+    secs = args.throughput_seconds
+    base = workload_iterations(args.workload, secs)
+    symb = Symbolizer(args.build, tmp)
+    agent = start_agent(args.build, symb.addr, 999, 5)
+    time.sleep(1)
+    with_agent = workload_iterations(args.workload, secs)
+    stop_agent(agent)
+    symb.stop()
+    perf = subprocess.Popen(["perf", "record", "-q", "-a", "-g", "-F", "999", "-o",
+                             f"{tmp}/perf999.data", "--", "sleep", str(secs + 2)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    with_perf = workload_iterations(args.workload, secs)
+    perf.wait()
+    base2 = workload_iterations(args.workload, secs)
+    base = (base + base2) / 2
+    return {"base": base, "agent": with_agent, "perf": with_perf,
+            "agent_loss": 100.0 * (1 - with_agent / base), "perf_loss": 100.0 * (1 - with_perf / base)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--throughput-seconds", type=int, default=10)
+    args = ap.parse_args()
+    args.workload = f"{args.build}/tests/workload"
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root (BPF and perf -a)")
+    with tempfile.TemporaryDirectory(prefix="fleetprof-bench.") as tmp:
+        fp = footprint(args, tmp)
+        tp = throughput(args, tmp)
+    ncpu = os.cpu_count()
+    agent_pct = 100.0 * fp["agent_cpu"] / args.seconds
+    perf_pct = 100.0 * fp["perf_cpu"] / args.seconds
+    bpf_pct = 100.0 * fp["runs"] * fp["ns_per_run"] / 1e9 / args.seconds
+    rows = [
+        ("samples taken (30 s, 99 Hz, all CPUs)", f"{fp['agent_samples']}", f"{fp['perf_samples']}", ""),
+        ("process CPU time, s", f"{fp['agent_cpu']:.3f}", f"{fp['perf_cpu']:.3f}",
+         f"{fp['agent_cpu'] / fp['perf_cpu']:.3f}x" if fp["perf_cpu"] else "-"),
+        ("process CPU, % of one core", f"{agent_pct:.3f}", f"{perf_pct:.3f}", ""),
+        ("BPF program run time per sample, ns", f"{fp['ns_per_run']}", "-", ""),
+        ("agent CPU + BPF, % of one core per 100 Hz per CPU",
+         f"{(agent_pct + bpf_pct) / ncpu * 100 / 99:.4f}", "-", ""),
+        ("peak RSS, KiB", f"{fp['agent_rss_kb']}", f"{fp['perf_rss_kb']}",
+         f"{fp['agent_rss_kb'] / fp['perf_rss_kb']:.3f}x"),
+        ("BPF map memory, KiB", f"{fp['map_bytes'] // 1024}", "-", ""),
+        ("RSS + maps, MiB", f"{(fp['agent_rss_kb'] * 1024 + fp['map_bytes']) / 2**20:.2f}", "-", ""),
+        ("wire bytes/sample, steady state", f"{fp['bytes_per_sample_steady']:.2f}", "-", ""),
+        ("wire bytes/sample, whole run (excl. kallsyms)", f"{fp['bytes_per_sample_all']:.2f}", "-", ""),
+        ("kallsyms upload, once per kernel build, KiB", f"{fp['kallsyms_bytes'] // 1024}", "-", ""),
+        ("workload throughput loss at 999 Hz, %", f"{tp['agent_loss']:.1f}", f"{tp['perf_loss']:.1f}", ""),
+    ]
+    lines = [f"{'':52} {'fleetprof':>12} {'perf':>12} {'ratio':>8}"]
+    lines += [f"{a:52} {b:>12} {c:>12} {d:>8}" for a, b, c, d in rows]
+    text = "\n".join(lines)
+    print(text)
+    with open(f"{args.build}/bench.txt", "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
