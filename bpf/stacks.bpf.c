@@ -34,6 +34,17 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* Processes whose executable mappings the agent has read: their user
+ * frames can travel as plain addresses.  Written by the agent; an exec or
+ * the process's exit removes the entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FP_KNOWN_PIDS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, __u32);
+} known_pids SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20); /* resized by the agent */
@@ -71,8 +82,14 @@ int fp_sample(void *ctx)
 	e->hdr.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
 
-	ubytes = bpf_get_stack(ctx, e->stacks, FP_USTACK_BYTES,
-			       BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
+	if (bpf_map_lookup_elem(&known_pids, &pid)) {
+		e->hdr.flags = FP_SAMPLE_USER_RAW;
+		ubytes = bpf_get_stack(ctx, e->stacks, FP_STACK_DEPTH * 8, BPF_F_USER_STACK);
+	} else {
+		e->hdr.flags = 0;
+		ubytes = bpf_get_stack(ctx, e->stacks, FP_USTACK_BYTES,
+				       BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
+	}
 	if (ubytes < 0 || ubytes > FP_USTACK_BYTES) {
 		count(FP_CNT_USTACK_ERR);
 		ubytes = 0;
@@ -92,5 +109,27 @@ int fp_sample(void *ctx)
 			BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&samples, e, size, flags))
 		count(FP_CNT_LOST);
+	return 0;
+}
+
+/* A new program image: the agent's copy of the mappings is stale. */
+SEC("raw_tracepoint/sched_process_exec")
+int fp_exec(void *ctx)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+	bpf_map_delete_elem(&known_pids, &pid);
+	return 0;
+}
+
+/* The process is gone (its main thread exits): the pid may be reused. */
+SEC("raw_tracepoint/sched_process_exit")
+int fp_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
+
+	if (pid == (__u32)id)
+		bpf_map_delete_elem(&known_pids, &pid);
 	return 0;
 }

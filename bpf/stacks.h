@@ -16,9 +16,18 @@ enum fp_bpf_counter {
 	FP_CNT_MAX = 4,
 };
 
-/* One ring buffer record: this header, then ustack_bytes of
- * struct bpf_stack_build_id (leaf first), then kstack_bytes of kernel
- * instruction pointers (__u64, leaf first). */
+#define FP_KNOWN_PIDS 8192
+
+/* fp_bpf_sample.flags */
+#define FP_SAMPLE_USER_RAW 1    /* user stack is __u64 addresses, not build-IDs */
+
+/* One ring buffer record: this header, then ustack_bytes of user frames
+ * (struct bpf_stack_build_id, or __u64 addresses with FP_SAMPLE_USER_RAW;
+ * leaf first), then kstack_bytes of kernel addresses (__u64, leaf first).
+ *
+ * The kernel turns user addresses into (build-ID, file offset) itself, but
+ * that costs about 2 us per frame; for processes whose mappings the agent
+ * already holds (the known_pids map) plain addresses are enough. */
 struct fp_bpf_sample {
 	__u32 pid;              /* tgid */
 	__u32 tid;
@@ -26,6 +35,8 @@ struct fp_bpf_sample {
 	char comm[16];          /* thread name */
 	__u32 ustack_bytes;
 	__u32 kstack_bytes;
+	__u32 flags;
+	__u32 pad;
 };
 
 #endif

@@ -46,6 +46,7 @@ struct thread_info {
 
 struct proc_entry {
 	struct fp_procmaps *pe_maps;
+	int pe_known;         /* the sampler sends this process's raw addresses */
 	uint64_t pe_maps_cut; /* cut number when pe_maps was read */
 	int pe_have_info;
 	char pe_name[FP_COMM_LEN];
@@ -71,6 +72,8 @@ struct fp_collector {
 	uint64_t cl_cuts;
 	uint64_t cl_interval_start_ns;
 	int cl_oom; /* samples dropped for lack of memory */
+	fp_known_fn cl_known_fn;
+	void *cl_known_arg;
 	union {
 		struct stack_key sk;
 		unsigned char bytes[sizeof(struct stack_key) + FP_MAX_FRAMES * sizeof(struct fp_frame)];
@@ -117,10 +120,26 @@ int fp_collector_alloc(struct fp_collector **out, const char *proc, const char *
 	return 0;
 }
 
+void fp_collector_set_known_fn(struct fp_collector *c, fp_known_fn fn, void *arg)
+{
+	c->cl_known_fn = fn;
+	c->cl_known_arg = arg;
+}
+
+static void set_known(struct fp_collector *c, struct proc_entry *pe, uint32_t pid, int known)
+{
+	if (pe->pe_known == known || !c->cl_known_fn)
+		return;
+	pe->pe_known = known;
+	c->cl_known_fn(pid, known, c->cl_known_arg);
+}
+
 static void procs_clear(struct fp_collector *c)
 {
 	size_t i, n = fp_intern_count(c->cl_procs);
 
+	if (c->cl_known_fn)
+		c->cl_known_fn(0, 0, c->cl_known_arg);
 	for (i = 0; i < n; i++)
 		fp_procmaps_free(c->cl_procv[i].pe_maps);
 	memset(c->cl_procv, 0, c->cl_procv_cap * sizeof(*c->cl_procv));
@@ -133,6 +152,7 @@ void fp_collector_free(struct fp_collector *c)
 
 	if (!c)
 		return;
+	c->cl_known_fn = NULL; /* the sampler may be gone already */
 	if (c->cl_procs)
 		procs_clear(c);
 	for (i = 0; c->cl_threads && i < fp_intern_count(c->cl_threads); i++)
@@ -257,25 +277,30 @@ static const char *path_of_build_id(struct fp_collector *c, uint32_t pid,
 	return c->cl_pathv[id] ? c->cl_pathv[id] : "";
 }
 
-static int user_frame_by_ip(struct fp_collector *c, uint32_t pid, uint64_t ip,
-			    struct fp_frame *f)
+static int user_frame_by_ip(struct fp_collector *c, struct proc_entry *pe, uint32_t pid,
+			    uint64_t ip, struct fp_frame *f)
 {
-	struct proc_entry *pe = proc_get(c, pid);
 	struct fp_procmaps *pm = pe ? proc_maps(c, pe, pid, 0) : NULL;
 	struct fp_vma *v = pm ? fp_procmaps_find(pm, ip) : NULL;
 
 	if (!v && pe) { /* new mapping since we read the maps? */
 		pm = proc_maps(c, pe, pid, 1);
 		v = pm ? fp_procmaps_find(pm, ip) : NULL;
+		if (!v) /* let the kernel name the frames until we catch up */
+			set_known(c, pe, pid, 0);
 	}
 	f->ff_mapping = FP_MAPPING_NONE;
 	f->ff_offset = ip;
 	if (!v || !v->fv_path[0])
 		return 0; /* anonymous executable memory (JIT): raw address */
-	fp_procmaps_build_id(c->cl_proc, pm, v);
-	if (mapping_get(c, FP_MAP_USER, v->fv_build_id_state == 1 ? &v->fv_build_id : NULL,
-			v->fv_path, &f->ff_mapping))
-		return -ENOMEM;
+	if (v->fv_cookie == UINT32_MAX) {
+		fp_procmaps_build_id(c->cl_proc, pm, v);
+		if (mapping_get(c, FP_MAP_USER,
+				v->fv_build_id_state == 1 ? &v->fv_build_id : NULL, v->fv_path,
+				&v->fv_cookie))
+			return -ENOMEM;
+	}
+	f->ff_mapping = v->fv_cookie;
 	f->ff_offset = ip - v->fv_start + v->fv_pgoff;
 	return 0;
 }
@@ -325,6 +350,55 @@ static int thread_get(struct fp_collector *c, const struct fp_bpf_sample *s, uin
 	return 0;
 }
 
+/* User frames the kernel resolved to (build-ID, offset).  The process is
+ * not known to the sampler (new, or it exec'd): read its mappings now, so
+ * that its next samples can come as plain addresses. */
+static int add_build_id_frames(struct fp_collector *c, const struct fp_bpf_sample *s,
+			       const void *ustack, uint32_t *n)
+{
+	struct stack_key *sk = &c->cl_scratch.sk;
+	struct proc_entry *pe;
+	uint32_t i;
+
+	for (i = 0; i < s->ustack_bytes / sizeof(struct bpf_stack_build_id) && *n < FP_MAX_FRAMES;
+	     i++) {
+		struct bpf_stack_build_id u;
+		struct fp_frame *f = &sk->sk_frames[*n];
+
+		memcpy(&u, (const char *)ustack + i * sizeof(u), sizeof(u));
+		if (u.status == BPF_STACK_BUILD_ID_VALID) {
+			struct fp_build_id bid = { .fb_len = BPF_BUILD_ID_SIZE };
+			memcpy(bid.fb_data, u.build_id, BPF_BUILD_ID_SIZE);
+			if (mapping_get(c, FP_MAP_USER, &bid, path_of_build_id(c, s->pid, &bid),
+					&f->ff_mapping))
+				return -ENOMEM;
+			f->ff_offset = u.offset;
+		} else if (u.status == BPF_STACK_BUILD_ID_IP) {
+			if (user_frame_by_ip(c, proc_get(c, s->pid), s->pid, u.ip, f))
+				return -ENOMEM;
+		} else {
+			continue;
+		}
+		(*n)++;
+	}
+	pe = proc_get(c, s->pid);
+	if (!pe)
+		return 0;
+	/* Known to us but not to the kernel: it dropped the pid on exec (or
+	 * exit and reuse), so our copy of the mappings is stale.  Samples
+	 * queued before our own update arrive this way too; those come in the
+	 * interval the mappings were read in, and are left alone. */
+	if (pe->pe_known && pe->pe_maps_cut != c->cl_cuts + 1) {
+		fp_procmaps_free(pe->pe_maps);
+		pe->pe_maps = NULL;
+		pe->pe_maps_cut = 0;
+		pe->pe_known = 0;
+	}
+	if (!pe->pe_known && proc_maps(c, pe, s->pid, 1))
+		set_known(c, pe, s->pid, 1);
+	return 0;
+}
+
 void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,
 		      const void *kstack)
 {
@@ -343,26 +417,17 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 		if (kernel_frame(c, ip, &sk->sk_frames[n++]))
 			goto oom;
 	}
-	for (i = 0; i < s->ustack_bytes / sizeof(struct bpf_stack_build_id) && n < FP_MAX_FRAMES;
-	     i++) {
-		struct bpf_stack_build_id u;
-		struct fp_frame *f = &sk->sk_frames[n];
-
-		memcpy(&u, (const char *)ustack + i * sizeof(u), sizeof(u));
-		if (u.status == BPF_STACK_BUILD_ID_VALID) {
-			struct fp_build_id bid = { .fb_len = BPF_BUILD_ID_SIZE };
-			memcpy(bid.fb_data, u.build_id, BPF_BUILD_ID_SIZE);
-			if (mapping_get(c, FP_MAP_USER, &bid, path_of_build_id(c, s->pid, &bid),
-					&f->ff_mapping))
+	if (s->flags & FP_SAMPLE_USER_RAW) {
+		struct proc_entry *pe = proc_get(c, s->pid);
+		for (i = 0; i < s->ustack_bytes / 8 && n < FP_MAX_FRAMES; i++) {
+			uint64_t ip;
+			memcpy(&ip, (const char *)ustack + i * 8, 8);
+			if (user_frame_by_ip(c, pe, s->pid, ip, &sk->sk_frames[n++]))
 				goto oom;
-			f->ff_offset = u.offset;
-		} else if (u.status == BPF_STACK_BUILD_ID_IP) {
-			if (user_frame_by_ip(c, s->pid, u.ip, f))
-				goto oom;
-		} else {
-			continue;
 		}
-		n++;
+	} else {
+		if (add_build_id_frames(c, s, ustack, &n))
+			goto oom;
 	}
 	sk->sk_nframes = n;
 	if (fp_intern_get(c->cl_stacks, sk, sizeof(*sk) + n * sizeof(struct fp_frame), &stack,

@@ -35,6 +35,14 @@ int fp_collector_alloc(struct fp_collector **c, const char *proc, const char *do
 		       const struct fp_kernel *k);
 void fp_collector_free(struct fp_collector *c);
 
+/* A process's mappings were read (known 1) or found wanting (known 0), or
+ * every cached process was forgotten (pid 0, known 0): the sampler's
+ * known_pids follows this. */
+typedef void (*fp_known_fn)(uint32_t pid, int known, void *arg);
+
+/* fp_collector_set_known_fn: install that hook (default: none). */
+void fp_collector_set_known_fn(struct fp_collector *c, fp_known_fn fn, void *arg);
+
 /* fp_collector_add: account one sample (the sampler's callback). */
 void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,
 		      const void *kstack);

@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ID_LEN 64
+#define CONFIG_MAX (1 << 20) /* bytes of config.v2.json read at most */
 
 int fp_container_id_from_cgroup(const char *path, char *id)
 {
@@ -32,30 +34,44 @@ int fp_container_id_from_cgroup(const char *path, char *id)
 	return -ENOENT;
 }
 
-/* Docker keeps each container's name in config.v2.json as "Name":"/NAME". */
+/* Docker keeps each container's name in config.v2.json as "Name":"/NAME",
+ * after "State" and "Config": health-check logs, labels and environments
+ * can put it well past the first few KB, so the whole file is read. */
 static int docker_name(const char *docker_root, const char *id, char *buf, size_t len)
 {
-	char path[512], data[8192], *p, *end;
-	size_t n;
+	char path[512], *data = NULL, *p, *end;
+	size_t n = 0, cap = 0;
+	int err = -ENOENT;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", docker_root, id);
 	f = fopen(path, "re");
 	if (!f)
 		return -ENOENT;
-	n = fread(data, 1, sizeof(data) - 1, f);
+	while (!feof(f) && !ferror(f) && cap < CONFIG_MAX) {
+		size_t ncap = cap ? cap * 2 : 16384;
+		char *q = realloc(data, ncap);
+		if (!q)
+			break;
+		data = q, cap = ncap;
+		n += fread(data + n, 1, cap - 1 - n, f);
+	}
 	fclose(f);
+	if (!data)
+		return -ENOENT;
 	data[n] = '\0';
 	p = strstr(data, "\"Name\":\"/");
-	if (!p)
-		return -ENOENT;
-	p += strlen("\"Name\":\"/");
-	end = strchr(p, '"');
-	if (!end || end == p || (size_t)(end - p) >= len)
-		return -ENOENT;
-	memcpy(buf, p, end - p);
-	buf[end - p] = '\0';
-	return 0;
+	if (p) {
+		p += strlen("\"Name\":\"/");
+		end = strchr(p, '"');
+		if (end && end != p && (size_t)(end - p) < len) {
+			memcpy(buf, p, end - p);
+			buf[end - p] = '\0';
+			err = 0;
+		}
+	}
+	free(data);
+	return err;
 }
 
 void fp_container_name(const char *proc, const char *docker_root, uint32_t pid, char *buf,

@@ -163,6 +163,8 @@ int fp_kernel_ksyms(const struct fp_kernel *k, const char *proc, const struct fp
 	FILE *f;
 	int err = 0;
 
+	if (!max_syms)
+		return -EINVAL;
 	if (target->fb_len && fp_build_id_eq(target, &k->kn_build_id)) {
 		part.fs_kind = FP_MAP_KERNEL;
 		base = k->kn_text;

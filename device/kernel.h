@@ -38,7 +38,7 @@ typedef int (*fp_ksyms_emit_fn)(const struct fp_ksyms *part, void *arg);
 /* fp_kernel_ksyms: read the text symbols of target (the kernel's or a
  * module's build-ID) from kallsyms and pass them to emit in parts of at
  * most max_syms, the last one flagged.  0, -ENOENT (unknown target),
- * a negative errno, or emit's non-zero return. */
+ * -EINVAL (max_syms 0), a negative errno, or emit's non-zero return. */
 int fp_kernel_ksyms(const struct fp_kernel *k, const char *proc, const struct fp_build_id *target,
 		    uint64_t session, size_t max_syms, fp_ksyms_emit_fn emit, void *arg);
 

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KSYMS_PART 20000
+#define KSYMS_PART 4000 /* symbols per message: bounds the agent's memory */
 
 static volatile sig_atomic_t exiting;
 
@@ -65,6 +65,16 @@ static uint64_t now_ns(clockid_t clk)
 
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void on_known(uint32_t pid, int known, void *arg)
+{
+	struct agent *a = arg;
+
+	if (pid)
+		fp_sampler_mark_pid(a->ag_sampler, pid, known);
+	else
+		fp_sampler_forget_pids(a->ag_sampler);
 }
 
 static void on_sample(const struct fp_bpf_sample *s, const void *u, const void *k, void *arg)
@@ -431,10 +441,11 @@ int main(int argc, char **argv)
 	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_server)))
 		goto cleanup;
 	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency, .so_pid = a.ag_o.ao_pid,
-				       .so_ringbuf_bytes = 1 << 20, .so_fn = on_sample,
+				       .so_ringbuf_bytes = 0, .so_fn = on_sample,
 				       .so_arg = &a };
 	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
 		goto cleanup;
+	fp_collector_set_known_fn(a.ag_collector, on_known, &a);
 	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
 		a.ag_o.ao_pid ? " (one process)" : "", a.ag_o.ao_server, a.ag_o.ao_interval_s);
 	a.ag_next_cut_ns = now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;

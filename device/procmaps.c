@@ -30,6 +30,7 @@ int fp_procmaps_parse_line(const char *line, struct fp_vma *out, int *exec)
 		return -ENOMEM;
 	v.fv_start = start, v.fv_end = end, v.fv_pgoff = pgoff, v.fv_inode = inode;
 	v.fv_dev_major = major, v.fv_dev_minor = minor;
+	v.fv_cookie = UINT32_MAX;
 	*exec = perms[2] == 'x';
 	*out = v;
 	return 0;

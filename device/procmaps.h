@@ -16,6 +16,7 @@ struct fp_vma {
 	char *fv_path;              /* owned; "" for anonymous memory */
 	int fv_build_id_state;      /* 0 not read yet, 1 read, -1 none */
 	struct fp_build_id fv_build_id;
+	uint32_t fv_cookie;         /* the caller's, UINT32_MAX until set */
 };
 
 struct fp_procmaps {

@@ -18,6 +18,7 @@ struct fp_sampler {
 	struct stacks_bpf *sm_skel;
 	struct ring_buffer *sm_rb;
 	struct bpf_link **sm_links;
+	struct bpf_link *sm_exec_link, *sm_exit_link; /* NULL: no known pids */
 	int *sm_pfds;
 	int sm_ncpus;
 	fp_sample_fn sm_fn;
@@ -30,7 +31,8 @@ static int sampler_record(void *ctx, void *data, size_t len)
 	const struct fp_bpf_sample *hdr = data;
 	const unsigned char *p = data;
 
-	if (len < sizeof(*hdr) || hdr->ustack_bytes > FP_USTACK_BYTES ||
+	if (len < sizeof(*hdr) ||
+	    hdr->ustack_bytes > (hdr->flags & FP_SAMPLE_USER_RAW ? FP_STACK_DEPTH * 8 : FP_USTACK_BYTES) ||
 	    hdr->kstack_bytes > FP_KSTACK_BYTES ||
 	    len < sizeof(*hdr) + hdr->ustack_bytes + hdr->kstack_bytes)
 		return 0;
@@ -86,6 +88,18 @@ bad:
 	return -EINVAL;
 }
 
+/* About a second of samples at a typical 1 KiB each: the agent drains the
+ * buffer every 100 ms, and the BPF program wakes it when half full, so
+ * nothing is lost short of a stall; memory stays small at low rates. */
+static size_t ringbuf_size(uint32_t frequency, int ncpus)
+{
+	size_t want = (size_t)frequency * ncpus * 1024, size = 64 * 1024;
+
+	while (size < want && size < (64u << 20))
+		size *= 2;
+	return size;
+}
+
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG)
@@ -100,6 +114,8 @@ void fp_sampler_close(struct fp_sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->sm_rb);
+	bpf_link__destroy(s->sm_exec_link);
+	bpf_link__destroy(s->sm_exit_link);
 	for (i = 0; i < s->sm_ncpus; i++) {
 		bpf_link__destroy(s->sm_links[i]);
 		if (s->sm_pfds[i] >= 0)
@@ -115,6 +131,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 {
 	struct fp_sampler *s;
 	bool *online = NULL;
+	size_t rb_bytes;
 	int nonline = 0, i, err;
 
 	libbpf_set_print(libbpf_quiet);
@@ -145,9 +162,11 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		fp_warnx("cannot open the BPF object: %s", strerror(-err));
 		goto fail;
 	}
+	rb_bytes = o->so_ringbuf_bytes ? o->so_ringbuf_bytes :
+					 ringbuf_size(o->so_frequency, s->sm_ncpus);
 	s->sm_skel->rodata->target_pid = o->so_pid;
-	s->sm_skel->rodata->wakeup_bytes = o->so_ringbuf_bytes / 2;
-	bpf_map__set_max_entries(s->sm_skel->maps.samples, o->so_ringbuf_bytes);
+	s->sm_skel->rodata->wakeup_bytes = rb_bytes / 2;
+	bpf_map__set_max_entries(s->sm_skel->maps.samples, rb_bytes);
 
 	/* Load & verify */
 	err = stacks_bpf__load(s->sm_skel);
@@ -189,6 +208,19 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	}
 	free(online);
 	online = NULL;
+
+	/* Attach the exec/exit hooks that keep known_pids honest; without them
+	 * every frame goes through the kernel's build-ID lookup. */
+	s->sm_exec_link = bpf_program__attach_raw_tracepoint(s->sm_skel->progs.fp_exec,
+							     "sched_process_exec");
+	s->sm_exit_link = bpf_program__attach_raw_tracepoint(s->sm_skel->progs.fp_exit,
+							     "sched_process_exit");
+	if (!s->sm_exec_link || !s->sm_exit_link) {
+		fp_warnx("exec/exit hooks unavailable: all user frames resolved by the kernel");
+		bpf_link__destroy(s->sm_exec_link);
+		bpf_link__destroy(s->sm_exit_link);
+		s->sm_exec_link = s->sm_exit_link = NULL;
+	}
 
 	s->sm_rb = ring_buffer__new(bpf_map__fd(s->sm_skel->maps.samples), sampler_record, s, NULL);
 	if (!s->sm_rb) {
@@ -235,6 +267,32 @@ int fp_sampler_counters(struct fp_sampler *s, uint64_t out[FP_CNT_MAX])
 	}
 	free(vals);
 	return 0;
+}
+
+void fp_sampler_mark_pid(struct fp_sampler *s, uint32_t pid, int known)
+{
+	__u32 one = 1;
+
+	if (!s->sm_exec_link)
+		return;
+	if (known)
+		bpf_map__update_elem(s->sm_skel->maps.known_pids, &pid, sizeof(pid), &one,
+				     sizeof(one), BPF_ANY);
+	else
+		bpf_map__delete_elem(s->sm_skel->maps.known_pids, &pid, sizeof(pid), 0);
+}
+
+void fp_sampler_forget_pids(struct fp_sampler *s)
+{
+	int fd = bpf_map__fd(s->sm_skel->maps.known_pids);
+	__u32 key, next;
+
+	/* Deleting while iterating restarts the walk at the first key. */
+	while (bpf_map_get_next_key(fd, NULL, &next) == 0) {
+		key = next;
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+	}
 }
 
 static uint64_t map_bytes(const struct bpf_map *m, int ncpus)

@@ -17,7 +17,7 @@ struct fp_sampler;
 struct fp_sampler_opts {
 	uint32_t so_frequency;      /* Hz per CPU */
 	uint32_t so_pid;            /* 0: every process */
-	size_t so_ringbuf_bytes;    /* power of two, >= page size */
+	size_t so_ringbuf_bytes;    /* 0: sized by frequency and CPU count */
 	fp_sample_fn so_fn;
 	void *so_arg;
 };
@@ -34,6 +34,15 @@ int fp_sampler_poll(struct fp_sampler *s, int timeout_ms);
 
 /* fp_sampler_counters: totals of enum fp_bpf_counter over all CPUs. */
 int fp_sampler_counters(struct fp_sampler *s, uint64_t out[FP_CNT_MAX]);
+
+/* fp_sampler_mark_pid: tell the BPF program whether the agent holds pid's
+ * mappings (then its user frames come as plain addresses) or not (the
+ * kernel resolves them to build-IDs).  No effect when the exec/exit hooks
+ * could not be attached, since stale mappings could then go unnoticed. */
+void fp_sampler_mark_pid(struct fp_sampler *s, uint32_t pid, int known);
+
+/* fp_sampler_forget_pids: every pid back to build-ID frames. */
+void fp_sampler_forget_pids(struct fp_sampler *s);
 
 struct fp_sampler_stats {
 	uint64_t ss_run_ns;         /* BPF program run time (needs kernel.bpf_stats_enabled) */

@@ -74,6 +74,14 @@ static int parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi, 
 	return 0;
 }
 
+static void on_known(uint32_t pid, int known, void *arg)
+{
+	if (pid)
+		fp_sampler_mark_pid(arg, pid, known);
+	else
+		fp_sampler_forget_pids(arg);
+}
+
 static void on_sample(const struct fp_bpf_sample *s, const void *u, const void *k, void *arg)
 {
 	fp_collector_add(arg, s, u, k);
@@ -155,9 +163,11 @@ int fp_cmd_record(int argc, char **argv)
 		err = fp_collector_alloc(&col, "/proc", "/var/lib/docker", &kernel);
 	if (!err) {
 		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pid = pid,
-					      .so_ringbuf_bytes = 1 << 22, .so_fn = on_sample,
+					      .so_ringbuf_bytes = 0, .so_fn = on_sample,
 					      .so_arg = col };
 		err = fp_sampler_open(&smp, &so);
+		if (!err)
+			fp_collector_set_known_fn(col, on_known, smp);
 	}
 	if (!err) {
 		struct fp_resolver_opts ro = { .ro_cache_dir = cache, .ro_debug_dir = "/usr/lib/debug",
