@@ -97,12 +97,9 @@ void fp_batch_fini(struct fp_batch *b)
 	if (b->fb_threads)
 		for (i = 0; i < b->fb_nthreads; i++)
 			free(b->fb_threads[i].ft_container);
-	if (b->fb_stacks)
-		for (i = 0; i < b->fb_nstacks; i++)
-			free(b->fb_stacks[i].fs_frames);
 	free(b->fb_mappings);
 	free(b->fb_threads);
-	free(b->fb_stacks);
+	free(b->fb_nodes);
 	free(b->fb_counts);
 	memset(b, 0, sizeof(*b));
 }

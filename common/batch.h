@@ -4,8 +4,8 @@
  * and back, and the symbolizer (or `fleetprof record`, in-process) consumes
  * them.  Every id below is assigned by the agent and unique within one
  * session (one run of the agent, see fp_hello.session).  A definition
- * (mapping, thread, stack) is sent once per session; later batches refer to
- * it by id only.
+ * (mapping, thread, stack trie node) is sent once per session; later
+ * batches refer to it by id only.
  */
 #ifndef FP_BATCH_H
 #define FP_BATCH_H
@@ -16,7 +16,7 @@
 #define FP_PROTO_VERSION 1
 #define FP_BUILD_ID_MAX 20   /* GNU build-IDs are 20 bytes (SHA-1) or fewer */
 #define FP_COMM_LEN 16       /* TASK_COMM_LEN */
-#define FP_MAX_FRAMES 254    /* 127 kernel + 127 user */
+#define FP_MAX_FRAMES 254    /* 127 kernel + 127 user: the deepest trie path */
 #define FP_MAPPING_NONE UINT32_MAX /* frame.mapping of an unmapped address */
 
 enum fp_mapping_kind {
@@ -52,15 +52,23 @@ struct fp_frame {
 	uint64_t ff_offset;         /* see enum fp_mapping_kind; raw address if NONE */
 };
 
-struct fp_stack {
-	uint32_t fs_id;
-	uint32_t fs_thread;         /* thread id */
-	uint32_t fs_nframes;        /* <= FP_MAX_FRAMES */
-	struct fp_frame *fs_frames; /* owned; leaf first: kernel frames, then user */
+#define FP_NODE_NONE UINT32_MAX    /* no node: outermost frame, or no frames */
+
+/* One node of a session's stack trie: a frame and the node of its caller.
+ * A stack is named by its innermost (leaf) node; following fn_parent from
+ * there gives its frames, leaf first (kernel frames, then user frames).
+ * Stacks that share callers share nodes, so a new stack usually costs one
+ * or two nodes.  A node's parent is always defined before it. */
+struct fp_node {
+	uint32_t fn_id;
+	uint32_t fn_parent;         /* node id, or FP_NODE_NONE */
+	struct fp_frame fn_frame;
 };
 
+/* fc_count samples of thread fc_thread with the stack ending in fc_node. */
 struct fp_count {
-	uint32_t fc_stack;
+	uint32_t fc_thread;
+	uint32_t fc_node;           /* leaf node id, or FP_NODE_NONE (no frames) */
 	uint32_t fc_count;
 };
 
@@ -92,10 +100,10 @@ struct fp_batch {
 	uint64_t fb_start_ns;       /* CLOCK_REALTIME, unix nanoseconds */
 	uint64_t fb_end_ns;
 	uint64_t fb_period_ns;      /* 1e9 / frequency */
-	size_t fb_nmappings, fb_nthreads, fb_nstacks, fb_ncounts;
+	size_t fb_nmappings, fb_nthreads, fb_nnodes, fb_ncounts;
 	struct fp_mapping *fb_mappings; /* new definitions only */
 	struct fp_thread *fb_threads;
-	struct fp_stack *fb_stacks;
+	struct fp_node *fb_nodes;       /* parents before children */
 	struct fp_count *fb_counts;     /* may refer to definitions of earlier batches */
 	struct fp_lost fb_lost;
 };
@@ -129,7 +137,7 @@ enum fp_reply_status {
 /* The symbolizer's answer to every request. */
 struct fp_reply {
 	uint8_t fr_status;          /* enum fp_reply_status */
-	uint64_t fr_seq;            /* seq of the acknowledged batch, 0 otherwise */
+	uint64_t fr_seq;            /* seq of the batch answered (OK or NEED_HELLO), else 0 */
 	char *fr_error;             /* owned; NULL unless rejected */
 	size_t fr_nwant;            /* build-IDs whose kallsyms the server wants */
 	struct fp_build_id *fr_want;
@@ -139,6 +147,7 @@ struct fp_reply {
 void fp_build_id_hex(const struct fp_build_id *id, char *buf);
 /* fp_build_id_parse: parse hex; 0 or -EINVAL. */
 int fp_build_id_parse(const char *hex, struct fp_build_id *id);
+/* fp_build_id_eq: non-zero when a and b are the same build-ID. */
 int fp_build_id_eq(const struct fp_build_id *a, const struct fp_build_id *b);
 
 /* *_fini release what the structure owns (not the structure itself). */

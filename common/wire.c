@@ -23,7 +23,7 @@
 #define WIRE_MAX_LABELS 64
 #define WIRE_MAX_KSYMS 1000000   /* symbols per FP_MSG_KSYMS message */
 #define WIRE_MAX_WANT 4096       /* build-IDs per reply */
-#define WIRE_FRAME_NONE (-1)     /* FP_MAPPING_NONE on the wire: one byte */
+#define WIRE_NONE (-1)           /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
 #define WIRE_ZONE_CHUNK 8192
 
 /* Body keys.  Never renumber: add new keys at the end. */
@@ -48,7 +48,7 @@ enum {
 	BATCH_PERIOD_NS = 5,
 	BATCH_MAPPINGS = 6,
 	BATCH_THREADS = 7,
-	BATCH_STACKS = 8,
+	BATCH_NODES = 8,
 	BATCH_COUNTS = 9,
 	BATCH_LOST = 10,
 	BATCH_NKEYS
@@ -73,10 +73,13 @@ enum {
 	REPLY_NKEYS
 };
 
+/* Flat tuple lists: elements per entry. */
+#define NODE_WIDTH 4     /* id delta, parent delta, mapping, offset */
+#define COUNT_WIDTH 3    /* thread, node, count */
+
 /* Minimum lengths of the array records; later revisions may append. */
 #define MAPPING_FIELDS 4 /* id, kind, build_id, path */
 #define THREAD_FIELDS 7  /* id, pid, tid, cgroup, comm, process, container */
-#define STACK_FIELDS 3   /* id, thread, frames */
 #define LOST_FIELDS 4    /* samples, stack_errors, batches, samples_dropped */
 
 const char *fp_wire_strerror(int err)
@@ -309,26 +312,35 @@ static void enc_thread(struct enc *e, const struct fp_thread *t)
 	enc_str(e, t->ft_container);
 }
 
-static void enc_stack(struct enc *e, const struct fp_stack *s)
+static void enc_none_or_uint(struct enc *e, uint32_t v, uint32_t none)
 {
-	uint32_t i;
+	if (v == none)
+		enc_check(e, msgpack_pack_int64(&e->e_pk, WIRE_NONE));
+	else
+		enc_uint(e, v);
+}
 
-	if (s->fs_nframes > FP_MAX_FRAMES || (s->fs_nframes && !s->fs_frames)) {
-		enc_fail(e, -EINVAL);
-		return;
-	}
-	enc_array(e, STACK_FIELDS);
-	enc_uint(e, s->fs_id);
-	enc_uint(e, s->fs_thread);
-	enc_array(e, 2 * (size_t)s->fs_nframes);
-	for (i = 0; i < s->fs_nframes; i++) {
-		const struct fp_frame *f = &s->fs_frames[i];
+/* Nodes come in id order mostly, each right after its parent: ids and
+ * parents travel as differences, one byte each in the common case. */
+static void enc_nodes(struct enc *e, const struct fp_node *nodes, size_t n)
+{
+	int64_t prev = 0;
+	size_t i;
 
-		if (f->ff_mapping == FP_MAPPING_NONE)
-			enc_check(e, msgpack_pack_int64(&e->e_pk, WIRE_FRAME_NONE));
-		else
-			enc_uint(e, f->ff_mapping);
-		enc_uint(e, f->ff_offset);
+	enc_array(e, NODE_WIDTH * n);
+	for (i = 0; i < n && !e->e_err; i++) {
+		const struct fp_node *nd = &nodes[i];
+
+		if (nd->fn_id == FP_NODE_NONE || nd->fn_parent == nd->fn_id) {
+			enc_fail(e, -EINVAL);
+			return;
+		}
+		enc_check(e, msgpack_pack_int64(&e->e_pk, (int64_t)nd->fn_id - prev));
+		enc_check(e, msgpack_pack_int64(&e->e_pk, nd->fn_parent == FP_NODE_NONE ?
+								  0 : (int64_t)nd->fn_id - nd->fn_parent));
+		enc_none_or_uint(e, nd->fn_frame.ff_mapping, FP_MAPPING_NONE);
+		enc_uint(e, nd->fn_frame.ff_offset);
+		prev = nd->fn_id;
 	}
 }
 
@@ -344,15 +356,15 @@ int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
 	size_t i;
 
 	if ((b->fb_nmappings && !b->fb_mappings) || (b->fb_nthreads && !b->fb_threads) ||
-	    (b->fb_nstacks && !b->fb_stacks) || (b->fb_ncounts && !b->fb_counts))
+	    (b->fb_nnodes && !b->fb_nodes) || (b->fb_ncounts && !b->fb_counts))
 		return -EINVAL;
 	/* Each entry costs at least one byte, so larger counts cannot fit. */
 	if (b->fb_nmappings > FP_WIRE_MAX_MESSAGE || b->fb_nthreads > FP_WIRE_MAX_MESSAGE ||
-	    b->fb_nstacks > FP_WIRE_MAX_MESSAGE || b->fb_ncounts > FP_WIRE_MAX_MESSAGE)
+	    b->fb_nnodes > FP_WIRE_MAX_MESSAGE || b->fb_ncounts > FP_WIRE_MAX_MESSAGE)
 		return -EMSGSIZE;
 	enc_init(&e);
 	enc_envelope(&e, FP_MSG_SAMPLES,
-		     5 + (b->fb_nmappings > 0) + (b->fb_nthreads > 0) + (b->fb_nstacks > 0) +
+		     5 + (b->fb_nmappings > 0) + (b->fb_nthreads > 0) + (b->fb_nnodes > 0) +
 			     (b->fb_ncounts > 0) + !lost_is_zero(&b->fb_lost));
 	enc_key(&e, BATCH_SESSION);
 	enc_uint(&e, b->fb_session);
@@ -376,17 +388,16 @@ int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
 		for (i = 0; i < b->fb_nthreads && !e.e_err; i++)
 			enc_thread(&e, &b->fb_threads[i]);
 	}
-	if (b->fb_nstacks) {
-		enc_key(&e, BATCH_STACKS);
-		enc_array(&e, b->fb_nstacks);
-		for (i = 0; i < b->fb_nstacks && !e.e_err; i++)
-			enc_stack(&e, &b->fb_stacks[i]);
+	if (b->fb_nnodes) {
+		enc_key(&e, BATCH_NODES);
+		enc_nodes(&e, b->fb_nodes, b->fb_nnodes);
 	}
 	if (b->fb_ncounts) {
 		enc_key(&e, BATCH_COUNTS);
-		enc_array(&e, 2 * b->fb_ncounts);
+		enc_array(&e, COUNT_WIDTH * b->fb_ncounts);
 		for (i = 0; i < b->fb_ncounts && !e.e_err; i++) {
-			enc_uint(&e, b->fb_counts[i].fc_stack);
+			enc_uint(&e, b->fb_counts[i].fc_thread);
+			enc_none_or_uint(&e, b->fb_counts[i].fc_node, FP_NODE_NONE);
 			enc_uint(&e, b->fb_counts[i].fc_count);
 		}
 	}
@@ -821,20 +832,27 @@ static int obj_array(const msgpack_object *o, uint32_t min, const msgpack_object
 }
 
 /* A flat array of pairs: even length, at most max pairs. */
-static int obj_pairs(const msgpack_object *o, size_t max, const msgpack_object **elems,
-		     size_t *npairs)
+/* obj_tuples: a flat list of width-element entries, at most max of them. */
+static int obj_tuples(const msgpack_object *o, uint32_t width, size_t max,
+		      const msgpack_object **elems, size_t *nentries)
 {
 	uint32_t n;
 	int err = obj_array(o, 0, elems, &n);
 
 	if (err)
 		return err;
-	if (n % 2 != 0)
+	if (n % width != 0)
 		return FP_WIRE_EFIELD;
-	if (n / 2 > max)
+	if (n / width > max)
 		return FP_WIRE_ETOOBIG;
-	*npairs = n / 2;
+	*nentries = n / width;
 	return 0;
+}
+
+static int obj_pairs(const msgpack_object *o, size_t max, const msgpack_object **elems,
+		     size_t *npairs)
+{
+	return obj_tuples(o, 2, max, elems, npairs);
 }
 
 /* calloc that treats zero elements as "nothing", so empty lists stay NULL. */
@@ -918,37 +936,67 @@ static int thread_from_obj(const msgpack_object *o, struct fp_thread *t)
 	return obj_strdup(&a[6], &t->ft_container);
 }
 
-static int frame_mapping_from_obj(const msgpack_object *o, uint32_t *mapping)
+/* obj_none_or_u32: a u32 other than none, or WIRE_NONE meaning none.  The
+ * sentinel has one spelling only, so that re-encoding is exact. */
+static int obj_none_or_u32(const msgpack_object *o, uint32_t none, uint32_t *v)
 {
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 == WIRE_FRAME_NONE) {
-		*mapping = FP_MAPPING_NONE;
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 == WIRE_NONE) {
+		*v = none;
 		return 0;
 	}
-	/* The sentinel has one spelling only, so that re-encoding is exact. */
-	if (obj_u32(o, mapping) || *mapping == FP_MAPPING_NONE)
+	if (obj_u32(o, v) || *v == none)
 		return FP_WIRE_EFIELD;
 	return 0;
 }
 
-static int stack_from_obj(const msgpack_object *o, struct fp_stack *s)
+static int obj_i64(const msgpack_object *o, int64_t *v)
 {
-	const msgpack_object *a, *frames;
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return 0;
+	}
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > INT64_MAX)
+		return FP_WIRE_EFIELD;
+	*v = (int64_t)o->via.u64;
+	return 0;
+}
+
+/* id = previous id + delta, parent = id - delta (0: none); both must be
+ * valid node ids, and a node cannot be its own parent. */
+static int nodes_from_obj(const msgpack_object *o, struct fp_batch *b)
+{
+	const msgpack_object *a;
+	int64_t prev = 0, id_delta, parent_delta;
 	size_t n, i;
-	uint32_t nfields;
 	void *p;
 	int err;
 
-	if ((err = obj_array(o, STACK_FIELDS, &a, &nfields)) || (err = obj_u32(&a[0], &s->fs_id)) ||
-	    (err = obj_u32(&a[1], &s->fs_thread)) ||
-	    (err = obj_pairs(&a[2], FP_MAX_FRAMES, &frames, &n)) ||
-	    (err = alloc_array(n, sizeof(struct fp_frame), &p)))
+	if ((err = obj_tuples(o, NODE_WIDTH, SIZE_MAX, &a, &n)) ||
+	    (err = alloc_array(n, sizeof(struct fp_node), &p)))
 		return err;
-	s->fs_frames = p;
-	s->fs_nframes = (uint32_t)n;
+	b->fb_nodes = p;
+	b->fb_nnodes = n;
 	for (i = 0; i < n; i++) {
-		if ((err = frame_mapping_from_obj(&frames[2 * i], &s->fs_frames[i].ff_mapping)) ||
-		    (err = obj_u64(&frames[2 * i + 1], &s->fs_frames[i].ff_offset)))
+		struct fp_node *nd = &b->fb_nodes[i];
+		const msgpack_object *t = &a[NODE_WIDTH * i];
+		int64_t id, parent;
+
+		if ((err = obj_i64(&t[0], &id_delta)) || (err = obj_i64(&t[1], &parent_delta)) ||
+		    (err = obj_none_or_u32(&t[2], FP_MAPPING_NONE, &nd->fn_frame.ff_mapping)) ||
+		    (err = obj_u64(&t[3], &nd->fn_frame.ff_offset)))
 			return err;
+		if (id_delta < -(int64_t)UINT32_MAX || id_delta > (int64_t)UINT32_MAX)
+			return FP_WIRE_EFIELD;
+		id = prev + id_delta;
+		parent = id - parent_delta;
+		if (id < 0 || id >= FP_NODE_NONE ||
+		    (parent_delta && (parent_delta < -(int64_t)UINT32_MAX ||
+				      parent_delta > (int64_t)UINT32_MAX || parent < 0 ||
+				      parent >= FP_NODE_NONE)))
+			return FP_WIRE_EFIELD;
+		nd->fn_id = (uint32_t)id;
+		nd->fn_parent = parent_delta ? (uint32_t)parent : FP_NODE_NONE;
+		prev = id;
 	}
 	return 0;
 }
@@ -960,14 +1008,18 @@ static int counts_from_obj(const msgpack_object *o, struct fp_batch *b)
 	void *p;
 	int err;
 
-	if ((err = obj_pairs(o, SIZE_MAX, &a, &n)) ||
+	if ((err = obj_tuples(o, COUNT_WIDTH, SIZE_MAX, &a, &n)) ||
 	    (err = alloc_array(n, sizeof(struct fp_count), &p)))
 		return err;
 	b->fb_counts = p;
 	b->fb_ncounts = n;
 	for (i = 0; i < n; i++) {
-		if ((err = obj_u32(&a[2 * i], &b->fb_counts[i].fc_stack)) ||
-		    (err = obj_u32(&a[2 * i + 1], &b->fb_counts[i].fc_count)))
+		struct fp_count *c = &b->fb_counts[i];
+		const msgpack_object *t = &a[COUNT_WIDTH * i];
+
+		if ((err = obj_u32(&t[0], &c->fc_thread)) ||
+		    (err = obj_none_or_u32(&t[1], FP_NODE_NONE, &c->fc_node)) ||
+		    (err = obj_u32(&t[2], &c->fc_count)))
 			return err;
 	}
 	return 0;
@@ -1021,16 +1073,8 @@ static int batch_from_body(const msgpack_object *body, struct fp_batch *b)
 			if ((err = thread_from_obj(&a[i], &b->fb_threads[i])))
 				return err;
 	}
-	if (f[BATCH_STACKS]) {
-		if ((err = obj_array(f[BATCH_STACKS], 0, &a, &n)) ||
-		    (err = alloc_array(n, sizeof(struct fp_stack), &p)))
-			return err;
-		b->fb_stacks = p;
-		b->fb_nstacks = n;
-		for (i = 0; i < n; i++)
-			if ((err = stack_from_obj(&a[i], &b->fb_stacks[i])))
-				return err;
-	}
+	if (f[BATCH_NODES] && (err = nodes_from_obj(f[BATCH_NODES], b)))
+		return err;
 	if (f[BATCH_COUNTS] && (err = counts_from_obj(f[BATCH_COUNTS], b)))
 		return err;
 	if (f[BATCH_LOST] && (err = lost_from_obj(f[BATCH_LOST], &b->fb_lost)))

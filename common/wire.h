@@ -11,7 +11,10 @@
 
 #include "batch.h"
 
-#define FP_WIRE_MAX_MESSAGE (64u << 20) /* largest message either side accepts */
+/* The largest message either side accepts.  Decoding costs up to about 24
+ * bytes per msgpack item, so this also bounds what one hostile message can
+ * make the symbolizer allocate (under 200 MiB). */
+#define FP_WIRE_MAX_MESSAGE (8u << 20)
 
 enum fp_msg_type {
 	FP_MSG_HELLO = 1,
@@ -32,6 +35,8 @@ enum fp_wire_error {
 
 const char *fp_wire_strerror(int err);
 
+/* fp_wire_encode_*: 0, -EINVAL (a value the decoder would refuse),
+ * -EMSGSIZE (over FP_WIRE_MAX_MESSAGE) or -ENOMEM. */
 int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len);
 int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len);
 int fp_wire_encode_ksyms(const struct fp_ksyms *k, char **buf, size_t *len);

@@ -1,4 +1,5 @@
-/* collector.c: interning of mappings, threads and stacks; interval counts. */
+/* collector.c: interning of mappings, threads and stack trie nodes;
+ * interval counts. */
 #include "collector.h"
 #include "container.h"
 #include "intern.h"
@@ -33,10 +34,15 @@ struct thread_key {
 	char tk_comm[FP_COMM_LEN];
 };
 
-struct stack_key {
-	uint32_t sk_thread;
-	uint32_t sk_nframes;
-	struct fp_frame sk_frames[];
+struct node_key {
+	uint32_t nk_parent;
+	uint32_t nk_mapping;
+	uint64_t nk_offset;
+};
+
+struct pair_key { /* what a count is of */
+	uint32_t pk_thread;
+	uint32_t pk_node;
 };
 
 struct thread_info {
@@ -56,28 +62,26 @@ struct proc_entry {
 struct fp_collector {
 	const char *cl_proc, *cl_docker;
 	const struct fp_kernel *cl_kernel;
-	struct fp_intern *cl_mappings, *cl_threads, *cl_stacks, *cl_procs, *cl_paths;
-	uint8_t *cl_mstate, *cl_tstate, *cl_sstate;
-	size_t cl_mstate_cap, cl_tstate_cap, cl_sstate_cap;
+	struct fp_intern *cl_mappings, *cl_threads, *cl_nodes, *cl_pairs, *cl_procs, *cl_paths;
+	uint8_t *cl_mstate, *cl_tstate, *cl_nstate;
+	size_t cl_mstate_cap, cl_tstate_cap, cl_nstate_cap;
 	struct thread_info *cl_tinfo;
 	size_t cl_tinfo_cap;
 	struct proc_entry *cl_procv;
 	size_t cl_procv_cap;
 	char **cl_pathv; /* build-ID -> path, by cl_paths id */
 	size_t cl_pathv_cap;
-	uint32_t *cl_counts; /* by stack id, this interval */
+	uint32_t *cl_counts; /* by pair id, this interval */
 	size_t cl_counts_cap;
-	uint32_t *cl_touched; /* stack ids with a count this interval */
+	uint32_t *cl_touched; /* pair ids with a count this interval */
 	size_t cl_ntouched, cl_touched_cap;
 	uint64_t cl_cuts;
 	uint64_t cl_interval_start_ns;
 	int cl_oom; /* samples dropped for lack of memory */
 	fp_known_fn cl_known_fn;
 	void *cl_known_arg;
-	union {
-		struct stack_key sk;
-		unsigned char bytes[sizeof(struct stack_key) + FP_MAX_FRAMES * sizeof(struct fp_frame)];
-	} cl_scratch;
+	struct fp_frame cl_frames[FP_MAX_FRAMES]; /* the sample being added */
+	uint32_t *cl_chain; /* scratch for fp_collector_batch */
 };
 
 /* grow: make room for need elements in a zero-filled array. */
@@ -111,7 +115,8 @@ int fp_collector_alloc(struct fp_collector **out, const char *proc, const char *
 	c->cl_docker = docker_root;
 	c->cl_kernel = k;
 	if (fp_intern_alloc(&c->cl_mappings) || fp_intern_alloc(&c->cl_threads) ||
-	    fp_intern_alloc(&c->cl_stacks) || fp_intern_alloc(&c->cl_procs) ||
+	    fp_intern_alloc(&c->cl_nodes) || fp_intern_alloc(&c->cl_pairs) ||
+	    fp_intern_alloc(&c->cl_procs) ||
 	    fp_intern_alloc(&c->cl_paths)) {
 		fp_collector_free(c);
 		return -ENOMEM;
@@ -142,7 +147,8 @@ static void procs_clear(struct fp_collector *c)
 		c->cl_known_fn(0, 0, c->cl_known_arg);
 	for (i = 0; i < n; i++)
 		fp_procmaps_free(c->cl_procv[i].pe_maps);
-	memset(c->cl_procv, 0, c->cl_procv_cap * sizeof(*c->cl_procv));
+	if (c->cl_procv) /* memset(NULL, 0, 0) is undefined */
+		memset(c->cl_procv, 0, c->cl_procv_cap * sizeof(*c->cl_procv));
 	fp_intern_clear(c->cl_procs);
 }
 
@@ -161,12 +167,14 @@ void fp_collector_free(struct fp_collector *c)
 		free(c->cl_pathv[i]);
 	fp_intern_free(c->cl_mappings);
 	fp_intern_free(c->cl_threads);
-	fp_intern_free(c->cl_stacks);
+	fp_intern_free(c->cl_nodes);
+	fp_intern_free(c->cl_pairs);
 	fp_intern_free(c->cl_procs);
 	fp_intern_free(c->cl_paths);
 	free(c->cl_mstate);
 	free(c->cl_tstate);
-	free(c->cl_sstate);
+	free(c->cl_nstate);
+	free(c->cl_chain);
 	free(c->cl_tinfo);
 	free(c->cl_procv);
 	free(c->cl_pathv);
@@ -356,14 +364,13 @@ static int thread_get(struct fp_collector *c, const struct fp_bpf_sample *s, uin
 static int add_build_id_frames(struct fp_collector *c, const struct fp_bpf_sample *s,
 			       const void *ustack, uint32_t *n)
 {
-	struct stack_key *sk = &c->cl_scratch.sk;
 	struct proc_entry *pe;
 	uint32_t i;
 
 	for (i = 0; i < s->ustack_bytes / sizeof(struct bpf_stack_build_id) && *n < FP_MAX_FRAMES;
 	     i++) {
 		struct bpf_stack_build_id u;
-		struct fp_frame *f = &sk->sk_frames[*n];
+		struct fp_frame *f = &c->cl_frames[*n];
 
 		memcpy(&u, (const char *)ustack + i * sizeof(u), sizeof(u));
 		if (u.status == BPF_STACK_BUILD_ID_VALID) {
@@ -399,22 +406,37 @@ static int add_build_id_frames(struct fp_collector *c, const struct fp_bpf_sampl
 	return 0;
 }
 
+/* node_chain: intern the frames as a path of the trie, outermost first;
+ * *leaf is the innermost node (FP_NODE_NONE without frames). */
+static int node_chain(struct fp_collector *c, uint32_t n, uint32_t *leaf)
+{
+	uint32_t parent = FP_NODE_NONE, i;
+
+	for (i = n; i-- > 0;) {
+		struct node_key k = { parent, c->cl_frames[i].ff_mapping,
+				      c->cl_frames[i].ff_offset };
+		if (fp_intern_get(c->cl_nodes, &k, sizeof(k), &parent, NULL) ||
+		    grow(&c->cl_nstate, &c->cl_nstate_cap, (size_t)parent + 1, 1))
+			return -ENOMEM;
+	}
+	*leaf = parent;
+	return 0;
+}
+
 void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,
 		      const void *kstack)
 {
-	struct stack_key *sk = &c->cl_scratch.sk;
-	uint32_t n = 0, i, stack;
-	int added;
+	struct pair_key pk = { 0 };
+	uint32_t n = 0, i, pair;
 
-	memset(&c->cl_scratch, 0, sizeof(c->cl_scratch));
-	if (thread_get(c, s, &sk->sk_thread))
+	if (thread_get(c, s, &pk.pk_thread))
 		goto oom;
 	for (i = 0; i < s->kstack_bytes / 8 && n < FP_MAX_FRAMES; i++) {
 		uint64_t ip;
 		memcpy(&ip, (const char *)kstack + i * 8, 8);
 		if (!ip)
 			break;
-		if (kernel_frame(c, ip, &sk->sk_frames[n++]))
+		if (kernel_frame(c, ip, &c->cl_frames[n++]))
 			goto oom;
 	}
 	if (s->flags & FP_SAMPLE_USER_RAW) {
@@ -422,26 +444,24 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 		for (i = 0; i < s->ustack_bytes / 8 && n < FP_MAX_FRAMES; i++) {
 			uint64_t ip;
 			memcpy(&ip, (const char *)ustack + i * 8, 8);
-			if (user_frame_by_ip(c, pe, s->pid, ip, &sk->sk_frames[n++]))
+			if (user_frame_by_ip(c, pe, s->pid, ip, &c->cl_frames[n++]))
 				goto oom;
 		}
 	} else {
 		if (add_build_id_frames(c, s, ustack, &n))
 			goto oom;
 	}
-	sk->sk_nframes = n;
-	if (fp_intern_get(c->cl_stacks, sk, sizeof(*sk) + n * sizeof(struct fp_frame), &stack,
-			  &added) ||
-	    grow(&c->cl_sstate, &c->cl_sstate_cap, (size_t)stack + 1, 1) ||
-	    grow(&c->cl_counts, &c->cl_counts_cap, (size_t)stack + 1, sizeof(*c->cl_counts)))
+	if (node_chain(c, n, &pk.pk_node) ||
+	    fp_intern_get(c->cl_pairs, &pk, sizeof(pk), &pair, NULL) ||
+	    grow(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1, sizeof(*c->cl_counts)))
 		goto oom;
-	if (c->cl_counts[stack] == 0) {
+	if (c->cl_counts[pair] == 0) {
 		if (grow(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
 			 sizeof(*c->cl_touched)))
 			goto oom;
-		c->cl_touched[c->cl_ntouched++] = stack;
+		c->cl_touched[c->cl_ntouched++] = pair;
 	}
-	c->cl_counts[stack]++;
+	c->cl_counts[pair]++;
 	return;
 oom:
 	c->cl_oom++;
@@ -462,10 +482,13 @@ int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns,
 			return -ENOMEM;
 	}
 	for (i = 0; i < c->cl_ntouched; i++) {
-		uint32_t s = c->cl_touched[i];
-		n.fi_counts[i] = (struct fp_count){ s, c->cl_counts[s] };
-		n.fi_samples += c->cl_counts[s];
-		c->cl_counts[s] = 0;
+		uint32_t p = c->cl_touched[i];
+		size_t len;
+		const struct pair_key *pk = fp_intern_key(c->cl_pairs, p, &len);
+
+		n.fi_counts[i] = (struct fp_count){ pk->pk_thread, pk->pk_node, c->cl_counts[p] };
+		n.fi_samples += c->cl_counts[p];
+		c->cl_counts[p] = 0;
 	}
 	n.fi_ncounts = c->cl_ntouched;
 	n.fi_lost.fl_samples = c->cl_oom;
@@ -495,10 +518,70 @@ static int push(void *pp, size_t *n, size_t *cap, size_t elem, const void *v)
 	return 0;
 }
 
+static int batch_thread(struct fp_collector *c, uint32_t tid, struct fp_batch *b, size_t *cap)
+{
+	const struct thread_key *tk;
+	const struct thread_info *ti;
+	struct fp_thread t;
+	size_t len;
+
+	if (c->cl_tstate[tid] != DEF_UNSENT)
+		return 0;
+	tk = fp_intern_key(c->cl_threads, tid, &len);
+	ti = &c->cl_tinfo[tid];
+	t = (struct fp_thread){ .ft_id = tid, .ft_pid = tk->tk_pid, .ft_tid = tk->tk_tid,
+				.ft_cgroup = tk->tk_cgroup, .ft_container = ti->ti_container };
+	memcpy(t.ft_comm, tk->tk_comm, FP_COMM_LEN);
+	memcpy(t.ft_process, ti->ti_process, FP_COMM_LEN);
+	c->cl_tstate[tid] = DEF_IN_FLIGHT;
+	return push(&b->fb_threads, &b->fb_nthreads, cap, sizeof(t), &t);
+}
+
+static int batch_mapping(struct fp_collector *c, uint32_t m, struct fp_batch *b, size_t *cap)
+{
+	const struct mapping_key *mk;
+	struct fp_mapping fm;
+	size_t len;
+
+	if (m == FP_MAPPING_NONE || c->cl_mstate[m] != DEF_UNSENT)
+		return 0;
+	mk = fp_intern_key(c->cl_mappings, m, &len);
+	fm = (struct fp_mapping){ .fm_id = m, .fm_kind = mk->mk_kind, .fm_path = (char *)mk->mk_path };
+	fm.fm_build_id.fb_len = mk->mk_build_id_len;
+	memcpy(fm.fm_build_id.fb_data, mk->mk_build_id, mk->mk_build_id_len);
+	c->cl_mstate[m] = DEF_IN_FLIGHT;
+	return push(&b->fb_mappings, &b->fb_nmappings, cap, sizeof(fm), &fm);
+}
+
+/* batch_nodes: the unsent part of the chain ending in leaf, parents first. */
+static int batch_nodes(struct fp_collector *c, uint32_t leaf, struct fp_batch *b, size_t *ncap,
+		       size_t *mcap)
+{
+	uint32_t depth = 0, node = leaf;
+	size_t len;
+
+	while (node != FP_NODE_NONE && c->cl_nstate[node] == DEF_UNSENT &&
+	       depth < FP_MAX_FRAMES) {
+		c->cl_chain[depth++] = node;
+		node = ((const struct node_key *)fp_intern_key(c->cl_nodes, node, &len))->nk_parent;
+	}
+	while (depth-- > 0) {
+		const struct node_key *k = fp_intern_key(c->cl_nodes, c->cl_chain[depth], &len);
+		struct fp_node nd = { c->cl_chain[depth], k->nk_parent,
+				      { k->nk_mapping, k->nk_offset } };
+
+		if (batch_mapping(c, k->nk_mapping, b, mcap) ||
+		    push(&b->fb_nodes, &b->fb_nnodes, ncap, sizeof(nd), &nd))
+			return -ENOMEM;
+		c->cl_nstate[nd.fn_id] = DEF_IN_FLIGHT;
+	}
+	return 0;
+}
+
 int fp_collector_batch(struct fp_collector *c, const struct fp_interval *iv, uint64_t session,
 		       uint64_t period_ns, struct fp_batch *b)
 {
-	size_t mcap = 0, tcap = 0, scap = 0, i, j, len;
+	size_t mcap = 0, tcap = 0, ncap = 0, i;
 
 	memset(b, 0, sizeof(*b));
 	b->fb_session = session;
@@ -509,46 +592,12 @@ int fp_collector_batch(struct fp_collector *c, const struct fp_interval *iv, uin
 	b->fb_lost = iv->fi_lost;
 	b->fb_ncounts = iv->fi_ncounts;
 	b->fb_counts = iv->fi_counts;
+	if (!c->cl_chain && !(c->cl_chain = malloc(FP_MAX_FRAMES * sizeof(*c->cl_chain))))
+		goto oom;
 	for (i = 0; i < iv->fi_ncounts; i++) {
-		uint32_t sid = iv->fi_counts[i].fc_stack;
-		const struct stack_key *sk = fp_intern_key(c->cl_stacks, sid, &len);
-		struct fp_stack st;
-
-		if (!sk || c->cl_sstate[sid] != DEF_UNSENT)
-			continue;
-		st = (struct fp_stack){ sid, sk->sk_thread, sk->sk_nframes,
-					(struct fp_frame *)sk->sk_frames };
-		if (push(&b->fb_stacks, &b->fb_nstacks, &scap, sizeof(st), &st))
+		if (batch_thread(c, iv->fi_counts[i].fc_thread, b, &tcap) ||
+		    batch_nodes(c, iv->fi_counts[i].fc_node, b, &ncap, &mcap))
 			goto oom;
-		c->cl_sstate[sid] = DEF_IN_FLIGHT;
-		if (c->cl_tstate[sk->sk_thread] == DEF_UNSENT) {
-			const struct thread_key *tk = fp_intern_key(c->cl_threads, sk->sk_thread, &len);
-			const struct thread_info *ti = &c->cl_tinfo[sk->sk_thread];
-			struct fp_thread t = { .ft_id = sk->sk_thread, .ft_pid = tk->tk_pid,
-					       .ft_tid = tk->tk_tid, .ft_cgroup = tk->tk_cgroup,
-					       .ft_container = ti->ti_container };
-			memcpy(t.ft_comm, tk->tk_comm, FP_COMM_LEN);
-			memcpy(t.ft_process, ti->ti_process, FP_COMM_LEN);
-			if (push(&b->fb_threads, &b->fb_nthreads, &tcap, sizeof(t), &t))
-				goto oom;
-			c->cl_tstate[sk->sk_thread] = DEF_IN_FLIGHT;
-		}
-		for (j = 0; j < sk->sk_nframes; j++) {
-			uint32_t m = sk->sk_frames[j].ff_mapping;
-			const struct mapping_key *mk;
-			struct fp_mapping fm;
-
-			if (m == FP_MAPPING_NONE || c->cl_mstate[m] != DEF_UNSENT)
-				continue;
-			mk = fp_intern_key(c->cl_mappings, m, &len);
-			fm = (struct fp_mapping){ .fm_id = m, .fm_kind = mk->mk_kind,
-						  .fm_path = (char *)mk->mk_path };
-			fm.fm_build_id.fb_len = mk->mk_build_id_len;
-			memcpy(fm.fm_build_id.fb_data, mk->mk_build_id, mk->mk_build_id_len);
-			if (push(&b->fb_mappings, &b->fb_nmappings, &mcap, sizeof(fm), &fm))
-				goto oom;
-			c->cl_mstate[m] = DEF_IN_FLIGHT;
-		}
 	}
 	return 0;
 oom:
@@ -566,9 +615,9 @@ static void set_states(struct fp_collector *c, const struct fp_batch *b, uint8_t
 	for (i = 0; i < b->fb_nthreads; i++)
 		if (c->cl_tstate[b->fb_threads[i].ft_id] == from)
 			c->cl_tstate[b->fb_threads[i].ft_id] = to;
-	for (i = 0; i < b->fb_nstacks; i++)
-		if (c->cl_sstate[b->fb_stacks[i].fs_id] == from)
-			c->cl_sstate[b->fb_stacks[i].fs_id] = to;
+	for (i = 0; i < b->fb_nnodes; i++)
+		if (c->cl_nstate[b->fb_nodes[i].fn_id] == from)
+			c->cl_nstate[b->fb_nodes[i].fn_id] = to;
 }
 
 void fp_collector_batch_release(struct fp_collector *c, struct fp_batch *b)
@@ -576,7 +625,7 @@ void fp_collector_batch_release(struct fp_collector *c, struct fp_batch *b)
 	set_states(c, b, DEF_IN_FLIGHT, DEF_UNSENT);
 	free(b->fb_mappings);
 	free(b->fb_threads);
-	free(b->fb_stacks);
+	free(b->fb_nodes);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -587,16 +636,20 @@ void fp_collector_sent(struct fp_collector *c, const struct fp_batch *b)
 
 void fp_collector_forget(struct fp_collector *c)
 {
-	memset(c->cl_mstate, 0, c->cl_mstate_cap);
-	memset(c->cl_tstate, 0, c->cl_tstate_cap);
-	memset(c->cl_sstate, 0, c->cl_sstate_cap);
+	if (c->cl_mstate) /* all three are NULL until the first sample */
+		memset(c->cl_mstate, 0, c->cl_mstate_cap);
+	if (c->cl_tstate)
+		memset(c->cl_tstate, 0, c->cl_tstate_cap);
+	if (c->cl_nstate)
+		memset(c->cl_nstate, 0, c->cl_nstate_cap);
 }
 
 size_t fp_collector_bytes(const struct fp_collector *c)
 {
 	return fp_intern_bytes(c->cl_mappings) + fp_intern_bytes(c->cl_threads) +
-	       fp_intern_bytes(c->cl_stacks) + fp_intern_bytes(c->cl_procs) +
+	       fp_intern_bytes(c->cl_nodes) + fp_intern_bytes(c->cl_pairs) +
+	       fp_intern_bytes(c->cl_procs) +
 	       fp_intern_bytes(c->cl_paths) + c->cl_counts_cap * sizeof(*c->cl_counts) +
-	       c->cl_mstate_cap + c->cl_tstate_cap + c->cl_sstate_cap +
+	       c->cl_mstate_cap + c->cl_tstate_cap + c->cl_nstate_cap +
 	       c->cl_tinfo_cap * sizeof(*c->cl_tinfo);
 }

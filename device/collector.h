@@ -1,9 +1,9 @@
 /* collector.h: from raw BPF samples to what the wire carries.
  *
  * Each user frame becomes (mapping, file offset), each kernel frame
- * (vmlinux or module, offset); mappings, threads and whole stacks are
- * interned, so that an interval is just (stack id, count) pairs and each
- * definition crosses the wire once per session.  The collector remembers
+ * (vmlinux or module, offset); mappings, threads and the nodes of a stack
+ * trie are interned, so that an interval is just (thread, leaf node, count)
+ * triples and each definition crosses the wire once per session.  The collector remembers
  * which definitions the peer has; batches carry only the others.
  */
 #ifndef FP_COLLECTOR_H

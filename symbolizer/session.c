@@ -20,10 +20,17 @@ struct sess_thread {
 	char *st_container;
 };
 
-struct sess_stack {
-	uint32_t ss_thread;             /* index into se_threads */
-	uint32_t ss_nframes;
-	struct fp_frame *ss_frames;     /* ff_mapping: index into se_mappings */
+struct sess_node {
+	uint32_t sn_parent;             /* index into se_nodes, or FP_NODE_NONE */
+	uint32_t sn_mapping;            /* index into se_mappings, or FP_MAPPING_NONE */
+	uint64_t sn_offset;
+	uint32_t sn_depth;              /* frames from here to the outermost */
+};
+
+/* Resolved profile frames of nodes, valid for one profile (generation). */
+struct node_memo {
+	uint32_t nm_gen[2];             /* [0] as a caller, [1] as a leaf */
+	uint32_t nm_frame[2];
 };
 
 /* One table per kind of definition: agent id -> dense index. */
@@ -35,7 +42,10 @@ struct defs {
 
 struct fp_session {
 	struct fp_hello se_hello;
-	struct defs se_mappings, se_threads, se_stacks;
+	struct defs se_mappings, se_threads, se_nodes;
+	struct node_memo *se_memo;
+	size_t se_memo_cap;
+	uint32_t se_gen;
 	uint64_t se_last_seq;
 	uint8_t se_kernel_asked;
 };
@@ -111,7 +121,7 @@ int fp_session_alloc(struct fp_session **out, const struct fp_hello *h)
 	}
 	if (defs_init(&s->se_mappings, sizeof(struct sess_mapping)) ||
 	    defs_init(&s->se_threads, sizeof(struct sess_thread)) ||
-	    defs_init(&s->se_stacks, sizeof(struct sess_stack)))
+	    defs_init(&s->se_nodes, sizeof(struct sess_node)))
 		goto fail;
 	*out = s;
 	return 0;
@@ -132,15 +142,13 @@ void fp_session_free(struct fp_session *s)
 	for (i = 0; s->se_threads.d_ids && i < defs_count(&s->se_threads) &&
 		    i < s->se_threads.d_cap; i++)
 		free(((struct sess_thread *)defs_at(&s->se_threads, i))->st_container);
-	for (i = 0; s->se_stacks.d_ids && i < defs_count(&s->se_stacks) &&
-		    i < s->se_stacks.d_cap; i++)
-		free(((struct sess_stack *)defs_at(&s->se_stacks, i))->ss_frames);
 	fp_intern_free(s->se_mappings.d_ids);
 	fp_intern_free(s->se_threads.d_ids);
-	fp_intern_free(s->se_stacks.d_ids);
+	fp_intern_free(s->se_nodes.d_ids);
 	free(s->se_mappings.d_items);
 	free(s->se_threads.d_items);
-	free(s->se_stacks.d_items);
+	free(s->se_nodes.d_items);
+	free(s->se_memo);
 	fp_hello_fini(&s->se_hello);
 	free(s);
 }
@@ -150,78 +158,101 @@ const struct fp_hello *fp_session_hello(const struct fp_session *s)
 	return &s->se_hello;
 }
 
-/* A reference is valid if it is defined earlier in the session or in b. */
-static int batch_defines(const uint32_t *ids, size_t n, uint32_t id)
-{
-	size_t i;
+/* The ids a batch defines, hashed: a hostile batch must not make the
+ * checks quadratic. */
+struct batch_ids {
+	struct fp_intern *bi_mappings, *bi_threads, *bi_nodes;
+	uint32_t *bi_depth;             /* by position in fb_nodes */
+};
 
-	for (i = 0; i < n; i++)
-		if (ids[i] == id)
-			return 1;
-	return 0;
+static void batch_ids_fini(struct batch_ids *bi)
+{
+	fp_intern_free(bi->bi_mappings);
+	fp_intern_free(bi->bi_threads);
+	fp_intern_free(bi->bi_nodes);
+	free(bi->bi_depth);
 }
 
-static int check_batch(struct fp_session *s, const struct fp_batch *b)
+static int defined(const struct defs *d, const struct fp_intern *batch, uint32_t id)
 {
-	uint32_t idx, *mids = NULL, *tids = NULL, *sids = NULL;
-	size_t i, j;
-	int err = 0;
+	uint32_t idx;
 
-	if (defs_count(&s->se_stacks) + b->fb_nstacks > FP_SESSION_MAX_STACKS)
+	return defs_find(d, id, &idx) == 0 || fp_intern_find(batch, &id, sizeof(id), &idx) == 0;
+}
+
+/* check_batch: every reference resolves, every node's parent comes before
+ * it (so no cycles), no path is deeper than FP_MAX_FRAMES, and no node is
+ * redefined (that would change the stacks of all its descendants). */
+static int check_batch(struct fp_session *s, const struct fp_batch *b, struct batch_ids *bi)
+{
+	uint32_t idx;
+	size_t i;
+	int added;
+
+	if (defs_count(&s->se_nodes) + b->fb_nnodes > FP_SESSION_MAX_NODES)
 		return -E2BIG;
-	mids = malloc((b->fb_nmappings + 1) * sizeof(*mids));
-	tids = malloc((b->fb_nthreads + 1) * sizeof(*tids));
-	sids = malloc((b->fb_nstacks + 1) * sizeof(*sids));
-	if (!mids || !tids || !sids) {
-		err = -ENOMEM;
-		goto out;
-	}
+	if (fp_intern_alloc(&bi->bi_mappings) || fp_intern_alloc(&bi->bi_threads) ||
+	    fp_intern_alloc(&bi->bi_nodes) ||
+	    !(bi->bi_depth = malloc((b->fb_nnodes + 1) * sizeof(*bi->bi_depth))))
+		return -ENOMEM;
 	for (i = 0; i < b->fb_nmappings; i++)
-		mids[i] = b->fb_mappings[i].fm_id;
+		if (fp_intern_get(bi->bi_mappings, &b->fb_mappings[i].fm_id, sizeof(uint32_t), &idx,
+				  NULL))
+			return -ENOMEM;
 	for (i = 0; i < b->fb_nthreads; i++)
-		tids[i] = b->fb_threads[i].ft_id;
-	for (i = 0; i < b->fb_nstacks; i++)
-		sids[i] = b->fb_stacks[i].fs_id;
-	/* Linear scans of the batch are fine for the usual few hundred new
-	 * definitions; the session side is hashed. */
-	for (i = 0; i < b->fb_nstacks && !err; i++) {
-		const struct fp_stack *st = &b->fb_stacks[i];
-		if (defs_find(&s->se_threads, st->fs_thread, &idx) &&
-		    !batch_defines(tids, b->fb_nthreads, st->fs_thread))
-			err = -ESTALE;
-		for (j = 0; j < st->fs_nframes && !err; j++) {
-			uint32_t m = st->fs_frames[j].ff_mapping;
-			if (m != FP_MAPPING_NONE && defs_find(&s->se_mappings, m, &idx) &&
-			    !batch_defines(mids, b->fb_nmappings, m))
-				err = -ESTALE;
+		if (fp_intern_get(bi->bi_threads, &b->fb_threads[i].ft_id, sizeof(uint32_t), &idx,
+				  NULL))
+			return -ENOMEM;
+	for (i = 0; i < b->fb_nnodes; i++) {
+		const struct fp_node *nd = &b->fb_nodes[i];
+		uint32_t m = nd->fn_frame.ff_mapping, depth = 1;
+
+		if (defs_find(&s->se_nodes, nd->fn_id, &idx) == 0)
+			return -EINVAL;
+		if (m != FP_MAPPING_NONE && !defined(&s->se_mappings, bi->bi_mappings, m))
+			return -ESTALE;
+		if (nd->fn_parent != FP_NODE_NONE) {
+			if (fp_intern_find(bi->bi_nodes, &nd->fn_parent, sizeof(uint32_t), &idx) == 0)
+				depth = bi->bi_depth[idx] + 1;
+			else if (defs_find(&s->se_nodes, nd->fn_parent, &idx) == 0)
+				depth = ((struct sess_node *)defs_at(&s->se_nodes, idx))->sn_depth + 1;
+			else
+				return -ESTALE;
 		}
+		if (depth > FP_MAX_FRAMES)
+			return -EINVAL;
+		if (fp_intern_get(bi->bi_nodes, &nd->fn_id, sizeof(uint32_t), &idx, &added))
+			return -ENOMEM;
+		if (!added)
+			return -EINVAL; /* defined twice in one batch */
+		bi->bi_depth[idx] = depth;
 	}
-	for (i = 0; i < b->fb_ncounts && !err; i++)
-		if (defs_find(&s->se_stacks, b->fb_counts[i].fc_stack, &idx) &&
-		    !batch_defines(sids, b->fb_nstacks, b->fb_counts[i].fc_stack))
-			err = -ESTALE;
-out:
-	free(mids);
-	free(tids);
-	free(sids);
-	return err;
+	for (i = 0; i < b->fb_ncounts; i++) {
+		const struct fp_count *c = &b->fb_counts[i];
+		if (!defined(&s->se_threads, bi->bi_threads, c->fc_thread) ||
+		    (c->fc_node != FP_NODE_NONE && !defined(&s->se_nodes, bi->bi_nodes, c->fc_node)))
+			return -ESTALE;
+	}
+	return 0;
 }
 
 int fp_session_apply(struct fp_session *s, const struct fp_batch *b)
 {
-	size_t i, j;
+	struct batch_ids bi = { 0 };
 	uint32_t idx;
+	size_t i;
 	int added, err;
 
-	if ((err = check_batch(s, b)))
-		return err;
+	if ((err = check_batch(s, b, &bi)))
+		goto out;
+	err = -ENOMEM;
 	for (i = 0; i < b->fb_nmappings; i++) {
 		const struct fp_mapping *m = &b->fb_mappings[i];
 		struct sess_mapping *sm = defs_slot(&s->se_mappings, m->fm_id, &added);
 		char *path = strdup(m->fm_path ? m->fm_path : "");
 		if (!sm || !path) {
 			free(path);
-			return -ENOMEM;
+			goto out;
 		}
 		free(sm->sm_path);
 		*sm = (struct sess_mapping){ m->fm_kind, 0, m->fm_build_id, path };
@@ -232,7 +263,7 @@ int fp_session_apply(struct fp_session *s, const struct fp_batch *b)
 		char *container = dup_or_empty(t->ft_container);
 		if (!st || !container) {
 			free(container);
-			return -ENOMEM;
+			goto out;
 		}
 		free(st->st_container);
 		st->st_pid = t->ft_pid;
@@ -242,116 +273,151 @@ int fp_session_apply(struct fp_session *s, const struct fp_batch *b)
 		st->st_comm[FP_COMM_LEN - 1] = st->st_process[FP_COMM_LEN - 1] = '\0';
 		st->st_container = container;
 	}
-	for (i = 0; i < b->fb_nstacks; i++) {
-		const struct fp_stack *in = &b->fb_stacks[i];
-		struct sess_stack *ss = defs_slot(&s->se_stacks, in->fs_id, &added);
-		struct fp_frame *frames = malloc((in->fs_nframes + 1) * sizeof(*frames));
-		if (!ss || !frames) {
-			free(frames);
-			return -ENOMEM;
-		}
-		/* Store dense indexes, so that profiles need no id look-ups. */
-		for (j = 0; j < in->fs_nframes; j++) {
-			frames[j] = in->fs_frames[j];
-			if (frames[j].ff_mapping != FP_MAPPING_NONE) {
-				defs_find(&s->se_mappings, frames[j].ff_mapping, &idx);
-				frames[j].ff_mapping = idx;
-			}
-		}
-		defs_find(&s->se_threads, in->fs_thread, &idx);
-		free(ss->ss_frames);
-		*ss = (struct sess_stack){ idx, in->fs_nframes, frames };
+	/* In batch order, so that each parent is stored before its children;
+	 * references become dense indexes, so profiles need no id look-ups. */
+	for (i = 0; i < b->fb_nnodes; i++) {
+		const struct fp_node *in = &b->fb_nodes[i];
+		struct sess_node n = { FP_NODE_NONE, FP_MAPPING_NONE, in->fn_frame.ff_offset,
+				       bi.bi_depth[i] }, *slot;
+
+		if (in->fn_parent != FP_NODE_NONE && defs_find(&s->se_nodes, in->fn_parent, &idx) == 0)
+			n.sn_parent = idx;
+		if (in->fn_frame.ff_mapping != FP_MAPPING_NONE &&
+		    defs_find(&s->se_mappings, in->fn_frame.ff_mapping, &idx) == 0)
+			n.sn_mapping = idx;
+		if (!(slot = defs_slot(&s->se_nodes, in->fn_id, &added)))
+			goto out;
+		*slot = n;
 	}
+	err = 0;
+out:
+	batch_ids_fini(&bi);
+	return err;
+}
+
+static int is_user_node(const struct fp_session *s, const struct sess_node *n)
+{
+	if (n->sn_mapping == FP_MAPPING_NONE)
+		return n->sn_offset < (1ull << 63);
+	return ((const struct sess_mapping *)defs_at(&s->se_mappings, n->sn_mapping))->sm_kind ==
+	       FP_MAP_USER;
+}
+
+struct profile_ctx {
+	struct fp_session *pc_session;
+	struct fp_resolver *pc_resolver;
+	struct fp_lookup *pc_lookup;
+	struct fp_profile *pc_profile;
+	uint32_t *pc_pmap;              /* session mapping -> profile mapping */
+};
+
+/* profile_frame: the profile's frame for a node, resolved once per profile
+ * and role: a leaf is looked up at its address, a caller at its return
+ * address - 1, since the call may be the last instruction of a function. */
+static int profile_frame(struct profile_ctx *pc, uint32_t node, int leaf, uint32_t pid,
+			 uint32_t *out)
+{
+	struct fp_session *s = pc->pc_session;
+	const struct sess_node *n = defs_at(&s->se_nodes, node);
+	struct node_memo *memo = &s->se_memo[node];
+	const struct sess_mapping *m = NULL;
+	struct fp_resolved res = { 0 };
+	uint32_t pm = FP_INDEX_NONE;
+	uint8_t kind = is_user_node(s, n) ? FP_FRAME_USER : FP_FRAME_KERNEL;
+	uint64_t at = leaf || !n->sn_offset ? n->sn_offset : n->sn_offset - 1;
+	int err;
+
+	if (memo->nm_gen[leaf] == s->se_gen) {
+		*out = memo->nm_frame[leaf];
+		return 0;
+	}
+	if (n->sn_mapping != FP_MAPPING_NONE) {
+		m = defs_at(&s->se_mappings, n->sn_mapping);
+		if (pc->pc_pmap[n->sn_mapping] == FP_INDEX_NONE &&
+		    (err = fp_profile_add_mapping(pc->pc_profile, m->sm_kind, &m->sm_build_id,
+						  m->sm_path, &pc->pc_pmap[n->sn_mapping])))
+			return err;
+		pm = pc->pc_pmap[n->sn_mapping];
+		fp_resolver_frame(pc->pc_lookup, m->sm_kind, &m->sm_build_id, m->sm_path, pid, at,
+				  &res);
+	}
+	if ((err = fp_profile_add_frame(pc->pc_profile, pm, n->sn_offset, kind, res.rs_function,
+					res.rs_system_name, out)))
+		return err;
+	memo->nm_gen[leaf] = s->se_gen;
+	memo->nm_frame[leaf] = *out;
 	return 0;
 }
 
-static int is_user_frame(const struct fp_session *s, const struct fp_frame *f)
+/* profile_count: one count's stack, leaf first, into the profile. */
+static int profile_count(struct profile_ctx *pc, const struct fp_count *c)
 {
-	if (f->ff_mapping == FP_MAPPING_NONE)
-		return f->ff_offset < (1ull << 63);
-	return ((const struct sess_mapping *)defs_at(&s->se_mappings, f->ff_mapping))->sm_kind ==
-	       FP_MAP_USER;
+	struct fp_session *s = pc->pc_session;
+	uint32_t frames[FP_MAX_FRAMES], n = 0, node = FP_NODE_NONE, thread;
+	const struct sess_thread *th;
+	int leaf = 1, prev_kernel = 0, err;
+
+	if (defs_find(&s->se_threads, c->fc_thread, &thread) ||
+	    (c->fc_node != FP_NODE_NONE && defs_find(&s->se_nodes, c->fc_node, &node)))
+		return 0; /* fp_session_apply checked: cannot happen */
+	th = defs_at(&s->se_threads, thread);
+	for (; node != FP_NODE_NONE && n < FP_MAX_FRAMES; n++) {
+		const struct sess_node *nd = defs_at(&s->se_nodes, node);
+		int user = is_user_node(s, nd);
+
+		/* The first user frame after kernel frames is where user code
+		 * was interrupted (the system call), not a return address. */
+		if ((err = profile_frame(pc, node, leaf || (user && prev_kernel), th->st_pid,
+					 &frames[n])))
+			return err;
+		leaf = 0;
+		prev_kernel = !user;
+		node = nd->sn_parent;
+	}
+	return fp_profile_add_sample(pc->pc_profile, frames, n, th->st_pid, th->st_tid,
+				     th->st_comm, th->st_process, th->st_container, c->fc_count);
 }
 
 int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
 		       struct fp_profile **out)
 {
-	uint32_t *pmap = NULL, frames[FP_MAX_FRAMES];
-	struct fp_profile *p = NULL;
-	struct fp_lookup *l = NULL;
-	size_t i, j, nmap = defs_count(&s->se_mappings);
+	struct profile_ctx pc = { .pc_session = s, .pc_resolver = r };
+	size_t i, nmap = defs_count(&s->se_mappings), nnodes = defs_count(&s->se_nodes);
 	int err;
 
-	if ((err = fp_profile_alloc(&p, s->se_hello.fh_host, b->fb_start_ns,
+	if ((err = fp_profile_alloc(&pc.pc_profile, s->se_hello.fh_host, b->fb_start_ns,
 				    b->fb_end_ns > b->fb_start_ns ? b->fb_end_ns - b->fb_start_ns : 0,
 				    b->fb_period_ns)))
 		return err;
-	pmap = malloc((nmap + 1) * sizeof(*pmap));
-	if (!pmap) {
-		err = -ENOMEM;
+	err = -ENOMEM;
+	if (!(pc.pc_pmap = malloc((nmap + 1) * sizeof(*pc.pc_pmap))))
 		goto out;
-	}
 	for (i = 0; i < nmap; i++)
-		pmap[i] = FP_INDEX_NONE;
-	if ((err = fp_resolver_begin(r, &l)))
-		goto out;
-	for (i = 0; i < b->fb_ncounts; i++) {
-		const struct sess_stack *ss;
-		const struct sess_thread *th;
-		uint32_t idx;
-
-		if (defs_find(&s->se_stacks, b->fb_counts[i].fc_stack, &idx))
-			continue; /* fp_session_apply checked: cannot happen */
-		ss = defs_at(&s->se_stacks, idx);
-		th = defs_at(&s->se_threads, ss->ss_thread);
-		int leaf = 1; /* the interrupted instruction of kernel, then of user */
-
-		for (j = 0; j < ss->ss_nframes; j++) {
-			const struct fp_frame *f = &ss->ss_frames[j];
-			const struct sess_mapping *m = NULL;
-			struct fp_resolved res = { 0 };
-			uint32_t pm = FP_INDEX_NONE;
-			uint8_t kind = FP_FRAME_USER;
-			uint64_t at;
-
-			if (f->ff_mapping != FP_MAPPING_NONE) {
-				m = defs_at(&s->se_mappings, f->ff_mapping);
-				if (pmap[f->ff_mapping] == FP_INDEX_NONE &&
-				    (err = fp_profile_add_mapping(p, m->sm_kind, &m->sm_build_id,
-								  m->sm_path, &pmap[f->ff_mapping])))
-					goto out;
-				pm = pmap[f->ff_mapping];
-				kind = m->sm_kind == FP_MAP_USER ? FP_FRAME_USER : FP_FRAME_KERNEL;
-			} else if (f->ff_offset >= (1ull << 63)) {
-				kind = FP_FRAME_KERNEL; /* outside vmlinux and modules: BPF, trampolines */
-			}
-			if (kind == FP_FRAME_USER && j > 0 &&
-			    !is_user_frame(s, &ss->ss_frames[j - 1]))
-				leaf = 1; /* first user frame: where user code was interrupted */
-			/* Callers' addresses are return addresses: the call is the
-			 * instruction before, possibly the last of its function. */
-			at = leaf || !f->ff_offset ? f->ff_offset : f->ff_offset - 1;
-			leaf = 0;
-			if (m)
-				fp_resolver_frame(l, m->sm_kind, &m->sm_build_id, m->sm_path,
-						  th->st_pid, at, &res);
-			if ((err = fp_profile_add_frame(p, pm, f->ff_offset, kind, res.rs_function,
-							res.rs_system_name, &frames[j])))
-				goto out;
-		}
-		if ((err = fp_profile_add_sample(p, frames, ss->ss_nframes, th->st_pid, th->st_tid,
-						 th->st_comm, th->st_process, th->st_container,
-						 b->fb_counts[i].fc_count)))
+		pc.pc_pmap[i] = FP_INDEX_NONE;
+	if (nnodes > s->se_memo_cap) {
+		struct node_memo *m = realloc(s->se_memo, nnodes * sizeof(*m));
+		if (!m)
 			goto out;
+		memset(m + s->se_memo_cap, 0, (nnodes - s->se_memo_cap) * sizeof(*m));
+		s->se_memo = m;
+		s->se_memo_cap = nnodes;
 	}
+	if (++s->se_gen == 0) { /* wrapped: old stamps could look current */
+		memset(s->se_memo, 0, s->se_memo_cap * sizeof(*s->se_memo));
+		s->se_gen = 1;
+	}
+	if ((err = fp_resolver_begin(r, &pc.pc_lookup)))
+		goto out;
+	for (i = 0; i < b->fb_ncounts && !err; i++)
+		err = profile_count(&pc, &b->fb_counts[i]);
 out:
-	fp_resolver_end(l);
-	free(pmap);
+	fp_resolver_end(pc.pc_lookup);
+	free(pc.pc_pmap);
 	if (err) {
-		fp_profile_free(p);
+		fp_profile_free(pc.pc_profile);
 		return err;
 	}
-	*out = p;
+	*out = pc.pc_profile;
 	return 0;
 }
 

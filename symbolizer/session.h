@@ -11,7 +11,7 @@
 #include "profile.h"
 #include "resolver.h"
 
-#define FP_SESSION_MAX_STACKS (1u << 20)  /* definitions kept per session */
+#define FP_SESSION_MAX_NODES (1u << 21)  /* stack trie nodes kept per session */
 
 struct fp_session;
 
@@ -22,10 +22,11 @@ void fp_session_free(struct fp_session *s);
 const struct fp_hello *fp_session_hello(const struct fp_session *s);
 
 /* fp_session_apply: take b's definitions, and check that every reference in
- * b (counts to stacks, stacks to threads and mappings) resolves.  Nothing
- * is kept unless all of it is valid.  0, -ESTALE (a reference to a
+ * b (counts to threads and nodes, nodes to parents and mappings) resolves.
+ * Nothing is kept unless all of it is valid.  0, -ESTALE (a reference to a
  * definition this session never received: the agent must start over),
- * -EINVAL (inconsistent), -E2BIG (session too large) or -ENOMEM. */
+ * -EINVAL (a node redefined, defined after its child, or deeper than
+ * FP_MAX_FRAMES), -E2BIG (session too large) or -ENOMEM. */
 int fp_session_apply(struct fp_session *s, const struct fp_batch *b);
 
 /* fp_session_profile: the resolved profile of an applied batch.  0 or

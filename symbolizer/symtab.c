@@ -28,6 +28,14 @@
  * previous one, and the string table ends exactly at the end of the blob.
  * Strings are referenced by the offset of their first byte; names equal to
  * their system name share it.
+ *
+ * The builder settles everything a look-up would otherwise decide: of the
+ * symbols at one address the first added is kept (fp_elf_symtab adds the
+ * preferred alias first), size-less symbols get their extent, and each
+ * symbol records its enclosing one.  A look-up is then a binary search for
+ * the last symbol starting at or before the address, falling back along
+ * the enclosing chain when that one ends too early: the innermost symbol
+ * containing the address wins.  sy_size reports the settled size.
  */
 #include "symtab.h"
 

@@ -75,19 +75,19 @@ static int send_ksyms(struct fp_server *s, uint64_t session, uint32_t part, int 
 	return err;
 }
 
-/* A batch with one kernel mapping, one thread, and one stack of two
- * kernel frames; defs=0 sends only the counts. */
+/* A batch with one kernel mapping, one thread, and a stack of two kernel
+ * frames (trie nodes 20 -> 21, leaf 21); defs=0 sends only the counts.
+ * leaf names the node the count refers to. */
 static int send_batch(struct fp_server *s, uint64_t session, uint64_t seq, int defs,
-		      uint32_t stack_id, uint32_t count, struct fp_reply *r)
+		      uint32_t leaf, uint32_t count, struct fp_reply *r)
 {
-	struct fp_frame frames[2] = { { 7, 0x1010 }, { 7, 0x2004 } };
+	struct fp_node nodes[2] = { { 20, FP_NODE_NONE, { 7, 0x2004 } },
+				    { 21, 20, { 7, 0x1010 } } };
 	struct fp_mapping m = { .fm_id = 7, .fm_kind = FP_MAP_KERNEL, .fm_build_id = kernel_id(),
 				.fm_path = "vmlinux" };
 	struct fp_thread t = { .ft_id = 3, .ft_pid = 100, .ft_tid = 101, .ft_comm = "worker",
 			       .ft_process = "daemon", .ft_container = "swss" };
-	struct fp_stack st = { .fs_id = stack_id, .fs_thread = 3, .fs_nframes = 2,
-			       .fs_frames = frames };
-	struct fp_count c = { stack_id, count };
+	struct fp_count c = { 3, leaf, count };
 	struct fp_batch b = { .fb_session = session, .fb_seq = seq,
 			      .fb_start_ns = 1700000000000000000ull + seq * 1000000000ull,
 			      .fb_end_ns = 1700000001000000000ull + seq * 1000000000ull,
@@ -99,7 +99,7 @@ static int send_batch(struct fp_server *s, uint64_t session, uint64_t seq, int d
 	if (defs) {
 		b.fb_nmappings = 1, b.fb_mappings = &m;
 		b.fb_nthreads = 1, b.fb_threads = &t;
-		b.fb_nstacks = 1, b.fb_stacks = &st;
+		b.fb_nnodes = 2, b.fb_nodes = nodes;
 	}
 	if ((err = fp_wire_encode_batch(&b, &buf, &len)))
 		return err;
@@ -192,15 +192,15 @@ static void test_full_conversation(void)
 	}
 
 	/* A batch: resolved, written, acknowledged. */
-	CHECK_EQ_INT(send_batch(s, 42, 1, 1, 9, 5, &r), 0);
+	CHECK_EQ_INT(send_batch(s, 42, 1, 1, 21, 5, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
 	CHECK_EQ_INT(r.fr_seq, 1);
 	CHECK_EQ_INT(r.fr_nwant, 0);
 	fp_reply_fini(&r);
 	CHECK(strstr(read_folded(), "daemon;do_syscall_64_[k];ksys_write_[k] 5\n") != NULL);
 
-	/* Counts only, referring to the stack defined before. */
-	CHECK_EQ_INT(send_batch(s, 42, 2, 0, 9, 7, &r), 0);
+	/* Counts only, referring to the nodes defined before. */
+	CHECK_EQ_INT(send_batch(s, 42, 2, 0, 21, 7, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
 	fp_reply_fini(&r);
 	snprintf(dir, sizeof(dir), "%s/switch-1", out_dir);
@@ -208,29 +208,40 @@ static void test_full_conversation(void)
 	CHECK_EQ_INT(count_files(dir, ".pb.gz"), 2);
 
 	/* The same interval again (a lost reply): acknowledged, not counted. */
-	CHECK_EQ_INT(send_batch(s, 42, 2, 0, 9, 7, &r), 0);
+	CHECK_EQ_INT(send_batch(s, 42, 2, 0, 21, 7, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
 	fp_reply_fini(&r);
 	CHECK_EQ_INT(count_files(dir, ".folded"), 2);
 
-	/* A reference to a stack never defined: the agent must start over. */
-	CHECK_EQ_INT(send_batch(s, 42, 3, 0, 12345, 1, &r), 0);
+	/* A caller's node as the leaf: the other stack of the trie. */
+	CHECK_EQ_INT(send_batch(s, 42, 3, 0, 20, 2, &r), 0);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	fp_reply_fini(&r);
+	CHECK(strstr(read_folded(), "daemon;do_syscall_64_[k] 2\n") != NULL);
+
+	/* Nodes may not be defined again: that would change other stacks. */
+	CHECK_EQ_INT(send_batch(s, 42, 4, 1, 21, 1, &r), 0);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_REJECTED);
+	fp_reply_fini(&r);
+
+	/* A reference to a node never defined: the agent must start over. */
+	CHECK_EQ_INT(send_batch(s, 42, 5, 0, 12345, 1, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_NEED_HELLO);
 	fp_reply_fini(&r);
 
 	/* An unknown session. */
-	CHECK_EQ_INT(send_batch(s, 777, 1, 1, 9, 1, &r), 0);
+	CHECK_EQ_INT(send_batch(s, 777, 1, 1, 21, 1, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_NEED_HELLO);
 	fp_reply_fini(&r);
 
 	fp_server_stats(s, &st);
 	CHECK_EQ_INT(st.sv_hellos, 1);
-	CHECK_EQ_INT(st.sv_batches, 2);
-	CHECK_EQ_INT(st.sv_samples, 12);
+	CHECK_EQ_INT(st.sv_batches, 3);
+	CHECK_EQ_INT(st.sv_samples, 14);
 	CHECK_EQ_INT(st.sv_duplicates, 1);
 	CHECK_EQ_INT(st.sv_need_hello, 2);
 	CHECK_EQ_INT(st.sv_ksyms, 2);
-	CHECK_EQ_INT(st.sv_rejected_content, 1);
+	CHECK_EQ_INT(st.sv_rejected_content, 2);
 	fp_server_free(s);
 
 	/* A new server process: the kernel table is cached, and the session's
@@ -239,10 +250,10 @@ static void test_full_conversation(void)
 	CHECK_EQ_INT(send_hello(s, 42, &r), 0);
 	CHECK_EQ_INT(r.fr_nwant, 0);
 	fp_reply_fini(&r);
-	CHECK_EQ_INT(send_batch(s, 42, 2, 1, 9, 7, &r), 0);
+	CHECK_EQ_INT(send_batch(s, 42, 3, 1, 21, 7, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
 	fp_reply_fini(&r);
-	CHECK_EQ_INT(count_files(dir, ".folded"), 2);
+	CHECK_EQ_INT(count_files(dir, ".folded"), 3);
 	fp_server_stats(s, &st);
 	CHECK_EQ_INT(st.sv_duplicates, 1);
 	fp_server_free(s);
