@@ -1,6 +1,7 @@
 /* main.c: fleetprof-agent, the device daemon.  Samples with BPF, ships
  * (build-ID, offset) stacks to the symbolizer once per interval, buffers
  * while the symbolizer is away. */
+#include "cli.h"
 #include "collector.h"
 #include "kernel.h"
 #include "log.h"
@@ -59,14 +60,6 @@ static void on_signal(int sig)
 	exiting = 1;
 }
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void on_known(uint32_t pid, int known, void *arg)
 {
 	struct agent *a = arg;
@@ -90,7 +83,7 @@ static void agent_cut(struct agent *a)
 	uint64_t bpf[FP_CNT_MAX];
 	struct fp_interval iv;
 
-	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, now_ns(CLOCK_REALTIME), &iv)) {
+	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
 		fp_warnx("out of memory closing interval %" PRIu64, a->ag_seq);
 		return;
 	}
@@ -124,7 +117,7 @@ static void agent_pump(struct agent *a, int timeout_ms)
 
 	if (n < 0 && n != -EINTR)
 		fp_warnx("ring buffer: %s", strerror(-n));
-	if (now_ns(CLOCK_MONOTONIC) >= a->ag_next_cut_ns) {
+	if (fp_now_ns(CLOCK_MONOTONIC) >= a->ag_next_cut_ns) {
 		agent_cut(a);
 		a->ag_next_cut_ns += (uint64_t)a->ag_o.ao_interval_s * 1000000000ull;
 	}
@@ -133,7 +126,7 @@ static void agent_pump(struct agent *a, int timeout_ms)
 /* One request and its reply; sampling goes on while we wait. */
 static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *reply)
 {
-	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + a->ag_o.ao_timeout_ms * 1000000ull;
+	uint64_t deadline = fp_now_ns(CLOCK_MONOTONIC) + a->ag_o.ao_timeout_ms * 1000000ull;
 	int err = fp_uplink_send(a->ag_uplink, buf, len);
 
 	free(buf);
@@ -143,7 +136,7 @@ static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *r
 		err = fp_uplink_poll(a->ag_uplink, reply);
 		if (err != -EAGAIN)
 			return err;
-		if (now_ns(CLOCK_MONOTONIC) >= deadline)
+		if (fp_now_ns(CLOCK_MONOTONIC) >= deadline)
 			return -ETIMEDOUT;
 		agent_pump(a, 5);
 	}
@@ -321,22 +314,6 @@ static void usage(FILE *f)
 		"  -V, --version           print the version\n");
 }
 
-static int parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "fleetprof-agent: invalid %s '%s' (expected %u to %u)\n", what, s,
-			lo, hi);
-		return -1;
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose, int *use_syslog)
 {
 	static const struct option longopts[] = {
@@ -359,11 +336,11 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 	while ((c = getopt_long(argc, argv, "s:F:i:l:p:b:t:vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->ao_server = optarg; break;
-		case 'F': if (parse_u32(optarg, "frequency", 1, 10000, &o->ao_frequency)) return 2; break;
-		case 'i': if (parse_u32(optarg, "interval", 1, 3600, &o->ao_interval_s)) return 2; break;
-		case 'p': if (parse_u32(optarg, "pid", 1, INT_MAX, &o->ao_pid)) return 2; break;
-		case 'b': if (parse_u32(optarg, "buffer", 1, 100000, &o->ao_buffer)) return 2; break;
-		case 't': if (parse_u32(optarg, "timeout", 1, 600, &timeout_s)) return 2; break;
+		case 'F': if (fp_parse_u32("fleetprof-agent", "frequency", optarg, 1, 10000, &o->ao_frequency)) return 2; break;
+		case 'i': if (fp_parse_u32("fleetprof-agent", "interval", optarg, 1, 3600, &o->ao_interval_s)) return 2; break;
+		case 'p': if (fp_parse_u32("fleetprof-agent", "pid", optarg, 1, INT_MAX, &o->ao_pid)) return 2; break;
+		case 'b': if (fp_parse_u32("fleetprof-agent", "buffer", optarg, 1, 100000, &o->ao_buffer)) return 2; break;
+		case 't': if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s)) return 2; break;
 		case 'l': {
 			char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg || o->ao_nlabels == 64 || strlen(optarg) > 512) {
@@ -412,7 +389,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	if (getrandom(&a.ag_session, sizeof(a.ag_session), 0) != sizeof(a.ag_session))
-		a.ag_session = now_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32);
+		a.ag_session = fp_now_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32);
 	if ((err = fp_kernel_read("/proc", "/sys", &a.ag_kernel)))
 		goto cleanup;
 	if (!a.ag_kernel.kn_text)
@@ -448,17 +425,17 @@ int main(int argc, char **argv)
 	fp_collector_set_known_fn(a.ag_collector, on_known, &a);
 	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
 		a.ag_o.ao_pid ? " (one process)" : "", a.ag_o.ao_server, a.ag_o.ao_interval_s);
-	a.ag_next_cut_ns = now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
+	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 
 	while (!exiting) {
 		agent_pump(&a, 100);
-		if (!a.ag_buf_len || now_ns(CLOCK_MONOTONIC) < next_try)
+		if (!a.ag_buf_len || fp_now_ns(CLOCK_MONOTONIC) < next_try)
 			continue;
 		err = agent_flush(&a);
 		if (err && !exiting) {
 			fp_warnx("symbolizer %s: %s; %zu intervals buffered, retrying in %" PRIu64 " ms",
 				 a.ag_o.ao_server, strerror(-err), a.ag_buf_len, backoff_ms);
-			next_try = now_ns(CLOCK_MONOTONIC) + backoff_ms * 1000000ull;
+			next_try = fp_now_ns(CLOCK_MONOTONIC) + backoff_ms * 1000000ull;
 			backoff_ms = backoff_ms * 2 > 60000 ? 60000 : backoff_ms * 2;
 		} else {
 			backoff_ms = 1000;

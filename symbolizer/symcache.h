@@ -14,17 +14,20 @@ struct fp_symcache;
 struct fp_symcache_txn;
 
 /* fp_symcache_open: open (creating) the cache in directory dir, which is
- * created if missing.  0 or a negative errno. */
+ * created if missing.  0, -EINVAL (dir holds something that is not an
+ * LMDB environment) or a negative errno. */
 int fp_symcache_open(struct fp_symcache **c, const char *dir);
 void fp_symcache_close(struct fp_symcache *c);
 
 /* fp_symcache_put: store blob under id, replacing any earlier value.
- * 0 or a negative errno. */
+ * 0, -EINVAL (bad id, or blob that fp_symtab_open refuses), -ENOSPC (map
+ * full) or a negative errno. */
 int fp_symcache_put(struct fp_symcache *c, const struct fp_build_id *id, const void *blob,
 		    size_t len);
 
 /* fp_symcache_begin: a read transaction; every fp_symtab obtained through
- * it stays valid until fp_symcache_end.  0 or a negative errno. */
+ * it stays valid until fp_symcache_end.  0, -EAGAIN (reader table full) or
+ * a negative errno. */
 int fp_symcache_begin(struct fp_symcache *c, struct fp_symcache_txn **txn);
 void fp_symcache_end(struct fp_symcache_txn *txn);
 

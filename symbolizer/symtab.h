@@ -30,8 +30,10 @@ int fp_symtab_builder_add_symbol(struct fp_symtab_builder *b, uint64_t addr, uin
 				 const char *name, const char *system_name);
 
 /* fp_symtab_builder_finish: sort, drop duplicates (same address: keep the
- * first global name), intern strings, and return the blob (malloc'd, the
- * caller frees it).  The builder may then only be freed.  0 or -ENOMEM. */
+ * one added first, so callers add the preferred alias first), intern
+ * strings, and return the blob (malloc'd, the caller frees it).  The
+ * builder may then only be freed; adding or finishing again gives -EINVAL.
+ * 0, -EINVAL or -ENOMEM. */
 int fp_symtab_builder_finish(struct fp_symtab_builder *b, void **blob, size_t *len);
 
 /* A read-only view of a blob; valid while the blob is. */
@@ -50,7 +52,7 @@ struct fp_symbol {
 	const char *sy_name;        /* demangled */
 	const char *sy_system_name; /* mangled; equals sy_name for C */
 	uint64_t sy_addr;
-	uint64_t sy_size;
+	uint64_t sy_size;           /* a size-0 symbol's extension to the next one */
 };
 
 /* fp_symtab_open: check the whole blob (it comes from disk) and set up *t.

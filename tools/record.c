@@ -2,6 +2,7 @@
  * sampler and collector and the symbolizer's resolver in one process, no
  * server, no setup.  Writes DIR/profile.folded, DIR/profile.pb.gz and
  * DIR/flame.svg. */
+#include "cli.h"
 #include "collector.h"
 #include "commands.h"
 #include "files.h"
@@ -30,14 +31,6 @@ static void on_signal(int sig)
 	record_stop = 1;
 }
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void record_usage(FILE *f)
 {
 	fprintf(f,
@@ -56,22 +49,6 @@ static void record_usage(FILE *f)
 		"      --cache DIR         symbol cache (default $XDG_CACHE_HOME/fleetprof or\n"
 		"                          ~/.cache/fleetprof)\n"
 		"  -v, --verbose           log debug messages\n");
-}
-
-static int parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "fleetprof record: invalid %s '%s' (expected %u to %u)\n", what, s,
-			lo, hi);
-		return -1;
-	}
-	*out = (uint32_t)v;
-	return 0;
 }
 
 static void on_known(uint32_t pid, int known, void *arg)
@@ -135,9 +112,9 @@ int fp_cmd_record(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:F:p:to:vh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': if (parse_u32(optarg, "duration", 1, 86400, &duration)) return 2; break;
-		case 'F': if (parse_u32(optarg, "frequency", 1, 10000, &frequency)) return 2; break;
-		case 'p': if (parse_u32(optarg, "pid", 1, INT_MAX, &pid)) return 2; break;
+		case 'd': if (fp_parse_u32("fleetprof record", "duration", optarg, 1, 86400, &duration)) return 2; break;
+		case 'F': if (fp_parse_u32("fleetprof record", "frequency", optarg, 1, 10000, &frequency)) return 2; break;
+		case 'p': if (fp_parse_u32("fleetprof record", "pid", optarg, 1, INT_MAX, &pid)) return 2; break;
 		case 't': by_thread = 1; break;
 		case 'o': outdir = optarg; break;
 		case 'C': snprintf(cache, sizeof(cache), "%s", optarg); break;
@@ -180,11 +157,11 @@ int fp_cmd_record(int argc, char **argv)
 	/* Sample */
 	fp_info("sampling %s at %u Hz for %u s", pid ? "one process" : "all CPUs", frequency,
 		duration);
-	start = now_ns(CLOCK_REALTIME);
+	start = fp_now_ns(CLOCK_REALTIME);
 	fp_collector_cut(col, 0, start, &iv); /* the interval starts now */
 	fp_interval_fini(&iv);
-	deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)duration * 1000000000ull;
-	while (!record_stop && now_ns(CLOCK_MONOTONIC) < deadline) {
+	deadline = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)duration * 1000000000ull;
+	while (!record_stop && fp_now_ns(CLOCK_MONOTONIC) < deadline) {
 		int n = fp_sampler_poll(smp, 100);
 		if (n < 0 && n != -EINTR) {
 			fp_warnx("ring buffer: %s", strerror(-n));
@@ -197,7 +174,7 @@ int fp_cmd_record(int argc, char **argv)
 	}
 	fp_sampler_poll(smp, 0);
 	fp_sampler_counters(smp, bpf);
-	if ((err = fp_collector_cut(col, 1, now_ns(CLOCK_REALTIME), &iv)))
+	if ((err = fp_collector_cut(col, 1, fp_now_ns(CLOCK_REALTIME), &iv)))
 		goto out;
 
 	/* Symbolize: the same path a batch takes through the symbolizer */
