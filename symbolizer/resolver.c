@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ struct fp_resolver {
 	char *rv_debug_dir;
 	int rv_local_files;
 	int rv_proc_root;
+	pthread_mutex_t rv_lock;        /* rv_failed, rv_stats: uploads come from other threads */
 	struct fp_intern *rv_failed;    /* build-IDs no source could provide */
 	struct pending_ksyms rv_pending[MAX_PENDING_KSYMS];
 	struct fp_resolver_stats rv_stats;
@@ -54,6 +56,7 @@ int fp_resolver_open(struct fp_resolver **out, const struct fp_resolver_opts *o)
 		return -ENOMEM;
 	r->rv_local_files = o->ro_local_files;
 	r->rv_proc_root = o->ro_proc_root;
+	pthread_mutex_init(&r->rv_lock, NULL);
 	if ((o->ro_debug_dir && !(r->rv_debug_dir = strdup(o->ro_debug_dir))) ||
 	    fp_intern_alloc(&r->rv_failed)) {
 		err = -ENOMEM;
@@ -81,12 +84,70 @@ void fp_resolver_close(struct fp_resolver *r)
 	fp_symcache_close(r->rv_cache);
 	fp_intern_free(r->rv_failed);
 	free(r->rv_debug_dir);
+	pthread_mutex_destroy(&r->rv_lock);
 	free(r);
 }
 
 void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st)
 {
+	pthread_mutex_lock((pthread_mutex_t *)&r->rv_lock);
 	*st = r->rv_stats;
+	pthread_mutex_unlock((pthread_mutex_t *)&r->rv_lock);
+}
+
+/* failed_find / failed_mark / failed_clear: the negative memo, locked. */
+static int failed_find(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	uint32_t idx;
+	int found;
+
+	pthread_mutex_lock(&r->rv_lock);
+	found = fp_intern_find(r->rv_failed, id->fb_data, id->fb_len, &idx) == 0;
+	pthread_mutex_unlock(&r->rv_lock);
+	return found;
+}
+
+static void failed_mark(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	uint32_t idx;
+
+	pthread_mutex_lock(&r->rv_lock);
+	fp_intern_get(r->rv_failed, id->fb_data, id->fb_len, &idx, NULL);
+	r->rv_stats.rs_ingest_failed++;
+	pthread_mutex_unlock(&r->rv_lock);
+}
+
+/* The memo cannot delete one key; rebuilding it without that key is fine
+ * for something that happens once per upload. */
+static int failed_clear(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	struct fp_intern *rebuilt;
+	uint32_t skip, i, unused;
+	int err = 0;
+
+	pthread_mutex_lock(&r->rv_lock);
+	if (fp_intern_find(r->rv_failed, id->fb_data, id->fb_len, &skip) != 0)
+		goto out;
+	if (fp_intern_alloc(&rebuilt)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < fp_intern_count(r->rv_failed) && !err; i++) {
+		size_t len;
+		const void *key = fp_intern_key(r->rv_failed, i, &len);
+
+		if (i != skip && fp_intern_get(rebuilt, key, len, &unused, NULL))
+			err = -ENOMEM;
+	}
+	if (err) {
+		fp_intern_free(rebuilt);
+	} else {
+		fp_intern_free(r->rv_failed);
+		r->rv_failed = rebuilt;
+	}
+out:
+	pthread_mutex_unlock(&r->rv_lock);
+	return err;
 }
 
 /* The kernel reports 20-byte build-IDs, zero-padded when the real one is
@@ -266,7 +327,7 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 {
 	struct fp_resolver *r = l->lk_resolver;
 	struct lookup_table *t;
-	uint32_t idx, failed;
+	uint32_t idx;
 	size_t len;
 	int added, err;
 
@@ -293,7 +354,7 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 		return NULL; /* kernel tables only come from kallsyms uploads */
 	/* Remember failures for the life of the process, so that a missing
 	 * debug file costs one attempt, not one per frame per interval. */
-	if (fp_intern_find(r->rv_failed, id->fb_data, id->fb_len, &failed) == 0)
+	if (failed_find(r, id))
 		return NULL;
 	err = ingest(r, id, path, pid, &t->lt_blob, &len);
 	if (!err)
@@ -302,18 +363,45 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 		char hex[2 * FP_BUILD_ID_MAX + 1];
 		fp_build_id_hex(id, hex);
 		fp_debug("no symbols for %s (%s): %s", hex, path ? path : "", strerror(-err));
-		r->rv_stats.rs_ingest_failed++;
-		fp_intern_get(r->rv_failed, id->fb_data, id->fb_len, &failed, NULL);
+		failed_mark(r, id);
 		free(t->lt_blob);
 		t->lt_blob = NULL;
 		return NULL;
 	}
+	pthread_mutex_lock(&r->rv_lock);
 	r->rv_stats.rs_ingested++;
+	pthread_mutex_unlock(&r->rv_lock);
 	/* Stored for every later look-up; this one keeps using its own copy. */
 	if ((err = fp_symcache_put(r->rv_cache, id, t->lt_blob, len)))
 		fp_warnx("cannot store symbols in the cache: %s", strerror(-err));
 	t->lt_ok = 1;
 	return t;
+}
+
+int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
+{
+	struct fp_build_id id;
+	size_t len;
+	void *blob;
+	int err;
+
+	if ((err = fp_elf_build_id(fd, &id)))
+		return err;
+	if (!fp_resolver_has(r, &id)) {
+		if ((err = fp_elf_symtab(fd, &blob, &len)))
+			return err;
+		err = fp_symcache_put(r->rv_cache, &id, blob, len);
+		free(blob);
+		if (err)
+			return err;
+		pthread_mutex_lock(&r->rv_lock);
+		r->rv_stats.rs_ingested++;
+		pthread_mutex_unlock(&r->rv_lock);
+	}
+	if ((err = failed_clear(r, &id)))
+		return err;
+	*out = id;
+	return 0;
 }
 
 void fp_resolver_frame(struct fp_lookup *l, uint8_t kind, const struct fp_build_id *id,
