@@ -27,6 +27,8 @@ struct fp_resolver {
 	char *rv_debug_dir;
 	int rv_local_files;
 	int rv_proc_root;
+	fp_fetch_fn rv_fetch;
+	void *rv_fetch_arg;
 	pthread_mutex_t rv_lock;        /* rv_failed, rv_stats: uploads come from other threads */
 	struct fp_intern *rv_failed;    /* build-IDs no source could provide */
 	struct pending_ksyms rv_pending[MAX_PENDING_KSYMS];
@@ -56,6 +58,8 @@ int fp_resolver_open(struct fp_resolver **out, const struct fp_resolver_opts *o)
 		return -ENOMEM;
 	r->rv_local_files = o->ro_local_files;
 	r->rv_proc_root = o->ro_proc_root;
+	r->rv_fetch = o->ro_fetch;
+	r->rv_fetch_arg = o->ro_fetch_arg;
 	pthread_mutex_init(&r->rv_lock, NULL);
 	if ((o->ro_debug_dir && !(r->rv_debug_dir = strdup(o->ro_debug_dir))) ||
 	    fp_intern_alloc(&r->rv_failed)) {
@@ -273,20 +277,26 @@ void fp_resolver_end(struct fp_lookup *l)
 	free(l);
 }
 
-/* ingest_file: a table from the ELF file at path if its build-ID is id. */
-static int ingest_file(const char *path, const struct fp_build_id *id, void **blob, size_t *len)
+/* ingest_fd: a table from the ELF file open at fd if its build-ID is id. */
+static int ingest_fd(int fd, const struct fp_build_id *id, void **blob, size_t *len)
 {
 	struct fp_build_id file_id;
-	int fd, err;
+	int err = fp_elf_build_id(fd, &file_id);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	err = fp_elf_build_id(fd, &file_id);
 	if (!err && !build_id_match(&file_id, id))
 		err = -ESTALE; /* a different build of the same path */
 	if (!err)
 		err = fp_elf_symtab(fd, blob, len);
+	return err;
+}
+
+static int ingest_file(const char *path, const struct fp_build_id *id, void **blob, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = ingest_fd(fd, id, blob, len);
 	close(fd);
 	return err;
 }
@@ -318,6 +328,13 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 	if (err && r->rv_proc_root && pid && path && path[0] == '/') {
 		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
 		err = ingest_file(file, id, blob, len);
+	}
+	if (err && r->rv_fetch) {
+		int fd = r->rv_fetch(id, r->rv_fetch_arg);
+		if (fd >= 0) {
+			err = ingest_fd(fd, id, blob, len);
+			close(fd);
+		}
 	}
 	return err;
 }

@@ -16,12 +16,19 @@
 
 struct fp_resolver;
 
+/* A further source of files, tried after the debug directory and local
+ * files: an fd open on a file that should have build-ID id (it is
+ * checked), or a negative errno. */
+typedef int (*fp_fetch_fn)(const struct fp_build_id *id, void *arg);
+
 struct fp_resolver_opts {
 	const char *ro_cache_dir;   /* LMDB directory (created if missing) */
 	const char *ro_debug_dir;   /* "/usr/lib/debug"; NULL: none */
 	int ro_local_files;         /* try the mapping's path on this host */
 	int ro_proc_root;           /* also /proc/PID/root/PATH: the agent's pids
 				     * are this host's (fleetprof record) */
+	fp_fetch_fn ro_fetch;       /* NULL: none (e.g. upstream debuginfod) */
+	void *ro_fetch_arg;
 };
 
 /* fp_resolver_open: 0 or a negative errno (cache cannot be opened). */
