@@ -68,6 +68,19 @@ int fp_build_id_eq(const struct fp_build_id *a, const struct fp_build_id *b)
 	return memcmp(a->fb_data, b->fb_data, n) == 0;
 }
 
+int fp_build_id_match(const struct fp_build_id *a, const struct fp_build_id *b)
+{
+	const struct fp_build_id *s = a->fb_len <= b->fb_len ? a : b, *l = s == a ? b : a;
+	int i;
+
+	if (!s->fb_len || memcmp(s->fb_data, l->fb_data, s->fb_len) != 0)
+		return 0;
+	for (i = s->fb_len; i < l->fb_len; i++)
+		if (l->fb_data[i])
+			return 0;
+	return 1;
+}
+
 void fp_hello_fini(struct fp_hello *h)
 {
 	size_t i;
@@ -116,9 +129,16 @@ void fp_ksyms_fini(struct fp_ksyms *k)
 	memset(k, 0, sizeof(*k));
 }
 
+void fp_file_data_fini(struct fp_file_data *d)
+{
+	free(d->fd_data);
+	memset(d, 0, sizeof(*d));
+}
+
 void fp_reply_fini(struct fp_reply *r)
 {
 	free(r->fr_error);
 	free(r->fr_want);
+	free(r->fr_ranges);
 	memset(r, 0, sizeof(*r));
 }

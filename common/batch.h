@@ -128,6 +128,30 @@ struct fp_ksyms {
 	struct fp_ksym *fs_syms;
 };
 
+/* A byte range of the file with build-ID fg_build_id that the symbolizer
+ * asks an agent for, when no other source has the file's symbols.  The
+ * symbolizer reads the ELF structure itself and asks for what it needs;
+ * the agent only copies bytes. */
+struct fp_range {
+	struct fp_build_id fg_build_id;
+	uint64_t fg_offset;
+	uint32_t fg_length;         /* <= FP_RANGE_MAX */
+};
+
+#define FP_RANGE_MAX (1u << 20)
+
+/* An agent's answer to one fp_range: the bytes there (fewer at the end of
+ * the file), or why it cannot read the file. */
+struct fp_file_data {
+	uint64_t fd_session;
+	struct fp_build_id fd_build_id;
+	uint64_t fd_offset;
+	uint64_t fd_file_size;
+	uint32_t fd_error;          /* 0, or an errno: the file cannot be read */
+	size_t fd_len;
+	uint8_t *fd_data;           /* owned; NULL when fd_len is 0 */
+};
+
 enum fp_reply_status {
 	FP_REPLY_OK = 0,
 	FP_REPLY_NEED_HELLO = 1, /* unknown session: send hello, resend definitions */
@@ -141,6 +165,8 @@ struct fp_reply {
 	char *fr_error;             /* owned; NULL unless rejected */
 	size_t fr_nwant;            /* build-IDs whose kallsyms the server wants */
 	struct fp_build_id *fr_want;
+	size_t fr_nranges;          /* file bytes the server wants */
+	struct fp_range *fr_ranges;
 };
 
 /* fp_build_id_hex: write id as lowercase hex into buf (>= 2*FP_BUILD_ID_MAX+1). */
@@ -149,11 +175,15 @@ void fp_build_id_hex(const struct fp_build_id *id, char *buf);
 int fp_build_id_parse(const char *hex, struct fp_build_id *id);
 /* fp_build_id_eq: non-zero when a and b are the same build-ID. */
 int fp_build_id_eq(const struct fp_build_id *a, const struct fp_build_id *b);
+/* fp_build_id_match: like fp_build_id_eq, but the longer one may have
+ * trailing zeros: the kernel pads build-IDs shorter than 20 bytes. */
+int fp_build_id_match(const struct fp_build_id *a, const struct fp_build_id *b);
 
 /* *_fini release what the structure owns (not the structure itself). */
 void fp_hello_fini(struct fp_hello *h);
 void fp_batch_fini(struct fp_batch *b);
 void fp_ksyms_fini(struct fp_ksyms *k);
 void fp_reply_fini(struct fp_reply *r);
+void fp_file_data_fini(struct fp_file_data *d);
 
 #endif

@@ -23,6 +23,7 @@
 #define WIRE_MAX_LABELS 64
 #define WIRE_MAX_KSYMS 1000000   /* symbols per FP_MSG_KSYMS message */
 #define WIRE_MAX_WANT 4096       /* build-IDs per reply */
+#define WIRE_MAX_RANGES 64       /* file ranges per reply */
 #define WIRE_NONE (-1)           /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
 #define WIRE_ZONE_CHUNK 8192
 
@@ -70,12 +71,24 @@ enum {
 	REPLY_SEQ = 2,
 	REPLY_ERROR = 3,
 	REPLY_WANT = 4,
+	REPLY_RANGES = 5,
 	REPLY_NKEYS
+};
+
+enum {
+	FILE_SESSION = 1,
+	FILE_BUILD_ID = 2,
+	FILE_OFFSET = 3,
+	FILE_SIZE = 4,
+	FILE_ERROR = 5,
+	FILE_DATA = 6,
+	FILE_NKEYS
 };
 
 /* Flat tuple lists: elements per entry. */
 #define NODE_WIDTH 4     /* id delta, parent delta, mapping, offset */
 #define COUNT_WIDTH 3    /* thread, node, count */
+#define RANGE_WIDTH 3    /* build_id, offset, length */
 
 /* Minimum lengths of the array records; later revisions may append. */
 #define MAPPING_FIELDS 4 /* id, kind, build_id, path */
@@ -451,10 +464,15 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	size_t i;
 
 	if (!status_ok(r->fr_status) || r->fr_nwant > WIRE_MAX_WANT ||
-	    (r->fr_nwant && !r->fr_want))
+	    (r->fr_nwant && !r->fr_want) || r->fr_nranges > WIRE_MAX_RANGES ||
+	    (r->fr_nranges && !r->fr_ranges))
 		return -EINVAL;
+	for (i = 0; i < r->fr_nranges; i++)
+		if (r->fr_ranges[i].fg_length > FP_RANGE_MAX || !r->fr_ranges[i].fg_build_id.fb_len)
+			return -EINVAL;
 	enc_init(&e);
-	enc_envelope(&e, FP_MSG_REPLY, 2 + (r->fr_error != NULL) + (r->fr_nwant > 0));
+	enc_envelope(&e, FP_MSG_REPLY,
+		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0));
 	enc_key(&e, REPLY_STATUS);
 	enc_uint(&e, r->fr_status);
 	enc_key(&e, REPLY_SEQ);
@@ -468,6 +486,44 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 		enc_array(&e, r->fr_nwant);
 		for (i = 0; i < r->fr_nwant; i++)
 			enc_build_id(&e, &r->fr_want[i]);
+	}
+	if (r->fr_nranges) {
+		enc_key(&e, REPLY_RANGES);
+		enc_array(&e, RANGE_WIDTH * r->fr_nranges);
+		for (i = 0; i < r->fr_nranges; i++) {
+			enc_build_id(&e, &r->fr_ranges[i].fg_build_id);
+			enc_uint(&e, r->fr_ranges[i].fg_offset);
+			enc_uint(&e, r->fr_ranges[i].fg_length);
+		}
+	}
+	return enc_finish(&e, buf, len);
+}
+
+int fp_wire_encode_file(const struct fp_file_data *d, char **buf, size_t *len)
+{
+	struct enc e;
+
+	if (!d->fd_build_id.fb_len || d->fd_len > FP_RANGE_MAX || (d->fd_len && !d->fd_data) ||
+	    (d->fd_error && d->fd_len))
+		return -EINVAL;
+	enc_init(&e);
+	enc_envelope(&e, FP_MSG_FILE, 4 + (d->fd_error != 0) + (d->fd_len > 0));
+	enc_key(&e, FILE_SESSION);
+	enc_uint(&e, d->fd_session);
+	enc_key(&e, FILE_BUILD_ID);
+	enc_build_id(&e, &d->fd_build_id);
+	enc_key(&e, FILE_OFFSET);
+	enc_uint(&e, d->fd_offset);
+	enc_key(&e, FILE_SIZE);
+	enc_uint(&e, d->fd_file_size);
+	if (d->fd_error) {
+		enc_key(&e, FILE_ERROR);
+		enc_uint(&e, d->fd_error);
+	}
+	if (d->fd_len) {
+		enc_key(&e, FILE_DATA);
+		enc_check(&e, msgpack_pack_bin(&e.e_pk, d->fd_len));
+		enc_check(&e, msgpack_pack_bin_body(&e.e_pk, d->fd_data, d->fd_len));
 	}
 	return enc_finish(&e, buf, len);
 }
@@ -577,7 +633,7 @@ static int envelope_read(const void *buf, size_t len, int *type)
 		return FP_WIRE_EVERSION;
 	if (n != 3 || rd_uint(&r, &t))
 		return FP_WIRE_EMALFORMED;
-	if (t < FP_MSG_HELLO || t > FP_MSG_REPLY)
+	if (t < FP_MSG_HELLO || t > FP_MSG_FILE)
 		return FP_WIRE_ETYPE;
 	if (rd_byte(&r, &b) || !((b >= 0x80 && b <= 0x8f) || b == 0xde || b == 0xdf))
 		return FP_WIRE_EMALFORMED;
@@ -985,14 +1041,14 @@ static int nodes_from_obj(const msgpack_object *o, struct fp_batch *b)
 		    (err = obj_none_or_u32(&t[2], FP_MAPPING_NONE, &nd->fn_frame.ff_mapping)) ||
 		    (err = obj_u64(&t[3], &nd->fn_frame.ff_offset)))
 			return err;
-		if (id_delta < -(int64_t)UINT32_MAX || id_delta > (int64_t)UINT32_MAX)
+		/* Both deltas bounded first, so that the sums cannot overflow. */
+		if (id_delta < -(int64_t)UINT32_MAX || id_delta > (int64_t)UINT32_MAX ||
+		    parent_delta < -(int64_t)UINT32_MAX || parent_delta > (int64_t)UINT32_MAX)
 			return FP_WIRE_EFIELD;
 		id = prev + id_delta;
 		parent = id - parent_delta;
 		if (id < 0 || id >= FP_NODE_NONE ||
-		    (parent_delta && (parent_delta < -(int64_t)UINT32_MAX ||
-				      parent_delta > (int64_t)UINT32_MAX || parent < 0 ||
-				      parent >= FP_NODE_NONE)))
+		    (parent_delta && (parent < 0 || parent >= FP_NODE_NONE)))
 			return FP_WIRE_EFIELD;
 		nd->fn_id = (uint32_t)id;
 		nd->fn_parent = parent_delta ? (uint32_t)parent : FP_NODE_NONE;
@@ -1116,6 +1172,62 @@ static int ksyms_from_body(const msgpack_object *body, struct fp_ksyms *k)
 	return 0;
 }
 
+static int ranges_from_obj(const msgpack_object *o, struct fp_reply *r)
+{
+	const msgpack_object *a;
+	size_t n, i;
+	void *p;
+	int err;
+
+	if ((err = obj_tuples(o, RANGE_WIDTH, WIRE_MAX_RANGES, &a, &n)) ||
+	    (err = alloc_array(n, sizeof(struct fp_range), &p)))
+		return err;
+	r->fr_ranges = p;
+	r->fr_nranges = n;
+	for (i = 0; i < n; i++) {
+		struct fp_range *g = &r->fr_ranges[i];
+		const msgpack_object *t = &a[RANGE_WIDTH * i];
+
+		if ((err = obj_build_id(&t[0], &g->fg_build_id)) ||
+		    (err = obj_u64(&t[1], &g->fg_offset)) || (err = obj_u32(&t[2], &g->fg_length)))
+			return err;
+		if (!g->fg_build_id.fb_len || g->fg_length > FP_RANGE_MAX)
+			return FP_WIRE_EFIELD;
+	}
+	return 0;
+}
+
+static int file_from_body(const msgpack_object *body, struct fp_file_data *d)
+{
+	const msgpack_object *f[FILE_NKEYS];
+	int err;
+
+	if ((err = body_fields(body, f, FILE_NKEYS)) ||
+	    (err = obj_u64(f[FILE_SESSION], &d->fd_session)) ||
+	    (err = obj_build_id(f[FILE_BUILD_ID], &d->fd_build_id)) ||
+	    (err = obj_u64(f[FILE_OFFSET], &d->fd_offset)) ||
+	    (err = obj_u64(f[FILE_SIZE], &d->fd_file_size)) ||
+	    (f[FILE_ERROR] && (err = obj_u32(f[FILE_ERROR], &d->fd_error))))
+		return err;
+	if (!d->fd_build_id.fb_len || (f[FILE_ERROR] && !d->fd_error))
+		return FP_WIRE_EFIELD;
+	if (!f[FILE_DATA])
+		return 0;
+	if (f[FILE_DATA]->type != MSGPACK_OBJECT_BIN || d->fd_error)
+		return FP_WIRE_EFIELD;
+	if (f[FILE_DATA]->via.bin.size > FP_RANGE_MAX)
+		return FP_WIRE_ETOOBIG;
+	/* Empty data is spelled by leaving the key out, so re-encoding is exact. */
+	if (f[FILE_DATA]->via.bin.size == 0)
+		return FP_WIRE_EFIELD;
+	d->fd_data = malloc(f[FILE_DATA]->via.bin.size);
+	if (!d->fd_data)
+		return FP_WIRE_ENOMEM;
+	memcpy(d->fd_data, f[FILE_DATA]->via.bin.ptr, f[FILE_DATA]->via.bin.size);
+	d->fd_len = f[FILE_DATA]->via.bin.size;
+	return 0;
+}
+
 static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 {
 	const msgpack_object *f[REPLY_NKEYS], *a;
@@ -1131,6 +1243,8 @@ static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 		return FP_WIRE_EFIELD;
 	r->fr_status = (uint8_t)status;
 	if (f[REPLY_ERROR] && (err = obj_strdup(f[REPLY_ERROR], &r->fr_error)))
+		return err;
+	if (f[REPLY_RANGES] && (err = ranges_from_obj(f[REPLY_RANGES], r)))
 		return err;
 	if (!f[REPLY_WANT])
 		return 0;
@@ -1225,5 +1339,25 @@ int fp_wire_decode_reply(const void *buf, size_t len, struct fp_reply *out)
 		return err;
 	}
 	*out = r;
+	return 0;
+}
+
+int fp_wire_decode_file(const void *buf, size_t len, struct fp_file_data *out)
+{
+	const msgpack_object *body;
+	struct fp_file_data d;
+	msgpack_zone zone;
+	int err = wire_open(buf, len, FP_MSG_FILE, &zone, &body);
+
+	if (err)
+		return err;
+	memset(&d, 0, sizeof(d));
+	err = file_from_body(body, &d);
+	msgpack_zone_destroy(&zone);
+	if (err) {
+		fp_file_data_fini(&d);
+		return err;
+	}
+	*out = d;
 	return 0;
 }

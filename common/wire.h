@@ -21,6 +21,7 @@ enum fp_msg_type {
 	FP_MSG_SAMPLES = 2,
 	FP_MSG_KSYMS = 3,
 	FP_MSG_REPLY = 4,
+	FP_MSG_FILE = 5,    /* file bytes an agent sends on the symbolizer's request */
 };
 
 /* Decoding errors (negative); fp_wire_strerror names them. */
@@ -41,6 +42,7 @@ int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len);
 int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len);
 int fp_wire_encode_ksyms(const struct fp_ksyms *k, char **buf, size_t *len);
 int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len);
+int fp_wire_encode_file(const struct fp_file_data *d, char **buf, size_t *len);
 
 /* fp_wire_peek: validate the envelope of buf and return its type in *type.
  * 0 on success; FP_WIRE_EMALFORMED, FP_WIRE_EVERSION or FP_WIRE_ETYPE. */
@@ -53,5 +55,6 @@ int fp_wire_decode_hello(const void *buf, size_t len, struct fp_hello *out);
 int fp_wire_decode_batch(const void *buf, size_t len, struct fp_batch *out);
 int fp_wire_decode_ksyms(const void *buf, size_t len, struct fp_ksyms *out);
 int fp_wire_decode_reply(const void *buf, size_t len, struct fp_reply *out);
+int fp_wire_decode_file(const void *buf, size_t len, struct fp_file_data *out);
 
 #endif

@@ -2,15 +2,18 @@
  * interval counts. */
 #include "collector.h"
 #include "container.h"
+#include "elfnote.h"
 #include "intern.h"
 #include "procmaps.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <linux/bpf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROCS_REFRESH_CUTS 6 /* forget cached process state every N intervals */
 
@@ -70,7 +73,8 @@ struct fp_collector {
 	struct proc_entry *cl_procv;
 	size_t cl_procv_cap;
 	char **cl_pathv; /* build-ID -> path, by cl_paths id */
-	size_t cl_pathv_cap;
+	uint32_t *cl_pathpid; /* and the process that reported it */
+	size_t cl_pathv_cap, cl_pathpid_cap;
 	uint32_t *cl_counts; /* by pair id, this interval */
 	size_t cl_counts_cap;
 	uint32_t *cl_touched; /* pair ids with a count this interval */
@@ -178,6 +182,7 @@ void fp_collector_free(struct fp_collector *c)
 	free(c->cl_tinfo);
 	free(c->cl_procv);
 	free(c->cl_pathv);
+	free(c->cl_pathpid);
 	free(c->cl_counts);
 	free(c->cl_touched);
 	free(c);
@@ -253,6 +258,25 @@ static int mapping_get(struct fp_collector *c, uint8_t kind, const struct fp_bui
 	return grow(&c->cl_mstate, &c->cl_mstate_cap, (size_t)*id + 1, 1);
 }
 
+/* remember_file: where the file with build-ID bid can be read, should the
+ * symbolizer ask for it: the first process and path that showed it. */
+static const char *remember_file(struct fp_collector *c, const struct fp_build_id *bid,
+				 uint32_t pid, const char *path)
+{
+	uint32_t id;
+	int added;
+
+	if (fp_intern_get(c->cl_paths, bid->fb_data, bid->fb_len, &id, &added) ||
+	    grow(&c->cl_pathv, &c->cl_pathv_cap, (size_t)id + 1, sizeof(*c->cl_pathv)) ||
+	    grow(&c->cl_pathpid, &c->cl_pathpid_cap, (size_t)id + 1, sizeof(*c->cl_pathpid)))
+		return NULL;
+	if (!c->cl_pathv[id] && path) {
+		c->cl_pathv[id] = strdup(path);
+		c->cl_pathpid[id] = pid;
+	}
+	return c->cl_pathv[id];
+}
+
 /* The kernel hands us (build-ID, offset) without a path; find the path in
  * the mappings of the process that reported it, once per build-ID. */
 static const char *path_of_build_id(struct fp_collector *c, uint32_t pid,
@@ -260,29 +284,47 @@ static const char *path_of_build_id(struct fp_collector *c, uint32_t pid,
 {
 	struct proc_entry *pe;
 	struct fp_procmaps *pm;
-	uint32_t id;
-	int added;
+	const char *known = remember_file(c, bid, pid, NULL);
 	size_t i;
 
-	if (fp_intern_get(c->cl_paths, bid->fb_data, bid->fb_len, &id, &added) ||
-	    grow(&c->cl_pathv, &c->cl_pathv_cap, (size_t)id + 1, sizeof(*c->cl_pathv)))
-		return "";
-	if (c->cl_pathv[id])
-		return c->cl_pathv[id];
+	if (known)
+		return known;
 	pe = proc_get(c, pid);
 	pm = pe ? proc_maps(c, pe, pid, 0) : NULL;
 	for (i = 0; pm && i < pm->pm_nvmas; i++) {
 		struct fp_vma *v = &pm->pm_vmas[i];
 		if (fp_procmaps_build_id(c->cl_proc, pm, v) == 0 &&
-		    fp_build_id_eq(&v->fv_build_id, bid)) {
-			c->cl_pathv[id] = strdup(v->fv_path);
-			break;
-		}
+		    fp_build_id_match(&v->fv_build_id, bid))
+			return remember_file(c, bid, pid, v->fv_path) ?: "";
 	}
 	/* Not found (process gone): remember "" rather than search again. */
-	if (!c->cl_pathv[id])
-		c->cl_pathv[id] = strdup("");
-	return c->cl_pathv[id] ? c->cl_pathv[id] : "";
+	return remember_file(c, bid, pid, "") ?: "";
+}
+
+int fp_collector_open_file(struct fp_collector *c, const struct fp_build_id *id)
+{
+	char path[4200];
+	const char *candidates[2];
+	struct fp_build_id got;
+	uint32_t idx;
+	int i, fd;
+
+	if (fp_intern_find(c->cl_paths, id->fb_data, id->fb_len, &idx) || !c->cl_pathv[idx] ||
+	    c->cl_pathv[idx][0] != '/')
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/%u/root%s", c->cl_proc, c->cl_pathpid[idx],
+		 c->cl_pathv[idx]);
+	candidates[0] = path;
+	candidates[1] = c->cl_pathv[idx];
+	for (i = 0; i < 2; i++) {
+		fd = open(candidates[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fp_elfnote_build_id(fd, &got) == 0 && fp_build_id_match(&got, id))
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
 }
 
 static int user_frame_by_ip(struct fp_collector *c, struct proc_entry *pe, uint32_t pid,
@@ -302,7 +344,8 @@ static int user_frame_by_ip(struct fp_collector *c, struct proc_entry *pe, uint3
 	if (!v || !v->fv_path[0])
 		return 0; /* anonymous executable memory (JIT): raw address */
 	if (v->fv_cookie == UINT32_MAX) {
-		fp_procmaps_build_id(c->cl_proc, pm, v);
+		if (fp_procmaps_build_id(c->cl_proc, pm, v) == 0)
+			remember_file(c, &v->fv_build_id, pid, v->fv_path);
 		if (mapping_get(c, FP_MAP_USER,
 				v->fv_build_id_state == 1 ? &v->fv_build_id : NULL, v->fv_path,
 				&v->fv_cookie))

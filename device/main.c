@@ -10,6 +10,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +55,7 @@ struct agent {
 	struct fp_lost ag_lost;     /* agent-side totals */
 	uint64_t ag_sampled, ag_acked_samples;
 	uint64_t ag_batch_bytes, ag_ksyms_bytes; /* acknowledged, on the wire */
+	uint64_t ag_file_bytes;     /* file bytes the symbolizer asked for */
 };
 
 static void on_signal(int sig)
@@ -178,6 +181,80 @@ static void agent_answer_wants(struct agent *a, struct fp_reply *r)
 	}
 }
 
+#define MAX_FILE_MESSAGES 1024 /* per request chain: the symbolizer drives, we bound it */
+
+/* send_file_part: one range of a file, or why it cannot be read. */
+static int send_file_part(struct agent *a, const struct fp_range *g, struct fp_reply *reply)
+{
+	struct fp_file_data d = { .fd_session = a->ag_session, .fd_build_id = g->fg_build_id,
+				  .fd_offset = g->fg_offset };
+	int fd = fp_collector_open_file(a->ag_collector, &g->fg_build_id), err;
+	struct stat st;
+	ssize_t n = 0;
+	size_t len;
+	char *buf;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		d.fd_error = fd < 0 ? (uint32_t)-fd : (uint32_t)errno;
+	} else {
+		d.fd_file_size = (uint64_t)st.st_size;
+		if (g->fg_offset < d.fd_file_size) {
+			d.fd_data = malloc(g->fg_length ? g->fg_length : 1);
+			n = d.fd_data ? pread(fd, d.fd_data, g->fg_length, (off_t)g->fg_offset) : -1;
+			if (n < 0)
+				d.fd_error = d.fd_data ? (uint32_t)errno : ENOMEM;
+			else
+				d.fd_len = (size_t)n;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (d.fd_error)
+		d.fd_len = 0;
+	err = fp_wire_encode_file(&d, &buf, &len);
+	free(d.fd_data);
+	if (err)
+		return err;
+	if ((err = agent_call(a, buf, len, reply)))
+		return err;
+	a->ag_file_bytes += d.fd_len;
+	return reply->fr_status == FP_REPLY_OK ? 0 : -EPROTO;
+}
+
+/* The symbolizer has no symbols for some of our files and asks for parts
+ * of them; each answer may bring the next question. */
+static void agent_answer_ranges(struct agent *a, const struct fp_reply *first)
+{
+	struct fp_range *queue = NULL;
+	size_t head = 0, len = 0, sent = 0, i;
+
+	if (!first->fr_nranges || !(queue = malloc(first->fr_nranges * sizeof(*queue))))
+		return;
+	memcpy(queue, first->fr_ranges, first->fr_nranges * sizeof(*queue));
+	len = first->fr_nranges;
+	while (head < len && sent++ < MAX_FILE_MESSAGES) {
+		struct fp_reply r = { 0 };
+		struct fp_range *more;
+
+		if (send_file_part(a, &queue[head++], &r)) {
+			fp_reply_fini(&r);
+			break;
+		}
+		if (r.fr_nranges) {
+			more = realloc(queue, (len + r.fr_nranges) * sizeof(*queue));
+			if (!more) {
+				fp_reply_fini(&r);
+				break;
+			}
+			queue = more;
+			for (i = 0; i < r.fr_nranges; i++)
+				queue[len++] = r.fr_ranges[i];
+		}
+		fp_reply_fini(&r);
+	}
+	free(queue);
+}
+
 static int agent_hello(struct agent *a)
 {
 	struct fp_reply r = { 0 };
@@ -243,6 +320,7 @@ static int agent_flush(struct agent *a)
 				a->ag_buf_len--;
 			}
 			agent_answer_wants(a, &r);
+			agent_answer_ranges(a, &r);
 			break;
 		case FP_REPLY_NEED_HELLO:
 			fp_info("symbolizer lost our session (restarted?): saying hello again");
@@ -281,11 +359,11 @@ static void log_footprint(struct agent *a)
 		fclose(f);
 	line[strcspn(line, "\n")] = '\0';
 	fp_info("wire: %" PRIu64 " bytes of batches (%.2f bytes/sample), %" PRIu64
-		" bytes of kallsyms; bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64
+		" bytes of kallsyms, %" PRIu64 " bytes of files; bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64
 		" bytes; collector %zu bytes; %s",
 		a->ag_batch_bytes,
 		a->ag_acked_samples ? (double)a->ag_batch_bytes / a->ag_acked_samples : 0.0,
-		a->ag_ksyms_bytes, st.ss_run_count,
+		a->ag_ksyms_bytes, a->ag_file_bytes, st.ss_run_count,
 		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes,
 		fp_collector_bytes(a->ag_collector), line);
 }

@@ -1,9 +1,15 @@
 /* main.c: fleetprof-symbolizer, the central server.  Receives agents'
  * batches over nng, resolves their frames through the LMDB symbol cache and
- * writes a folded and a pprof profile per device and interval. */
+ * writes a folded and a pprof profile per device and interval.  With
+ * --http it is also the symbol service: build pipelines upload ELF files,
+ * debuginfod clients download them (http.h). */
+#include "cli.h"
+#include "debuginfod.h"
+#include "http.h"
 #include "log.h"
 #include "resolver.h"
 #include "server.h"
+#include "store.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -13,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/util/platform.h>
@@ -24,11 +31,15 @@ static void on_signal(int sig)
 	exiting = 1;
 }
 
+#define MAX_UPSTREAMS 16
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fleetprof-symbolizer --listen ADDR [--cache DIR] [--out DIR]\n"
 		"                            [--debug-dir DIR] [--no-local-files] [-v] [--syslog]\n"
+		"                            [--http HOST:PORT] [--store DIR] [--upload-token TOKEN]\n"
+		"                            [--max-upload MB] [--debuginfod URL]...\n"
 		"\n"
 		"Receives stacks from fleetprof-agents, resolves their symbols and writes\n"
 		"OUT/HOST/STAMP-SEQ.folded and OUT/HOST/STAMP-SEQ.pb.gz per interval.\n"
@@ -41,10 +52,46 @@ static void usage(FILE *f)
 		"                         (default /usr/lib/debug)\n"
 		"      --no-local-files   do not read binaries at the paths agents report\n"
 		"                         (they are read only when their build-ID matches)\n"
+		"\n"
+		"Symbol service:\n"
+		"      --http HOST:PORT   serve the HTTP API: POST /v1/upload, POST /v1/missing,\n"
+		"                         and debuginfod's GET /buildid/HEX/debuginfo|executable\n"
+		"      --store DIR        where uploaded files are kept, DIR/.build-id/xx/rest[.debug]\n"
+		"                         (default /var/lib/fleetprof/store); also a symbol source\n"
+		"      --upload-token TOKEN  uploads need 'Authorization: Bearer TOKEN' (default:\n"
+		"                         $FLEETPROF_UPLOAD_TOKEN; none: anyone may upload)\n"
+		"      --max-upload MB    largest upload accepted (default 1024)\n"
+		"      --debuginfod URL   upstream debuginfod server for build-IDs found nowhere\n"
+		"                         else (repeatable; files cached in CACHE/debuginfod)\n"
+		"\n"
 		"  -v, --verbose          log debug messages\n"
 		"      --syslog           log to syslog instead of stderr\n"
 		"  -h, --help             this help\n"
 		"  -V, --version          print the version\n");
+}
+
+/* The sources after the debug directory and local files: the store's
+ * debug file, the upstream servers, then the store's executable (last: a
+ * stripped one has few symbols). */
+struct fetch_chain {
+	struct fp_store *fc_store;
+	struct fp_debuginfod *fc_upstream;
+};
+
+static int fetch_chain(const struct fp_build_id *id, void *arg)
+{
+	struct fetch_chain *fc = arg;
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+	int fd = -ENOENT;
+
+	fp_build_id_hex(id, hex);
+	if (fc->fc_store)
+		fd = fp_store_open_file(fc->fc_store, hex, FP_STORE_DEBUGINFO, NULL);
+	if (fd < 0 && fc->fc_upstream)
+		fd = fp_debuginfod_fetch(id, fc->fc_upstream);
+	if (fd < 0 && fc->fc_store)
+		fd = fp_store_open_file(fc->fc_store, hex, FP_STORE_EXECUTABLE, NULL);
+	return fd;
 }
 
 int main(int argc, char **argv)
@@ -59,14 +106,26 @@ int main(int argc, char **argv)
 		{ "syslog", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "http", required_argument, NULL, 'H' },
+		{ "store", required_argument, NULL, 's' },
+		{ "upload-token", required_argument, NULL, 'T' },
+		{ "max-upload", required_argument, NULL, 'M' },
+		{ "debuginfod", required_argument, NULL, 'U' },
 		{ 0 },
 	};
 	struct fp_resolver_opts ro = { .ro_cache_dir = "/var/cache/fleetprof",
 				       .ro_debug_dir = "/usr/lib/debug", .ro_local_files = 1 };
-	const char *listen = NULL, *out = "out";
+	const char *listen = NULL, *out = "out", *http_addr = NULL, *store_dir = NULL;
+	const char *token = getenv("FLEETPROF_UPLOAD_TOKEN"), *upstreams[MAX_UPSTREAMS];
+	size_t nupstreams = 0;
+	uint32_t max_upload_mb = 1024;
+	char dcache[4200];
+	struct fetch_chain chain = { 0 };
+	struct fp_http *http = NULL;
 	struct fp_resolver *r = NULL;
 	struct fp_server *srv = NULL;
 	struct fp_server_stats last = { 0 }, now;
+	struct fp_http_stats hlast = { 0 };
 	time_t last_log = time(NULL);
 	int verbose = 0, use_syslog = 0, c, rv, err = 1;
 	nng_socket sock = NNG_SOCKET_INITIALIZER;
@@ -82,6 +141,27 @@ int main(int argc, char **argv)
 		case 'S': use_syslog = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("fleetprof-symbolizer %s\n", FP_VERSION); return 0;
+		case 'H': http_addr = optarg; break;
+		case 's': store_dir = optarg; break;
+		case 'T': token = optarg; break;
+		case 'M':
+			if (fp_parse_u32("fleetprof-symbolizer", "--max-upload", optarg, 1, 1 << 20,
+					 &max_upload_mb))
+				return 2;
+			break;
+		case 'U':
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8)) {
+				fprintf(stderr, "fleetprof-symbolizer: invalid --debuginfod '%s' "
+						"(expected http://... or https://...)\n", optarg);
+				return 2;
+			}
+			if (nupstreams == MAX_UPSTREAMS) {
+				fprintf(stderr, "fleetprof-symbolizer: at most %d --debuginfod\n",
+					MAX_UPSTREAMS);
+				return 2;
+			}
+			upstreams[nupstreams++] = optarg;
+			break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -99,7 +179,28 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (fp_resolver_open(&r, &ro) || fp_server_alloc(&srv, r, out))
+	/* The store is a symbol source whenever it is named or served. */
+	if (store_dir || http_addr) {
+		if (!store_dir)
+			store_dir = "/var/lib/fleetprof/store";
+		if ((rv = fp_store_open(&chain.fc_store, store_dir))) {
+			fp_warnx("cannot use the store %s: %s", store_dir, strerror(-rv));
+			goto cleanup;
+		}
+	}
+	/* Before any thread: it sets libdebuginfod's environment. */
+	if (nupstreams) {
+		snprintf(dcache, sizeof(dcache), "%s/debuginfod", ro.ro_cache_dir);
+		if ((rv = fp_debuginfod_open(&chain.fc_upstream, upstreams, nupstreams, dcache))) {
+			fp_warnx("cannot use debuginfod (cache %s): %s", dcache, strerror(-rv));
+			goto cleanup;
+		}
+	}
+	if (chain.fc_store || chain.fc_upstream) {
+		ro.ro_fetch = fetch_chain;
+		ro.ro_fetch_arg = &chain;
+	}
+	if (fp_resolver_open(&r, &ro) || fp_server_alloc(&srv, r, out, ro.ro_cache_dir))
 		goto cleanup;
 	if ((rv = nng_rep0_open(&sock)) != 0) {
 		fp_warnx("nng: %s", nng_strerror(rv));
@@ -113,6 +214,17 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	fp_info("listening on %s, cache %s, writing to %s", listen, ro.ro_cache_dir, out);
+	if (http_addr) {
+		struct fp_http_opts ho = { .ho_addr = http_addr, .ho_token = token,
+					   .ho_max_upload = (uint64_t)max_upload_mb << 20,
+					   .ho_store = chain.fc_store, .ho_resolver = r };
+		if (fp_http_start(&http, &ho))
+			goto cleanup;
+		fp_info("HTTP on %s, store %s, uploads %s, at most %u MB", http_addr, store_dir,
+			token && token[0] ? "need a token" : "open to anyone", max_upload_mb);
+	}
+	for (size_t i = 0; i < nupstreams; i++)
+		fp_info("upstream debuginfod %s", upstreams[i]);
 
 	while (!exiting) {
 		nng_msg *req, *rep;
@@ -134,18 +246,30 @@ int main(int argc, char **argv)
 			fp_warnx("receive: %s", nng_strerror(rv));
 		}
 		fp_server_stats(srv, &now);
-		if (time(NULL) - last_log >= 60 && memcmp(&now, &last, sizeof(now))) {
-			fp_server_log_stats(srv);
+		if (time(NULL) - last_log >= 60) {
+			struct fp_http_stats hnow = { 0 };
+			if (http)
+				fp_http_stats(http, &hnow);
+			if (memcmp(&now, &last, sizeof(now)))
+				fp_server_log_stats(srv);
+			if (memcmp(&hnow, &hlast, sizeof(hnow)))
+				fp_http_log_stats(http);
 			last = now;
+			hlast = hnow;
 			last_log = time(NULL);
 		}
 	}
 	fp_server_log_stats(srv);
+	if (http)
+		fp_http_log_stats(http);
 	nng_msleep(200); /* let the last replies leave before the socket closes */
 	err = 0;
 cleanup:
+	fp_http_stop(http); /* its handlers use the resolver and the store */
 	nng_close(sock);
 	fp_server_free(srv);
 	fp_resolver_close(r);
+	fp_debuginfod_close(chain.fc_upstream);
+	fp_store_close(chain.fc_store);
 	return err;
 }

@@ -154,21 +154,6 @@ out:
 	return err;
 }
 
-/* The kernel reports 20-byte build-IDs, zero-padded when the real one is
- * shorter; ELF notes carry the real length. */
-static int build_id_match(const struct fp_build_id *a, const struct fp_build_id *b)
-{
-	const struct fp_build_id *s = a->fb_len <= b->fb_len ? a : b, *l = s == a ? b : a;
-	int i;
-
-	if (!s->fb_len || memcmp(s->fb_data, l->fb_data, s->fb_len) != 0)
-		return 0;
-	for (i = s->fb_len; i < l->fb_len; i++)
-		if (l->fb_data[i])
-			return 0;
-	return 1;
-}
-
 int fp_resolver_has(struct fp_resolver *r, const struct fp_build_id *id)
 {
 	struct fp_symcache_txn *txn;
@@ -283,7 +268,7 @@ static int ingest_fd(int fd, const struct fp_build_id *id, void **blob, size_t *
 	struct fp_build_id file_id;
 	int err = fp_elf_build_id(fd, &file_id);
 
-	if (!err && !build_id_match(&file_id, id))
+	if (!err && !fp_build_id_match(&file_id, id))
 		err = -ESTALE; /* a different build of the same path */
 	if (!err)
 		err = fp_elf_symtab(fd, blob, len);
@@ -393,6 +378,11 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 		fp_warnx("cannot store symbols in the cache: %s", strerror(-err));
 	t->lt_ok = 1;
 	return t;
+}
+
+int fp_resolver_missing(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	return failed_find(r, id);
 }
 
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)

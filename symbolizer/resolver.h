@@ -50,6 +50,10 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
  * malformed) or a negative errno. */
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *id);
 
+/* fp_resolver_missing: whether every source was tried for id and none had
+ * it (until a file for it is added). */
+int fp_resolver_missing(struct fp_resolver *r, const struct fp_build_id *id);
+
 /* fp_resolver_has: whether a table for id is stored. */
 int fp_resolver_has(struct fp_resolver *r, const struct fp_build_id *id);
 

@@ -1,5 +1,6 @@
 /* server.c: decode, dispatch, reply; sessions; output files. */
 #include "server.h"
+#include "devfetch.h"
 #include "files.h"
 #include "log.h"
 #include "output.h"
@@ -21,20 +22,24 @@ struct server_session {
 
 struct fp_server {
 	struct fp_resolver *sv_resolver;
+	struct fp_devfetch *sv_devfetch;
 	char *sv_out_dir;
 	struct server_session sv_sessions[FP_SERVER_MAX_SESSIONS];
 	size_t sv_nsessions;
 	struct fp_server_stats sv_stats;
 };
 
-int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *out_dir)
+int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *out_dir,
+		    const char *tmp_dir)
 {
 	struct fp_server *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return -ENOMEM;
 	s->sv_resolver = r;
-	if (out_dir && !(s->sv_out_dir = strdup(out_dir))) {
+	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) ||
+	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir)) {
+		free(s->sv_out_dir);
 		free(s);
 		return -ENOMEM;
 	}
@@ -50,6 +55,7 @@ void fp_server_free(struct fp_server *s)
 		return;
 	for (i = 0; i < s->sv_nsessions; i++)
 		fp_session_free(s->sv_sessions[i].ss_session);
+	fp_devfetch_free(s->sv_devfetch);
 	free(s->sv_out_dir);
 	free(s);
 }
@@ -67,11 +73,12 @@ void fp_server_log_stats(const struct fp_server *s)
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
 		", duplicates %" PRIu64 ", unknown sessions %" PRIu64 "; rejected: malformed %" PRIu64
 		", version %" PRIu64 ", type %" PRIu64 ", content %" PRIu64
-		"; write errors %" PRIu64 "; agents lost %" PRIu64 " samples",
+		"; write errors %" PRIu64 "; agents lost %" PRIu64 " samples; file parts %" PRIu64,
 		t->sv_messages, t->sv_bytes, t->sv_hellos, t->sv_batches, t->sv_ksyms,
 		t->sv_samples, t->sv_profiles, t->sv_duplicates, t->sv_need_hello,
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
-		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples);
+		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples,
+		t->sv_file_parts);
 }
 
 static void seq_load(const struct fp_server *s, struct fp_session *se);
@@ -121,7 +128,9 @@ static int reply_encode(struct fp_reply *r, char **buf, size_t *len)
 	int err = fp_wire_encode_reply(r, buf, len);
 
 	free(r->fr_want);
+	free(r->fr_ranges);
 	r->fr_want = NULL;
+	r->fr_ranges = NULL;
 	return err;
 }
 
@@ -286,13 +295,48 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 	fp_session_done(ss->ss_session, b.fb_seq);
 	if ((err = fp_session_wants(ss->ss_session, s->sv_resolver, &r.fr_want, &r.fr_nwant)))
 		goto out;
+	/* User mappings no source could resolve: ask their device. */
+	for (i = 0; i < b.fb_nmappings && !err; i++) {
+		const struct fp_mapping *m = &b.fb_mappings[i];
+		if (m->fm_kind == FP_MAP_USER && m->fm_build_id.fb_len &&
+		    fp_resolver_missing(s->sv_resolver, &m->fm_build_id))
+			err = fp_devfetch_want(s->sv_devfetch, b.fb_session, &m->fm_build_id,
+					       &r.fr_ranges, &r.fr_nranges);
+	}
+	if (err)
+		goto out;
 reply:
 	err = reply_encode(&r, buf, rlen);
 out:
 	fp_profile_free(p);
 	fp_batch_fini(&b);
 	free(r.fr_want);
+	free(r.fr_ranges);
 	return err;
+}
+
+static int handle_file(struct fp_server *s, const void *req, size_t len, char **buf,
+		       size_t *rlen)
+{
+	struct fp_reply r = { .fr_status = FP_REPLY_OK };
+	struct fp_file_data d;
+	int err = fp_wire_decode_file(req, len, &d);
+
+	if (err)
+		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+	err = fp_devfetch_data(s->sv_devfetch, &d, &r.fr_ranges, &r.fr_nranges);
+	fp_file_data_fini(&d);
+	if (err == -EINVAL) {
+		free(r.fr_ranges);
+		return reject(s, &s->sv_stats.sv_rejected_content, "file data nobody asked for", buf,
+			      rlen);
+	}
+	if (err) {
+		free(r.fr_ranges);
+		return err;
+	}
+	s->sv_stats.sv_file_parts++;
+	return reply_encode(&r, buf, rlen);
 }
 
 static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char **buf,
@@ -349,6 +393,8 @@ int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **bu
 		return handle_batch(s, req, len, buf, rlen);
 	case FP_MSG_KSYMS:
 		return handle_ksyms(s, req, len, buf, rlen);
+	case FP_MSG_FILE:
+		return handle_file(s, req, len, buf, rlen);
 	default:
 		return reject(s, &s->sv_stats.sv_rejected_type,
 			      "message type not accepted by the symbolizer", buf, rlen);

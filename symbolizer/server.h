@@ -21,13 +21,16 @@ struct fp_server_stats {
 	uint64_t sv_agent_lost_samples; /* as reported by agents (latest totals) */
 	uint64_t sv_write_errors;
 	uint64_t sv_profiles;
+	uint64_t sv_file_parts;         /* file bytes fetched from devices */
 };
 
 struct fp_server;
 
 /* fp_server_alloc: out_dir receives OUT/HOST/STAMP.{folded,pb.gz}; NULL
- * writes nothing (fuzzing).  0 or -ENOMEM. */
-int fp_server_alloc(struct fp_server **s, struct fp_resolver *r, const char *out_dir);
+ * writes nothing (fuzzing).  tmp_dir holds files being fetched from
+ * devices.  0 or -ENOMEM. */
+int fp_server_alloc(struct fp_server **s, struct fp_resolver *r, const char *out_dir,
+		    const char *tmp_dir);
 void fp_server_free(struct fp_server *s);
 
 /* fp_server_handle: process one request and encode the reply (malloc'd).

@@ -32,7 +32,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	static char dir[] = "/tmp/fp-fuzz-server.XXXXXX";
 	struct fp_resolver_opts ro = { .ro_cache_dir = dir };
 
-	if (!mkdtemp(dir) || fp_resolver_open(&res, &ro) || fp_server_alloc(&srv, res, NULL))
+	if (!mkdtemp(dir) || fp_resolver_open(&res, &ro) || fp_server_alloc(&srv, res, NULL, dir))
 		abort();
 	hello(42);
 	return 0;

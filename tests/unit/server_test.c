@@ -161,7 +161,7 @@ static void test_full_conversation(void)
 	char dir[256];
 
 	CHECK(res != NULL);
-	CHECK_EQ_INT(fp_server_alloc(&s, res, out_dir), 0);
+	CHECK_EQ_INT(fp_server_alloc(&s, res, out_dir, tmpdir), 0);
 	if (!res || !s)
 		return;
 
@@ -246,7 +246,7 @@ static void test_full_conversation(void)
 
 	/* A new server process: the kernel table is cached, and the session's
 	 * last interval is remembered, so a resend is still a duplicate. */
-	CHECK_EQ_INT(fp_server_alloc(&s, res, out_dir), 0);
+	CHECK_EQ_INT(fp_server_alloc(&s, res, out_dir, tmpdir), 0);
 	CHECK_EQ_INT(send_hello(s, 42, &r), 0);
 	CHECK_EQ_INT(r.fr_nwant, 0);
 	fp_reply_fini(&r);
@@ -281,7 +281,7 @@ static void test_hostile_messages(void)
 	struct fp_server_stats st;
 	size_t i;
 
-	CHECK_EQ_INT(fp_server_alloc(&s, res, NULL), 0);
+	CHECK_EQ_INT(fp_server_alloc(&s, res, NULL, tmpdir), 0);
 	for (i = 0; s && i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fp_reply r;
 		if (call(s, cases[i].bytes, cases[i].len, &r)) {

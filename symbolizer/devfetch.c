@@ -1,0 +1,336 @@
+/* devfetch.c: fetching symbol sections from devices, driven from here. */
+#include "devfetch.h"
+#include "intern.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PENDING 256 /* ranges outstanding per file */
+
+enum fetch_stage {
+	STAGE_HEADER,   /* asked for the ELF header */
+	STAGE_TABLES,   /* section and program header tables */
+	STAGE_NAMES,    /* the section name table */
+	STAGE_SECTIONS, /* symbol tables and notes */
+	STAGE_DONE,
+	STAGE_FAILED,
+};
+
+struct fetch {
+	struct fp_build_id fe_id;
+	uint64_t fe_session;
+	enum fetch_stage fe_stage;
+	time_t fe_last;         /* last request or answer */
+	int fe_fd;              /* the sparse copy */
+	uint64_t fe_size;       /* the file's size, from the first answer */
+	uint64_t fe_bytes;      /* asked for so far */
+	size_t fe_npending;
+	struct fp_range fe_pending[MAX_PENDING];
+};
+
+struct fp_devfetch {
+	struct fp_resolver *df_resolver;
+	char *df_tmpdir;
+	struct fp_intern *df_ids; /* build-ID -> df_fetches index */
+	struct fetch *df_fetches;
+	size_t df_cap;
+	struct fp_devfetch_stats df_stats;
+};
+
+int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const char *tmpdir)
+{
+	struct fp_devfetch *f = calloc(1, sizeof(*f));
+
+	if (!f || !(f->df_tmpdir = strdup(tmpdir)) || fp_intern_alloc(&f->df_ids)) {
+		if (f)
+			free(f->df_tmpdir);
+		free(f);
+		return -ENOMEM;
+	}
+	f->df_resolver = r;
+	elf_version(EV_CURRENT);
+	*out = f;
+	return 0;
+}
+
+void fp_devfetch_free(struct fp_devfetch *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < fp_intern_count(f->df_ids); i++)
+		if (f->df_fetches[i].fe_fd >= 0)
+			close(f->df_fetches[i].fe_fd);
+	fp_intern_free(f->df_ids);
+	free(f->df_fetches);
+	free(f->df_tmpdir);
+	free(f);
+}
+
+void fp_devfetch_stats(const struct fp_devfetch *f, struct fp_devfetch_stats *st)
+{
+	*st = f->df_stats;
+}
+
+static void fetch_fail(struct fp_devfetch *f, struct fetch *fe, const char *why)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+
+	fp_build_id_hex(&fe->fe_id, hex);
+	fp_warnx("symbols of %s from the device: %s; not asking again", hex, why);
+	fe->fe_stage = STAGE_FAILED;
+	fe->fe_npending = 0;
+	if (fe->fe_fd >= 0)
+		close(fe->fe_fd);
+	fe->fe_fd = -1;
+	f->df_stats.dv_failed++;
+}
+
+/* ask: queue [offset, offset + length) in pieces of at most FP_RANGE_MAX. */
+static int ask(struct fetch *fe, uint64_t offset, uint64_t length, struct fp_range **ranges,
+	       size_t *n)
+{
+	while (length) {
+		uint32_t piece = length > FP_RANGE_MAX ? FP_RANGE_MAX : (uint32_t)length;
+		struct fp_range *p;
+
+		if (fe->fe_npending == MAX_PENDING || fe->fe_bytes + piece > FP_DEVFETCH_MAX_BYTES)
+			return -E2BIG;
+		p = realloc(*ranges, (*n + 1) * sizeof(**ranges));
+		if (!p)
+			return -ENOMEM;
+		*ranges = p;
+		p[*n] = (struct fp_range){ fe->fe_id, offset, piece };
+		fe->fe_pending[fe->fe_npending++] = p[*n];
+		(*n)++;
+		fe->fe_bytes += piece;
+		offset += piece;
+		length -= piece;
+	}
+	return 0;
+}
+
+int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_build_id *id,
+		     struct fp_range **ranges, size_t *n)
+{
+	char path[4200];
+	struct fetch *fe;
+	uint32_t idx;
+	int added;
+
+	if (fp_intern_get(f->df_ids, id->fb_data, id->fb_len, &idx, &added))
+		return -ENOMEM;
+	if (idx >= f->df_cap) {
+		size_t cap = f->df_cap ? f->df_cap * 2 : 16;
+		struct fetch *p = realloc(f->df_fetches, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		f->df_fetches = p, f->df_cap = cap;
+	}
+	fe = &f->df_fetches[idx];
+	if (!added) {
+		/* Running: leave it to its agent unless that one went quiet. */
+		if (fe->fe_stage < STAGE_DONE && time(NULL) - fe->fe_last > FP_DEVFETCH_TIMEOUT)
+			fetch_fail(f, fe, "no answer");
+		return 0;
+	}
+	memset(fe, 0, sizeof(*fe));
+	fe->fe_id = *id;
+	fe->fe_session = session;
+	fe->fe_last = time(NULL);
+	snprintf(path, sizeof(path), "%s", f->df_tmpdir);
+	fe->fe_fd = open(path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fe->fe_fd < 0) {
+		fetch_fail(f, fe, strerror(errno));
+		return 0;
+	}
+	f->df_stats.dv_started++;
+	fe->fe_stage = STAGE_HEADER;
+	return ask(fe, 0, sizeof(Elf64_Ehdr), ranges, n) == -ENOMEM ? -ENOMEM : 0;
+}
+
+/* The sections worth fetching: symbols, their strings, notes (build-ID),
+ * MiniDebugInfo. */
+static int wanted_section(const char *name, const GElf_Shdr *sh)
+{
+	static const char *const names[] = { ".symtab", ".strtab", ".dynsym", ".dynstr",
+					     ".gnu_debugdata", ".gnu_debuglink" };
+	size_t i;
+
+	if (sh->sh_type == SHT_NOBITS || !sh->sh_size)
+		return 0;
+	if (sh->sh_type == SHT_NOTE)
+		return 1;
+	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+/* mark_absent: make section i of the copy a NOBITS section, so that no
+ * reader takes the holes where its bytes would be (DWARF, code) for data. */
+static int mark_absent(int fd, const GElf_Ehdr *eh, size_t i)
+{
+	uint32_t type = SHT_NOBITS;
+	unsigned char b[4];
+	off_t at = (off_t)(eh->e_shoff + i * eh->e_shentsize + 4); /* sh_type, both classes */
+
+	if (eh->e_ident[EI_DATA] == ELFDATA2MSB) {
+		b[0] = (uint8_t)(type >> 24), b[1] = (uint8_t)(type >> 16);
+		b[2] = (uint8_t)(type >> 8), b[3] = (uint8_t)type;
+	} else {
+		b[0] = (uint8_t)type, b[1] = (uint8_t)(type >> 8);
+		b[2] = (uint8_t)(type >> 16), b[3] = (uint8_t)(type >> 24);
+	}
+	return pwrite(fd, b, sizeof(b), at) == (ssize_t)sizeof(b) ? 0 : -EINVAL;
+}
+
+/* next_stage: what to ask for once everything of the current stage is in.
+ * -EINVAL: the bytes are not an ELF file we can use. */
+static int next_stage(struct fetch *fe, struct fp_range **ranges, size_t *n)
+{
+	/* Mapped, not read: the copy is mostly holes. */
+	Elf *elf = elf_begin(fe->fe_fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	size_t shnum, shstrndx, i;
+	int err = 0;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
+		err = -EINVAL;
+		goto out;
+	}
+	switch (fe->fe_stage) {
+	case STAGE_HEADER:
+		if (!eh.e_shoff || !eh.e_shentsize) {
+			err = -EINVAL;
+			break;
+		}
+		/* e_shnum 0 means "more than fit": read the first header. */
+		err = ask(fe, eh.e_shoff, (uint64_t)(eh.e_shnum ? eh.e_shnum : 1) * eh.e_shentsize,
+			  ranges, n);
+		if (!err && eh.e_phoff && eh.e_phnum)
+			err = ask(fe, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize, ranges, n);
+		fe->fe_stage = STAGE_TABLES;
+		break;
+	case STAGE_TABLES: {
+		GElf_Shdr sh;
+		Elf_Scn *scn;
+
+		if (elf_getshdrstrndx(elf, &shstrndx) || !(scn = elf_getscn(elf, shstrndx)) ||
+		    !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB) {
+			err = -EINVAL;
+			break;
+		}
+		err = ask(fe, sh.sh_offset, sh.sh_size, ranges, n);
+		fe->fe_stage = STAGE_NAMES;
+		break;
+	}
+	case STAGE_NAMES:
+		if (elf_getshdrnum(elf, &shnum) || elf_getshdrstrndx(elf, &shstrndx)) {
+			err = -EINVAL;
+			break;
+		}
+		for (i = 1; i < shnum && !err; i++) {
+			Elf_Scn *scn = elf_getscn(elf, i);
+			GElf_Shdr sh;
+
+			if (!scn || !gelf_getshdr(scn, &sh))
+				continue;
+			if (wanted_section(elf_strptr(elf, shstrndx, sh.sh_name), &sh))
+				err = ask(fe, sh.sh_offset, sh.sh_size, ranges, n);
+			else if (i != shstrndx && sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL)
+				err = mark_absent(fe->fe_fd, &eh, i);
+		}
+		fe->fe_stage = STAGE_SECTIONS;
+		break;
+	default:
+		err = -EINVAL;
+	}
+out:
+	elf_end(elf);
+	return err;
+}
+
+static int finish(struct fp_devfetch *f, struct fetch *fe)
+{
+	struct fp_build_id got;
+	int err = fp_resolver_add_file(f->df_resolver, fe->fe_fd, &got);
+
+	if (err)
+		return err;
+	if (!fp_build_id_match(&got, &fe->fe_id))
+		return -ESTALE;
+	close(fe->fe_fd);
+	fe->fe_fd = -1;
+	fe->fe_stage = STAGE_DONE;
+	f->df_stats.dv_done++;
+	return 0;
+}
+
+int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct fp_range **ranges,
+		     size_t *n)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+	struct fetch *fe;
+	uint32_t idx;
+	size_t i;
+	int err;
+
+	if (fp_intern_find(f->df_ids, d->fd_build_id.fb_data, d->fd_build_id.fb_len, &idx))
+		return -EINVAL;
+	fe = &f->df_fetches[idx];
+	if (fe->fe_stage >= STAGE_DONE)
+		return 0; /* late answers of a finished or failed fetch */
+	if (d->fd_session != fe->fe_session)
+		return -EINVAL;
+	for (i = 0; i < fe->fe_npending; i++)
+		if (fe->fe_pending[i].fg_offset == d->fd_offset)
+			break;
+	if (i == fe->fe_npending)
+		return -EINVAL;
+	fe->fe_pending[i] = fe->fe_pending[--fe->fe_npending];
+	fe->fe_last = time(NULL);
+	if (d->fd_error) {
+		fetch_fail(f, fe, strerror((int)d->fd_error));
+		return 0;
+	}
+	if (fe->fe_stage == STAGE_HEADER) {
+		if (d->fd_file_size > (uint64_t)1 << 40 || ftruncate(fe->fe_fd, (off_t)d->fd_file_size)) {
+			fetch_fail(f, fe, "implausible file size");
+			return 0;
+		}
+		fe->fe_size = d->fd_file_size;
+	}
+	if (d->fd_offset > fe->fe_size || d->fd_len > fe->fe_size - d->fd_offset ||
+	    pwrite(fe->fe_fd, d->fd_data, d->fd_len, (off_t)d->fd_offset) != (ssize_t)d->fd_len) {
+		fetch_fail(f, fe, "bytes outside the file");
+		return 0;
+	}
+	f->df_stats.dv_bytes += d->fd_len;
+	if (fe->fe_npending)
+		return 0;
+	if (fe->fe_stage == STAGE_SECTIONS) {
+		fp_build_id_hex(&fe->fe_id, hex);
+		if ((err = finish(f, fe)))
+			fetch_fail(f, fe, "the fetched sections hold no usable symbols");
+		else
+			fp_info("symbols of %s fetched from the device", hex);
+		return 0;
+	}
+	err = next_stage(fe, ranges, n);
+	if (err == -ENOMEM)
+		return err;
+	if (!err && !fe->fe_npending) /* nothing more to ask for */
+		err = fe->fe_stage == STAGE_SECTIONS ? finish(f, fe) : -EINVAL;
+	if (err)
+		fetch_fail(f, fe, err == -E2BIG ? "symbol sections too large" : "not a usable ELF file");
+	return 0;
+}

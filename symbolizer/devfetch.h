@@ -1,0 +1,49 @@
+/* devfetch.h: the last source of symbols, the device itself.
+ *
+ * When no other source has a build-ID's symbols, the symbolizer asks the
+ * agent that reported it for parts of the file: first the ELF header, then
+ * the section and program header tables, then the section names, then the
+ * symbol tables and notes.  The agent copies the bytes; all parsing happens
+ * here, on a sparse copy of the file, which is finally ingested like an
+ * upload.  Each build-ID is fetched once for the whole fleet; a failure
+ * (the agent cannot read it, the bytes make no sense, no answer for
+ * FP_DEVFETCH_TIMEOUT seconds) is final for the life of the process.
+ */
+#ifndef FP_DEVFETCH_H
+#define FP_DEVFETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "batch.h"
+#include "resolver.h"
+
+#define FP_DEVFETCH_TIMEOUT 300
+#define FP_DEVFETCH_MAX_BYTES (64u << 20) /* per file */
+
+struct fp_devfetch;
+
+/* fp_devfetch_alloc: sparse copies go to files in tmpdir.  0 or -ENOMEM. */
+int fp_devfetch_alloc(struct fp_devfetch **f, struct fp_resolver *r, const char *tmpdir);
+void fp_devfetch_free(struct fp_devfetch *f);
+
+/* fp_devfetch_want: session reported a user mapping with build-ID id that
+ * no source could resolve.  Starts a fetch from that session unless one
+ * ran before; appends to *ranges (realloc'd, *n entries) what to ask for.
+ * 0 or -ENOMEM. */
+int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_build_id *id,
+		     struct fp_range **ranges, size_t *n);
+
+/* fp_devfetch_data: an agent's answer.  Appends the next ranges to ask
+ * for; when the file is complete, ingests it.  0, or -EINVAL when the
+ * answer is for nothing asked (the caller rejects the message). */
+int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct fp_range **ranges,
+		     size_t *n);
+
+struct fp_devfetch_stats {
+	uint64_t dv_started, dv_done, dv_failed;
+	uint64_t dv_bytes;
+};
+
+void fp_devfetch_stats(const struct fp_devfetch *f, struct fp_devfetch_stats *st);
+
+#endif

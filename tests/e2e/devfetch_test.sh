@@ -1,0 +1,33 @@
+#!/bin/bash
+# devfetch_test.sh: the device as the last source of symbols.  A
+# symbolizer with no debug files and no access to the device's files
+# learns a binary's symbols by asking the agent for its symbol sections.
+TEST=devfetch
+. tests/e2e/lib.sh
+need_root
+
+port=$(free_port)
+addr=tcp://127.0.0.1:$port
+mkdir -p "$TMP/nodebug"
+"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" --debug-dir "$TMP/nodebug" \
+	--no-local-files > "$TMP/symb.log" 2>&1 &
+symb=$!
+PIDS+=($symb)
+"$WORKLOAD" 60 & wl=$!
+PIDS+=($wl)
+sleep 0.5
+"$AGENT" --server "$addr" --interval 1 -p "$wl" > "$TMP/agent.log" 2>&1 &
+agent=$!
+PIDS+=($agent)
+sleep 7
+kill -INT "$agent"; wait "$agent"
+kill -TERM "$symb"; wait "$symb"
+
+first=$(ls "$TMP"/out/*/*.folded | head -n 1)
+last=$(ls "$TMP"/out/*/*.folded | tail -n 1)
+check first-interval-unresolved grep -q 'workload+0x' "$first"
+check fetched-from-device grep -q 'fetched from the device' "$TMP/symb.log"
+check later-intervals-resolved grep -qE 'compute_loop;fp::Cruncher::crunch\(int\) ' "$last"
+check library-resolved grep -qE 'compute_loop;fpwork_mix ' "$last"
+check agent-sent-file-bytes grep -qE '[1-9][0-9]* bytes of files' "$TMP/agent.log"
+tail -n 5 "$TMP/symb.log" "$TMP/agent.log" >&2
