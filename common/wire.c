@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WIRE_MAX_DEPTH 8         /* nested containers; ours go 5 deep */
+#define WIRE_MAX_DEPTH 8         /* nested containers; ours go 4 deep */
 #define WIRE_MAX_STRING 4096     /* bytes, excluding the terminating NUL */
 #define WIRE_MAX_LABELS 64
 #define WIRE_MAX_KSYMS 1000000   /* symbols per FP_MSG_KSYMS message */

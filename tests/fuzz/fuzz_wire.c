@@ -54,7 +54,7 @@ static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 	if (a->fb_session != b->fb_session || a->fb_seq != b->fb_seq ||
 	    a->fb_start_ns != b->fb_start_ns || a->fb_end_ns != b->fb_end_ns ||
 	    a->fb_period_ns != b->fb_period_ns || a->fb_nmappings != b->fb_nmappings ||
-	    a->fb_nthreads != b->fb_nthreads || a->fb_nstacks != b->fb_nstacks ||
+	    a->fb_nthreads != b->fb_nthreads || a->fb_nnodes != b->fb_nnodes ||
 	    a->fb_ncounts != b->fb_ncounts ||
 	    memcmp(&a->fb_lost, &b->fb_lost, sizeof(a->fb_lost)) != 0)
 		return 0;
@@ -75,20 +75,17 @@ static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 		    !str_eq(x->ft_container, y->ft_container))
 			return 0;
 	}
-	for (i = 0; i < a->fb_nstacks; i++) {
-		const struct fp_stack *x = &a->fb_stacks[i], *y = &b->fb_stacks[i];
-		uint32_t j;
+	for (i = 0; i < a->fb_nnodes; i++) {
+		const struct fp_node *x = &a->fb_nodes[i], *y = &b->fb_nodes[i];
 
-		if (x->fs_id != y->fs_id || x->fs_thread != y->fs_thread ||
-		    x->fs_nframes != y->fs_nframes || x->fs_nframes > FP_MAX_FRAMES)
+		if (x->fn_id != y->fn_id || x->fn_parent != y->fn_parent ||
+		    x->fn_frame.ff_mapping != y->fn_frame.ff_mapping ||
+		    x->fn_frame.ff_offset != y->fn_frame.ff_offset)
 			return 0;
-		for (j = 0; j < x->fs_nframes; j++)
-			if (x->fs_frames[j].ff_mapping != y->fs_frames[j].ff_mapping ||
-			    x->fs_frames[j].ff_offset != y->fs_frames[j].ff_offset)
-				return 0;
 	}
 	for (i = 0; i < a->fb_ncounts; i++)
-		if (a->fb_counts[i].fc_stack != b->fb_counts[i].fc_stack ||
+		if (a->fb_counts[i].fc_thread != b->fb_counts[i].fc_thread ||
+		    a->fb_counts[i].fc_node != b->fb_counts[i].fc_node ||
 		    a->fb_counts[i].fc_count != b->fb_counts[i].fc_count)
 			return 0;
 	return 1;
@@ -114,12 +111,26 @@ static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
 	size_t i;
 
 	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
-	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant)
+	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant ||
+	    a->fr_nranges != b->fr_nranges)
 		return 0;
 	for (i = 0; i < a->fr_nwant; i++)
 		if (!fp_build_id_eq(&a->fr_want[i], &b->fr_want[i]))
 			return 0;
+	for (i = 0; i < a->fr_nranges; i++)
+		if (!fp_build_id_eq(&a->fr_ranges[i].fg_build_id, &b->fr_ranges[i].fg_build_id) ||
+		    a->fr_ranges[i].fg_offset != b->fr_ranges[i].fg_offset ||
+		    a->fr_ranges[i].fg_length != b->fr_ranges[i].fg_length)
+			return 0;
 	return 1;
+}
+
+static int file_eq(const struct fp_file_data *a, const struct fp_file_data *b)
+{
+	return a->fd_session == b->fd_session && fp_build_id_eq(&a->fd_build_id, &b->fd_build_id) &&
+	       a->fd_offset == b->fd_offset && a->fd_file_size == b->fd_file_size &&
+	       a->fd_error == b->fd_error && a->fd_len == b->fd_len &&
+	       (!a->fd_len || memcmp(a->fd_data, b->fd_data, a->fd_len) == 0);
 }
 
 static void same_bytes(const char *e1, size_t l1, const char *e2, size_t l2, int type)
@@ -232,6 +243,31 @@ static int roundtrip_reply(const uint8_t *data, size_t size)
 	return 1;
 }
 
+static int roundtrip_file(const uint8_t *data, size_t size)
+{
+	struct fp_file_data a, b;
+	char *e1, *e2;
+	size_t l1, l2;
+	int err;
+
+	if (fp_wire_decode_file(data, size, &a))
+		return 0;
+	if ((err = fp_wire_encode_file(&a, &e1, &l1)))
+		fail("decoded file data does not encode", FP_MSG_FILE, err);
+	if ((err = fp_wire_decode_file(e1, l1, &b)))
+		fail("re-encoded file data does not decode", FP_MSG_FILE, err);
+	if (!file_eq(&a, &b))
+		fail("file data changed in the round trip", FP_MSG_FILE, 0);
+	if ((err = fp_wire_encode_file(&b, &e2, &l2)))
+		fail("file data does not encode twice", FP_MSG_FILE, err);
+	same_bytes(e1, l1, e2, l2, FP_MSG_FILE);
+	fp_file_data_fini(&a);
+	fp_file_data_fini(&b);
+	free(e1);
+	free(e2);
+	return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -239,7 +275,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int type = 0, peek, decoded = 0;
 
 	peek = fp_wire_peek(data, size, &type);
-	if (peek > 0 || (peek == 0 && (type < FP_MSG_HELLO || type > FP_MSG_REPLY)))
+	if (peek > 0 || (peek == 0 && (type < FP_MSG_HELLO || type > FP_MSG_FILE)))
 		fail("fp_wire_peek returned nonsense", type, peek);
 
 	/* Every decoder sees every input, whatever its envelope says. */
@@ -259,6 +295,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (decoded)
 			fail("input decodes as two types", FP_MSG_REPLY, 0);
 		decoded = FP_MSG_REPLY;
+	}
+	if (roundtrip_file(data, size)) {
+		if (decoded)
+			fail("input decodes as two types", FP_MSG_FILE, 0);
+		decoded = FP_MSG_FILE;
 	}
 	/* A decoder must agree with peek on the envelope. */
 	if (decoded && (peek != 0 || type != decoded))
