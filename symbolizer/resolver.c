@@ -2,6 +2,7 @@
 #include "resolver.h"
 #include "elfsyms.h"
 #include "intern.h"
+#include "isolate.h"
 #include "log.h"
 #include "symtab.h"
 
@@ -271,7 +272,7 @@ static int ingest_fd(int fd, const struct fp_build_id *id, void **blob, size_t *
 	if (!err && !fp_build_id_match(&file_id, id))
 		err = -ESTALE; /* a different build of the same path */
 	if (!err)
-		err = fp_elf_symtab(fd, blob, len);
+		err = fp_elf_symtab_isolated(fd, blob, len);
 	return err;
 }
 
@@ -395,7 +396,7 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 	if ((err = fp_elf_build_id(fd, &id)))
 		return err;
 	if (!fp_resolver_has(r, &id)) {
-		if ((err = fp_elf_symtab(fd, &blob, &len)))
+		if ((err = fp_elf_symtab_isolated(fd, &blob, &len)))
 			return err;
 		err = fp_symcache_put(r->rv_cache, &id, blob, len);
 		free(blob);

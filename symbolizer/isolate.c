@@ -1,0 +1,124 @@
+/* isolate.c: fork, build the table, send it back through a pipe. */
+#include "isolate.h"
+#include "elfsyms.h"
+#include "symtab.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct isolate_header {
+	int32_t ih_err;
+	uint32_t ih_pad;
+	uint64_t ih_len;
+};
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned seconds, int out)
+{
+	struct rlimit mem = { FP_ISOLATE_MEMORY, FP_ISOLATE_MEMORY };
+	struct rlimit cpu = { seconds, seconds };
+	struct isolate_header h = { 0 };
+	void *blob = NULL;
+	size_t len = 0;
+
+#ifndef __SANITIZE_ADDRESS__ /* ASan reserves terabytes of address space */
+	setrlimit(RLIMIT_AS, &mem);
+#else
+	(void)mem;
+#endif
+	setrlimit(RLIMIT_CPU, &cpu);
+	signal(SIGPIPE, SIG_DFL);
+	h.ih_err = build(fd, &blob, &len);
+	h.ih_len = h.ih_err ? 0 : len;
+	if (write_all(out, &h, sizeof(h)) || (h.ih_len && write_all(out, blob, len)))
+		_exit(1);
+	_exit(0);
+}
+
+int fp_isolate_build(fp_build_fn build, int fd, unsigned cpu_seconds, void **blob, size_t *len)
+{
+	struct isolate_header h;
+	struct fp_symtab t;
+	int pipefd[2], status, err = -ECHILD;
+	void *buf = NULL;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return err;
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		child(build, fd, cpu_seconds, pipefd[1]);
+	}
+	close(pipefd[1]);
+	/* Read while the child writes: a large table does not fit a pipe. */
+	if (read_all(pipefd[0], &h, sizeof(h)) == 0) {
+		if (h.ih_err) {
+			err = h.ih_err < 0 ? h.ih_err : -EINVAL;
+		} else if (h.ih_len && h.ih_len <= SIZE_MAX / 2 && (buf = malloc(h.ih_len)) &&
+			   read_all(pipefd[0], buf, h.ih_len) == 0) {
+			err = 0;
+		}
+	}
+	close(pipefd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		err = err ? err : -ECHILD;
+	if (!err && fp_symtab_open(&t, buf, h.ih_len))
+		err = -ECHILD;
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*blob = buf;
+	*len = h.ih_len;
+	return 0;
+}
+
+int fp_elf_symtab_isolated(int fd, void **blob, size_t *len)
+{
+	return fp_isolate_build(fp_elf_symtab, fd, FP_ISOLATE_SECONDS, blob, len);
+}

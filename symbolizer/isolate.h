@@ -1,0 +1,29 @@
+/* isolate.h: ingesting a file in a child process.
+ *
+ * Files reach the symbolizer from uploads, devices and the network.
+ * Our own code checks every size, but the libraries under it (libelf,
+ * libdwarf, the C++ demangler) were not written for hostile input and can
+ * crash, loop or allocate without bound.  So the table is built in a
+ * forked child with limits on memory and CPU time, and comes back through
+ * a pipe; the parent checks it like any blob read from disk.
+ */
+#ifndef FP_ISOLATE_H
+#define FP_ISOLATE_H
+
+#include <stddef.h>
+
+#define FP_ISOLATE_MEMORY (4ull << 30) /* address space of the child */
+#define FP_ISOLATE_SECONDS 120         /* CPU time of the child */
+
+/* A table builder such as fp_elf_symtab. */
+typedef int (*fp_build_fn)(int fd, void **blob, size_t *len);
+
+/* fp_isolate_build: build(fd, ...) in a child process.  Its results, or
+ * -ECHILD when the child crashed, ran out of CPU time (cpu_seconds) or
+ * memory, or returned a blob that fp_symtab_open refuses. */
+int fp_isolate_build(fp_build_fn build, int fd, unsigned cpu_seconds, void **blob, size_t *len);
+
+/* fp_elf_symtab_isolated: fp_elf_symtab (elfsyms.h), isolated. */
+int fp_elf_symtab_isolated(int fd, void **blob, size_t *len);
+
+#endif
