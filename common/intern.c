@@ -100,9 +100,9 @@ static int intern_reserve(void **buf, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-int fp_intern_find(const struct fp_intern *t, const void *key, size_t len, uint32_t *id)
+static int intern_find_hashed(const struct fp_intern *t, const void *key, size_t len, uint64_t h,
+			      uint32_t *id)
 {
-	uint64_t h = fp_hash(key, len);
 	size_t s;
 
 	if (!t->it_nslots)
@@ -118,12 +118,17 @@ int fp_intern_find(const struct fp_intern *t, const void *key, size_t len, uint3
 	return -ENOENT;
 }
 
+int fp_intern_find(const struct fp_intern *t, const void *key, size_t len, uint32_t *id)
+{
+	return intern_find_hashed(t, key, len, fp_hash(key, len), id);
+}
+
 int fp_intern_get(struct fp_intern *t, const void *key, size_t len, uint32_t *id, int *added)
 {
 	uint64_t h = fp_hash(key, len);
 	size_t s;
 
-	if (fp_intern_find(t, key, len, id) == 0) {
+	if (intern_find_hashed(t, key, len, h, id) == 0) {
 		if (added)
 			*added = 0;
 		return 0;

@@ -79,31 +79,20 @@ static int line_cmp(const void *a, const void *b)
  * once per appearance in a stack. */
 static int frame_labels(const struct fp_profile *p, struct buffer *b, size_t *offsets)
 {
-	char small[256];
+	char *label = NULL;
+	size_t cap = 0;
+	int err = 0;
 
-	for (size_t i = 0; i < p->pr_nframes; i++) {
-		int n = fp_profile_frame_label(p, (uint32_t)i, small, sizeof(small));
-		char *label = small;
-		int err;
+	for (size_t i = 0; !err && i < p->pr_nframes; i++) {
+		int n = fp_profile_frame_label_buf(p, (uint32_t)i, &label, &cap);
 
-		if (n < 0)
-			return n;
-		if ((size_t)n >= sizeof(small)) {
-			label = malloc((size_t)n + 1);
-			if (!label)
-				return -ENOMEM;
-			fp_profile_frame_label(p, (uint32_t)i, label, (size_t)n + 1);
-		}
 		offsets[i] = b->b_len;
-		err = append_name(b, label, (size_t)n);
+		err = n < 0 ? n : append_name(b, label, (size_t)n);
 		if (!err)
 			err = append_char(b, '\0');
-		if (label != small)
-			free(label);
-		if (err)
-			return err;
 	}
-	return 0;
+	free(label);
+	return err;
 }
 
 int fp_folded_write(const struct fp_profile *p, FILE *f, int by_thread)

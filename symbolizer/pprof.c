@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "indexset.h"
 #include "output.h"
 #include "pprof.pb-c.h"
 
@@ -47,88 +48,21 @@ struct arena_block {
 	char ab_data[];
 };
 
-struct slot {
-	uint32_t sl_index1;         /* index + 1; 0: empty */
-	uint32_t sl_hash;
-};
-
-struct hash_set {
-	struct slot *hs_slots;
-	size_t hs_mask, hs_used;
-};
-
 struct encoder {
 	const struct fp_profile *en_p;
 	/* string table */
 	char **en_strings;
 	size_t en_nstrings, en_strings_cap;
-	struct hash_set en_string_set;
+	struct fp_indexset en_string_set;
 	struct arena_block *en_arena;
+	char *en_label;             /* fp_profile_frame_label_buf's buffer */
+	size_t en_label_cap;
 	/* functions, deduplicated by (name, system_name) */
 	pb_function *en_functions;
 	pb_function **en_function_ptrs;
 	size_t en_nfunctions;
-	struct hash_set en_function_set;
+	struct fp_indexset en_function_set;
 };
-
-static uint32_t hash_finish(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
-
-static uint32_t hash_string(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return hash_finish(h);
-}
-
-static int set_init(struct hash_set *s, size_t expected)
-{
-	size_t n = 64;
-
-	while (n / 4 * 3 < expected)
-		n *= 2;
-	s->hs_slots = calloc(n, sizeof(*s->hs_slots));
-	if (!s->hs_slots)
-		return -ENOMEM;
-	s->hs_mask = n - 1;
-	s->hs_used = 0;
-	return 0;
-}
-
-/* set_grow: keep the load factor at or below 3/4.  0 or -ENOMEM. */
-static int set_grow(struct hash_set *s)
-{
-	size_t n = s->hs_mask + 1;
-
-	if ((s->hs_used + 1) * 4 <= n * 3)
-		return 0;
-	struct slot *slots = calloc(n * 2, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (!s->hs_slots[i].sl_index1)
-			continue;
-		size_t j = s->hs_slots[i].sl_hash & (n * 2 - 1);
-		while (slots[j].sl_index1)
-			j = (j + 1) & (n * 2 - 1);
-		slots[j] = s->hs_slots[i];
-	}
-	free(s->hs_slots);
-	s->hs_slots = slots;
-	s->hs_mask = n * 2 - 1;
-	return 0;
-}
 
 static char *arena_copy(struct encoder *en, const char *s)
 {
@@ -152,25 +86,27 @@ static char *arena_copy(struct encoder *en, const char *s)
 	return dst;
 }
 
+static int string_eq(const void *ctx, uint32_t index, const void *key)
+{
+	return !strcmp(((const struct encoder *)ctx)->en_strings[index], key);
+}
+
 /* intern: the string table index of s.  Strings of the profile outlive the
  * encoder and are referenced in place; transient ones (copy set) are copied
  * into the arena.  0 or -ENOMEM. */
 static int intern(struct encoder *en, const char *s, int copy, int64_t *index)
 {
-	struct hash_set *set = &en->en_string_set;
-	uint32_t hash = hash_string(s);
-	size_t i;
+	struct fp_indexset *set = &en->en_string_set;
+	uint32_t hash = fp_hash_finish(fp_hash_string(FP_HASH_SEED, s));
+	size_t slot;
+	uint32_t found = fp_indexset_find(set, hash, string_eq, en, s, &slot);
 
-	if (set_grow(set))
-		return -ENOMEM;
-	for (i = hash & set->hs_mask; set->hs_slots[i].sl_index1; i = (i + 1) & set->hs_mask) {
-		const struct slot *sl = &set->hs_slots[i];
-
-		if (sl->sl_hash == hash && !strcmp(en->en_strings[sl->sl_index1 - 1], s)) {
-			*index = sl->sl_index1 - 1;
-			return 0;
-		}
+	if (found != FP_INDEXSET_NONE) {
+		*index = found;
+		return 0;
 	}
+	if (fp_indexset_make_room(set, hash, &slot))
+		return -ENOMEM;
 	if (en->en_nstrings == en->en_strings_cap) {
 		size_t cap = en->en_strings_cap ? en->en_strings_cap * 2 : 256;
 		char **v = realloc(en->en_strings, cap * sizeof(*v));
@@ -179,49 +115,53 @@ static int intern(struct encoder *en, const char *s, int copy, int64_t *index)
 		en->en_strings = v;
 		en->en_strings_cap = cap;
 	}
-	if (en->en_nstrings >= UINT32_MAX - 1)
+	if (en->en_nstrings >= FP_INDEXSET_NONE - 1)
 		return -ENOMEM;
 	char *stored = copy ? arena_copy(en, s) : (char *)s;
 	if (!stored)
 		return -ENOMEM;
 	en->en_strings[en->en_nstrings] = stored;
-	set->hs_slots[i].sl_index1 = (uint32_t)en->en_nstrings + 1;
-	set->hs_slots[i].sl_hash = hash;
-	set->hs_used++;
+	fp_indexset_insert(set, slot, hash, (uint32_t)en->en_nstrings);
 	*index = (int64_t)en->en_nstrings++;
 	return 0;
+}
+
+struct function_key {
+	int64_t name, system_name;
+};
+
+static int function_eq(const void *ctx, uint32_t index, const void *key)
+{
+	const pb_function *f = &((const struct encoder *)ctx)->en_functions[index];
+	const struct function_key *k = key;
+
+	return f->name == k->name && f->system_name == k->system_name;
 }
 
 /* function_id: the id of the Function (name, system_name), added if new.
  * en_functions has room for one per frame, the most there can be. */
 static int function_id(struct encoder *en, int64_t name, int64_t system_name, uint64_t *id)
 {
-	struct hash_set *set = &en->en_function_set;
-	uint32_t hash = hash_finish(((uint64_t)name << 32) ^ (uint64_t)system_name ^
-				    ((uint64_t)system_name >> 32));
-	size_t i;
+	struct fp_indexset *set = &en->en_function_set;
+	struct function_key key = { name, system_name };
+	uint32_t hash = fp_hash_finish(((uint64_t)name << 32) ^ (uint64_t)system_name ^
+				       ((uint64_t)system_name >> 32));
+	size_t slot;
+	uint32_t found = fp_indexset_find(set, hash, function_eq, en, &key, &slot);
 
-	if (set_grow(set))
-		return -ENOMEM;
-	for (i = hash & set->hs_mask; set->hs_slots[i].sl_index1; i = (i + 1) & set->hs_mask) {
-		const struct slot *sl = &set->hs_slots[i];
-		const pb_function *f = &en->en_functions[sl->sl_index1 - 1];
-
-		if (sl->sl_hash == hash && f->name == name && f->system_name == system_name) {
-			*id = f->id;
-			return 0;
-		}
+	if (found != FP_INDEXSET_NONE) {
+		*id = en->en_functions[found].id;
+		return 0;
 	}
+	if (fp_indexset_make_room(set, hash, &slot))
+		return -ENOMEM;
 	pb_function *f = &en->en_functions[en->en_nfunctions];
 	perftools__profiles__function__init(f);
 	f->id = en->en_nfunctions + 1;
 	f->name = name;
 	f->system_name = system_name;
 	en->en_function_ptrs[en->en_nfunctions] = f;
-	set->hs_slots[i].sl_index1 = (uint32_t)en->en_nfunctions + 1;
-	set->hs_slots[i].sl_hash = hash;
-	set->hs_used++;
-	en->en_nfunctions++;
+	fp_indexset_insert(set, slot, hash, (uint32_t)en->en_nfunctions++);
 	*id = f->id;
 	return 0;
 }
@@ -239,21 +179,12 @@ static int frame_function(struct encoder *en, uint32_t i, uint64_t *id)
 		if (!err && f->pf_system_name)
 			err = intern(en, f->pf_system_name, 0, &system_name);
 	} else {
-		char small[256], *label = small;
-		int n = fp_profile_frame_label(en->en_p, i, small, sizeof(small));
+		int n = fp_profile_frame_label_buf(en->en_p, i, &en->en_label, &en->en_label_cap);
 
 		if (n < 0)
 			return n;
-		if ((size_t)n >= sizeof(small)) {
-			label = malloc((size_t)n + 1);
-			if (!label)
-				return -ENOMEM;
-			fp_profile_frame_label(en->en_p, i, label, (size_t)n + 1);
-		}
-		err = intern(en, label, 1, &name);
+		err = intern(en, en->en_label, 1, &name);
 		system_name = name;
-		if (label != small)
-			free(label);
 	}
 	if (err)
 		return err;
@@ -327,10 +258,11 @@ static void encoder_free(struct encoder *en)
 		en->en_arena = next;
 	}
 	free(en->en_strings);
-	free(en->en_string_set.hs_slots);
+	fp_indexset_free(&en->en_string_set);
+	free(en->en_label);
 	free(en->en_functions);
 	free(en->en_function_ptrs);
-	free(en->en_function_set.hs_slots);
+	fp_indexset_free(&en->en_function_set);
 }
 
 /* calloc of n elements, never NULL for n == 0 so that failure is obvious. */
@@ -390,7 +322,7 @@ static int build_locations(struct encoder *en, struct tree *t)
 	if (!t->locations || !t->location_ptrs || !t->lines || !t->line_ptrs ||
 	    !en->en_functions || !en->en_function_ptrs)
 		return -ENOMEM;
-	err = set_init(&en->en_function_set, n);
+	err = fp_indexset_reserve(&en->en_function_set, n);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n; i++) {
@@ -495,7 +427,7 @@ int fp_pprof_encode(const struct fp_profile *p, uint8_t **buf, size_t *len)
 	int64_t s_samples, s_count, s_cpu, s_ns;
 	int err;
 
-	err = set_init(&en.en_string_set, 64 + p->pr_nframes + p->pr_nmappings * 2);
+	err = fp_indexset_reserve(&en.en_string_set, 64 + p->pr_nframes + p->pr_nmappings * 2);
 	if (err)
 		goto out;
 	/* string_table[0] must be "". */

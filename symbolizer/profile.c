@@ -1,7 +1,7 @@
 /* profile.c: the resolved-profile model and its interning tables.
  *
  * Mappings, frames and samples live in plain arrays the writers read
- * directly; struct fp_profile_index adds one open-addressing hash table per
+ * directly; struct fp_profile_index adds one index set (indexset.h) per
  * array so that interning costs O(1) however many stacks an interval holds.
  * Container names are interned too: a device has a handful of containers but
  * tens of thousands of samples, and interned pointers compare in one step.
@@ -12,150 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "indexset.h"
 #include "profile.h"
 
-/* A slot holds an array index + 1 (0: empty) and the key's hash, so that
- * growing never recomputes hashes and most mismatches cost no key compare. */
-struct fp_slot {
-	uint32_t sl_index1;
-	uint32_t sl_hash;
-};
-
-struct fp_table {
-	struct fp_slot *tb_slots;
-	size_t tb_mask;             /* slots - 1; slots is a power of two */
-	size_t tb_used;
-};
-
 struct fp_profile_index {
-	struct fp_table pi_mappings, pi_frames, pi_samples, pi_strings;
+	struct fp_indexset pi_mappings, pi_frames, pi_samples, pi_strings;
 	size_t pi_mappings_cap, pi_frames_cap, pi_samples_cap;
 	char **pi_strings_v;        /* interned container names */
 	size_t pi_nstrings, pi_strings_cap;
 };
-
-#define TABLE_MIN_SLOTS 64
-
-/* Hashing: FNV-1a for bytes, a multiply-xorshift step for words, and a
- * final avalanche so that the low bits used for the slot are well mixed. */
-static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *s = data;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static uint64_t hash_word(uint64_t h, uint64_t v)
-{
-	h ^= v;
-	h *= 0x9e3779b97f4a7c15ULL;
-	return h ^ (h >> 29);
-}
-
-static uint32_t hash_finish(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
-
-#define HASH_SEED 0xcbf29ce484222325ULL
-
-static int table_init(struct fp_table *t)
-{
-	t->tb_slots = calloc(TABLE_MIN_SLOTS, sizeof(*t->tb_slots));
-	if (!t->tb_slots)
-		return -ENOMEM;
-	t->tb_mask = TABLE_MIN_SLOTS - 1;
-	t->tb_used = 0;
-	return 0;
-}
-
-static void table_fini(struct fp_table *t)
-{
-	free(t->tb_slots);
-	t->tb_slots = NULL;
-}
-
-typedef int (*table_eq_fn)(const struct fp_profile *p, uint32_t index, const void *key);
-
-/* table_find: the array index whose key equals key, or FP_INDEX_NONE.  With
- * *slot set to where a new entry with this hash belongs. */
-static uint32_t table_find(const struct fp_profile *p, const struct fp_table *t, uint32_t hash,
-			   table_eq_fn eq, const void *key, size_t *slot)
-{
-	size_t i = hash & t->tb_mask;
-
-	for (;;) {
-		const struct fp_slot *s = &t->tb_slots[i];
-
-		if (!s->sl_index1) {
-			*slot = i;
-			return FP_INDEX_NONE;
-		}
-		if (s->sl_hash == hash && eq(p, s->sl_index1 - 1, key))
-			return s->sl_index1 - 1;
-		i = (i + 1) & t->tb_mask;
-	}
-}
-
-/* table_reserve: make room for one more entry, keeping the load factor at
- * or below 3/4 so probe sequences stay short.  0 or -ENOMEM. */
-static int table_reserve(struct fp_table *t)
-{
-	size_t nslots = t->tb_mask + 1;
-
-	if ((t->tb_used + 1) * 4 <= nslots * 3)
-		return 0;
-	if (nslots > SIZE_MAX / 2 / sizeof(struct fp_slot))
-		return -ENOMEM;
-	size_t bigger = nslots * 2;
-	struct fp_slot *slots = calloc(bigger, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < nslots; i++) {
-		const struct fp_slot *s = &t->tb_slots[i];
-
-		if (!s->sl_index1)
-			continue;
-		size_t j = s->sl_hash & (bigger - 1);
-		while (slots[j].sl_index1)
-			j = (j + 1) & (bigger - 1);
-		slots[j] = *s;
-	}
-	free(t->tb_slots);
-	t->tb_slots = slots;
-	t->tb_mask = bigger - 1;
-	return 0;
-}
-
-/* table_make_room: reserve space for one more entry; when that rehashed,
- * find the new entry's slot again.  0 or -ENOMEM. */
-static int table_make_room(const struct fp_profile *p, struct fp_table *t, uint32_t hash,
-			   table_eq_fn eq, const void *key, size_t *slot)
-{
-	size_t old_mask = t->tb_mask;
-
-	if (table_reserve(t))
-		return -ENOMEM;
-	if (t->tb_mask != old_mask)
-		table_find(p, t, hash, eq, key, slot);
-	return 0;
-}
-
-static void table_insert(struct fp_table *t, size_t slot, uint32_t index, uint32_t hash)
-{
-	t->tb_slots[slot].sl_index1 = index + 1;
-	t->tb_slots[slot].sl_hash = hash;
-	t->tb_used++;
-}
 
 /* grow_array: ensure *v has room for n + 1 elements of size sz.  Indexes
  * are uint32_t with FP_INDEX_NONE reserved, which bounds every array. */
@@ -188,10 +53,6 @@ int fp_profile_alloc(struct fp_profile **p, const char *host, uint64_t start_ns,
 	pr->pr_host = strdup(host ? host : "");
 	if (!pr->pr_index || !pr->pr_host)
 		goto nomem;
-	struct fp_profile_index *ix = pr->pr_index;
-	if (table_init(&ix->pi_mappings) || table_init(&ix->pi_frames) ||
-	    table_init(&ix->pi_samples) || table_init(&ix->pi_strings))
-		goto nomem;
 	pr->pr_start_ns = start_ns;
 	pr->pr_duration_ns = duration_ns;
 	pr->pr_period_ns = period_ns;
@@ -221,10 +82,10 @@ void fp_profile_free(struct fp_profile *p)
 		for (size_t i = 0; i < ix->pi_nstrings; i++)
 			free(ix->pi_strings_v[i]);
 		free(ix->pi_strings_v);
-		table_fini(&ix->pi_mappings);
-		table_fini(&ix->pi_frames);
-		table_fini(&ix->pi_samples);
-		table_fini(&ix->pi_strings);
+		fp_indexset_free(&ix->pi_mappings);
+		fp_indexset_free(&ix->pi_frames);
+		fp_indexset_free(&ix->pi_samples);
+		fp_indexset_free(&ix->pi_strings);
 		free(ix);
 	}
 	free(p->pr_mappings);
@@ -242,8 +103,9 @@ struct mapping_key {
 	const char *path;
 };
 
-static int mapping_eq(const struct fp_profile *p, uint32_t index, const void *key)
+static int mapping_eq(const void *ctx, uint32_t index, const void *key)
 {
+	const struct fp_profile *p = ctx;
 	const struct mapping_key *k = key;
 	const struct fp_pmapping *m = &p->pr_mappings[index];
 
@@ -266,21 +128,20 @@ int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_b
 		return -EINVAL;
 
 	struct mapping_key key = { kind, id, path };
-	uint64_t h = hash_word(HASH_SEED, kind);
-	h = hash_bytes(h, id->fb_data, id->fb_len);
-	h = hash_word(h, id->fb_len);
-	uint32_t hash = hash_finish(hash_bytes(h, path, strlen(path)));
+	uint64_t h = fp_hash_word(FP_HASH_SEED, kind);
+	h = fp_hash_bytes(h, id->fb_data, id->fb_len);
+	h = fp_hash_word(h, id->fb_len);
+	uint32_t hash = fp_hash_finish(fp_hash_bytes(h, path, strlen(path)));
 	size_t slot;
-	uint32_t found = table_find(p, &ix->pi_mappings, hash, mapping_eq, &key, &slot);
-	if (found != FP_INDEX_NONE) {
+	uint32_t found = fp_indexset_find(&ix->pi_mappings, hash, mapping_eq, p, &key, &slot);
+	if (found != FP_INDEXSET_NONE) {
 		*idx = found;
 		return 0;
 	}
 
 	if (grow_array((void **)&p->pr_mappings, &ix->pi_mappings_cap, p->pr_nmappings,
-		       sizeof(*p->pr_mappings)))
-		return -ENOMEM;
-	if (table_make_room(p, &ix->pi_mappings, hash, mapping_eq, &key, &slot))
+		       sizeof(*p->pr_mappings)) ||
+	    fp_indexset_make_room(&ix->pi_mappings, hash, &slot))
 		return -ENOMEM;
 	char *copy = strdup(path);
 	if (!copy)
@@ -293,7 +154,7 @@ int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_b
 	m->pm_build_id.fb_len = id->fb_len;
 	memcpy(m->pm_build_id.fb_data, id->fb_data, id->fb_len);
 	m->pm_kind = kind;
-	table_insert(&ix->pi_mappings, slot, n, hash);
+	fp_indexset_insert(&ix->pi_mappings, slot, hash, n);
 	p->pr_nmappings++;
 	*idx = n;
 	return 0;
@@ -307,8 +168,9 @@ struct frame_key {
 	uint8_t kind;
 };
 
-static int frame_eq(const struct fp_profile *p, uint32_t index, const void *key)
+static int frame_eq(const void *ctx, uint32_t index, const void *key)
 {
+	const struct fp_profile *p = ctx;
 	const struct frame_key *k = key;
 	const struct fp_pframe *f = &p->pr_frames[index];
 
@@ -347,12 +209,12 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 		return -EINVAL;
 
 	struct frame_key key = { mapping, address, kind };
-	uint64_t h = hash_word(HASH_SEED, mapping);
-	h = hash_word(h, address);
-	uint32_t hash = hash_finish(hash_word(h, kind));
+	uint64_t h = fp_hash_word(FP_HASH_SEED, mapping);
+	h = fp_hash_word(h, address);
+	uint32_t hash = fp_hash_finish(fp_hash_word(h, kind));
 	size_t slot;
-	uint32_t found = table_find(p, &ix->pi_frames, hash, frame_eq, &key, &slot);
-	if (found != FP_INDEX_NONE) {
+	uint32_t found = fp_indexset_find(&ix->pi_frames, hash, frame_eq, p, &key, &slot);
+	if (found != FP_INDEXSET_NONE) {
 		struct fp_pframe *f = &p->pr_frames[found];
 
 		/* A frame first seen unresolved may be resolved later (e.g. once
@@ -368,11 +230,9 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 	}
 
 	if (grow_array((void **)&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
-		       sizeof(*p->pr_frames)))
-		return -ENOMEM;
-	if (table_make_room(p, &ix->pi_frames, hash, frame_eq, &key, &slot))
-		return -ENOMEM;
-	if (frame_names(function, system_name, &fn, &sn))
+		       sizeof(*p->pr_frames)) ||
+	    fp_indexset_make_room(&ix->pi_frames, hash, &slot) ||
+	    frame_names(function, system_name, &fn, &sn))
 		return -ENOMEM;
 
 	uint32_t n = (uint32_t)p->pr_nframes;
@@ -382,7 +242,7 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 	f->pf_function = fn;
 	f->pf_system_name = sn;
 	f->pf_kind = kind;
-	table_insert(&ix->pi_frames, slot, n, hash);
+	fp_indexset_insert(&ix->pi_frames, slot, hash, n);
 	p->pr_nframes++;
 	*idx = n;
 	return 0;
@@ -390,33 +250,33 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 
 /* Container names */
 
-static int string_eq(const struct fp_profile *p, uint32_t index, const void *key)
+static int string_eq(const void *ctx, uint32_t index, const void *key)
 {
+	const struct fp_profile *p = ctx;
+
 	return !strcmp(p->pr_index->pi_strings_v[index], key);
 }
 
 static int intern_string(struct fp_profile *p, const char *s, const char **out)
 {
 	struct fp_profile_index *ix = p->pr_index;
-	uint32_t hash = hash_finish(hash_bytes(HASH_SEED, s, strlen(s)));
+	uint32_t hash = fp_hash_finish(fp_hash_bytes(FP_HASH_SEED, s, strlen(s)));
 	size_t slot;
-	uint32_t found = table_find(p, &ix->pi_strings, hash, string_eq, s, &slot);
-
-	if (found != FP_INDEX_NONE) {
+	uint32_t found = fp_indexset_find(&ix->pi_strings, hash, string_eq, p, s, &slot);
+	if (found != FP_INDEXSET_NONE) {
 		*out = ix->pi_strings_v[found];
 		return 0;
 	}
 	if (grow_array((void **)&ix->pi_strings_v, &ix->pi_strings_cap, ix->pi_nstrings,
-		       sizeof(*ix->pi_strings_v)))
-		return -ENOMEM;
-	if (table_make_room(p, &ix->pi_strings, hash, string_eq, s, &slot))
+		       sizeof(*ix->pi_strings_v)) ||
+	    fp_indexset_make_room(&ix->pi_strings, hash, &slot))
 		return -ENOMEM;
 	char *copy = strdup(s);
 	if (!copy)
 		return -ENOMEM;
 	uint32_t n = (uint32_t)ix->pi_nstrings++;
 	ix->pi_strings_v[n] = copy;
-	table_insert(&ix->pi_strings, slot, n, hash);
+	fp_indexset_insert(&ix->pi_strings, slot, hash, n);
 	*out = copy;
 	return 0;
 }
@@ -431,8 +291,9 @@ struct sample_key {
 	const char *container;        /* interned: compared by address */
 };
 
-static int sample_eq(const struct fp_profile *p, uint32_t index, const void *key)
+static int sample_eq(const void *ctx, uint32_t index, const void *key)
 {
+	const struct fp_profile *p = ctx;
 	const struct sample_key *k = key;
 	const struct fp_psample *s = &p->pr_samples[index];
 
@@ -474,25 +335,24 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 		return err;
 
 	struct sample_key key = { frames, nframes, pid, tid, thread_c, process_c, cont };
-	uint64_t h = HASH_SEED;
+	uint64_t h = FP_HASH_SEED;
 	for (uint32_t i = 0; i < nframes; i++)
-		h = hash_word(h, frames[i]);
-	h = hash_word(h, nframes);
-	h = hash_word(h, ((uint64_t)pid << 32) | tid);
-	h = hash_bytes(h, thread_c, strlen(thread_c) + 1);
-	h = hash_bytes(h, process_c, strlen(process_c) + 1);
-	uint32_t hash = hash_finish(hash_bytes(h, cont, strlen(cont)));
+		h = fp_hash_word(h, frames[i]);
+	h = fp_hash_word(h, nframes);
+	h = fp_hash_word(h, ((uint64_t)pid << 32) | tid);
+	h = fp_hash_bytes(h, thread_c, strlen(thread_c) + 1);
+	h = fp_hash_bytes(h, process_c, strlen(process_c) + 1);
+	uint32_t hash = fp_hash_finish(fp_hash_bytes(h, cont, strlen(cont)));
 	size_t slot;
-	uint32_t found = table_find(p, &ix->pi_samples, hash, sample_eq, &key, &slot);
-	if (found != FP_INDEX_NONE) {
+	uint32_t found = fp_indexset_find(&ix->pi_samples, hash, sample_eq, p, &key, &slot);
+	if (found != FP_INDEXSET_NONE) {
 		p->pr_samples[found].ps_count += count;
 		return 0;
 	}
 
 	if (grow_array((void **)&p->pr_samples, &ix->pi_samples_cap, p->pr_nsamples,
-		       sizeof(*p->pr_samples)))
-		return -ENOMEM;
-	if (table_make_room(p, &ix->pi_samples, hash, sample_eq, &key, &slot))
+		       sizeof(*p->pr_samples)) ||
+	    fp_indexset_make_room(&ix->pi_samples, hash, &slot))
 		return -ENOMEM;
 	uint32_t *copy = malloc((nframes ? nframes : 1) * sizeof(*copy));
 	if (!copy)
@@ -510,7 +370,7 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 	memcpy(s->ps_process, process_c, FP_COMM_LEN);
 	s->ps_container = (char *)cont;
 	s->ps_count = count;
-	table_insert(&ix->pi_samples, slot, n, hash);
+	fp_indexset_insert(&ix->pi_samples, slot, hash, n);
 	p->pr_nsamples++;
 	return 0;
 }
@@ -539,6 +399,22 @@ int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf
 			module = path;
 	}
 	return snprintf(buf, len, "%s+0x%" PRIx64 "%s", module, f->pf_address, suffix);
+}
+
+int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf,
+			       size_t *cap)
+{
+	int n = fp_profile_frame_label(p, frame, *buf, *cap);
+
+	if (n < 0 || (size_t)n < *cap)
+		return n;
+	size_t want = (size_t)n + 1 > 256 ? (size_t)n + 1 : 256;
+	char *bigger = realloc(*buf, want);
+	if (!bigger)
+		return -ENOMEM;
+	*buf = bigger;
+	*cap = want;
+	return fp_profile_frame_label(p, frame, bigger, want);
 }
 
 uint64_t fp_profile_total(const struct fp_profile *p)

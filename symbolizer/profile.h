@@ -90,6 +90,13 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
  * it wanted to write (like snprintf). */
 int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf, size_t len);
 
+/* fp_profile_frame_label_buf: the same label, whatever its length, in *buf:
+ * a malloc'd buffer of *cap bytes that is grown as needed (like getline;
+ * start from NULL and 0, reuse it across frames, free it when done).
+ * Returns the label's length, or -EINVAL (bad frame) or -ENOMEM. */
+int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf,
+			       size_t *cap);
+
 /* fp_profile_total: the sum of all sample counts. */
 uint64_t fp_profile_total(const struct fp_profile *p);
 

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "indexset.h"
+#include "intern.h"
 #include "output.h"
 
 #define SVG_WIDTH 1200
@@ -46,84 +48,18 @@ struct node {
 	uint8_t n_kind;
 };
 
-struct slot {
-	uint32_t sl_index1;         /* index + 1; 0: empty */
-	uint32_t sl_hash;
-};
-
-struct hash_set {
-	struct slot *hs_slots;
-	size_t hs_mask, hs_used;
-};
-
 struct graph {
-	/* names: sanitised, NUL-terminated, interned */
-	char *g_names;
-	size_t g_names_len, g_names_cap;
-	size_t *g_name_offsets;
-	size_t g_nnames, g_name_offsets_cap;
-	struct hash_set g_name_set;
+	/* names: sanitised, NUL-terminated (the NUL is part of the key) */
+	struct fp_intern *g_names;
+	const char **g_name_ptrs;   /* by id, once every name is interned */
+	char *g_scratch;            /* where a name is sanitised */
+	size_t g_scratch_cap;
 	/* the tree; node 0 is the root */
 	struct node *g_nodes;
 	size_t g_nnodes, g_nodes_cap;
-	struct hash_set g_child_set;
+	struct fp_indexset g_child_set;
 	uint64_t g_total;
 };
-
-static uint64_t fnv(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static uint32_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
-
-static int set_init(struct hash_set *s)
-{
-	s->hs_slots = calloc(256, sizeof(*s->hs_slots));
-	if (!s->hs_slots)
-		return -ENOMEM;
-	s->hs_mask = 255;
-	s->hs_used = 0;
-	return 0;
-}
-
-/* set_grow: keep the load factor at or below 3/4.  0 or -ENOMEM. */
-static int set_grow(struct hash_set *s)
-{
-	size_t n = s->hs_mask + 1;
-
-	if ((s->hs_used + 1) * 4 <= n * 3)
-		return 0;
-	struct slot *slots = calloc(n * 2, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (!s->hs_slots[i].sl_index1)
-			continue;
-		size_t j = s->hs_slots[i].sl_hash & (n * 2 - 1);
-		while (slots[j].sl_index1)
-			j = (j + 1) & (n * 2 - 1);
-		slots[j] = s->hs_slots[i];
-	}
-	free(s->hs_slots);
-	s->hs_slots = slots;
-	s->hs_mask = n * 2 - 1;
-	return 0;
-}
 
 static int grow(void **v, size_t *cap, size_t need, size_t size)
 {
@@ -145,7 +81,20 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 
 static const char *name_of(const struct graph *g, uint32_t name)
 {
-	return g->g_names + g->g_name_offsets[name];
+	return g->g_name_ptrs[name];
+}
+
+/* name_table: fill g_name_ptrs; nothing may be interned afterwards. */
+static int name_table(struct graph *g)
+{
+	size_t n = fp_intern_count(g->g_names), len;
+
+	g->g_name_ptrs = calloc(n ? n : 1, sizeof(*g->g_name_ptrs));
+	if (!g->g_name_ptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		g->g_name_ptrs[i] = fp_intern_key(g->g_names, (uint32_t)i, &len);
+	return 0;
 }
 
 /* utf8_len: the length of the valid UTF-8 sequence at s (at most len bytes
@@ -192,10 +141,9 @@ static int intern_name(struct graph *g, const char *s, size_t len, uint32_t *id)
 		s = "[unknown]";
 		len = strlen(s);
 	}
-	if (grow((void **)&g->g_names, &g->g_names_cap, g->g_names_len + len + 1, 1))
+	if (grow((void **)&g->g_scratch, &g->g_scratch_cap, len + 1, 1))
 		return -ENOMEM;
-	/* Sanitise into the free end of the buffer; it is kept only if new. */
-	char *dst = g->g_names + g->g_names_len;
+	char *dst = g->g_scratch;
 	const unsigned char *src = (const unsigned char *)s;
 	size_t o = 0;
 	for (size_t i = 0; i < len;) {
@@ -213,30 +161,11 @@ static int intern_name(struct graph *g, const char *s, size_t len, uint32_t *id)
 		i += n;
 	}
 	dst[o] = '\0';
-
-	uint32_t hash = mix(fnv(dst));
-	struct hash_set *set = &g->g_name_set;
-	if (set_grow(set))
-		return -ENOMEM;
-	size_t i;
-	for (i = hash & set->hs_mask; set->hs_slots[i].sl_index1; i = (i + 1) & set->hs_mask) {
-		const struct slot *sl = &set->hs_slots[i];
-
-		if (sl->sl_hash == hash && !strcmp(name_of(g, sl->sl_index1 - 1), dst)) {
-			*id = sl->sl_index1 - 1;
-			return 0;
-		}
-	}
-	if (grow((void **)&g->g_name_offsets, &g->g_name_offsets_cap, g->g_nnames + 1,
-		 sizeof(*g->g_name_offsets)))
-		return -ENOMEM;
-	g->g_name_offsets[g->g_nnames] = g->g_names_len;
-	g->g_names_len += o + 1;
-	set->hs_slots[i].sl_index1 = (uint32_t)g->g_nnames + 1;
-	set->hs_slots[i].sl_hash = hash;
-	set->hs_used++;
-	*id = (uint32_t)g->g_nnames++;
-	return 0;
+	/* Most names were seen before: finding them first hashes them once
+	 * (fp_intern_get alone hashes twice). */
+	if (!fp_intern_find(g->g_names, dst, o + 1, id))
+		return 0;
+	return fp_intern_get(g->g_names, dst, o + 1, id, NULL);
 }
 
 static int add_node(struct graph *g, uint32_t parent, uint32_t name, uint8_t kind, uint32_t *id)
@@ -256,32 +185,38 @@ static int add_node(struct graph *g, uint32_t parent, uint32_t name, uint8_t kin
 	return 0;
 }
 
+struct child_key {
+	uint32_t parent, name;
+};
+
+static int child_eq(const void *ctx, uint32_t index, const void *key)
+{
+	const struct node *n = &((const struct graph *)ctx)->g_nodes[index];
+	const struct child_key *k = key;
+
+	return n->n_parent == k->parent && n->n_name == k->name;
+}
+
 /* child: the child of parent named name, created (with kind) if missing. */
 static int child(struct graph *g, uint32_t parent, uint32_t name, uint8_t kind, uint32_t *id)
 {
-	struct hash_set *set = &g->g_child_set;
-	uint32_t hash = mix(((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ULL);
-	size_t i;
+	struct fp_indexset *set = &g->g_child_set;
+	struct child_key key = { parent, name };
+	uint32_t hash = fp_hash_finish(((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ULL);
+	size_t slot;
+	uint32_t found = fp_indexset_find(set, hash, child_eq, g, &key, &slot);
 	int err;
 
-	if (set_grow(set))
-		return -ENOMEM;
-	for (i = hash & set->hs_mask; set->hs_slots[i].sl_index1; i = (i + 1) & set->hs_mask) {
-		const struct slot *sl = &set->hs_slots[i];
-		const struct node *n = &g->g_nodes[sl->sl_index1 - 1];
-
-		if (sl->sl_hash == hash && n->n_parent == parent && n->n_name == name) {
-			*id = sl->sl_index1 - 1;
-			return 0;
-		}
+	if (found != FP_INDEXSET_NONE) {
+		*id = found;
+		return 0;
 	}
-	err = add_node(g, parent, name, kind, id);
-	if (err)
-		return err;
-	set->hs_slots[i].sl_index1 = *id + 1;
-	set->hs_slots[i].sl_hash = hash;
-	set->hs_used++;
-	return 0;
+	err = fp_indexset_make_room(set, hash, &slot);
+	if (!err)
+		err = add_node(g, parent, name, kind, id);
+	if (!err)
+		fp_indexset_insert(set, slot, hash, *id);
+	return err;
 }
 
 static int frame_kind(const struct fp_pframe *f)
@@ -294,28 +229,17 @@ static int frame_kind(const struct fp_pframe *f)
 /* frame_names: the name id of every frame, labelled once per frame. */
 static int frame_names(const struct fp_profile *p, struct graph *g, uint32_t *names)
 {
-	char small[256];
+	char *label = NULL;
+	size_t cap = 0;
+	int err = 0;
 
-	for (size_t i = 0; i < p->pr_nframes; i++) {
-		int n = fp_profile_frame_label(p, (uint32_t)i, small, sizeof(small));
-		char *label = small;
-		int err;
+	for (size_t i = 0; !err && i < p->pr_nframes; i++) {
+		int n = fp_profile_frame_label_buf(p, (uint32_t)i, &label, &cap);
 
-		if (n < 0)
-			return n;
-		if ((size_t)n >= sizeof(small)) {
-			label = malloc((size_t)n + 1);
-			if (!label)
-				return -ENOMEM;
-			fp_profile_frame_label(p, (uint32_t)i, label, (size_t)n + 1);
-		}
-		err = intern_name(g, label, (size_t)n, &names[i]);
-		if (label != small)
-			free(label);
-		if (err)
-			return err;
+		err = n < 0 ? n : intern_name(g, label, (size_t)n, &names[i]);
 	}
-	return 0;
+	free(label);
+	return err;
 }
 
 static int build(const struct fp_profile *p, struct graph *g, int by_thread)
@@ -323,9 +247,7 @@ static int build(const struct fp_profile *p, struct graph *g, int by_thread)
 	uint32_t *names = NULL, root_name, id;
 	int err;
 
-	if ((err = set_init(&g->g_name_set)) || (err = set_init(&g->g_child_set)))
-		return err;
-	if ((err = intern_name(g, "all", 3, &root_name)) ||
+	if ((err = fp_intern_alloc(&g->g_names)) || (err = intern_name(g, "all", 3, &root_name)) ||
 	    (err = add_node(g, NONE, root_name, NODE_ROOT, &id)))
 		return err;
 	names = calloc(p->pr_nframes ? p->pr_nframes : 1, sizeof(*names));
@@ -454,7 +376,7 @@ static double hue_to_rgb(double p, double q, double t)
  * its position, so a function keeps its colour across profiles. */
 static void color(const char *name, uint8_t kind, int rgb[3])
 {
-	uint64_t h = fnv(name);
+	uint64_t h = fp_hash_string(FP_HASH_SEED, name);
 	double v1 = (double)(h & 0xffff) / 0xffff;
 	double v2 = (double)((h >> 16) & 0xffff) / 0xffff;
 	double v3 = (double)((h >> 32) & 0xffff) / 0xffff;
@@ -733,21 +655,23 @@ int fp_svg_write(const struct fp_profile *p, FILE *f, const char *title, int by_
 	int err;
 
 	err = build(p, &g, by_thread);
-	if (!err)
-		err = link_children(&g);
 	/* The title goes through the same sanitising as every name. */
 	if (!err)
 		err = intern_name(&g, title ? title : "Flame Graph",
 				  strlen(title ? title : "Flame Graph"), &title_id);
+	if (!err)
+		err = name_table(&g);
+	if (!err)
+		err = link_children(&g);
 	if (!err) {
 		put_document(f, &g, name_of(&g, title_id));
 		if (fflush(f) == EOF || ferror(f))
 			err = -EIO;
 	}
-	free(g.g_names);
-	free(g.g_name_offsets);
-	free(g.g_name_set.hs_slots);
+	fp_intern_free(g.g_names);
+	free(g.g_name_ptrs);
+	free(g.g_scratch);
 	free(g.g_nodes);
-	free(g.g_child_set.hs_slots);
+	fp_indexset_free(&g.g_child_set);
 	return err;
 }

@@ -514,6 +514,74 @@ static void test_svg_names(void)
 	fp_profile_free(p);
 }
 
+/* Labels longer than any fixed buffer: a long C++ name (with a ';'), a long
+ * kernel name, and an unresolved frame in a file with a long name. */
+static void test_long_names(void)
+{
+	struct fp_profile *p = NULL;
+	uint32_t m, k, fr[3];
+	char user[400], kern[700], path[600], want[2400];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	CHECK_EQ_INT(fp_profile_alloc(&p, "h", 0, 0, PERIOD), 0);
+	if (!p)
+		return;
+	memset(user, 'u', sizeof(user) - 1);
+	user[sizeof(user) - 1] = '\0';
+	user[200] = ';';
+	memset(kern, 'k', sizeof(kern) - 1);
+	kern[sizeof(kern) - 1] = '\0';
+	memset(path, 'f', sizeof(path) - 1);
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_USER, NULL, path, &m), 0);
+	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_KERNEL, NULL, "vmlinux", &k), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, k, 1, FP_FRAME_KERNEL, kern, NULL, &fr[0]), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 2, FP_FRAME_USER, user, NULL, &fr[1]), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 0x3c, FP_FRAME_USER, NULL, NULL, &fr[2]), 0);
+	CHECK_EQ_INT(fp_profile_add_sample(p, fr, 3, 1, 1, "t", "p", "", 1), 0);
+
+	/* Folded: root first, ';' in the name made ':'. */
+	char *text = folded_text(p, 0);
+	user[200] = ':';
+	snprintf(want, sizeof(want), "p;%s+0x3c;%s;%s_[k] 1\n", path + 1, user, kern);
+	user[200] = ';';
+	check_text(text, want);
+	free(text);
+
+	/* SVG: every label whole in the box's title. */
+	text = svg_text(p, "t", 0);
+	snprintf(want, sizeof(want), "<title>%s+0x3c (1 sample, 100.00%%)</title>", path + 1);
+	check_contains(text, want);
+	snprintf(want, sizeof(want), "<title>%s (1 sample, 100.00%%)</title>", user);
+	check_contains(text, want);
+	snprintf(want, sizeof(want), "<title>%s_[k] (1 sample, 100.00%%)</title>", kern);
+	check_contains(text, want);
+	free(text);
+
+	/* pprof: kernel and unresolved frames are named by their labels. */
+	CHECK_EQ_INT(fp_pprof_encode(p, &buf, &len), 0);
+	pb_profile *pp = perftools__profiles__profile__unpack(NULL, len, buf);
+	CHECK(pp && pp->n_location == 3 && pp->n_function == 3);
+	if (pp && pp->n_location == 3) {
+		const Perftools__Profiles__Function *fn;
+
+		snprintf(want, sizeof(want), "%s_[k]", kern);
+		fn = function_of(pp, fr[0] + 1);
+		CHECK(fn && !strcmp(str(pp, fn->name), want) && fn->system_name == fn->name);
+		fn = function_of(pp, fr[1] + 1);
+		CHECK(fn && !strcmp(str(pp, fn->name), user));
+		snprintf(want, sizeof(want), "%s+0x3c", path + 1);
+		fn = function_of(pp, fr[2] + 1);
+		CHECK(fn && !strcmp(str(pp, fn->name), want));
+	}
+	if (pp)
+		perftools__profiles__profile__free_unpacked(pp, NULL);
+	free(buf);
+	fp_profile_free(p);
+}
+
 static void test_large(void)
 {
 	struct fp_profile *p = NULL;
@@ -570,6 +638,7 @@ int main(void)
 	RUN(test_pprof_write);
 	RUN(test_svg);
 	RUN(test_svg_names);
+	RUN(test_long_names);
 	RUN(test_large);
 	return CHECK_DONE();
 }

@@ -1,11 +1,13 @@
 /* profile_test.c: interning, merging, frame labels and growth of the
- * profile model (symbolizer/profile.c). */
+ * profile model (symbolizer/profile.c), and the index set it interns with
+ * (symbolizer/indexset.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "indexset.h"
 #include "profile.h"
 
 static const struct fp_build_id libc_id = { 4, { 0xde, 0xad, 0xbe, 0xef } };
@@ -237,6 +239,103 @@ static void test_labels(void)
 	fp_profile_free(p);
 }
 
+static void test_label_buf(void)
+{
+	struct fp_profile *p = new_profile();
+	uint32_t m, small, big, unres;
+	char name[600], *buf = NULL;
+	size_t cap = 0;
+
+	if (!p)
+		return;
+	memset(name, 'x', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_KERNEL, NULL, "vmlinux", &m), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 1, FP_FRAME_USER, "malloc", NULL, &small), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 2, FP_FRAME_KERNEL, name, NULL, &big), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 0xabc, FP_FRAME_KERNEL, NULL, NULL, &unres), 0);
+
+	/* From nothing, then grown past any fixed stack buffer, then reused. */
+	CHECK_EQ_INT(fp_profile_frame_label_buf(p, small, &buf, &cap), strlen("malloc"));
+	CHECK(buf && !strcmp(buf, "malloc") && cap > strlen("malloc"));
+	CHECK_EQ_INT(fp_profile_frame_label_buf(p, big, &buf, &cap), sizeof(name) - 1 + 4);
+	CHECK(buf && cap >= sizeof(name) + 4 && !strncmp(buf, name, sizeof(name) - 1) &&
+	      !strcmp(buf + sizeof(name) - 1, "_[k]"));
+	size_t grown = cap;
+	CHECK_EQ_INT(fp_profile_frame_label_buf(p, unres, &buf, &cap), strlen("vmlinux+0xabc_[k]"));
+	CHECK(buf && !strcmp(buf, "vmlinux+0xabc_[k]"));
+	CHECK_EQ_INT(cap, grown);
+	/* A bad frame is an error and leaves the buffer usable. */
+	CHECK_EQ_INT(fp_profile_frame_label_buf(p, (uint32_t)p->pr_nframes, &buf, &cap), -EINVAL);
+	CHECK_EQ_INT(fp_profile_frame_label_buf(p, small, &buf, &cap), strlen("malloc"));
+	CHECK(buf && !strcmp(buf, "malloc"));
+	free(buf);
+	fp_profile_free(p);
+}
+
+static int u32_eq(const void *ctx, uint32_t index, const void *key)
+{
+	return ((const uint32_t *)ctx)[index] == *(const uint32_t *)key;
+}
+
+static uint32_t u32_hash(uint32_t k)
+{
+	/* Every third key collides: probing and the equality test must cope. */
+	return k % 3 ? fp_hash_finish(fp_hash_word(FP_HASH_SEED, k)) : 12345;
+}
+
+static void test_indexset(void)
+{
+	enum { N = 3000 };
+	struct fp_indexset set = { 0 };
+	uint32_t *keys = malloc(N * sizeof(*keys)), k = 1;
+	size_t slot;
+	int ok = 1;
+
+	if (!keys) {
+		CHECK(0);
+		return;
+	}
+	/* A zeroed set is empty. */
+	CHECK_EQ_INT(fp_indexset_find(&set, u32_hash(k), u32_eq, keys, &k, &slot),
+		     FP_INDEXSET_NONE);
+	for (uint32_t i = 0; i < N && ok; i++) {
+		keys[i] = i * 7 + 1;
+		uint32_t hash = u32_hash(keys[i]);
+
+		/* make_room moves the slot along when the set grows. */
+		ok = fp_indexset_find(&set, hash, u32_eq, keys, &keys[i], &slot) ==
+			     FP_INDEXSET_NONE &&
+		     fp_indexset_make_room(&set, hash, &slot) == 0;
+		if (ok)
+			fp_indexset_insert(&set, slot, hash, i);
+	}
+	CHECK(ok);
+	CHECK_EQ_INT(set.is_used, N);
+	CHECK(set.is_used * 4 <= (set.is_mask + 1) * 3);
+	/* Everything is found after the growth, and nothing else. */
+	for (uint32_t i = 0; i < N && ok; i++)
+		ok = fp_indexset_find(&set, u32_hash(keys[i]), u32_eq, keys, &keys[i], &slot) == i;
+	CHECK(ok);
+	k = 2; /* not 1 mod 7 */
+	CHECK_EQ_INT(fp_indexset_find(&set, u32_hash(k), u32_eq, keys, &k, &slot),
+		     FP_INDEXSET_NONE);
+	k = 3; /* collides with every third key */
+	CHECK_EQ_INT(fp_indexset_find(&set, u32_hash(k), u32_eq, keys, &k, &slot),
+		     FP_INDEXSET_NONE);
+	fp_indexset_free(&set);
+	CHECK(set.is_slots == NULL && set.is_used == 0);
+
+	/* Reserving ahead sizes the set once for the load factor. */
+	CHECK_EQ_INT(fp_indexset_reserve(&set, 1000), 0);
+	size_t slots = set.is_mask + 1;
+	CHECK(slots >= 1334 && (slots & (slots - 1)) == 0);
+	CHECK_EQ_INT(fp_indexset_reserve(&set, 1000), 0);
+	CHECK_EQ_INT(set.is_mask + 1, slots);
+	fp_indexset_free(&set);
+	free(keys);
+}
+
 static void test_growth(void)
 {
 	struct fp_profile *p = new_profile();
@@ -288,6 +387,8 @@ int main(void)
 	RUN(test_frame_interning);
 	RUN(test_sample_merging);
 	RUN(test_labels);
+	RUN(test_label_buf);
+	RUN(test_indexset);
 	RUN(test_growth);
 	return CHECK_DONE();
 }
