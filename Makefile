@@ -15,7 +15,7 @@ CFLAGS     ?= -O2 -g
 FP_CFLAGS  := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DFP_VERSION='"$(VERSION)"' \
               -Icommon -Idevice -Isymbolizer -Ibpf -I$(BUILD) -I$(BUILD)/proto
 AGENT_LIBS := -lbpf -lelf -lz -lnng -lmsgpackc -lpthread
-ALL_LIBS   := $(AGENT_LIBS) -llmdb -lprotobuf-c -lstdc++
+ALL_LIBS   := $(AGENT_LIBS) -llmdb -lprotobuf-c -ldebuginfod -lstdc++ -ldwarf -llzma
 SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 ifeq ($(V),1)
@@ -45,6 +45,9 @@ UNIT_ASAN   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 WORKLOAD    := $(BUILD)/tests/workload
+
+# Generated sources are kept: parallel builds must not delete them.
+.SECONDARY: $(PROTO_SRCS) $(PROTO_HDRS)
 
 obj     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 asanobj = $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(1))

@@ -1,7 +1,7 @@
 /* record.c: `fleetprof record`, the one-shot local mode: the agent's
  * sampler and collector and the symbolizer's resolver in one process, no
- * server, no setup.  Writes DIR/profile.folded, DIR/profile.pb.gz and
- * DIR/flame.svg. */
+ * server, no setup.  Writes DIR/profile.folded, DIR/profile.pb.gz,
+ * DIR/profile.otlp.pb and DIR/flame.svg. */
 #include "cli.h"
 #include "collector.h"
 #include "commands.h"
@@ -9,6 +9,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "output.h"
+#include "otlp.h"
 #include "resolver.h"
 #include "sampler.h"
 #include "session.h"
@@ -38,7 +39,8 @@ static void record_usage(FILE *f)
 		"                        [--cache DIR] [-v]\n"
 		"\n"
 		"Profiles this machine (or one process) with eBPF for SECONDS and writes\n"
-		"DIR/profile.folded, DIR/profile.pb.gz (pprof) and DIR/flame.svg.\n"
+		"DIR/profile.folded, DIR/profile.pb.gz (pprof), DIR/profile.otlp.pb\n"
+		"(OTLP ExportProfilesServiceRequest) and DIR/flame.svg.\n"
 		"Needs root (or CAP_BPF and CAP_PERFMON).\n"
 		"\n"
 		"  -d, --duration SECONDS  how long to sample (default 10; Ctrl-C stops early)\n"
@@ -210,6 +212,9 @@ int fp_cmd_record(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/profile.pb.gz", outdir);
 	if (!err)
 		err = fp_pprof_write(prof, path);
+	snprintf(path, sizeof(path), "%s/profile.otlp.pb", outdir);
+	if (!err)
+		err = fp_otlp_write(prof, NULL, path);
 	snprintf(title, sizeof(title), "CPU on %s, %u s at %u Hz", host, duration, frequency);
 	snprintf(path, sizeof(path), "%s/flame.svg", outdir);
 	if (!err)
@@ -219,9 +224,9 @@ int fp_cmd_record(int argc, char **argv)
 		goto out;
 	}
 	printf("%" PRIu64 " samples (%" PRIu64 " lost, %" PRIu64 " stack errors), %zu stacks -> "
-	       "%s/flame.svg, %s/profile.folded, %s/profile.pb.gz\n",
+	       "%s/flame.svg, %s/profile.folded, %s/profile.pb.gz, %s/profile.otlp.pb\n",
 	       iv.fi_samples, bpf[FP_CNT_LOST], bpf[FP_CNT_USTACK_ERR] + bpf[FP_CNT_KSTACK_ERR],
-	       iv.fi_ncounts, outdir, outdir, outdir);
+	       iv.fi_ncounts, outdir, outdir, outdir, outdir);
 out:
 	if (err)
 		fp_warnx("record failed: %s", strerror(-err));
