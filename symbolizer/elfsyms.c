@@ -13,10 +13,15 @@
 #include <gelf.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
+#include "dwarf.h"
+#include "minidebug.h"
 #include "symtab.h"
 
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -52,6 +57,11 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
  * hostile one could point thousands of symbols at one long string. */
 #define NAME_BUDGET_FACTOR 8
 #define NAME_BUDGET_FLOOR (1u << 20)
+
+/* MiniDebugInfo: what its compressed ELF may inflate to.  Real ones hold
+ * a symbol table of a few hundred KiB to a few MiB. */
+#define MINIDEBUG_MAX (256u << 20)
+#define MINIDEBUG_RATIO 64
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -260,8 +270,25 @@ static uint64_t demangle_estimate(const char *name, size_t len)
 	return est;
 }
 
+/* llvm_spacing: the runtime writes "operator< <int>" and "operator<< <T>"
+ * where llvm-symbolizer writes "operator<<int>" and "operator<<<T>": drop
+ * the space, in place. */
+static void llvm_spacing(char *s)
+{
+	char *p = s;
+
+	while ((p = strstr(p, "operator<")) != NULL) {
+		p += 9;
+		if (*p == '<')
+			p++;
+		if (p[0] == ' ' && p[1] == '<')
+			memmove(p, p + 1, strlen(p + 1) + 1);
+	}
+}
+
 char *fp_demangle(const char *name)
 {
+	const char *dot;
 	char *out;
 	size_t len;
 	int status = -1;
@@ -273,11 +300,36 @@ char *fp_demangle(const char *name)
 	len = strnlen(name, MAX_DEMANGLE_LEN + 1);
 	if (len > MAX_DEMANGLE_LEN || demangle_estimate(name, len) > MAX_DEMANGLE_ESTIMATE)
 		return NULL;
+	/* A suffix after the mangled name (".cold", ".isra.0", ".part.1")
+	 * is shown as llvm-symbolizer shows it, "f() (.isra.0)", rather than
+	 * the runtime's "f() [clone .isra.0]": the whole tail, once. */
+	dot = memchr(name, '.', len);
+	if (dot) {
+		char prefix[MAX_DEMANGLE_LEN + 1];
+		char *full;
+		size_t dlen;
+
+		memcpy(prefix, name, (size_t)(dot - name));
+		prefix[dot - name] = '\0';
+		out = __cxa_demangle(prefix, NULL, NULL, &status);
+		if (status != 0) {
+			free(out);
+			return NULL;
+		}
+		llvm_spacing(out);
+		dlen = strlen(out);
+		full = malloc(dlen + 3 + (len - (size_t)(dot - name)) + 1);
+		if (full)
+			sprintf(full, "%s (%s)", out, dot);
+		free(out);
+		return full;
+	}
 	out = __cxa_demangle(name, NULL, NULL, &status);
 	if (status != 0) {
 		free(out);
 		return NULL;
 	}
+	llvm_spacing(out);
 	return out;
 }
 
@@ -287,6 +339,8 @@ struct cand {
 	uint64_t c_size;
 	const char *c_name; /* inside the string table, not terminated at c_len */
 	uint32_t c_len;
+	uint32_t c_full_len; /* with a version suffix ("@GLIBC_2.2.5") */
+	uint32_t c_seq;      /* order in the symbol table(s) */
 	uint8_t c_rank;     /* binding: lower is preferred */
 };
 
@@ -430,13 +484,13 @@ static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *
 		at = memchr(name, '@', len);
 		if (at == name)
 			continue;
-		if (at)
-			len = (size_t)(at - name);
 		c = (struct cand){
 			.c_addr = sym.st_value,
 			.c_size = sym.st_size,
 			.c_name = name,
-			.c_len = (uint32_t)len,
+			.c_len = (uint32_t)(at ? (size_t)(at - name) : len),
+			.c_full_len = (uint32_t)len,
+			.c_seq = (uint32_t)cs->cs_n,
 			.c_rank = binding_rank(GELF_ST_BIND(sym.st_info)),
 		};
 		err = cands_push(cs, &c);
@@ -460,41 +514,75 @@ static Elf_Scn *first_section(const struct elf_file *f, Elf64_Word type)
 	return NULL;
 }
 
+/* demangle_budgeted: fp_demangle while the file's budget lasts. */
+static char *demangle_budgeted(const char *name, uint64_t *budget)
+{
+	char *demangled = *budget ? fp_demangle(name) : NULL;
+
+	if (demangled) {
+		size_t dlen = strlen(demangled);
+
+		*budget = dlen < *budget ? *budget - dlen : 0;
+	}
+	return demangled;
+}
+
+/* The alias llvm-symbolizer names an address after: of the symbols there,
+ * the largest, and of those the last in the symbol table; its name keeps
+ * any version suffix ("glob@GLIBC_2.2.5"). */
+static const struct cand *llvm_alias(const struct cand *v, size_t n)
+{
+	const struct cand *pick = &v[0];
+
+	for (size_t k = 1; k < n; k++)
+		if (v[k].c_size > pick->c_size ||
+		    (v[k].c_size == pick->c_size && v[k].c_seq > pick->c_seq))
+			pick = &v[k];
+	return pick;
+}
+
 static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
 {
 	uint64_t budget = DEMANGLE_BUDGET_FLOOR;
-	char *buf;
+	char *buf, *fbuf;
 	int err = 0;
 
-	buf = malloc(MAX_NAME_LEN + 1);
+	buf = malloc(2 * (MAX_NAME_LEN + 1));
 	if (!buf)
 		return -ENOMEM;
+	fbuf = buf + MAX_NAME_LEN + 1;
 	for (size_t i = 0; i < cs->cs_n; i++)
 		budget += (uint64_t)cs->cs_v[i].c_len * DEMANGLE_BUDGET_FACTOR;
-	qsort(cs->cs_v, cs->cs_n, sizeof(*cs->cs_v), cmp_cand);
+	if (cs->cs_n)
+		qsort(cs->cs_v, cs->cs_n, sizeof(*cs->cs_v), cmp_cand);
 	for (size_t i = 0; i < cs->cs_n && !err;) {
-		const struct cand *best = &cs->cs_v[i];
+		const struct cand *best = &cs->cs_v[i], *frame;
 		uint64_t size = best->c_size;
-		char *demangled;
+		char *demangled, *fdemangled = NULL;
 		size_t j;
 
 		/* Aliases: the best name, with a size if any alias has one. */
 		for (j = i + 1; j < cs->cs_n && cs->cs_v[j].c_addr == best->c_addr; j++)
 			if (!size)
 				size = cs->cs_v[j].c_size;
+		frame = llvm_alias(best, j - i);
 		i = j;
 
 		memcpy(buf, best->c_name, best->c_len);
 		buf[best->c_len] = '\0';
-		demangled = budget ? fp_demangle(buf) : NULL;
-		if (demangled) {
-			size_t dlen = strlen(demangled);
-
-			budget = dlen < budget ? budget - dlen : 0;
-		}
-		err = fp_symtab_builder_add_symbol(b, best->c_addr, size,
-						   demangled ? demangled : buf, buf);
+		demangled = demangle_budgeted(buf, &budget);
+		memcpy(fbuf, frame->c_name, frame->c_full_len);
+		fbuf[frame->c_full_len] = '\0';
+		/* versioned C++ names do not demangle for llvm-symbolizer */
+		if (frame->c_full_len == frame->c_len && strcmp(fbuf, buf) != 0)
+			fdemangled = demangle_budgeted(fbuf, &budget);
+		else if (frame->c_full_len == frame->c_len && demangled)
+			fdemangled = strdup(demangled);
+		err = fp_symtab_builder_add_symbol_ex(b, best->c_addr, size,
+						      demangled ? demangled : buf, buf,
+						      fdemangled ? fdemangled : fbuf, fbuf);
 		free(demangled);
+		free(fdemangled);
 	}
 	free(buf);
 	return err;
@@ -605,9 +693,167 @@ out:
 	return err;
 }
 
+/* named_section: the first section called name, or NULL. */
+static Elf_Scn *named_section(const struct elf_file *f, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(f->ef_elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(f->ef_elf, scn)) != NULL) {
+		const char *n;
+		GElf_Shdr shdr;
+
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		n = elf_strptr(f->ef_elf, shstrndx, shdr.sh_name);
+		if (n && strcmp(n, name) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/* A MiniDebugInfo ELF, inflated: its buffer must outlive the candidates
+ * read from it, which point into its string table. */
+struct minidebug {
+	void *md_buf;
+	struct elf_file md_file;
+	int md_open;
+};
+
+static void minidebug_close(struct minidebug *md)
+{
+	if (md->md_open)
+		elf_end(md->md_file.ef_elf);
+	free(md->md_buf);
+}
+
+/* read_minidebug: the function symbols of the .symtab inside the
+ * .gnu_debugdata section, added to cs.  Broken or absent MiniDebugInfo is
+ * not an error: the outer file's symbols still count. */
+static int read_minidebug(const struct elf_file *f, struct minidebug *md, struct cands *cs)
+{
+	size_t outlen = 0, max;
+	GElf_Shdr shdr;
+	Elf_Data *data;
+	Elf_Scn *scn;
+	Elf *inner;
+	int err;
+
+	scn = named_section(f, ".gnu_debugdata");
+	if (!scn || !(data = section_data(f, scn, &shdr)))
+		return 0;
+	max = data->d_size < MINIDEBUG_MAX / MINIDEBUG_RATIO ? data->d_size * MINIDEBUG_RATIO
+							      : MINIDEBUG_MAX;
+	if (max < (1u << 20))
+		max = 1u << 20;
+	err = fp_xz_decompress(data->d_buf, data->d_size, max, &md->md_buf, &outlen);
+	if (err)
+		return err == -ENOMEM ? err : 0;
+	inner = elf_memory(md->md_buf, outlen);
+	if (!inner)
+		return 0;
+	md->md_file.ef_elf = inner;
+	md->md_file.ef_size = outlen;
+	md->md_open = 1;
+	if (elf_kind(inner) != ELF_K_ELF || gelf_getclass(inner) != gelf_getclass(f->ef_elf))
+		return 0;
+	scn = first_section(&md->md_file, SHT_SYMTAB);
+	if (!scn)
+		return 0;
+	err = read_functions(&md->md_file, scn, cs);
+	return err == -ENOENT ? 0 : err;
+}
+
+int fp_elf_debuglink(int fd, char *name, size_t name_size, uint32_t *crc)
+{
+	struct elf_file f;
+	GElf_Shdr shdr;
+	Elf_Data *data;
+	Elf_Scn *scn;
+	const char *s;
+	size_t len, crc_off;
+	int err;
+
+	err = elf_file_open(&f, fd);
+	if (err)
+		return err;
+	err = -ENOENT;
+	scn = named_section(&f, ".gnu_debuglink");
+	if (!scn || !(data = section_data(&f, scn, &shdr)))
+		goto out;
+	/* name, NUL, padding to 4 bytes, CRC-32 in the file's byte order */
+	err = -EINVAL;
+	s = data->d_buf;
+	len = strnlen(s, data->d_size);
+	crc_off = (len + 4) & ~(size_t)3;
+	if (len == 0 || len == data->d_size || crc_off + 4 > data->d_size)
+		goto out;
+	/* A file name, not a path: it is joined to directories. */
+	if (memchr(s, '/', len) || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		goto out;
+	if (len >= name_size) {
+		err = -ENAMETOOLONG;
+		goto out;
+	}
+	{
+		const uint8_t *p = (const uint8_t *)s + crc_off;
+		GElf_Ehdr eh;
+
+		if (!gelf_getehdr(f.ef_elf, &eh))
+			goto out;
+		*crc = eh.e_ident[EI_DATA] == ELFDATA2MSB
+			       ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+			       : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+	}
+	memcpy(name, s, len + 1);
+	err = 0;
+out:
+	elf_file_close(&f);
+	return err;
+}
+
+int fp_elf_debuglink_crc(int fd, uint32_t *crc)
+{
+	static const size_t chunk = 1u << 16;
+	unsigned char *buf = malloc(chunk);
+	uLong c = crc32(0L, Z_NULL, 0);
+	off_t off = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = pread(fd, buf, chunk, off);
+
+		if (n < 0) {
+			int err = -errno;
+
+			if (err == -EINTR)
+				continue;
+			free(buf);
+			return err;
+		}
+		if (n == 0)
+			break;
+		c = crc32(c, buf, (uInt)n);
+		off += n;
+	}
+	free(buf);
+	*crc = (uint32_t)c;
+	return 0;
+}
+
 int fp_elf_symtab(int fd, void **blob, size_t *len)
 {
+	return fp_elf_symtab_stats(fd, blob, len, NULL);
+}
+
+int fp_elf_symtab_stats(int fd, void **blob, size_t *len, struct fp_dwarf_stats *stats)
+{
 	struct fp_symtab_builder *b = NULL;
+	struct fp_dwarf_stats ds;
+	struct minidebug md = { 0 };
 	struct cands cs = { 0 };
 	struct elf_file f;
 	Elf_Scn *scn;
@@ -618,7 +864,8 @@ int fp_elf_symtab(int fd, void **blob, size_t *len)
 		return err;
 
 	/* .symtab has the local functions too; .dynsym is what a stripped
-	 * file has left. */
+	 * file has left, with perhaps MiniDebugInfo's .symtab for the
+	 * rest. */
 	err = -ENOENT;
 	scn = first_section(&f, SHT_SYMTAB);
 	if (scn)
@@ -629,6 +876,9 @@ int fp_elf_symtab(int fd, void **blob, size_t *len)
 		if (scn)
 			err = read_functions(&f, scn, &cs);
 	}
+	if (err && err != -ENOENT)
+		goto out;
+	err = read_minidebug(&f, &md, &cs);
 	if (err)
 		goto out;
 
@@ -641,10 +891,21 @@ int fp_elf_symtab(int fd, void **blob, size_t *len)
 	err = add_functions(b, &cs);
 	if (err)
 		goto out;
+	err = fp_dwarf_ingest(f.ef_elf, f.ef_size, b, &ds);
+	if (err)
+		goto out;
+	/* Neither symbols nor DWARF: nothing to look up. */
+	if (!cs.cs_n && !ds.ds_sequences && !ds.ds_scopes) {
+		err = -ENOENT;
+		goto out;
+	}
 	err = fp_symtab_builder_finish(b, blob, len);
+	if (!err && stats)
+		*stats = ds;
 out:
 	fp_symtab_builder_free(b);
 	free(cs.cs_v);
+	minidebug_close(&md);
 	elf_file_close(&f);
 	return err;
 }

@@ -4,6 +4,7 @@
 #define FP_ELFSYMS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "batch.h"
 
 /* fp_elf_build_id: the GNU build-ID of the ELF file open at fd, from a
@@ -14,13 +15,34 @@ int fp_elf_build_id(int fd, struct fp_build_id *id);
 
 /* fp_elf_symtab: build a symbol table blob (symtab.h) from the ELF file at
  * fd: function symbols (STT_FUNC, STT_GNU_IFUNC) of .symtab, or of .dynsym
- * when there is no .symtab, C++ names demangled; PT_LOAD segments.
+ * when there is no .symtab, plus those of the .symtab inside MiniDebugInfo
+ * (.gnu_debugdata, xz-compressed), C++ names demangled; PT_LOAD segments;
+ * DWARF line tables and inline scopes (dwarf.h) when the file has them.
  * Detached debug files lose their segments' file offsets; they are rebuilt
  * the way linkers lay segments out.  Names whose demangled form would be
  * huge stay mangled.  The demangler needs about 256 KiB of stack.
- * The caller frees *blob.  0, -ENOENT (no function symbols), -EINVAL,
- * -ENOMEM or a negative errno. */
+ * The caller frees *blob.  0, -ENOENT (no function symbols and no DWARF),
+ * -EINVAL, -ENOMEM or a negative errno. */
 int fp_elf_symtab(int fd, void **blob, size_t *len);
+
+struct fp_dwarf_stats;
+
+/* fp_elf_symtab_stats: fp_elf_symtab, also telling what the DWARF held
+ * (stats may be NULL). */
+int fp_elf_symtab_stats(int fd, void **blob, size_t *len, struct fp_dwarf_stats *stats);
+
+/* fp_elf_debuglink: the .gnu_debuglink of the ELF file at fd: the name of
+ * its detached debug file (a plain file name, checked to hold no '/', to
+ * look for beside the file, in its .debug/ subdirectory and under
+ * /usr/lib/debug/<the file's directory>/) into name (name_size bytes,
+ * NUL-terminated), and the CRC-32 of that debug file's whole contents
+ * (compare with fp_elf_debuglink_crc).  0, -ENOENT (no debuglink),
+ * -EINVAL (malformed), -ENAMETOOLONG or a negative errno. */
+int fp_elf_debuglink(int fd, char *name, size_t name_size, uint32_t *crc);
+
+/* fp_elf_debuglink_crc: the CRC-32 (zlib's, as GNU debuglink uses) of the
+ * whole file at fd, read with pread.  0 or a negative errno. */
+int fp_elf_debuglink_crc(int fd, uint32_t *crc);
 
 /* fp_demangle: the demangled form of an Itanium C++ name (malloc'd), or
  * NULL if name is not mangled or cannot be demangled. */

@@ -57,8 +57,11 @@ static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned 
 	void *blob = NULL;
 	size_t len = 0;
 
-#ifndef __SANITIZE_ADDRESS__ /* ASan reserves terabytes of address space */
-	setrlimit(RLIMIT_AS, &mem);
+	/* The data limit, not the address space: the child inherits the
+	 * parent's mappings, the symbol cache's tens of gigabytes among them,
+	 * which are shared and cost nothing here. */
+#ifndef __SANITIZE_ADDRESS__ /* ASan's shadow memory counts as data */
+	setrlimit(RLIMIT_DATA, &mem);
 #else
 	(void)mem;
 #endif

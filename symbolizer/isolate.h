@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#define FP_ISOLATE_MEMORY (4ull << 30) /* address space of the child */
+#define FP_ISOLATE_MEMORY (4ull << 30) /* private memory of the child */
 #define FP_ISOLATE_SECONDS 120         /* CPU time of the child */
 
 /* A table builder such as fp_elf_symtab. */

@@ -73,6 +73,13 @@ void fp_profile_free(struct fp_profile *p)
 	for (size_t i = 0; i < p->pr_nframes; i++) {
 		free(p->pr_frames[i].pf_function);
 		free(p->pr_frames[i].pf_system_name);
+		free(p->pr_frames[i].pf_file);
+		for (uint32_t k = 0; k < p->pr_frames[i].pf_ninline; k++) {
+			free(p->pr_frames[i].pf_inline[k].pi_function);
+			free(p->pr_frames[i].pf_inline[k].pi_system_name);
+			free(p->pr_frames[i].pf_inline[k].pi_file);
+		}
+		free(p->pr_frames[i].pf_inline);
 	}
 	/* ps_container points into the index's string pool. */
 	for (size_t i = 0; i < p->pr_nsamples; i++)
@@ -242,6 +249,10 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 	f->pf_function = fn;
 	f->pf_system_name = sn;
 	f->pf_kind = kind;
+	f->pf_file = NULL;
+	f->pf_line = 0;
+	f->pf_ninline = 0;
+	f->pf_inline = NULL;
 	fp_indexset_insert(&ix->pi_frames, slot, hash, n);
 	p->pr_nframes++;
 	*idx = n;
@@ -373,6 +384,51 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 	fp_indexset_insert(&ix->pi_samples, slot, hash, n);
 	p->pr_nsamples++;
 	return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int fp_profile_set_source(struct fp_profile *p, uint32_t frame, const char *file, uint32_t line,
+			  const struct fp_pinline *inl, uint32_t ninline)
+{
+	struct fp_pframe *f;
+	uint32_t k;
+
+	if (!p || frame >= p->pr_nframes || (ninline && !inl))
+		return -EINVAL;
+	f = &p->pr_frames[frame];
+	if (f->pf_file || f->pf_ninline)
+		return 0;
+	if (ninline && !(f->pf_inline = calloc(ninline, sizeof(*f->pf_inline))))
+		return -ENOMEM;
+	for (k = 0; k < ninline; k++) {
+		struct fp_pinline *d = &f->pf_inline[k];
+		d->pi_function = dup_or_null(inl[k].pi_function ? inl[k].pi_function : "??");
+		d->pi_system_name = dup_or_null(inl[k].pi_system_name);
+		d->pi_file = dup_or_null(inl[k].pi_file);
+		d->pi_line = inl[k].pi_line;
+		f->pf_ninline = k + 1; /* freed with the frame, even on failure */
+		if (!d->pi_function || (inl[k].pi_system_name && !d->pi_system_name) ||
+		    (inl[k].pi_file && !d->pi_file))
+			return -ENOMEM;
+	}
+	if (file && !(f->pf_file = strdup(file)))
+		return -ENOMEM;
+	f->pf_line = line;
+	return 0;
+}
+
+int fp_profile_inline_label(const struct fp_profile *p, uint32_t frame, uint32_t k, char *buf,
+			    size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	if (!p || frame >= p->pr_nframes || k >= p->pr_frames[frame].pf_ninline)
+		return -EINVAL;
+	return snprintf(buf, len, "%s_[i]", p->pr_frames[frame].pf_inline[k].pi_function);
 }
 
 int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf, size_t len)

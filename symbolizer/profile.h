@@ -25,12 +25,26 @@ struct fp_pmapping {
 	uint8_t pm_kind;            /* enum fp_mapping_kind */
 };
 
+/* A function whose code was inlined at a location. */
+struct fp_pinline {
+	char *pi_function;          /* demangled */
+	char *pi_system_name;       /* mangled; NULL if equal to pi_function */
+	char *pi_file;              /* NULL if unknown */
+	uint32_t pi_line;           /* 0 if unknown */
+};
+
 struct fp_pframe {
 	uint32_t pf_mapping;        /* index into pr_mappings, or FP_INDEX_NONE */
 	uint64_t pf_address;        /* file offset / kernel offset; raw address if no mapping */
-	char *pf_function;          /* demangled name; NULL if unresolved */
+	char *pf_function;          /* demangled name of the function the code belongs
+				     * to (not inlined); NULL if unresolved */
 	char *pf_system_name;       /* mangled name; NULL if equal to pf_function */
 	uint8_t pf_kind;            /* enum fp_frame_kind */
+	char *pf_file;              /* pf_function's source file, NULL if unknown */
+	uint32_t pf_line;           /* its line here: the call site when code is inlined */
+	uint32_t pf_ninline;
+	struct fp_pinline *pf_inline; /* functions inlined here, innermost first; each
+				       * pi_line is the line inside that function */
 };
 
 struct fp_psample {
@@ -77,6 +91,11 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 			 uint8_t kind, const char *function, const char *system_name,
 			 uint32_t *idx);
 
+/* fp_profile_set_source: source lines and inlined functions of frame
+ * (strings copied), unless it has them already.  0, -EINVAL or -ENOMEM. */
+int fp_profile_set_source(struct fp_profile *p, uint32_t frame, const char *file, uint32_t line,
+			  const struct fp_pinline *inl, uint32_t ninline);
+
 /* fp_profile_add_sample: add count samples of a stack (leaf first).
  * 0, -EINVAL (frame index out of range) or -ENOMEM. */
 int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t nframes,
@@ -96,6 +115,12 @@ int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf
  * Returns the label's length, or -EINVAL (bad frame) or -ENOMEM. */
 int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf,
 			       size_t *cap);
+
+/* fp_profile_inline_label: the name of function k inlined at frame (0:
+ * innermost), as folded and SVG outputs show it: the name with "_[i]".
+ * Like fp_profile_frame_label otherwise. */
+int fp_profile_inline_label(const struct fp_profile *p, uint32_t frame, uint32_t k, char *buf,
+			    size_t len);
 
 /* fp_profile_total: the sum of all sample counts. */
 uint64_t fp_profile_total(const struct fp_profile *p);

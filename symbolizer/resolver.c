@@ -386,6 +386,21 @@ int fp_resolver_missing(struct fp_resolver *r, const struct fp_build_id *id)
 	return failed_find(r, id);
 }
 
+/* cached_size: the size of id's stored table, 0 if none. */
+static size_t cached_size(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	struct fp_symcache_txn *txn;
+	struct fp_symtab t;
+	size_t len = 0;
+
+	if (fp_symcache_begin(r->rv_cache, &txn))
+		return 0;
+	if (fp_symcache_get(txn, id, &t) == 0)
+		len = t.st_len;
+	fp_symcache_end(txn);
+	return len;
+}
+
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 {
 	struct fp_build_id id;
@@ -395,18 +410,21 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 
 	if ((err = fp_elf_build_id(fd, &id)))
 		return err;
-	if (!fp_resolver_has(r, &id)) {
-		if ((err = fp_elf_symtab_isolated(fd, &blob, &len)))
-			return err;
+	if ((err = fp_elf_symtab_isolated(fd, &blob, &len)))
+		return err;
+	/* More symbols, lines and inline ranges make a larger table. */
+	if (len > cached_size(r, &id)) {
 		err = fp_symcache_put(r->rv_cache, &id, blob, len);
-		free(blob);
-		if (err)
-			return err;
-		pthread_mutex_lock(&r->rv_lock);
-		r->rv_stats.rs_ingested++;
-		pthread_mutex_unlock(&r->rv_lock);
+		if (!err) {
+			pthread_mutex_lock(&r->rv_lock);
+			r->rv_stats.rs_ingested++;
+			pthread_mutex_unlock(&r->rv_lock);
+		}
 	}
-	if ((err = failed_clear(r, &id)))
+	free(blob);
+	if (!err)
+		err = failed_clear(r, &id);
+	if (err)
 		return err;
 	*out = id;
 	return 0;

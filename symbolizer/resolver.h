@@ -43,8 +43,9 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
 
 /* fp_resolver_add_file: ingest the ELF file open at fd (an upload, a file
  * from a store) into the cache, under the build-ID read from the file
- * itself, which is written to *id.  A build-ID already cached is not
- * ingested again.  Clears the "no source had it" mark, so frames of that
+ * itself, which is written to *id.  When the build-ID is cached already,
+ * the richer table stays (a debug file after a stripped binary replaces
+ * its table; the other way round changes nothing).  Clears the "no source had it" mark, so frames of that
  * build-ID resolve from the next look-up on.  Safe to call from any
  * thread.  0, -ENOENT (no build-ID or no symbols), -EINVAL (not ELF or
  * malformed) or a negative errno. */

@@ -1,8 +1,8 @@
 /* symtab.c: building, validating and searching symbol table blobs.
  *
- * Blob layout, all integers little-endian:
+ * Blob layout (format 2), all integers little-endian:
  *
- *   header (32 bytes)
+ *   header (72 bytes)
  *     0  u8[4] magic "FPST"
  *     4  u32   format version (FP_SYMTAB_VERSION)
  *     8  u32   number of segments
@@ -11,23 +11,64 @@
  *    20  u32   offset of the symbol array
  *    24  u32   offset of the string table
  *    28  u32   length of the string table
+ *    32  u32   number of files
+ *    36  u32   offset of the file array
+ *    40  u32   number of line blocks
+ *    44  u32   offset of the line block index
+ *    48  u32   offset of the line data
+ *    52  u32   length of the line data
+ *    56  u32   number of ranges
+ *    60  u32   offset of the range array
+ *    64  u32   number of scopes
+ *    68  u32   offset of the scope array
  *   segments, sorted by file offset, non-overlapping (24 bytes each)
  *     0  u64   file offset
  *     8  u64   virtual address
  *    16  u64   size in the file
- *   symbols, sorted by strictly increasing address (24 bytes each)
+ *   symbols, sorted by strictly increasing address (32 bytes each)
  *     0  u64   address
  *     8  u32   size (0-sized input symbols are already extended here)
  *    12  u32   name: offset into the string table
  *    16  u32   system name: offset into the string table
  *    20  u32   enclosing symbol: index of the nearest earlier symbol whose
- *              range contains this one's address, or NO_PARENT
+ *              range contains this one's address, or NONE
+ *    24  u32   frame name: the alias fp_symtab_lookup_frames shows (the
+ *              one llvm-symbolizer picks), often the same offset as name
+ *    28  u32   frame system name
+ *   files (4 bytes each): u32 name, offset into the string table
+ *   line block index, by strictly increasing address (12 bytes each)
+ *     0  u64   address of the block's first row
+ *     8  u32   offset of the block's rows in the line data (increasing;
+ *              a block ends where the next begins)
+ *   line data: each block holds up to LINE_BLOCK rows, LEB128-coded:
+ *     first row    uleb file+1 (0: no line information), uleb line,
+ *                  uleb column
+ *     further rows uleb address delta (> 0),
+ *                  uleb (zigzag(line delta) << 1 | file changed),
+ *                  [uleb file+1 if changed], uleb column
+ *     A row holds from its address to the next row's (the next block's
+ *     first row for a block's last row); the last row of the table is a
+ *     "no line information" row.  Consecutive rows differ.
+ *   ranges: code of scopes, sorted by start, then by decreasing size, so
+ *   that an enclosing range comes before what it encloses (20 bytes each)
+ *     0  u64   start address
+ *     8  u32   size
+ *    12  u32   enclosing range: index of the nearest earlier range
+ *              containing this one's start, or NONE
+ *    16  u32   scope
+ *   scopes: function instances, out-of-line or inlined (24 bytes each)
+ *     0  u32   name (NONE: unknown)
+ *     4  u32   system name (NONE: unknown; equal to name when not mangled)
+ *     8  u32   parent: an earlier scope this one is inlined into, or NONE
+ *    12  u32   call file (NONE: unknown)
+ *    16  u32   call line
+ *    20  u32   call column
  *   string table: NUL-terminated strings, each stored once
  *
  * The arrays come in this order, each starting at or after the end of the
  * previous one, and the string table ends exactly at the end of the blob.
  * Strings are referenced by the offset of their first byte; names equal to
- * their system name share it.
+ * their system name share it.  NONE is 0xffffffff.
  *
  * The builder settles everything a look-up would otherwise decide: of the
  * symbols at one address the first added is kept (fp_elf_symtab adds the
@@ -35,7 +76,16 @@
  * symbol records its enclosing one.  A look-up is then a binary search for
  * the last symbol starting at or before the address, falling back along
  * the enclosing chain when that one ends too early: the innermost symbol
- * containing the address wins.  sy_size reports the settled size.
+ * containing the address wins.  sy_size reports the settled size.  Ranges
+ * are searched the same way; the innermost range gives the innermost
+ * scope, and the scopes' parents the rest of the inline chain.  Line
+ * rows: a binary search of the block index, then decoding one block.
+ *
+ * fp_symtab_open checks every fixed-size record (order, indexes, string
+ * references) and the block index; the LEB128 rows are decoded with
+ * bounds checks at look-up, where anything malformed reads as "no line
+ * information".  Opening stays proportional to the number of records,
+ * not of line rows.
  */
 #include "symtab.h"
 
@@ -45,12 +95,23 @@
 #include <string.h>
 
 #define FP_SYMTAB_MAGIC "FPST"
-#define FP_SYMTAB_VERSION 1u
+#define FP_SYMTAB_VERSION 2u
 
-#define HDR_SIZE 32u
+#define HDR_SIZE 72u
 #define SEG_SIZE 24u
-#define SYM_SIZE 24u
-#define NO_PARENT UINT32_MAX
+#define SYM_SIZE 32u
+#define FILE_SIZE 4u
+#define BLOCK_SIZE 12u
+#define RANGE_SIZE 20u
+#define SCOPE_SIZE 24u
+#define NONE FP_SYMTAB_NONE
+#define NO_PARENT NONE
+
+/* Rows per line block: a look-up decodes at most this many. */
+#define LINE_BLOCK 16
+
+/* Inline chains are followed this far at most (real ones are < 20 deep). */
+#define MAX_SCOPE_DEPTH 256
 
 /* A symbol without a size covers the gap up to the next symbol, but not more
  * than this.  Kernel tables (kallsyms) have no sizes at all and many kernel
@@ -69,6 +130,7 @@ struct builder_sym {
 	uint64_t bs_size;
 	uint32_t bs_name;    /* offsets into fb_names */
 	uint32_t bs_sysname;
+	uint32_t bs_fname, bs_fsysname; /* the names frames show */
 	uint32_t bs_seq;     /* order of addition: ties keep the earliest */
 };
 
@@ -78,14 +140,29 @@ struct builder_seg {
 	uint64_t bg_filesz;
 };
 
-struct fp_symtab_builder {
-	struct builder_sym *fb_syms;
-	size_t fb_nsyms, fb_syms_cap;
-	struct builder_seg *fb_segs;
-	size_t fb_nsegs, fb_segs_cap;
-	char *fb_names; /* every added string, not yet deduplicated */
-	size_t fb_names_len, fb_names_cap;
-	int fb_finished;
+/* A line row as added; br_file is a file index or NONE. */
+struct builder_row {
+	uint64_t br_addr;
+	uint32_t br_file;
+	uint32_t br_line;
+	uint32_t br_col;
+};
+
+struct builder_seqn {
+	uint64_t bq_start;
+	size_t bq_first, bq_n; /* rows in fb_rows */
+	uint32_t bq_seq;
+};
+
+struct builder_scope {
+	uint32_t bc_name, bc_sysname; /* string table offsets or NONE */
+	uint32_t bc_parent;
+	uint32_t bc_call_file, bc_call_line, bc_call_col;
+};
+
+struct builder_range {
+	uint64_t bn_lo, bn_size;
+	uint32_t bn_scope;
 };
 
 /* Deduplicating string table under construction; slots hold offset + 1. */
@@ -94,6 +171,29 @@ struct strtab {
 	size_t sb_len, sb_cap;
 	uint32_t *sb_slots;
 	size_t sb_nslots, sb_count;
+};
+
+struct fp_symtab_builder {
+	struct builder_sym *fb_syms;
+	size_t fb_nsyms, fb_syms_cap;
+	struct builder_seg *fb_segs;
+	size_t fb_nsegs, fb_segs_cap;
+	char *fb_names; /* every added symbol name, not yet deduplicated */
+	size_t fb_names_len, fb_names_cap;
+	struct strtab fb_st; /* the blob's string table */
+	uint32_t *fb_files;  /* file index -> string offset */
+	size_t fb_nfiles, fb_files_cap;
+	uint32_t *fb_file_slots; /* string offset + 1 -> file index, hashed */
+	size_t fb_file_nslots;
+	struct builder_row *fb_rows;
+	size_t fb_nrows, fb_rows_cap;
+	struct builder_seqn *fb_seqs;
+	size_t fb_nseqs, fb_seqs_cap;
+	struct builder_scope *fb_scopes;
+	size_t fb_nscopes, fb_scopes_cap;
+	struct builder_range *fb_ranges;
+	size_t fb_nranges, fb_ranges_cap;
+	int fb_finished;
 };
 
 static inline uint32_t ld32(const uint8_t *p)
@@ -153,6 +253,8 @@ int fp_symtab_builder_alloc(struct fp_symtab_builder **b)
 	return 0;
 }
 
+static void strtab_fini(struct strtab *t);
+
 void fp_symtab_builder_free(struct fp_symtab_builder *b)
 {
 	if (!b)
@@ -160,6 +262,13 @@ void fp_symtab_builder_free(struct fp_symtab_builder *b)
 	free(b->fb_syms);
 	free(b->fb_segs);
 	free(b->fb_names);
+	strtab_fini(&b->fb_st);
+	free(b->fb_files);
+	free(b->fb_file_slots);
+	free(b->fb_rows);
+	free(b->fb_seqs);
+	free(b->fb_scopes);
+	free(b->fb_ranges);
 	free(b);
 }
 
@@ -208,10 +317,25 @@ static int builder_copy_name(struct fp_symtab_builder *b, const char *s, uint32_
 	return 0;
 }
 
-int fp_symtab_builder_add_symbol(struct fp_symtab_builder *b, uint64_t addr, uint64_t size,
-				 const char *name, const char *system_name)
+/* copy_names: name and system name (NULL, empty or equal: the same). */
+static int builder_copy_names(struct fp_symtab_builder *b, const char *name,
+			      const char *system_name, uint32_t *name_off, uint32_t *sys_off)
 {
-	uint32_t name_off, sys_off;
+	int err = builder_copy_name(b, name, name_off);
+
+	if (err)
+		return err;
+	*sys_off = *name_off;
+	if (system_name && system_name[0] && strcmp(system_name, name) != 0)
+		return builder_copy_name(b, system_name, sys_off);
+	return 0;
+}
+
+int fp_symtab_builder_add_symbol_ex(struct fp_symtab_builder *b, uint64_t addr, uint64_t size,
+				    const char *name, const char *system_name,
+				    const char *frame_name, const char *frame_system_name)
+{
+	uint32_t name_off, sys_off, fname_off, fsys_off;
 	int err;
 
 	if (b->fb_finished || !name || !name[0])
@@ -222,12 +346,16 @@ int fp_symtab_builder_add_symbol(struct fp_symtab_builder *b, uint64_t addr, uin
 	err = grow((void **)&b->fb_syms, &b->fb_syms_cap, b->fb_nsyms, sizeof(*b->fb_syms));
 	if (err)
 		return err;
-	err = builder_copy_name(b, name, &name_off);
+	err = builder_copy_names(b, name, system_name, &name_off, &sys_off);
 	if (err)
 		return err;
-	sys_off = name_off;
-	if (system_name && system_name[0] && strcmp(system_name, name) != 0) {
-		err = builder_copy_name(b, system_name, &sys_off);
+	fname_off = name_off;
+	fsys_off = sys_off;
+	if (frame_name && frame_name[0] &&
+	    (strcmp(frame_name, name) != 0 ||
+	     strcmp(frame_system_name && frame_system_name[0] ? frame_system_name : frame_name,
+		    b->fb_names + sys_off) != 0)) {
+		err = builder_copy_names(b, frame_name, frame_system_name, &fname_off, &fsys_off);
 		if (err)
 			return err;
 	}
@@ -236,10 +364,18 @@ int fp_symtab_builder_add_symbol(struct fp_symtab_builder *b, uint64_t addr, uin
 		.bs_size = size,
 		.bs_name = name_off,
 		.bs_sysname = sys_off,
+		.bs_fname = fname_off,
+		.bs_fsysname = fsys_off,
 		.bs_seq = (uint32_t)b->fb_nsyms,
 	};
 	b->fb_nsyms++;
 	return 0;
+}
+
+int fp_symtab_builder_add_symbol(struct fp_symtab_builder *b, uint64_t addr, uint64_t size,
+				 const char *name, const char *system_name)
+{
+	return fp_symtab_builder_add_symbol_ex(b, addr, size, name, system_name, NULL, NULL);
 }
 
 static uint64_t str_hash(const char *s, size_t len)
@@ -330,6 +466,191 @@ static int strtab_intern(struct strtab *t, const char *s, uint32_t *off)
 	t->sb_slots[j] = (uint32_t)t->sb_len + 1;
 	t->sb_len += len + 1;
 	t->sb_count++;
+	return 0;
+}
+
+/* The file index of string offset off + 1, through an open-addressing
+ * table of indexes (0 = empty slot). */
+static int file_slots_rehash(struct fp_symtab_builder *b)
+{
+	size_t nslots = b->fb_file_nslots ? b->fb_file_nslots * 2 : 256;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->fb_nfiles; i++) {
+		size_t j = (b->fb_files[i] * 0x9e3779b1u) & (nslots - 1);
+
+		while (slots[j])
+			j = (j + 1) & (nslots - 1);
+		slots[j] = (uint32_t)i + 1;
+	}
+	free(b->fb_file_slots);
+	b->fb_file_slots = slots;
+	b->fb_file_nslots = nslots;
+	return 0;
+}
+
+int fp_symtab_builder_add_file(struct fp_symtab_builder *b, const char *name, uint32_t *file)
+{
+	uint32_t off;
+	size_t j;
+	int err;
+
+	if (b->fb_finished || !name || !name[0])
+		return -EINVAL;
+	err = strtab_intern(&b->fb_st, name, &off);
+	if (err)
+		return err;
+	if ((b->fb_nfiles + 1) * 2 > b->fb_file_nslots) {
+		err = file_slots_rehash(b);
+		if (err)
+			return err;
+	}
+	j = (off * 0x9e3779b1u) & (b->fb_file_nslots - 1);
+	while (b->fb_file_slots[j]) {
+		uint32_t idx = b->fb_file_slots[j] - 1;
+
+		if (b->fb_files[idx] == off) {
+			*file = idx;
+			return 0;
+		}
+		j = (j + 1) & (b->fb_file_nslots - 1);
+	}
+	if (b->fb_nfiles >= NONE - 1)
+		return -ENOMEM;
+	err = grow((void **)&b->fb_files, &b->fb_files_cap, b->fb_nfiles, sizeof(*b->fb_files));
+	if (err)
+		return err;
+	b->fb_files[b->fb_nfiles] = off;
+	b->fb_file_slots[j] = (uint32_t)b->fb_nfiles + 1;
+	*file = (uint32_t)b->fb_nfiles++;
+	return 0;
+}
+
+int fp_symtab_builder_add_sequence(struct fp_symtab_builder *b, const struct fp_line_row *rows,
+				   size_t n)
+{
+	size_t first = b->fb_nrows;
+	int err;
+
+	if (b->fb_finished || n < 2 || !rows)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].lr_file != NONE && rows[i].lr_file >= b->fb_nfiles)
+			return -EINVAL;
+	if (b->fb_nseqs >= UINT32_MAX)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct builder_row r = {
+			.br_addr = rows[i].lr_addr,
+			.br_file = i + 1 < n ? rows[i].lr_file : NONE,
+			.br_line = i + 1 < n ? rows[i].lr_line : 0,
+			.br_col = i + 1 < n ? rows[i].lr_column : 0,
+		};
+
+		if (r.br_file == NONE)
+			r.br_line = r.br_col = 0;
+		/* Backwards rows are dropped; of rows at one address the last
+		 * one counts (the end row included: an empty line range). */
+		if (b->fb_nrows > first) {
+			struct builder_row *prev = &b->fb_rows[b->fb_nrows - 1];
+
+			if (r.br_addr < prev->br_addr)
+				continue;
+			if (r.br_addr == prev->br_addr) {
+				*prev = r;
+				continue;
+			}
+		}
+		err = grow((void **)&b->fb_rows, &b->fb_rows_cap, b->fb_nrows, sizeof(*b->fb_rows));
+		if (err) {
+			b->fb_nrows = first;
+			return err;
+		}
+		b->fb_rows[b->fb_nrows++] = r;
+	}
+	/* Nothing left but an end: an empty sequence. */
+	if (b->fb_nrows - first < 2 || b->fb_rows[b->fb_nrows - 1].br_file != NONE) {
+		b->fb_nrows = first;
+		return 0;
+	}
+	err = grow((void **)&b->fb_seqs, &b->fb_seqs_cap, b->fb_nseqs, sizeof(*b->fb_seqs));
+	if (err) {
+		b->fb_nrows = first;
+		return err;
+	}
+	b->fb_seqs[b->fb_nseqs] = (struct builder_seqn){
+		.bq_start = b->fb_rows[first].br_addr,
+		.bq_first = first,
+		.bq_n = b->fb_nrows - first,
+		.bq_seq = (uint32_t)b->fb_nseqs,
+	};
+	b->fb_nseqs++;
+	return 0;
+}
+
+int fp_symtab_builder_add_scope(struct fp_symtab_builder *b, uint32_t parent, const char *name,
+				const char *system_name, uint32_t call_file, uint32_t call_line,
+				uint32_t call_column, uint32_t *scope)
+{
+	struct builder_scope sc = {
+		.bc_name = NONE,
+		.bc_sysname = NONE,
+		.bc_parent = parent,
+		.bc_call_file = call_file,
+		.bc_call_line = call_line,
+		.bc_call_col = call_column,
+	};
+	int err;
+
+	if (b->fb_finished || (parent != NONE && parent >= b->fb_nscopes) ||
+	    (call_file != NONE && call_file >= b->fb_nfiles))
+		return -EINVAL;
+	if (b->fb_nscopes >= NONE - 1)
+		return -ENOMEM;
+	err = grow((void **)&b->fb_scopes, &b->fb_scopes_cap, b->fb_nscopes,
+		   sizeof(*b->fb_scopes));
+	if (err)
+		return err;
+	if (name && name[0]) {
+		err = strtab_intern(&b->fb_st, name, &sc.bc_name);
+		if (err)
+			return err;
+		sc.bc_sysname = sc.bc_name;
+	}
+	if (system_name && system_name[0] && (!name || strcmp(name, system_name) != 0)) {
+		err = strtab_intern(&b->fb_st, system_name, &sc.bc_sysname);
+		if (err)
+			return err;
+	}
+	if (call_file == NONE)
+		sc.bc_call_line = sc.bc_call_col = 0;
+	b->fb_scopes[b->fb_nscopes] = sc;
+	*scope = (uint32_t)b->fb_nscopes++;
+	return 0;
+}
+
+int fp_symtab_builder_add_range(struct fp_symtab_builder *b, uint32_t scope, uint64_t lo,
+				uint64_t hi)
+{
+	int err;
+
+	if (b->fb_finished || scope >= b->fb_nscopes)
+		return -EINVAL;
+	if (hi <= lo)
+		return 0;
+	if (b->fb_nranges >= NONE - 1)
+		return -ENOMEM;
+	err = grow((void **)&b->fb_ranges, &b->fb_ranges_cap, b->fb_nranges,
+		   sizeof(*b->fb_ranges));
+	if (err)
+		return err;
+	b->fb_ranges[b->fb_nranges++] = (struct builder_range){
+		.bn_lo = lo,
+		.bn_size = hi - lo > UINT32_MAX ? UINT32_MAX : hi - lo,
+		.bn_scope = scope,
+	};
 	return 0;
 }
 
@@ -444,11 +765,197 @@ static int builder_parents(const struct fp_symtab_builder *b, uint32_t *parent)
 	return 0;
 }
 
+static int cmp_builder_seqn(const void *a, const void *b)
+{
+	const struct builder_seqn *x = a, *y = b;
+
+	if (x->bq_start != y->bq_start)
+		return x->bq_start < y->bq_start ? -1 : 1;
+	return x->bq_seq < y->bq_seq ? -1 : x->bq_seq > y->bq_seq;
+}
+
+static int same_line(const struct builder_row *x, const struct builder_row *y)
+{
+	return x->br_file == y->br_file && x->br_line == y->br_line && x->br_col == y->br_col;
+}
+
+static void emit_row(struct builder_row *rows, size_t *n, struct builder_row r)
+{
+	if (*n && rows[*n - 1].br_addr == r.br_addr) {
+		rows[*n - 1] = r;
+		if (*n > 1 && same_line(&rows[*n - 2], &rows[*n - 1]))
+			(*n)--;
+		return;
+	}
+	if (*n ? same_line(&rows[*n - 1], &r) : r.br_file == NONE)
+		return;
+	rows[(*n)++] = r;
+}
+
+/* builder_lines: all sequences as one table by address, each address
+ * taken by the first sequence covering it, consecutive equal rows merged. */
+static int builder_lines(struct fp_symtab_builder *b, struct builder_row **out, size_t *nout)
+{
+	struct builder_row *rows;
+	uint64_t end = 0;
+	size_t n = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (!b->fb_nseqs)
+		return 0;
+	rows = malloc(b->fb_nrows * sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	qsort(b->fb_seqs, b->fb_nseqs, sizeof(*b->fb_seqs), cmp_builder_seqn);
+	for (size_t i = 0; i < b->fb_nseqs; i++) {
+		const struct builder_row *r = b->fb_rows + b->fb_seqs[i].bq_first;
+		size_t m = b->fb_seqs[i].bq_n, k = 0;
+
+		if (i && r[m - 1].br_addr <= end)
+			continue;
+		if (i && r[0].br_addr < end) {
+			struct builder_row clipped;
+
+			while (k + 1 < m && r[k + 1].br_addr <= end)
+				k++;
+			clipped = r[k++];
+			clipped.br_addr = end;
+			emit_row(rows, &n, clipped);
+		}
+		for (; k < m; k++)
+			emit_row(rows, &n, r[k]);
+		end = r[m - 1].br_addr;
+	}
+	*out = rows;
+	*nout = n;
+	return 0;
+}
+
+static size_t put_uleb(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	do {
+		uint8_t byte = v & 0x7f;
+
+		v >>= 7;
+		p[n++] = byte | (v ? 0x80 : 0);
+	} while (v);
+	return n;
+}
+
+/* encode_lines: the block index and the row data of rows[0..n). */
+static int encode_lines(const struct builder_row *rows, size_t n, uint8_t **index,
+			size_t *nblocks, uint8_t **data, size_t *data_len)
+{
+	size_t nb = (n + LINE_BLOCK - 1) / LINE_BLOCK, len = 0;
+	uint8_t *idx, *d;
+
+	*index = *data = NULL;
+	*nblocks = *data_len = 0;
+	if (!n)
+		return 0;
+	idx = malloc(nb * BLOCK_SIZE);
+	d = malloc(n * 40 + 16); /* worst case per row: 10 + 10 + 5 + 5 */
+	if (!idx || !d) {
+		free(idx);
+		free(d);
+		return -ENOMEM;
+	}
+	for (size_t i = 0, blk = 0; i < n; i += LINE_BLOCK, blk++) {
+		size_t last = i + LINE_BLOCK < n ? i + LINE_BLOCK : n;
+
+		if (len > UINT32_MAX) {
+			free(idx);
+			free(d);
+			return -ENOMEM;
+		}
+		st64(idx + blk * BLOCK_SIZE, rows[i].br_addr);
+		st32(idx + blk * BLOCK_SIZE + 8, (uint32_t)len);
+		len += put_uleb(d + len, rows[i].br_file == NONE ? 0 : (uint64_t)rows[i].br_file + 1);
+		len += put_uleb(d + len, rows[i].br_line);
+		len += put_uleb(d + len, rows[i].br_col);
+		for (size_t j = i + 1; j < last; j++) {
+			int64_t dl = (int64_t)rows[j].br_line - (int64_t)rows[j - 1].br_line;
+			uint64_t zz = ((uint64_t)dl << 1) ^ (uint64_t)(dl >> 63);
+			int changed = rows[j].br_file != rows[j - 1].br_file;
+
+			len += put_uleb(d + len, rows[j].br_addr - rows[j - 1].br_addr);
+			len += put_uleb(d + len, zz << 1 | (uint64_t)changed);
+			if (changed)
+				len += put_uleb(d + len, rows[j].br_file == NONE
+								 ? 0
+								 : (uint64_t)rows[j].br_file + 1);
+			len += put_uleb(d + len, rows[j].br_col);
+		}
+	}
+	*index = idx;
+	*nblocks = nb;
+	*data = d;
+	*data_len = len;
+	return 0;
+}
+
+static int cmp_builder_range(const void *a, const void *b)
+{
+	const struct builder_range *x = a, *y = b;
+
+	if (x->bn_lo != y->bn_lo)
+		return x->bn_lo < y->bn_lo ? -1 : 1;
+	if (x->bn_size != y->bn_size)
+		return x->bn_size > y->bn_size ? -1 : 1;
+	return x->bn_scope < y->bn_scope ? -1 : x->bn_scope > y->bn_scope;
+}
+
+/* builder_ranges: sort, drop duplicates and set each range's enclosing
+ * one, as for symbols. */
+static int builder_ranges(struct fp_symtab_builder *b, uint32_t **enclosing)
+{
+	size_t n = 0, depth = 0;
+	uint32_t *stack, *enc;
+
+	if (b->fb_nranges)
+		qsort(b->fb_ranges, b->fb_nranges, sizeof(*b->fb_ranges), cmp_builder_range);
+	for (size_t i = 0; i < b->fb_nranges; i++) {
+		if (n && cmp_builder_range(&b->fb_ranges[n - 1], &b->fb_ranges[i]) == 0)
+			continue;
+		b->fb_ranges[n++] = b->fb_ranges[i];
+	}
+	b->fb_nranges = n;
+	enc = malloc((n ? n : 1) * sizeof(*enc));
+	stack = malloc((n ? n : 1) * sizeof(*stack));
+	if (!enc || !stack) {
+		free(enc);
+		free(stack);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lo = b->fb_ranges[i].bn_lo;
+
+		while (depth) {
+			const struct builder_range *top = &b->fb_ranges[stack[depth - 1]];
+
+			if (sym_end(top->bn_lo, top->bn_size) > lo)
+				break;
+			depth--;
+		}
+		enc[i] = depth ? stack[depth - 1] : NONE;
+		stack[depth++] = (uint32_t)i;
+	}
+	free(stack);
+	*enclosing = enc;
+	return 0;
+}
+
 int fp_symtab_builder_finish(struct fp_symtab_builder *b, void **blob, size_t *len)
 {
-	struct strtab st = { 0 };
-	uint32_t *parent = NULL, *names = NULL;
-	uint64_t seg_off, sym_off, str_off, total;
+	struct strtab *st = &b->fb_st;
+	uint32_t *parent = NULL, *names = NULL, *range_enc = NULL;
+	struct builder_row *rows = NULL;
+	uint8_t *line_index = NULL, *line_data = NULL;
+	size_t nrows = 0, nblocks = 0, line_len = 0;
+	uint64_t seg_off, sym_off, file_off, blk_off, ld_off, rng_off, scp_off, str_off, total;
 	uint8_t *out = NULL, *p;
 	int err;
 
@@ -459,7 +966,7 @@ int fp_symtab_builder_finish(struct fp_symtab_builder *b, void **blob, size_t *l
 	builder_settle_symbols(b);
 
 	parent = malloc((b->fb_nsyms ? b->fb_nsyms : 1) * sizeof(*parent));
-	names = malloc((b->fb_nsyms ? b->fb_nsyms : 1) * 2 * sizeof(*names));
+	names = malloc((b->fb_nsyms ? b->fb_nsyms : 1) * 4 * sizeof(*names));
 	if (!parent || !names) {
 		err = -ENOMEM;
 		goto out;
@@ -467,28 +974,48 @@ int fp_symtab_builder_finish(struct fp_symtab_builder *b, void **blob, size_t *l
 	err = builder_parents(b, parent);
 	if (err)
 		goto out;
+	err = builder_lines(b, &rows, &nrows);
+	if (err)
+		goto out;
+	err = encode_lines(rows, nrows, &line_index, &nblocks, &line_data, &line_len);
+	if (err)
+		goto out;
+	err = builder_ranges(b, &range_enc);
+	if (err)
+		goto out;
 
 	/* Intern only the names of surviving symbols, in address order, so
 	 * that dropped aliases cost nothing. */
 	for (size_t i = 0; i < b->fb_nsyms; i++) {
 		const struct builder_sym *s = &b->fb_syms[i];
+		const uint32_t raw[4] = { s->bs_name, s->bs_sysname, s->bs_fname, s->bs_fsysname };
 
-		err = strtab_intern(&st, b->fb_names + s->bs_name, &names[2 * i]);
-		if (err)
-			goto out;
-		if (s->bs_sysname == s->bs_name) {
-			names[2 * i + 1] = names[2 * i];
-			continue;
+		for (int k = 0; k < 4; k++) {
+			/* equal raw offsets are the same copy: intern once */
+			int same = -1;
+
+			for (int m = 0; m < k && same < 0; m++)
+				if (raw[m] == raw[k])
+					same = m;
+			if (same >= 0) {
+				names[4 * i + k] = names[4 * i + same];
+				continue;
+			}
+			err = strtab_intern(st, b->fb_names + raw[k], &names[4 * i + k]);
+			if (err)
+				goto out;
 		}
-		err = strtab_intern(&st, b->fb_names + s->bs_sysname, &names[2 * i + 1]);
-		if (err)
-			goto out;
 	}
 
 	seg_off = HDR_SIZE;
 	sym_off = seg_off + (uint64_t)b->fb_nsegs * SEG_SIZE;
-	str_off = sym_off + (uint64_t)b->fb_nsyms * SYM_SIZE;
-	total = str_off + st.sb_len;
+	file_off = sym_off + (uint64_t)b->fb_nsyms * SYM_SIZE;
+	blk_off = file_off + (uint64_t)b->fb_nfiles * FILE_SIZE;
+	ld_off = blk_off + (uint64_t)nblocks * BLOCK_SIZE;
+	rng_off = ld_off + line_len;
+	scp_off = rng_off + (uint64_t)b->fb_nranges * RANGE_SIZE;
+	str_off = scp_off + (uint64_t)b->fb_nscopes * SCOPE_SIZE;
+	total = str_off + st->sb_len;
 	if (total > UINT32_MAX || total > SIZE_MAX) {
 		err = -ENOMEM; /* not representable: as good as out of memory */
 		goto out;
@@ -506,7 +1033,17 @@ int fp_symtab_builder_finish(struct fp_symtab_builder *b, void **blob, size_t *l
 	st32(out + 16, (uint32_t)seg_off);
 	st32(out + 20, (uint32_t)sym_off);
 	st32(out + 24, (uint32_t)str_off);
-	st32(out + 28, (uint32_t)st.sb_len);
+	st32(out + 28, (uint32_t)st->sb_len);
+	st32(out + 32, (uint32_t)b->fb_nfiles);
+	st32(out + 36, (uint32_t)file_off);
+	st32(out + 40, (uint32_t)nblocks);
+	st32(out + 44, (uint32_t)blk_off);
+	st32(out + 48, (uint32_t)ld_off);
+	st32(out + 52, (uint32_t)line_len);
+	st32(out + 56, (uint32_t)b->fb_nranges);
+	st32(out + 60, (uint32_t)rng_off);
+	st32(out + 64, (uint32_t)b->fb_nscopes);
+	st32(out + 68, (uint32_t)scp_off);
 
 	p = out + seg_off;
 	for (size_t i = 0; i < b->fb_nsegs; i++, p += SEG_SIZE) {
@@ -518,18 +1055,48 @@ int fp_symtab_builder_finish(struct fp_symtab_builder *b, void **blob, size_t *l
 	for (size_t i = 0; i < b->fb_nsyms; i++, p += SYM_SIZE) {
 		st64(p, b->fb_syms[i].bs_addr);
 		st32(p + 8, (uint32_t)b->fb_syms[i].bs_size);
-		st32(p + 12, names[2 * i]);
-		st32(p + 16, names[2 * i + 1]);
+		st32(p + 12, names[4 * i]);
+		st32(p + 16, names[4 * i + 1]);
 		st32(p + 20, parent[i]);
+		st32(p + 24, names[4 * i + 2]);
+		st32(p + 28, names[4 * i + 3]);
 	}
-	if (st.sb_len)
-		memcpy(out + str_off, st.sb_buf, st.sb_len);
+	p = out + file_off;
+	for (size_t i = 0; i < b->fb_nfiles; i++, p += FILE_SIZE)
+		st32(p, b->fb_files[i]);
+	if (nblocks)
+		memcpy(out + blk_off, line_index, nblocks * BLOCK_SIZE);
+	if (line_len)
+		memcpy(out + ld_off, line_data, line_len);
+	p = out + rng_off;
+	for (size_t i = 0; i < b->fb_nranges; i++, p += RANGE_SIZE) {
+		st64(p, b->fb_ranges[i].bn_lo);
+		st32(p + 8, (uint32_t)b->fb_ranges[i].bn_size);
+		st32(p + 12, range_enc[i]);
+		st32(p + 16, b->fb_ranges[i].bn_scope);
+	}
+	p = out + scp_off;
+	for (size_t i = 0; i < b->fb_nscopes; i++, p += SCOPE_SIZE) {
+		const struct builder_scope *sc = &b->fb_scopes[i];
+
+		st32(p, sc->bc_name);
+		st32(p + 4, sc->bc_sysname);
+		st32(p + 8, sc->bc_parent);
+		st32(p + 12, sc->bc_call_file);
+		st32(p + 16, sc->bc_call_line);
+		st32(p + 20, sc->bc_call_col);
+	}
+	if (st->sb_len)
+		memcpy(out + str_off, st->sb_buf, st->sb_len);
 
 	*blob = out;
 	*len = (size_t)total;
 	err = 0;
 out:
-	strtab_fini(&st);
+	free(rows);
+	free(line_index);
+	free(line_data);
+	free(range_enc);
 	free(names);
 	free(parent);
 	return err;
@@ -542,11 +1109,25 @@ static int valid_str(const char *strings, uint32_t strings_len, uint32_t off)
 	return off < strings_len && (off == 0 || strings[off - 1] == '\0') && strings[off] != '\0';
 }
 
+static int valid_str_or_none(const char *strings, uint32_t strings_len, uint32_t off)
+{
+	return off == NONE || valid_str(strings, strings_len, off);
+}
+
+/* An array of n records of size rec at off must end by limit, which is
+ * where the next one may start; 64-bit sums cannot wrap. */
+static int array_fits(uint32_t off, uint32_t n, uint32_t rec, uint64_t limit)
+{
+	return (uint64_t)off + (uint64_t)n * rec <= limit;
+}
+
 int fp_symtab_open(struct fp_symtab *t, const void *blob, size_t len)
 {
 	const uint8_t *base = blob;
 	uint32_t nsegs, nsyms, seg_off, sym_off, str_off, str_len;
-	const uint8_t *segs, *syms;
+	uint32_t nfiles, file_off, nblocks, blk_off, ld_off, ld_len, nranges, rng_off, nscopes,
+		scp_off;
+	const uint8_t *segs, *syms, *files, *blocks, *ranges, *scopes;
 	const char *strings;
 	uint64_t prev_end = 0, prev_addr = 0;
 
@@ -560,19 +1141,42 @@ int fp_symtab_open(struct fp_symtab *t, const void *blob, size_t len)
 	sym_off = ld32(base + 20);
 	str_off = ld32(base + 24);
 	str_len = ld32(base + 28);
+	nfiles = ld32(base + 32);
+	file_off = ld32(base + 36);
+	nblocks = ld32(base + 40);
+	blk_off = ld32(base + 44);
+	ld_off = ld32(base + 48);
+	ld_len = ld32(base + 52);
+	nranges = ld32(base + 56);
+	rng_off = ld32(base + 60);
+	nscopes = ld32(base + 64);
+	scp_off = ld32(base + 68);
 
-	/* 64-bit sums: none of these can wrap. */
-	if (seg_off < HDR_SIZE || (uint64_t)seg_off + (uint64_t)nsegs * SEG_SIZE > sym_off ||
-	    (uint64_t)sym_off + (uint64_t)nsyms * SYM_SIZE > str_off ||
+	if (seg_off < HDR_SIZE || !array_fits(seg_off, nsegs, SEG_SIZE, sym_off) ||
+	    !array_fits(sym_off, nsyms, SYM_SIZE, file_off) ||
+	    !array_fits(file_off, nfiles, FILE_SIZE, blk_off) ||
+	    !array_fits(blk_off, nblocks, BLOCK_SIZE, ld_off) ||
+	    !array_fits(ld_off, ld_len, 1, rng_off) ||
+	    !array_fits(rng_off, nranges, RANGE_SIZE, scp_off) ||
+	    !array_fits(scp_off, nscopes, SCOPE_SIZE, str_off) ||
 	    (uint64_t)str_off + str_len != len)
 		return -EINVAL;
-	if (nsyms >= NO_PARENT)
+	if (nsyms >= NONE || nfiles >= NONE || nranges >= NONE || nscopes >= NONE)
+		return -EINVAL;
+	/* Blocks and their data come together; every block has a row. */
+	if (!nblocks != !ld_len || nblocks > ld_len)
 		return -EINVAL;
 
 	segs = base + seg_off;
 	syms = base + sym_off;
+	files = base + file_off;
+	blocks = base + blk_off;
+	ranges = base + rng_off;
+	scopes = base + scp_off;
 	strings = (const char *)base + str_off;
-	if (nsyms && (str_len == 0 || strings[str_len - 1] != '\0'))
+	if (str_len && strings[str_len - 1] != '\0')
+		return -EINVAL;
+	if ((nsyms || nfiles) && str_len == 0)
 		return -EINVAL;
 
 	for (uint32_t i = 0; i < nsegs; i++) {
@@ -591,11 +1195,47 @@ int fp_symtab_open(struct fp_symtab *t, const void *blob, size_t len)
 		if (i && addr <= prev_addr)
 			return -EINVAL;
 		if (!valid_str(strings, str_len, ld32(s + 12)) ||
-		    !valid_str(strings, str_len, ld32(s + 16)))
+		    !valid_str(strings, str_len, ld32(s + 16)) ||
+		    !valid_str(strings, str_len, ld32(s + 24)) ||
+		    !valid_str(strings, str_len, ld32(s + 28)))
 			return -EINVAL;
 		if (parent != NO_PARENT && parent >= i)
 			return -EINVAL;
 		prev_addr = addr;
+	}
+	for (uint32_t i = 0; i < nfiles; i++)
+		if (!valid_str(strings, str_len, ld32(files + (size_t)i * FILE_SIZE)))
+			return -EINVAL;
+	for (uint32_t i = 0; i < nblocks; i++) {
+		const uint8_t *blk = blocks + (size_t)i * BLOCK_SIZE;
+		uint64_t addr = ld64(blk);
+		uint32_t off = ld32(blk + 8);
+
+		/* the first block starts the data; each one is non-empty */
+		if (i ? (addr <= ld64(blk - BLOCK_SIZE) || off <= ld32(blk - BLOCK_SIZE + 8))
+		      : off != 0)
+			return -EINVAL;
+		if (off >= ld_len)
+			return -EINVAL;
+	}
+	for (uint32_t i = 0; i < nscopes; i++) {
+		const uint8_t *sc = scopes + (size_t)i * SCOPE_SIZE;
+		uint32_t parent = ld32(sc + 8), call_file = ld32(sc + 12);
+
+		if (!valid_str_or_none(strings, str_len, ld32(sc)) ||
+		    !valid_str_or_none(strings, str_len, ld32(sc + 4)))
+			return -EINVAL;
+		if ((parent != NONE && parent >= i) || (call_file != NONE && call_file >= nfiles))
+			return -EINVAL;
+	}
+	for (uint32_t i = 0; i < nranges; i++) {
+		const uint8_t *r = ranges + (size_t)i * RANGE_SIZE;
+		uint32_t enc = ld32(r + 12);
+
+		if (i && ld64(r) < ld64(r - RANGE_SIZE))
+			return -EINVAL;
+		if ((enc != NONE && enc >= i) || ld32(r + 16) >= nscopes)
+			return -EINVAL;
 	}
 
 	t->st_base = base;
@@ -606,6 +1246,16 @@ int fp_symtab_open(struct fp_symtab *t, const void *blob, size_t len)
 	t->st_symbols = syms;
 	t->st_strings = strings;
 	t->st_strings_len = str_len;
+	t->st_nfiles = nfiles;
+	t->st_nblocks = nblocks;
+	t->st_nranges = nranges;
+	t->st_nscopes = nscopes;
+	t->st_linedata_len = ld_len;
+	t->st_files = files;
+	t->st_blocks = blocks;
+	t->st_linedata = base + ld_off;
+	t->st_ranges = ranges;
+	t->st_scopes = scopes;
 	return 0;
 }
 
@@ -633,14 +1283,31 @@ int fp_symtab_addr(const struct fp_symtab *t, uint64_t file_offset, uint64_t *ad
 	return 0;
 }
 
+/* lookup_symbol: the record of the innermost symbol containing addr, or
+ * NULL. */
+static const uint8_t *lookup_symbol(const struct fp_symtab *t, uint64_t addr);
+
 int fp_symtab_lookup(const struct fp_symtab *t, uint64_t addr, struct fp_symbol *sym)
+{
+	const uint8_t *s = lookup_symbol(t, addr);
+
+	if (!s)
+		return -ENOENT;
+	sym->sy_name = t->st_strings + ld32(s + 12);
+	sym->sy_system_name = t->st_strings + ld32(s + 16);
+	sym->sy_addr = ld64(s);
+	sym->sy_size = ld32(s + 8);
+	return 0;
+}
+
+static const uint8_t *lookup_symbol(const struct fp_symtab *t, uint64_t addr)
 {
 	const uint8_t *syms = t->st_symbols;
 	const uint8_t *s;
 	uint32_t lo = 0, n = t->st_nsymbols, i;
 
 	if (!n)
-		return -ENOENT;
+		return NULL;
 	/* Last symbol starting at or before addr; written so that the compiler
 	 * can use conditional moves instead of unpredictable branches. */
 	while (n > 1) {
@@ -651,7 +1318,7 @@ int fp_symtab_lookup(const struct fp_symtab *t, uint64_t addr, struct fp_symbol 
 	}
 	s = syms + (size_t)lo * SYM_SIZE;
 	if (ld64(s) > addr)
-		return -ENOENT;
+		return NULL;
 
 	/* Innermost first: if this symbol ends before addr, an earlier one
 	 * may still enclose it, and only through the enclosing chain. */
@@ -662,17 +1329,172 @@ int fp_symtab_lookup(const struct fp_symtab *t, uint64_t addr, struct fp_symbol 
 
 		s = syms + (size_t)i * SYM_SIZE;
 		start = ld64(s);
-		if (addr - start < ld32(s + 8)) {
-			sym->sy_name = t->st_strings + ld32(s + 12);
-			sym->sy_system_name = t->st_strings + ld32(s + 16);
-			sym->sy_addr = start;
-			sym->sy_size = ld32(s + 8);
-			return 0;
-		}
+		if (addr - start < ld32(s + 8))
+			return s;
 		parent = ld32(s + 20);
 		if (parent == NO_PARENT)
 			break;
 		i = parent;
 	}
-	return -ENOENT;
+	return NULL;
+}
+
+/* get_uleb: a LEB128 number from [*p, end); 0 when it runs past end or
+ * has more than 64 bits' worth of bytes. */
+static inline int get_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	uint64_t r = 0;
+
+	for (unsigned shift = 0; q < end && shift < 64; shift += 7) {
+		uint8_t byte = *q++;
+
+		r |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80)) {
+			*p = q;
+			*v = r;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static const char *str_at(const struct fp_symtab *t, uint32_t off)
+{
+	return off == NONE ? NULL : t->st_strings + off;
+}
+
+static const char *file_at(const struct fp_symtab *t, uint32_t file)
+{
+	return file == NONE ? NULL : t->st_strings + ld32(t->st_files + (size_t)file * FILE_SIZE);
+}
+
+/* lookup_line: the row holding addr.  *file is a file index or NONE. */
+static void lookup_line(const struct fp_symtab *t, uint64_t addr, uint32_t *file, uint32_t *line,
+			uint32_t *col)
+{
+	const uint8_t *blocks = t->st_blocks, *p, *end;
+	uint32_t lo = 0, n = t->st_nblocks, off, next;
+	uint64_t a, f, l, c, v;
+
+	*file = NONE;
+	*line = *col = 0;
+	if (!n || ld64(blocks) > addr)
+		return;
+	while (n > 1) {
+		uint32_t half = n / 2;
+
+		lo = ld64(blocks + (size_t)(lo + half) * BLOCK_SIZE) <= addr ? lo + half : lo;
+		n -= half;
+	}
+	a = ld64(blocks + (size_t)lo * BLOCK_SIZE);
+	off = ld32(blocks + (size_t)lo * BLOCK_SIZE + 8);
+	next = lo + 1 < t->st_nblocks ? ld32(blocks + (size_t)(lo + 1) * BLOCK_SIZE + 8)
+				      : t->st_linedata_len;
+	p = t->st_linedata + off;
+	end = t->st_linedata + next; /* open() checked off < next <= len */
+	if (!get_uleb(&p, end, &f) || !get_uleb(&p, end, &l) || !get_uleb(&p, end, &c))
+		return;
+	while (p < end) {
+		uint64_t da, h, nf = f, nc;
+
+		if (!get_uleb(&p, end, &da) || !get_uleb(&p, end, &h))
+			return;
+		if (h & 1) {
+			if (!get_uleb(&p, end, &nf))
+				return;
+		}
+		if (!get_uleb(&p, end, &nc))
+			return;
+		if (da > addr - a)
+			break; /* the next row starts after addr */
+		a += da;
+		v = h >> 1;
+		l += (v >> 1) ^ (0 - (v & 1)); /* zigzag: wraps like the encoder */
+		f = nf;
+		c = nc;
+	}
+	if (f == 0 || f > t->st_nfiles)
+		return;
+	*file = (uint32_t)(f - 1);
+	*line = (uint32_t)l;
+	*col = (uint32_t)c;
+}
+
+/* lookup_scope: the innermost scope with code at addr, or NONE. */
+static uint32_t lookup_scope(const struct fp_symtab *t, uint64_t addr)
+{
+	const uint8_t *ranges = t->st_ranges;
+	uint32_t lo = 0, n = t->st_nranges, i;
+
+	if (!n || ld64(ranges) > addr)
+		return NONE;
+	while (n > 1) {
+		uint32_t half = n / 2;
+
+		lo = ld64(ranges + (size_t)(lo + half) * RANGE_SIZE) <= addr ? lo + half : lo;
+		n -= half;
+	}
+	i = lo;
+	for (int hops = 0; hops <= MAX_SCOPE_DEPTH; hops++) {
+		const uint8_t *r = ranges + (size_t)i * RANGE_SIZE;
+
+		if (addr - ld64(r) < ld32(r + 8))
+			return ld32(r + 16);
+		i = ld32(r + 12);
+		if (i == NONE)
+			break;
+	}
+	return NONE;
+}
+
+int fp_symtab_lookup_frames(const struct fp_symtab *t, uint64_t addr, struct fp_symframe *out,
+			    int max)
+{
+	const uint8_t *sym;
+	uint32_t file, line, col, scope;
+	int n = 0;
+
+	if (max <= 0)
+		return 0;
+	sym = lookup_symbol(t, addr);
+	lookup_line(t, addr, &file, &line, &col);
+	scope = lookup_scope(t, addr);
+	if (scope == NONE) {
+		if (!sym && file == NONE)
+			return 0;
+		out[0] = (struct fp_symframe){
+			.sf_function = sym ? t->st_strings + ld32(sym + 24) : NULL,
+			.sf_system_name = sym ? t->st_strings + ld32(sym + 28) : NULL,
+			.sf_file = file_at(t, file),
+			.sf_line = line,
+			.sf_column = col,
+		};
+		return 1;
+	}
+	/* Scopes' parents come before them: the chain ends. */
+	while (n < max) {
+		const uint8_t *sc = t->st_scopes + (size_t)scope * SCOPE_SIZE;
+		uint32_t parent = ld32(sc + 8);
+		struct fp_symframe *f = &out[n++];
+
+		f->sf_function = str_at(t, ld32(sc));
+		f->sf_system_name = str_at(t, ld32(sc + 4));
+		f->sf_file = file_at(t, file);
+		f->sf_line = line;
+		f->sf_column = col;
+		f->sf_inlined = parent != NONE;
+		if (parent == NONE) {
+			if (sym) {
+				f->sf_function = t->st_strings + ld32(sym + 24);
+				f->sf_system_name = t->st_strings + ld32(sym + 28);
+			}
+			break;
+		}
+		file = ld32(sc + 12);
+		line = ld32(sc + 16);
+		col = ld32(sc + 20);
+		scope = parent;
+	}
+	return n;
 }

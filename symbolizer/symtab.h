@@ -2,8 +2,9 @@
  *
  * A table is one contiguous, little-endian, position-independent blob
  * (layout in symtab.c) that is looked up in place: no copies and no
- * allocation per look-up.  Tables come from ELF files (elfsyms.c) or from
- * kallsyms snapshots (ksyms), through the builder below.
+ * allocation per look-up.  Tables come from ELF files (elfsyms.c, with
+ * DWARF line tables and inline scopes from dwarf.c) or from kallsyms
+ * snapshots (ksyms), through the builder below.
  */
 #ifndef FP_SYMTAB_H
 #define FP_SYMTAB_H
@@ -29,6 +30,60 @@ int fp_symtab_builder_add_segment(struct fp_symtab_builder *b, uint64_t file_off
 int fp_symtab_builder_add_symbol(struct fp_symtab_builder *b, uint64_t addr, uint64_t size,
 				 const char *name, const char *system_name);
 
+/* fp_symtab_builder_add_symbol_ex: fp_symtab_builder_add_symbol, with the
+ * name fp_symtab_lookup_frames shows for the function (frame_name, demangled,
+ * and frame_system_name, mangled; NULL: name and system_name), when it
+ * should differ from the preferred alias fp_symtab_lookup gives. */
+int fp_symtab_builder_add_symbol_ex(struct fp_symtab_builder *b, uint64_t addr, uint64_t size,
+				    const char *name, const char *system_name,
+				    const char *frame_name, const char *frame_system_name);
+
+/* No file, no scope, no string: the "none" value of those indexes. */
+#define FP_SYMTAB_NONE UINT32_MAX
+
+/* fp_symtab_builder_add_file: intern a source file name (as it should be
+ * shown, directories already joined) and give its index for line rows and
+ * call sites.  The same name always gives the same index.  0, -EINVAL
+ * (empty name) or -ENOMEM. */
+int fp_symtab_builder_add_file(struct fp_symtab_builder *b, const char *name, uint32_t *file);
+
+/* One row of a line table: from lr_addr up to the next row's address the
+ * code comes from lr_file (an index from fp_symtab_builder_add_file, or
+ * FP_SYMTAB_NONE for "unknown") at lr_line:lr_column (0 if unknown). */
+struct fp_line_row {
+	uint64_t lr_addr;
+	uint32_t lr_file;
+	uint32_t lr_line;
+	uint32_t lr_column;
+};
+
+/* fp_symtab_builder_add_sequence: one sequence of a line table (DWARF's
+ * unit of contiguous code): n >= 2 rows by non-decreasing address, the
+ * last of which only marks the end of the sequence.  Of rows at one
+ * address the last counts; rows going backwards are dropped.  Where
+ * sequences overlap, the one starting first wins.  0, -EINVAL (fewer than
+ * 2 rows, unknown file) or -ENOMEM. */
+int fp_symtab_builder_add_sequence(struct fp_symtab_builder *b, const struct fp_line_row *rows,
+				   size_t n);
+
+/* fp_symtab_builder_add_scope: a function instance: an out-of-line
+ * function (parent FP_SYMTAB_NONE) or a call inlined into the scope
+ * parent (an earlier scope).  name is demangled, system_name the mangled
+ * one (NULL: same as name); both may be NULL when unknown.  call_* is the
+ * call site of an inlined call, in the parent's code (FP_SYMTAB_NONE / 0
+ * when unknown).  Its code is given with fp_symtab_builder_add_range.
+ * *scope receives its index.  0, -EINVAL or -ENOMEM. */
+int fp_symtab_builder_add_scope(struct fp_symtab_builder *b, uint32_t parent, const char *name,
+				const char *system_name, uint32_t call_file, uint32_t call_line,
+				uint32_t call_column, uint32_t *scope);
+
+/* fp_symtab_builder_add_range: code [lo, hi) belongs to scope (which may
+ * have several ranges).  Ranges of inlined calls lie inside their
+ * parent's; where scopes overlap otherwise, the one starting later is the
+ * inner one.  Empty ranges are ignored.  0, -EINVAL or -ENOMEM. */
+int fp_symtab_builder_add_range(struct fp_symtab_builder *b, uint32_t scope, uint64_t lo,
+				uint64_t hi);
+
 /* fp_symtab_builder_finish: sort, drop duplicates (same address: keep the
  * one added first, so callers add the preferred alias first), intern
  * strings, and return the blob (malloc'd, the caller frees it).  The
@@ -46,6 +101,17 @@ struct fp_symtab {
 	const uint8_t *st_symbols;
 	const char *st_strings;
 	uint32_t st_strings_len;
+	/* format 2: DWARF line tables and inline scopes (all 0 without) */
+	uint32_t st_nfiles;
+	uint32_t st_nblocks;
+	uint32_t st_nranges;
+	uint32_t st_nscopes;
+	uint32_t st_linedata_len;
+	const uint8_t *st_files;
+	const uint8_t *st_blocks;
+	const uint8_t *st_linedata;
+	const uint8_t *st_ranges;
+	const uint8_t *st_scopes;
 };
 
 struct fp_symbol {
@@ -55,7 +121,11 @@ struct fp_symbol {
 	uint64_t sy_size;           /* a size-0 symbol's extension to the next one */
 };
 
-/* fp_symtab_open: check the whole blob (it comes from disk) and set up *t.
+/* fp_symtab_open: check the whole blob (it comes from disk) and set up *t:
+ * every record, index and string reference; the LEB128-coded line rows are
+ * decoded with bounds checks when looked up instead (anything malformed
+ * there reads as "no line").  Only format 2 opens: older blobs are
+ * rejected, to be built again.
  * 0 or -EINVAL (bad magic, version, or any offset out of bounds). */
 int fp_symtab_open(struct fp_symtab *t, const void *blob, size_t len);
 
@@ -63,7 +133,30 @@ int fp_symtab_open(struct fp_symtab *t, const void *blob, size_t len);
  * segments; tables without segments return the offset.  0 or -ENOENT. */
 int fp_symtab_addr(const struct fp_symtab *t, uint64_t file_offset, uint64_t *addr);
 
-/* fp_symtab_lookup: the function containing addr.  0 or -ENOENT. */
+/* fp_symtab_lookup: the function containing addr, from the ELF symbol
+ * table (no inlining).  0 or -ENOENT. */
 int fp_symtab_lookup(const struct fp_symtab *t, uint64_t addr, struct fp_symbol *sym);
+
+/* One frame of a source-level stack at an address. */
+struct fp_symframe {
+	const char *sf_function;    /* demangled; NULL if unknown ("??" is the caller's job) */
+	const char *sf_system_name; /* mangled or same as sf_function */
+	const char *sf_file;        /* NULL if unknown */
+	uint32_t sf_line, sf_column; /* 0 if unknown */
+	uint8_t sf_inlined;         /* 1 for inlined frames, 0 for the outermost (real) function */
+};
+
+/* fp_symtab_lookup_frames: the frames at addr, innermost (inlined) first,
+ * the containing function last; at most max written.  Returns the number
+ * of frames (0 when nothing is known) -- never allocates.
+ *
+ * As llvm-symbolizer shows them: frame 0 has the line of addr itself,
+ * each outer frame the call site of the frame inside it; the outermost
+ * frame is named after the ELF symbol containing addr when there is one,
+ * after its DWARF function otherwise.  Without DWARF there is one frame,
+ * from the symbol table, with sf_file NULL.  When the chain is longer
+ * than max, the innermost max frames are returned. */
+int fp_symtab_lookup_frames(const struct fp_symtab *t, uint64_t addr, struct fp_symframe *out,
+			    int max);
 
 #endif

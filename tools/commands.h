@@ -5,5 +5,7 @@
 #define FP_COMMANDS_H
 
 int fp_cmd_record(int argc, char **argv);
+int fp_cmd_symbolize(int argc, char **argv);
+int fp_cmd_upload(int argc, char **argv);
 
 #endif

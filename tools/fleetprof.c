@@ -10,6 +10,8 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "record", fp_cmd_record, "profile this machine and write a flame graph" },
+	{ "symbolize", fp_cmd_symbolize, "addresses to function, file:line and inline frames" },
+	{ "upload", fp_cmd_upload, "upload binaries and debug files to a symbol service" },
 };
 
 static void usage(FILE *f)

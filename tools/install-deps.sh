@@ -6,8 +6,10 @@ set -eu
 PKGS="make gcc g++ clang llvm pkg-config
  libbpf-dev bpftool linux-libc-dev
  libnng-dev libmsgpack-dev liblmdb-dev lmdb-utils libelf-dev libdwarf-dev zlib1g-dev
+ liblzma-dev xz-utils
  libprotobuf-c-dev protobuf-c-compiler
- libc6-dbg linux-perf libclang-rt-14-dev binutils python3 iproute2 util-linux procps"
+ libc6-dbg linux-perf libclang-rt-14-dev binutils python3 iproute2 util-linux procps
+ libdebuginfod-dev debuginfod elfutils curl"
 
 missing=""
 for p in $PKGS; do

@@ -4,6 +4,7 @@
  * llvm-symbolizer, for each address one FUNCTION line and one
  * FILE:LINE:COLUMN line per frame, inlined frames first, then a blank line. */
 #include "commands.h"
+#include "debuginfod.h"
 #include "elfsyms.h"
 #include "log.h"
 #include "symcache.h"
@@ -23,16 +24,20 @@
 static void symbolize_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: fleetprof symbolize (-e FILE | --build-id HEX) [--cache DIR]\n"
+		"usage: fleetprof symbolize (-e FILE | --build-id HEX) [--cache DIR | --server URL]\n"
+		"                           [--debug-dir DIR]\n"
 		"\n"
 		"Reads addresses (hex, file-relative virtual addresses) on stdin and\n"
 		"prints for each one FUNCTION and FILE:LINE:COLUMN per frame, inlined\n"
 		"frames first, then a blank line (as llvm-symbolizer does); ?? where\n"
 		"unknown.\n"
 		"\n"
-		"  -e, --obj FILE       symbols from this ELF or debug file\n"
-		"  -b, --build-id HEX   symbols stored for this build-ID in the cache\n"
-		"  -c, --cache DIR      the symbol cache (default /var/cache/fleetprof)\n");
+		"  -e, --obj FILE       symbols of this ELF file (its detached debug file\n"
+		"                       in the debug directory is used when present)\n"
+		"  -b, --build-id HEX   symbols for this build-ID, from the cache or a server\n"
+		"  -c, --cache DIR      the symbol cache (default /var/cache/fleetprof)\n"
+		"  -s, --server URL     a fleetprof symbol service or any debuginfod server\n"
+		"  -d, --debug-dir DIR  detached debug files (default /usr/lib/debug)\n");
 }
 
 /* A line of input: an address, optionally 0x-prefixed.  0 or -EINVAL. */
@@ -49,6 +54,58 @@ static int parse_address(const char *line, uint64_t *addr)
 	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
 		end++;
 	return *end ? -EINVAL : 0;
+}
+
+/* open_best: the detached debug file of the ELF file at path when the
+ * debug directory has one with the same build-ID, else the file itself. */
+static int open_best(const char *path, const char *debug_dir)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1], dbg[4200];
+	struct fp_build_id id, dbg_id;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), dfd;
+
+	if (fd < 0 || !debug_dir || fp_elf_build_id(fd, &id))
+		return fd;
+	fp_build_id_hex(&id, hex);
+	snprintf(dbg, sizeof(dbg), "%s/.build-id/%.2s/%s.debug", debug_dir, hex, hex + 2);
+	dfd = open(dbg, O_RDONLY | O_CLOEXEC);
+	if (dfd < 0)
+		return fd;
+	if (fp_elf_build_id(dfd, &dbg_id) == 0 && fp_build_id_eq(&id, &dbg_id)) {
+		close(fd);
+		return dfd;
+	}
+	close(dfd);
+	return fd;
+}
+
+/* fetch: the file for id from a symbol service (debuginfod protocol). */
+static int fetch(const char *url, const char *cache, const struct fp_build_id *id)
+{
+	const char *urls[1] = { url };
+	struct fp_debuginfod *d;
+	char dir[4200];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/debuginfod-client", cache);
+	if ((fd = fp_debuginfod_open(&d, urls, 1, dir)) < 0)
+		return fd;
+	fd = fp_debuginfod_fetch(id, d);
+	fp_debuginfod_close(d);
+	return fd;
+}
+
+/* table_from_fd: build and open the table of the ELF file at fd. */
+static int table_from_fd(int fd, struct fp_symtab *t, void **blob)
+{
+	size_t len;
+	int err = fp_elf_symtab(fd, blob, &len);
+
+	if (!err && (err = fp_symtab_open(t, *blob, len))) {
+		free(*blob);
+		*blob = NULL;
+	}
+	return err;
 }
 
 static void print_frames(FILE *out, const struct fp_symtab *t, uint64_t addr)
@@ -89,61 +146,61 @@ int fp_cmd_symbolize(int argc, char **argv)
 		{ "obj", required_argument, NULL, 'e' },
 		{ "build-id", required_argument, NULL, 'b' },
 		{ "cache", required_argument, NULL, 'c' },
+		{ "server", required_argument, NULL, 's' },
+		{ "debug-dir", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *file = NULL, *hex = NULL, *cache = "/var/cache/fleetprof";
+	const char *file = NULL, *hex = NULL, *cache = "/var/cache/fleetprof", *server = NULL;
+	const char *debug_dir = "/usr/lib/debug";
 	struct fp_symcache *sc = NULL;
 	struct fp_symcache_txn *txn = NULL;
 	struct fp_build_id id;
 	struct fp_symtab t;
 	void *blob = NULL;
-	size_t len;
 	int c, fd, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "e:b:c:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "e:b:c:s:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'e': file = optarg; break;
 		case 'b': hex = optarg; break;
 		case 'c': cache = optarg; break;
+		case 's': server = optarg; break;
+		case 'd': debug_dir = optarg; break;
 		case 'h': symbolize_usage(stdout); return 0;
 		default: symbolize_usage(stderr); return 2;
 		}
 	}
-	if (optind != argc || !file == !hex) {
-		fprintf(stderr, "fleetprof symbolize: give exactly one of -e FILE and --build-id HEX\n");
+	if (optind != argc || !file == !hex || (file && server)) {
+		fprintf(stderr, "fleetprof symbolize: give exactly one of -e FILE and --build-id HEX"
+				" (--server goes with --build-id)\n");
 		symbolize_usage(stderr);
 		return 2;
 	}
+	if (hex && fp_build_id_parse(hex, &id)) {
+		fprintf(stderr, "fleetprof symbolize: invalid build-ID '%s'\n", hex);
+		return 2;
+	}
 	fp_log_init("fleetprof symbolize", 0, 0);
-	if (file) {
-		fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (file || server) {
+		fd = file ? open_best(file, debug_dir) : fetch(server, cache, &id);
 		if (fd < 0) {
-			fp_warn("%s", file);
+			fp_warnx("%s: %s", file ? file : hex, strerror(-fd > 0 ? -fd : errno));
 			return 1;
 		}
-		err = fp_elf_symtab(fd, &blob, &len);
+		err = table_from_fd(fd, &t, &blob);
 		close(fd);
-		if (!err)
-			err = fp_symtab_open(&t, blob, len);
 		if (err) {
-			fp_warnx("%s: no symbols: %s", file, strerror(-err));
-			free(blob);
+			fp_warnx("%s: no symbols: %s", file ? file : hex, strerror(-err));
 			return 1;
 		}
-	} else {
-		if (fp_build_id_parse(hex, &id)) {
-			fprintf(stderr, "fleetprof symbolize: invalid build-ID '%s'\n", hex);
-			return 2;
-		}
-		if ((err = fp_symcache_open(&sc, cache)) || (err = fp_symcache_begin(sc, &txn)) ||
-		    (err = fp_symcache_get(txn, &id, &t))) {
-			fp_warnx("build-ID %s not in the cache %s: %s", hex, cache, strerror(-err));
-			fp_symcache_end(txn);
-			fp_symcache_close(sc);
-			return 1;
-		}
+	} else if ((err = fp_symcache_open(&sc, cache)) || (err = fp_symcache_begin(sc, &txn)) ||
+		   (err = fp_symcache_get(txn, &id, &t))) {
+		fp_warnx("build-ID %s not in the cache %s: %s", hex, cache, strerror(-err));
+		fp_symcache_end(txn);
+		fp_symcache_close(sc);
+		return 1;
 	}
 	symbolize_stream(stdin, stdout, &t);
 	if (txn)

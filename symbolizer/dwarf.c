@@ -1,0 +1,1301 @@
+/* dwarf.c: DWARF line tables and inline scopes, read with libdwarf.
+ *
+ * libdwarf reads the sections through our own object access interface
+ * (Dwarf_Obj_Access_Interface) on top of the libelf handle the caller
+ * already validated: sections are served from the mapped file, checked
+ * against its size, and compressed ones (SHF_COMPRESSED with zlib, or the
+ * older .zdebug_* form) are inflated here into buffers whose size is
+ * bounded by the compressed size, so a small hostile file cannot make us
+ * allocate without limit.
+ *
+ * For each compilation unit: its line table (every sequence, with file
+ * names joined the way llvm-symbolizer joins them), then a walk of its
+ * DIEs that records each subprogram and inlined subroutine with code as a
+ * scope: name (linkage name demangled, else DW_AT_name, found through
+ * DW_AT_specification and DW_AT_abstract_origin), call site and address
+ * ranges (low/high pc, DWARF 4 .debug_ranges, DWARF 5 .debug_rnglists).
+ * Only DIEs that can hold code are entered: namespaces, lexical blocks and
+ * the functions themselves; types and variables are skipped over.
+ */
+#include "dwarf.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#if __has_include(<libdwarf/libdwarf.h>)
+#include <libdwarf/dwarf.h>
+#include <libdwarf/libdwarf.h>
+#else
+#include <dwarf.h>
+#include <libdwarf.h>
+#endif
+
+#include "elfsyms.h"
+
+/* zlib cannot expand data by more than about 1032:1; a section claiming
+ * more is lying about its size. */
+#define MAX_INFLATE_RATIO 1100
+/* All sections of one file together, once inflated.  libdwarf keeps about
+ * 100 bytes per line row of a unit, and a row can take one byte of
+ * .debug_line: this bounds what a hostile file can make us allocate. */
+#define MAX_DWARF_BYTES (1ull << 30)
+
+/* Nesting of DIEs we follow (real code nests a few dozen levels). */
+#define MAX_DIE_DEPTH 128
+/* DW_AT_specification / DW_AT_abstract_origin hops when naming. */
+#define MAX_NAME_HOPS 8
+/* Longest file name we build. */
+#define MAX_PATH_LEN 4096
+
+#ifndef SHF_COMPRESSED
+#define SHF_COMPRESSED (1 << 11)
+#endif
+#ifndef ELFCOMPRESS_ZLIB
+#define ELFCOMPRESS_ZLIB 1
+#endif
+
+struct dw_section {
+	const char *ds_name; /* as libdwarf sees it: "" for sections not ours */
+	char ds_namebuf[32]; /* ".zdebug_x" renamed ".debug_x" */
+	uint64_t ds_size;    /* once inflated */
+	Elf_Scn *ds_scn;
+	int ds_kind; /* DS_PLAIN, DS_SHF, DS_ZDEBUG */
+	Dwarf_Small *ds_data;
+	int ds_owned;
+	int ds_failed;
+};
+
+enum { DS_NONE, DS_PLAIN, DS_SHF, DS_ZDEBUG };
+
+struct dw_obj {
+	Elf *do_elf;
+	uint64_t do_file_size;
+	struct dw_section *do_secs;
+	size_t do_nsecs;
+	int do_msb, do_is64;
+	uint64_t do_inflated; /* bytes allocated for inflated sections */
+	uint64_t do_stored;   /* .debug_* bytes in the file */
+	size_t do_addr, do_ranges, do_rnglists; /* section indexes, 0: none */
+};
+
+static int in_file(const struct dw_obj *o, uint64_t off, uint64_t size)
+{
+	return size <= o->do_file_size && off <= o->do_file_size - size;
+}
+
+static uint64_t load_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t load_end(const struct dw_obj *o, const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	if (o->do_msb)
+		return load_be(p, n);
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* raw_section: the bytes of a section as stored in the file. */
+static const uint8_t *raw_section(const struct dw_obj *o, Elf_Scn *scn, uint64_t *size)
+{
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+	    !in_file(o, sh.sh_offset, sh.sh_size) || sh.sh_size == 0)
+		return NULL;
+	d = elf_rawdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size != sh.sh_size)
+		return NULL;
+	*size = d->d_size;
+	return d->d_buf;
+}
+
+/* compressed_size: the inflated size a compressed section announces, and
+ * where its zlib stream starts.  0 if unusable. */
+static uint64_t compressed_size(const struct dw_obj *o, const struct dw_section *s,
+				const uint8_t *raw, uint64_t rawsize, uint64_t *hdr)
+{
+	uint64_t size;
+
+	if (s->ds_kind == DS_ZDEBUG) {
+		/* "ZLIB" and a big-endian 64-bit size */
+		if (rawsize < 12 || memcmp(raw, "ZLIB", 4) != 0)
+			return 0;
+		size = load_be(raw + 4, 8);
+		*hdr = 12;
+	} else if (o->do_is64) {
+		/* Elf64_Chdr: type, reserved, size, addralign */
+		if (rawsize < 24 || load_end(o, raw, 4) != ELFCOMPRESS_ZLIB)
+			return 0;
+		size = load_end(o, raw + 8, 8);
+		*hdr = 24;
+	} else {
+		/* Elf32_Chdr: type, size, addralign */
+		if (rawsize < 12 || load_end(o, raw, 4) != ELFCOMPRESS_ZLIB)
+			return 0;
+		size = load_end(o, raw + 4, 4);
+		*hdr = 12;
+	}
+	if (size == 0 || size / MAX_INFLATE_RATIO > rawsize || size > MAX_DWARF_BYTES)
+		return 0;
+	return size;
+}
+
+static int inflate_section(struct dw_obj *o, struct dw_section *s)
+{
+	uint64_t rawsize = 0, hdr = 0, size;
+	const uint8_t *raw = raw_section(o, s->ds_scn, &rawsize);
+	z_stream zs;
+	uint8_t *out;
+	int zerr;
+
+	if (!raw)
+		return -EINVAL;
+	size = compressed_size(o, s, raw, rawsize, &hdr);
+	if (!size || size > MAX_DWARF_BYTES - o->do_inflated || rawsize - hdr > UINT32_MAX ||
+	    size > UINT32_MAX)
+		return -EINVAL;
+	out = malloc(size);
+	if (!out)
+		return -ENOMEM;
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit(&zs) != Z_OK) {
+		free(out);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)(raw + hdr);
+	zs.avail_in = (uInt)(rawsize - hdr);
+	zs.next_out = out;
+	zs.avail_out = (uInt)size;
+	zerr = inflate(&zs, Z_FINISH);
+	inflateEnd(&zs);
+	if (zerr != Z_STREAM_END || zs.total_out != size) {
+		free(out);
+		return -EINVAL;
+	}
+	o->do_inflated += size;
+	s->ds_data = out;
+	s->ds_owned = 1;
+	return 0;
+}
+
+/* The sizes libdwarf is told must be those of the data it will get. */
+static void settle_section_size(struct dw_obj *o, struct dw_section *s)
+{
+	uint64_t rawsize = 0, hdr = 0;
+	const uint8_t *raw = raw_section(o, s->ds_scn, &rawsize);
+
+	s->ds_size = 0;
+	if (!raw) {
+		s->ds_kind = DS_NONE;
+		return;
+	}
+	o->do_stored += rawsize;
+	if (s->ds_kind == DS_PLAIN)
+		s->ds_size = rawsize;
+	else
+		s->ds_size = compressed_size(o, s, raw, rawsize, &hdr);
+	if (!s->ds_size)
+		s->ds_kind = DS_NONE;
+}
+
+static int obj_section_info(void *obj, Dwarf_Half idx, Dwarf_Obj_Access_Section *ret, int *err)
+{
+	struct dw_obj *o = obj;
+	struct dw_section *s;
+
+	(void)err;
+	if (idx >= o->do_nsecs)
+		return DW_DLV_NO_ENTRY;
+	s = &o->do_secs[idx];
+	memset(ret, 0, sizeof(*ret));
+	ret->name = s->ds_kind == DS_NONE ? "" : s->ds_name;
+	ret->type = s->ds_kind == DS_NONE ? SHT_NULL : SHT_PROGBITS;
+	ret->size = s->ds_kind == DS_NONE ? 0 : s->ds_size;
+	return DW_DLV_OK;
+}
+
+static Dwarf_Endianness obj_byte_order(void *obj)
+{
+	return ((struct dw_obj *)obj)->do_msb ? DW_OBJECT_MSB : DW_OBJECT_LSB;
+}
+
+static Dwarf_Small obj_length_size(void *obj)
+{
+	return ((struct dw_obj *)obj)->do_is64 ? 8 : 4;
+}
+
+static Dwarf_Small obj_pointer_size(void *obj)
+{
+	return ((struct dw_obj *)obj)->do_is64 ? 8 : 4;
+}
+
+static Dwarf_Unsigned obj_section_count(void *obj)
+{
+	return ((struct dw_obj *)obj)->do_nsecs;
+}
+
+static int obj_load_section(void *obj, Dwarf_Half idx, Dwarf_Small **data, int *err)
+{
+	struct dw_obj *o = obj;
+	struct dw_section *s;
+	uint64_t rawsize = 0;
+
+	if (idx >= o->do_nsecs || o->do_secs[idx].ds_kind == DS_NONE)
+		return DW_DLV_NO_ENTRY;
+	s = &o->do_secs[idx];
+	if (!s->ds_data && !s->ds_failed) {
+		if (s->ds_kind == DS_PLAIN) {
+			s->ds_data = (Dwarf_Small *)raw_section(o, s->ds_scn, &rawsize);
+			if (rawsize != s->ds_size)
+				s->ds_data = NULL;
+		} else {
+			inflate_section(o, s);
+		}
+		s->ds_failed = !s->ds_data;
+	}
+	if (!s->ds_data) {
+		*err = DW_DLE_SECTION_ERROR;
+		return DW_DLV_ERROR;
+	}
+	*data = s->ds_data;
+	return DW_DLV_OK;
+}
+
+static const Dwarf_Obj_Access_Methods obj_methods = {
+	.get_section_info = obj_section_info,
+	.get_byte_order = obj_byte_order,
+	.get_length_size = obj_length_size,
+	.get_pointer_size = obj_pointer_size,
+	.get_section_count = obj_section_count,
+	.load_section = obj_load_section,
+	.relocate_a_section = NULL,
+};
+
+/* Sections we read; libdwarf is not shown the others (location lists,
+ * frames, macros, indexes...), which saves inflating them and keeps its
+ * parsers of them out of reach of hostile files. */
+static int wanted_section(const char *name)
+{
+	static const char *const wanted[] = {
+		".debug_info",	  ".debug_abbrev",	".debug_line", ".debug_line_str",
+		".debug_str",	  ".debug_str_offsets", ".debug_addr", ".debug_ranges",
+		".debug_rnglists",
+	};
+
+	for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
+		if (strcmp(name, wanted[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* rnglists_ok: every unit header of a .debug_rnglists section reads
+ * cleanly.  libdwarf 20210528 reads them all as soon as .debug_info is
+ * loaded, and on a header it cannot read frees its list of headers and
+ * goes on using it (a double free): such a section is not shown to it. */
+static int rnglists_ok(const struct dw_obj *o, const uint8_t *p, uint64_t size)
+{
+	uint64_t off = 0;
+
+	while (off < size) {
+		uint64_t len, hdr = 4;
+
+		if (size - off < 4)
+			return 0;
+		len = load_end(o, p + off, 4);
+		if (len >= 0xfffffff0u) {
+			if (len != 0xffffffffu || size - off < 12)
+				return 0;
+			len = load_end(o, p + off + 4, 8);
+			hdr = 12;
+		}
+		/* version 5, address size, selector size, offset count */
+		if (len < 8 || len > size - off - hdr)
+			return 0;
+		if (load_end(o, p + off + hdr, 2) != 5)
+			return 0;
+		if (p[off + hdr + 2] != 2 && p[off + hdr + 2] != 4 && p[off + hdr + 2] != 8)
+			return 0;
+		off += hdr + len;
+	}
+	return 1;
+}
+
+/* obj_init: the debug sections of elf.  -ENOENT without any. */
+static int obj_init(struct dw_obj *o, Elf *elf, uint64_t file_size)
+{
+	size_t nsecs, shstrndx, found = 0;
+	GElf_Ehdr eh;
+
+	memset(o, 0, sizeof(*o));
+	o->do_elf = elf;
+	o->do_file_size = file_size;
+	if (!gelf_getehdr(elf, &eh) || eh.e_type == ET_REL)
+		return -ENOENT;
+	o->do_is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
+	o->do_msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
+	if (elf_getshdrnum(elf, &nsecs) != 0 || elf_getshdrstrndx(elf, &shstrndx) != 0 ||
+	    nsecs == 0)
+		return -ENOENT;
+	/* libdwarf numbers sections with a Dwarf_Half */
+	if (nsecs > 0xffff || nsecs > file_size / 40)
+		return -ENOENT;
+	o->do_secs = calloc(nsecs, sizeof(*o->do_secs));
+	if (!o->do_secs)
+		return -ENOMEM;
+	o->do_nsecs = nsecs;
+	for (size_t i = 1; i < nsecs; i++) {
+		struct dw_section *s = &o->do_secs[i];
+		Elf_Scn *scn = elf_getscn(elf, i);
+		const char *name;
+		GElf_Shdr sh;
+
+		s->ds_name = "";
+		if (!scn || !gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		s->ds_scn = scn;
+		if (strncmp(name, ".debug_", 7) == 0) {
+			s->ds_name = name;
+			s->ds_kind = sh.sh_flags & SHF_COMPRESSED ? DS_SHF : DS_PLAIN;
+		} else if (strncmp(name, ".zdebug_", 8) == 0 &&
+			   strlen(name) < sizeof(s->ds_namebuf)) {
+			snprintf(s->ds_namebuf, sizeof(s->ds_namebuf), ".%s", name + 2);
+			s->ds_name = s->ds_namebuf;
+			s->ds_kind = DS_ZDEBUG;
+		} else {
+			continue;
+		}
+		settle_section_size(o, s);
+		if (!wanted_section(s->ds_name))
+			s->ds_kind = DS_NONE;
+		if (s->ds_kind != DS_NONE && strcmp(s->ds_name, ".debug_addr") == 0)
+			o->do_addr = i;
+		if (s->ds_kind != DS_NONE && strcmp(s->ds_name, ".debug_ranges") == 0)
+			o->do_ranges = i;
+		if (s->ds_kind != DS_NONE && strcmp(s->ds_name, ".debug_rnglists") == 0) {
+			Dwarf_Small *data = NULL;
+			int lerr = 0;
+
+			/* loaded (inflated) now, to be checked */
+			if (obj_load_section(o, (Dwarf_Half)i, &data, &lerr) != DW_DLV_OK ||
+			    !rnglists_ok(o, data, s->ds_size))
+				s->ds_kind = DS_NONE;
+			else
+				o->do_rnglists = i;
+		}
+		if (s->ds_kind != DS_NONE)
+			found++;
+	}
+	return found ? 0 : -ENOENT;
+}
+
+static void obj_fini(struct dw_obj *o)
+{
+	for (size_t i = 0; i < o->do_nsecs; i++)
+		if (o->do_secs[i].ds_owned)
+			free(o->do_secs[i].ds_data);
+	free(o->do_secs);
+}
+
+/* libdwarf calls this instead of aborting where it has no Dwarf_Error to
+ * fill in; the failing call still returns an error. */
+static void dw_ignore_error(Dwarf_Error e, Dwarf_Ptr arg)
+{
+	(void)e;
+	(void)arg;
+}
+
+/* A name found for a scope, cached by the DIE offset it came from. */
+struct name_ent {
+	Dwarf_Off ne_off; /* 0: empty slot (no DIE lives at offset 0) */
+	char *ne_name;    /* demangled, or NULL */
+	char *ne_sysname; /* mangled, NULL when equal to ne_name */
+};
+
+struct walk {
+	Dwarf_Debug w_dbg;
+	struct dw_obj *w_obj;
+	struct fp_symtab_builder *w_b;
+	struct fp_dwarf_stats *w_stats;
+	int w_err; /* -ENOMEM stops everything */
+	/* the current unit */
+	Dwarf_Half w_version;
+	Dwarf_Half w_addr_size, w_offset_size;
+	Dwarf_Addr w_base;
+	Dwarf_Unsigned w_addr_base, w_rnglists_base;
+	uint32_t *w_files; /* DWARF file number - w_file_base -> builder file */
+	Dwarf_Signed w_file_base, w_nfiles;
+	/* names by DIE offset */
+	struct name_ent *w_names;
+	size_t w_nnames, w_names_cap;
+	/* line rows of the sequence being read */
+	struct fp_line_row *w_rows;
+	size_t w_nrows, w_rows_cap;
+	/* ranges of the DIE being read */
+	uint64_t *w_ranges; /* lo, hi pairs */
+	size_t w_nranges, w_ranges_cap;
+	char w_path[MAX_PATH_LEN];
+};
+
+static void dw_drop_error(struct walk *w, Dwarf_Error *e)
+{
+	if (*e) {
+		dwarf_dealloc_error(w->w_dbg, *e);
+		*e = NULL;
+	}
+}
+
+/* path_append: llvm::sys::path::append of one component, POSIX style:
+ * exactly one '/' between components, none added before an absolute one
+ * when the path is empty.  0 if it would not fit. */
+static int path_append(char *buf, size_t *len, const char *comp)
+{
+	size_t clen;
+
+	if (!comp || !comp[0])
+		return 1;
+	if (*len && buf[*len - 1] == '/') {
+		while (*comp == '/')
+			comp++;
+	} else if (*len && comp[0] != '/') {
+		if (*len + 1 >= MAX_PATH_LEN)
+			return 0;
+		buf[(*len)++] = '/';
+	}
+	clen = strlen(comp);
+	if (clen >= MAX_PATH_LEN - *len)
+		return 0;
+	memcpy(buf + *len, comp, clen + 1);
+	*len += clen;
+	return 1;
+}
+
+/* file_path: the name llvm-symbolizer shows for a line table file entry
+ * (LLVM 14, FileLineInfoKind::AbsoluteFilePath): absolute names as they
+ * are; else the entry's include directory (DWARF 5: any, 0 being the
+ * compilation directory; earlier: 1 and up, 0 meaning none) and name,
+ * preceded by the unit's DW_AT_comp_dir unless that directory is
+ * absolute.  Nothing is normalized: "./a/./a/b.c" stays. */
+static const char *file_path(struct walk *w, Dwarf_Line_Context ctx, Dwarf_Unsigned version,
+			     const char *comp_dir, const char *name, Dwarf_Unsigned dir)
+{
+	const char *inc = NULL;
+	Dwarf_Signed ndirs = 0;
+	Dwarf_Error e = NULL;
+	size_t len = 0;
+
+	if (name[0] == '/')
+		return name;
+	if (dwarf_srclines_include_dir_count(ctx, &ndirs, &e) != DW_DLV_OK)
+		ndirs = 0;
+	dw_drop_error(w, &e);
+	/* libdwarf takes DWARF's directory numbers: DWARF 5 counts from 0
+	 * (the compilation directory), earlier versions from 1 (0 meaning
+	 * the compilation directory, not listed). */
+	if (version >= 5 ? (Dwarf_Signed)dir < ndirs : dir > 0 && (Dwarf_Signed)dir <= ndirs) {
+		if (dwarf_srclines_include_dir_data(ctx, (Dwarf_Signed)dir, &inc, &e) != DW_DLV_OK)
+			inc = NULL;
+	}
+	dw_drop_error(w, &e);
+	w->w_path[0] = '\0';
+	if (comp_dir && comp_dir[0] && !(inc && inc[0] == '/'))
+		if (!path_append(w->w_path, &len, comp_dir))
+			return NULL;
+	if (!path_append(w->w_path, &len, inc) || !path_append(w->w_path, &len, name))
+		return NULL;
+	return w->w_path;
+}
+
+static int push_row(struct walk *w, const struct fp_line_row *r)
+{
+	if (w->w_nrows == w->w_rows_cap) {
+		size_t ncap = w->w_rows_cap ? w->w_rows_cap * 2 : 256;
+		struct fp_line_row *v = realloc(w->w_rows, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->w_rows = v;
+		w->w_rows_cap = ncap;
+	}
+	w->w_rows[w->w_nrows++] = *r;
+	return 0;
+}
+
+static uint32_t cu_file(const struct walk *w, Dwarf_Unsigned fileno)
+{
+	if ((Dwarf_Signed)fileno < w->w_file_base || fileno > INT64_MAX ||
+	    (Dwarf_Signed)fileno - w->w_file_base >= w->w_nfiles)
+		return FP_SYMTAB_NONE;
+	return w->w_files[(Dwarf_Signed)fileno - w->w_file_base];
+}
+
+static uint32_t clamp32(Dwarf_Unsigned v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* libdwarf up to 2021 starts DWARF 5 line programs (and each sequence)
+ * with the file register at 0 instead of 1, so rows before the first
+ * DW_LNS_set_file come out as file 0.  The GNU assembler writes those
+ * tables (gcc, and assembly sources): it names file 1 by default and never
+ * sets file 0, so from it a 0 can only be that default.  LLVM sets the file
+ * explicitly at each sequence start, 0 included: its 0s are real. */
+static int default_file_is_misread(const struct walk *w, Dwarf_Unsigned version,
+				   const char *producer)
+{
+	static int old_libdwarf = -1;
+
+	if (old_libdwarf < 0) {
+		const char *v = dwarf_package_version();
+
+		/* "20210528"; libdwarf 0.x, which fixed it, says "0.x.y" */
+		old_libdwarf = v && strlen(v) == 8 && strcmp(v, "20220000") < 0;
+	}
+	(void)w;
+	return old_libdwarf && version >= 5 &&
+	       !(producer && (strstr(producer, "clang") || strstr(producer, "LLVM")));
+}
+
+/* read_lines: the unit's file names and line table. */
+static int read_lines(struct walk *w, Dwarf_Die cu, const char *comp_dir, const char *producer)
+{
+	Dwarf_Line_Context ctx = NULL;
+	Dwarf_Unsigned version = 0;
+	Dwarf_Small count = 0;
+	Dwarf_Signed base = 0, nfiles = 0, end = 0, nlines = 0;
+	Dwarf_Line *lines = NULL;
+	Dwarf_Error e = NULL;
+	int err = 0, fix_default;
+
+	w->w_nfiles = 0;
+	if (dwarf_srclines_b(cu, &version, &count, &ctx, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		return 0;
+	}
+	if (count != 1 ||
+	    dwarf_srclines_files_indexes(ctx, &base, &nfiles, &end, &e) != DW_DLV_OK ||
+	    nfiles < 0 || base < 0 || base > 1 || end - base != nfiles) {
+		dw_drop_error(w, &e);
+		dwarf_srclines_dealloc_b(ctx);
+		return 0;
+	}
+	if (nfiles) {
+		uint32_t *files = realloc(w->w_files, (size_t)nfiles * sizeof(*files));
+
+		if (!files) {
+			dwarf_srclines_dealloc_b(ctx);
+			return -ENOMEM;
+		}
+		w->w_files = files;
+	}
+	for (Dwarf_Signed i = 0; i < nfiles; i++) {
+		const char *name = NULL, *path;
+		Dwarf_Unsigned dir = 0, mtime, flen;
+		Dwarf_Form_Data16 *md5 = NULL;
+
+		w->w_files[i] = FP_SYMTAB_NONE;
+		if (dwarf_srclines_files_data_b(ctx, base + i, &name, &dir, &mtime, &flen, &md5,
+						&e) != DW_DLV_OK ||
+		    !name || !name[0]) {
+			dw_drop_error(w, &e);
+			continue;
+		}
+		path = file_path(w, ctx, version, comp_dir, name, dir);
+		if (path) {
+			err = fp_symtab_builder_add_file(w->w_b, path, &w->w_files[i]);
+			if (err == -ENOMEM)
+				goto out;
+			err = 0;
+		}
+	}
+	w->w_file_base = base;
+	w->w_nfiles = nfiles;
+
+	if (dwarf_srclines_from_linecontext(ctx, &lines, &nlines, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		goto out;
+	}
+	w->w_nrows = 0;
+	fix_default = default_file_is_misread(w, version, producer);
+	for (Dwarf_Signed i = 0; i < nlines; i++) {
+		Dwarf_Unsigned lineno = 0, col = 0, fileno = 0;
+		Dwarf_Bool endseq = 0;
+		Dwarf_Addr addr = 0;
+		struct fp_line_row r;
+
+		if (dwarf_lineaddr(lines[i], &addr, &e) != DW_DLV_OK ||
+		    dwarf_lineendsequence(lines[i], &endseq, &e) != DW_DLV_OK ||
+		    dwarf_lineno(lines[i], &lineno, &e) != DW_DLV_OK ||
+		    dwarf_lineoff_b(lines[i], &col, &e) != DW_DLV_OK ||
+		    dwarf_line_srcfileno(lines[i], &fileno, &e) != DW_DLV_OK) {
+			dw_drop_error(w, &e);
+			break;
+		}
+		r = (struct fp_line_row){
+			.lr_addr = addr,
+			.lr_file = cu_file(w, fileno == 0 && fix_default ? 1 : fileno),
+			.lr_line = clamp32(lineno),
+			.lr_column = clamp32(col),
+		};
+		err = push_row(w, &r);
+		if (err)
+			goto out;
+		if (!endseq)
+			continue;
+		/* Sequences of discarded code start at 0 (or at a tombstone):
+		 * no code of a linked file is there. */
+		if (w->w_nrows >= 2 && w->w_rows[0].lr_addr != 0) {
+			err = fp_symtab_builder_add_sequence(w->w_b, w->w_rows, w->w_nrows);
+			if (err == -ENOMEM)
+				goto out;
+			err = 0;
+			if (w->w_stats)
+				w->w_stats->ds_sequences++;
+		}
+		if (w->w_stats)
+			w->w_stats->ds_rows += w->w_nrows;
+		w->w_nrows = 0;
+	}
+out:
+	dwarf_srclines_dealloc_b(ctx);
+	return err;
+}
+
+static int push_range(struct walk *w, uint64_t lo, uint64_t hi)
+{
+	/* Empty ranges, and discarded code at 0 or at a tombstone. */
+	if (hi <= lo || lo == 0)
+		return 0;
+	if (w->w_nranges + 2 > w->w_ranges_cap) {
+		size_t ncap = w->w_ranges_cap ? w->w_ranges_cap * 2 : 64;
+		uint64_t *v = realloc(w->w_ranges, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->w_ranges = v;
+		w->w_ranges_cap = ncap;
+	}
+	w->w_ranges[w->w_nranges++] = lo;
+	w->w_ranges[w->w_nranges++] = hi;
+	return 0;
+}
+
+static int attr_udata(struct walk *w, Dwarf_Die die, Dwarf_Half at, Dwarf_Unsigned *v)
+{
+	Dwarf_Attribute a = NULL;
+	Dwarf_Error e = NULL;
+	int ok;
+
+	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		return 0;
+	}
+	ok = dwarf_formudata(a, v, &e) == DW_DLV_OK;
+	dw_drop_error(w, &e);
+	if (!ok) {
+		/* DW_FORM_implicit_const (gcc's DWARF 5) is signed */
+		Dwarf_Signed sv = 0;
+
+		ok = dwarf_formsdata(a, &sv, &e) == DW_DLV_OK && sv >= 0;
+		dw_drop_error(w, &e);
+		*v = (Dwarf_Unsigned)sv;
+	}
+	dwarf_dealloc_attribute(a);
+	return ok;
+}
+
+/* form_offset: an attribute's value as a section offset or an index
+ * (DW_FORM_sec_offset, data forms, DW_FORM_rnglistx). */
+static int form_offset(struct walk *w, Dwarf_Attribute a, Dwarf_Unsigned *v)
+{
+	Dwarf_Error e = NULL;
+	Dwarf_Half form = 0;
+	Dwarf_Off off = 0;
+
+	if (dwarf_whatform(a, &form, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		return 0;
+	}
+	/* libdwarf reads DW_FORM_sec_offset as a reference only, and
+	 * "succeeds" reading index forms as references too: ask by form */
+	if (form == DW_FORM_sec_offset) {
+		if (dwarf_global_formref(a, &off, &e) == DW_DLV_OK) {
+			*v = off;
+			return 1;
+		}
+	} else if (dwarf_formudata(a, v, &e) == DW_DLV_OK) {
+		return 1;
+	}
+	dw_drop_error(w, &e);
+	return 0;
+}
+
+static int attr_offset(struct walk *w, Dwarf_Die die, Dwarf_Half at, Dwarf_Unsigned *v)
+{
+	Dwarf_Attribute a = NULL;
+	Dwarf_Error e = NULL;
+	int ok;
+
+	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		return 0;
+	}
+	ok = form_offset(w, a, v);
+	dwarf_dealloc_attribute(a);
+	return ok;
+}
+
+/* The range lists are decoded here, from the sections as checked and
+ * inflated by the object layer: libdwarf 20210528's range list readers
+ * crash on damaged lists.  A cursor over one section: */
+struct cursor {
+	const struct dw_obj *c_obj;
+	const uint8_t *c_p;
+	uint64_t c_size, c_off;
+	int c_bad;
+};
+
+static int cursor_init(struct cursor *c, struct dw_obj *o, size_t sec, uint64_t off)
+{
+	Dwarf_Small *data = NULL;
+	int err = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->c_obj = o;
+	if (!sec || obj_load_section(o, (Dwarf_Half)sec, &data, &err) != DW_DLV_OK)
+		return 0;
+	c->c_p = data;
+	c->c_size = o->do_secs[sec].ds_size;
+	c->c_off = off;
+	return off < c->c_size;
+}
+
+static uint64_t cur_fixed(struct cursor *c, unsigned n)
+{
+	uint64_t v;
+
+	if (c->c_bad || n == 0 || n > 8 || c->c_size - c->c_off < n) {
+		c->c_bad = 1;
+		return 0;
+	}
+	v = load_end(c->c_obj, c->c_p + c->c_off, (int)n);
+	c->c_off += n;
+	return v;
+}
+
+static uint64_t cur_uleb(struct cursor *c)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; !c->c_bad; shift += 7) {
+		uint8_t byte;
+
+		if (c->c_off >= c->c_size || shift >= 64) {
+			c->c_bad = 1;
+			break;
+		}
+		byte = c->c_p[c->c_off++];
+		v |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return v;
+	}
+	return 0;
+}
+
+/* debug_addr: entry idx of the unit's .debug_addr table. */
+static int debug_addr(struct walk *w, uint64_t idx, uint64_t *addr)
+{
+	struct cursor c;
+	uint64_t off;
+
+	if (idx > UINT64_MAX / 8)
+		return 0;
+	off = w->w_addr_base + idx * w->w_addr_size;
+	if (off < w->w_addr_base || !cursor_init(&c, w->w_obj, w->w_obj->do_addr, off))
+		return 0;
+	*addr = cur_fixed(&c, w->w_addr_size);
+	return !c.c_bad;
+}
+
+/* DWARF 5 DW_AT_ranges: a list in .debug_rnglists, given by offset or by
+ * index into the unit's offset table (DW_AT_rnglists_base). */
+static int rnglists(struct walk *w, Dwarf_Half form, uint64_t value)
+{
+	struct dw_obj *o = w->w_obj;
+	uint64_t base = w->w_base, off = value;
+	struct cursor c;
+	int err = 0;
+
+	if (form == DW_FORM_rnglistx) {
+		if (value > UINT64_MAX / 8 ||
+		    !cursor_init(&c, o, o->do_rnglists, w->w_rnglists_base + value * w->w_offset_size))
+			return 0;
+		off = w->w_rnglists_base + cur_fixed(&c, w->w_offset_size);
+		if (c.c_bad)
+			return 0;
+	}
+	if (!cursor_init(&c, o, o->do_rnglists, off))
+		return 0;
+	/* every entry takes at least a byte: the section bounds the loop */
+	while (!err && !c.c_bad) {
+		uint64_t a = 0, b = 0, lo, hi;
+		unsigned kind = (unsigned)cur_fixed(&c, 1);
+
+		if (c.c_bad || kind == DW_RLE_end_of_list)
+			break;
+		switch (kind) {
+		case DW_RLE_base_addressx:
+			if (!debug_addr(w, cur_uleb(&c), &base))
+				return err;
+			continue;
+		case DW_RLE_base_address:
+			base = cur_fixed(&c, w->w_addr_size);
+			continue;
+		case DW_RLE_startx_endx:
+			a = cur_uleb(&c);
+			b = cur_uleb(&c);
+			if (c.c_bad || !debug_addr(w, a, &lo) || !debug_addr(w, b, &hi))
+				return err;
+			break;
+		case DW_RLE_startx_length:
+			a = cur_uleb(&c);
+			b = cur_uleb(&c);
+			if (c.c_bad || !debug_addr(w, a, &lo))
+				return err;
+			hi = lo + b;
+			break;
+		case DW_RLE_offset_pair:
+			a = cur_uleb(&c);
+			b = cur_uleb(&c);
+			lo = base + a;
+			hi = base + b;
+			break;
+		case DW_RLE_start_end:
+			lo = cur_fixed(&c, w->w_addr_size);
+			hi = cur_fixed(&c, w->w_addr_size);
+			break;
+		case DW_RLE_start_length:
+			lo = cur_fixed(&c, w->w_addr_size);
+			hi = lo + cur_uleb(&c);
+			break;
+		default:
+			return err; /* unknown: the rest cannot be parsed */
+		}
+		if (!c.c_bad && hi >= lo)
+			err = push_range(w, lo, hi);
+	}
+	return err;
+}
+
+/* DWARF 2-4 DW_AT_ranges: pairs of addresses in .debug_ranges from the
+ * unit's base address; (max, x) sets the base to x; (0, 0) ends. */
+static int debug_ranges(struct walk *w, uint64_t off)
+{
+	uint64_t base = w->w_base, max = w->w_addr_size == 8 ? UINT64_MAX : UINT32_MAX;
+	struct cursor c;
+	int err = 0;
+
+	if (!cursor_init(&c, w->w_obj, w->w_obj->do_ranges, off))
+		return 0;
+	while (!err) {
+		uint64_t a = cur_fixed(&c, w->w_addr_size), b = cur_fixed(&c, w->w_addr_size);
+
+		if (c.c_bad || (a == 0 && b == 0))
+			break;
+		if (a == max) {
+			base = b;
+			continue;
+		}
+		if (base + a >= base && base + b >= base + a)
+			err = push_range(w, base + a, base + b);
+	}
+	return err;
+}
+
+/* read_ranges: the code of a DIE into w_ranges. */
+static int read_ranges(struct walk *w, Dwarf_Die die)
+{
+	Dwarf_Addr lo = 0, hi = 0;
+	Dwarf_Half form = 0;
+	enum Dwarf_Form_Class cls = DW_FORM_CLASS_UNKNOWN;
+	Dwarf_Attribute a = NULL;
+	Dwarf_Unsigned value = 0;
+	Dwarf_Error e = NULL;
+
+	w->w_nranges = 0;
+	if (dwarf_lowpc(die, &lo, &e) == DW_DLV_OK) {
+		if (dwarf_highpc_b(die, &hi, &form, &cls, &e) != DW_DLV_OK) {
+			dw_drop_error(w, &e);
+			return 0;
+		}
+		if (cls == DW_FORM_CLASS_CONSTANT) {
+			if (hi > UINT64_MAX - lo)
+				return 0;
+			hi += lo;
+		}
+		return push_range(w, lo, hi);
+	}
+	dw_drop_error(w, &e);
+	if (dwarf_attr(die, DW_AT_ranges, &a, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		return 0;
+	}
+	if (dwarf_whatform(a, &form, &e) != DW_DLV_OK || !form_offset(w, a, &value)) {
+		dw_drop_error(w, &e);
+		dwarf_dealloc_attribute(a);
+		return 0;
+	}
+	dwarf_dealloc_attribute(a);
+	if (w->w_version >= 5)
+		return rnglists(w, form, value);
+	return debug_ranges(w, value);
+}
+
+/* ref_die: the DIE an attribute of die refers to, or NULL. */
+static Dwarf_Die ref_die(struct walk *w, Dwarf_Die die, Dwarf_Half at)
+{
+	Dwarf_Attribute a = NULL;
+	Dwarf_Off off = 0;
+	Dwarf_Die ref = NULL;
+	Dwarf_Error e = NULL;
+	int ok;
+
+	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		return NULL;
+	}
+	ok = dwarf_global_formref(a, &off, &e) == DW_DLV_OK;
+	dw_drop_error(w, &e);
+	dwarf_dealloc_attribute(a);
+	if (!ok || dwarf_offdie_b(w->w_dbg, off, 1, &ref, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		return NULL;
+	}
+	return ref;
+}
+
+static const char *attr_string(struct walk *w, Dwarf_Die die, Dwarf_Half at)
+{
+	Dwarf_Attribute a = NULL;
+	Dwarf_Error e = NULL;
+	char *s = NULL;
+
+	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
+		return NULL;
+	}
+	if (dwarf_formstring(a, &s, &e) != DW_DLV_OK)
+		s = NULL;
+	dw_drop_error(w, &e);
+	dwarf_dealloc_attribute(a);
+	return s;
+}
+
+/* find_names: the linkage name and the name of die, each from the first
+ * DIE having it along DW_AT_specification / DW_AT_abstract_origin. */
+static void find_names(struct walk *w, Dwarf_Die die, const char **linkage, const char **name)
+{
+	Dwarf_Die cur = die, next;
+
+	*linkage = *name = NULL;
+	for (int hop = 0; cur && hop <= MAX_NAME_HOPS; hop++) {
+		if (!*linkage) {
+			*linkage = attr_string(w, cur, DW_AT_linkage_name);
+			if (!*linkage)
+				*linkage = attr_string(w, cur, DW_AT_MIPS_linkage_name);
+		}
+		if (!*name)
+			*name = attr_string(w, cur, DW_AT_name);
+		if (*linkage)
+			break;
+		next = ref_die(w, cur, DW_AT_specification);
+		if (!next)
+			next = ref_die(w, cur, DW_AT_abstract_origin);
+		if (cur != die)
+			dwarf_dealloc_die(cur);
+		cur = next;
+	}
+	if (cur && cur != die)
+		dwarf_dealloc_die(cur);
+}
+
+static size_t name_slot(const struct walk *w, Dwarf_Off off)
+{
+	size_t mask = w->w_names_cap - 1, j = (size_t)((off * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+
+	while (w->w_names[j].ne_off && w->w_names[j].ne_off != off)
+		j = (j + 1) & mask;
+	return j;
+}
+
+static int names_grow(struct walk *w)
+{
+	struct name_ent *old = w->w_names;
+	size_t oldcap = w->w_names_cap, ncap = oldcap ? oldcap * 2 : 1024;
+
+	w->w_names = calloc(ncap, sizeof(*w->w_names));
+	if (!w->w_names) {
+		w->w_names = old;
+		return -ENOMEM;
+	}
+	w->w_names_cap = ncap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].ne_off)
+			w->w_names[name_slot(w, old[i].ne_off)] = old[i];
+	free(old);
+	return 0;
+}
+
+/* scope_names: the names of the function die is an instance of: demangled
+ * linkage name, else DW_AT_name (as llvm-symbolizer names functions).
+ * Cached by the DIE the instance comes from. */
+static int scope_names(struct walk *w, Dwarf_Die die, const struct name_ent **out)
+{
+	static const struct name_ent none = { 0 };
+	const char *linkage, *name;
+	Dwarf_Off key = 0;
+	Dwarf_Attribute a = NULL;
+	Dwarf_Error e = NULL;
+	struct name_ent *ent;
+	char *dem;
+	size_t j;
+
+	/* The origin (inlined calls, concrete instances) or the DIE. */
+	if (dwarf_attr(die, DW_AT_abstract_origin, &a, &e) == DW_DLV_OK) {
+		if (dwarf_global_formref(a, &key, &e) != DW_DLV_OK)
+			key = 0;
+		dwarf_dealloc_attribute(a);
+	}
+	dw_drop_error(w, &e);
+	if (!key && dwarf_dieoffset(die, &key, &e) != DW_DLV_OK)
+		key = 0;
+	dw_drop_error(w, &e);
+	*out = &none;
+	if (!key)
+		return 0;
+	if ((w->w_nnames + 1) * 2 > w->w_names_cap && names_grow(w))
+		return -ENOMEM;
+	j = name_slot(w, key);
+	ent = &w->w_names[j];
+	if (ent->ne_off) {
+		*out = ent;
+		return 0;
+	}
+	find_names(w, die, &linkage, &name);
+	dem = linkage ? fp_demangle(linkage) : NULL;
+	if (dem) {
+		ent->ne_name = dem;
+		ent->ne_sysname = strdup(linkage);
+	} else if (linkage) {
+		ent->ne_name = strdup(linkage);
+	} else if (name) {
+		ent->ne_name = strdup(name);
+	}
+	if ((linkage || name) && !ent->ne_name)
+		return -ENOMEM;
+	if (dem && !ent->ne_sysname)
+		return -ENOMEM;
+	ent->ne_off = key;
+	w->w_nnames++;
+	*out = ent;
+	return 0;
+}
+
+static void walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int depth);
+
+/* add_scope: a subprogram or inlined subroutine with code, and what it
+ * contains. */
+static void add_scope(struct walk *w, Dwarf_Die die, Dwarf_Half tag, uint32_t parent, int depth)
+{
+	const struct name_ent *names;
+	Dwarf_Unsigned call_file = 0, call_line = 0, call_col = 0;
+	uint32_t file = FP_SYMTAB_NONE, id;
+	int err;
+
+	err = read_ranges(w, die);
+	if (err || !w->w_nranges) {
+		w->w_err = err;
+		return;
+	}
+	if (tag == DW_TAG_subprogram) {
+		parent = FP_SYMTAB_NONE; /* the chain stops at the function */
+	} else if (attr_udata(w, die, DW_AT_call_file, &call_file)) {
+		file = cu_file(w, call_file);
+		attr_udata(w, die, DW_AT_call_line, &call_line);
+		attr_udata(w, die, DW_AT_call_column, &call_col);
+	}
+	err = scope_names(w, die, &names);
+	if (!err)
+		err = fp_symtab_builder_add_scope(w->w_b, parent, names->ne_name, names->ne_sysname,
+						  file, clamp32(call_line), clamp32(call_col), &id);
+	for (size_t i = 0; !err && i < w->w_nranges; i += 2)
+		err = fp_symtab_builder_add_range(w->w_b, id, w->w_ranges[i], w->w_ranges[i + 1]);
+	if (err) {
+		w->w_err = err == -ENOMEM ? err : 0;
+		return;
+	}
+	if (w->w_stats) {
+		w->w_stats->ds_scopes++;
+		w->w_stats->ds_inlined += tag == DW_TAG_inlined_subroutine;
+	}
+	walk_children(w, die, id, depth + 1);
+}
+
+static void walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int depth)
+{
+	Dwarf_Die child = NULL, next = NULL;
+	Dwarf_Error e = NULL;
+	int res;
+
+	if (depth > MAX_DIE_DEPTH)
+		return;
+	res = dwarf_child(die, &child, &e);
+	while (res == DW_DLV_OK && !w->w_err) {
+		Dwarf_Half tag = 0;
+
+		if (dwarf_tag(child, &tag, &e) == DW_DLV_OK) {
+			switch (tag) {
+			case DW_TAG_subprogram:
+			case DW_TAG_inlined_subroutine:
+				add_scope(w, child, tag, scope, depth);
+				break;
+			case DW_TAG_lexical_block:
+			case DW_TAG_namespace:
+			case DW_TAG_module:
+			case DW_TAG_try_block:
+			case DW_TAG_catch_block:
+				walk_children(w, child, scope, depth + 1);
+				break;
+			default:
+				break;
+			}
+		}
+		dw_drop_error(w, &e);
+		res = dwarf_siblingof_b(w->w_dbg, child, 1, &next, &e);
+		dwarf_dealloc_die(child);
+		child = next;
+	}
+	dw_drop_error(w, &e);
+}
+
+static void walk_unit(struct walk *w, Dwarf_Die cu, Dwarf_Half version, Dwarf_Half addr_size,
+		      Dwarf_Half offset_size)
+{
+	Dwarf_Half tag = 0;
+	Dwarf_Error e = NULL;
+	const char *comp_dir;
+
+	if (dwarf_tag(cu, &tag, &e) != DW_DLV_OK ||
+	    (tag != DW_TAG_compile_unit && tag != DW_TAG_partial_unit)) {
+		dw_drop_error(w, &e);
+		return;
+	}
+	w->w_version = version;
+	w->w_addr_size = addr_size == 4 ? 4 : 8;
+	w->w_offset_size = offset_size == 8 ? 8 : 4;
+	/* without DW_AT_*_base, the first table after a section's first
+	 * header, as for units without them in practice */
+	if (!attr_offset(w, cu, DW_AT_addr_base, &w->w_addr_base))
+		w->w_addr_base = w->w_offset_size == 8 ? 16 : 8;
+	if (!attr_offset(w, cu, DW_AT_rnglists_base, &w->w_rnglists_base))
+		w->w_rnglists_base = w->w_offset_size == 8 ? 20 : 12;
+	w->w_base = 0;
+	if (dwarf_lowpc(cu, &w->w_base, &e) != DW_DLV_OK)
+		w->w_base = 0;
+	dw_drop_error(w, &e);
+	comp_dir = attr_string(w, cu, DW_AT_comp_dir);
+	w->w_err = read_lines(w, cu, comp_dir, attr_string(w, cu, DW_AT_producer));
+	if (w->w_err)
+		return;
+	if (w->w_stats)
+		w->w_stats->ds_units++;
+	walk_children(w, cu, FP_SYMTAB_NONE, 0);
+}
+
+int fp_dwarf_ingest(Elf *elf, uint64_t file_size, struct fp_symtab_builder *b,
+		    struct fp_dwarf_stats *stats)
+{
+	Dwarf_Obj_Access_Interface iface;
+	struct walk w = { 0 };
+	struct dw_obj o;
+	Dwarf_Debug dbg = NULL;
+	Dwarf_Error e = NULL;
+	int err;
+
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
+	err = obj_init(&o, elf, file_size);
+	if (err) {
+		obj_fini(&o);
+		return err == -ENOMEM ? err : 0;
+	}
+	if (stats)
+		stats->ds_dwarf_bytes = o.do_stored;
+	iface.object = &o;
+	iface.methods = &obj_methods;
+	if (dwarf_object_init_b(&iface, dw_ignore_error, NULL, DW_GROUPNUMBER_ANY, &dbg, &e) !=
+	    DW_DLV_OK) {
+		/* Without a Dwarf_Debug the error was allocated apart, and is
+		 * freed apart. */
+		if (e)
+			dwarf_dealloc(NULL, e, DW_DLA_ERROR);
+		obj_fini(&o);
+		return 0;
+	}
+	w.w_dbg = dbg;
+	w.w_obj = &o;
+	w.w_b = b;
+	w.w_stats = stats;
+	for (;;) {
+		Dwarf_Unsigned hdr_len = 0, typeoff = 0, next = 0;
+		Dwarf_Half version = 0, addr_size = 0, len_size = 0, ext_size = 0, cu_type = 0;
+		Dwarf_Off abbrev = 0;
+		Dwarf_Sig8 sig;
+		Dwarf_Die cu = NULL;
+		int res;
+
+		res = dwarf_next_cu_header_d(dbg, 1, &hdr_len, &version, &abbrev, &addr_size,
+					     &len_size, &ext_size, &sig, &typeoff, &next, &cu_type,
+					     &e);
+		if (res != DW_DLV_OK)
+			break;
+		res = dwarf_siblingof_b(dbg, NULL, 1, &cu, &e);
+		if (res == DW_DLV_ERROR)
+			break;
+		if (res == DW_DLV_OK) {
+			walk_unit(&w, cu, version, addr_size, len_size);
+			dwarf_dealloc_die(cu);
+		}
+		if (w.w_err)
+			break;
+	}
+	dw_drop_error(&w, &e);
+	err = w.w_err == -ENOMEM ? -ENOMEM : 0;
+	for (size_t i = 0; i < w.w_names_cap; i++) {
+		free(w.w_names[i].ne_name);
+		free(w.w_names[i].ne_sysname);
+	}
+	free(w.w_names);
+	free(w.w_files);
+	free(w.w_rows);
+	free(w.w_ranges);
+	dwarf_object_finish(dbg, &e);
+	obj_fini(&o);
+	return err;
+}
