@@ -334,6 +334,164 @@ static int rnglists_ok(const struct dw_obj *o, const uint8_t *p, uint64_t size)
 	return 1;
 }
 
+/* skip_uleb: past a LEB128 number in [*off, end); 0 if it runs out. */
+static int skip_uleb(const uint8_t *p, uint64_t *off, uint64_t end, uint64_t *v)
+{
+	uint64_t r = 0;
+
+	for (unsigned shift = 0; *off < end; shift += 7) {
+		uint8_t byte = p[(*off)++];
+
+		if (shift < 64)
+			r |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80)) {
+			if (v)
+				*v = r;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* skip_form: past one DWARF 5 line header entry field; 0 for a form that
+ * has no place there or runs out. */
+static int skip_form(const uint8_t *p, uint64_t *off, uint64_t end, uint64_t form,
+		     unsigned offset_size)
+{
+	uint64_t n = 0;
+
+	switch (form) {
+	case DW_FORM_string:
+		while (*off < end && p[*off])
+			(*off)++;
+		n = 1;
+		break;
+	case DW_FORM_line_strp:
+	case DW_FORM_strp:
+	case DW_FORM_sec_offset:
+		n = offset_size;
+		break;
+	case DW_FORM_udata:
+	case DW_FORM_strx:
+		return skip_uleb(p, off, end, NULL);
+	case DW_FORM_data1:
+	case DW_FORM_strx1:
+		n = 1;
+		break;
+	case DW_FORM_data2:
+	case DW_FORM_strx2:
+		n = 2;
+		break;
+	case DW_FORM_strx3:
+		n = 3;
+		break;
+	case DW_FORM_data4:
+	case DW_FORM_strx4:
+		n = 4;
+		break;
+	case DW_FORM_data8:
+		n = 8;
+		break;
+	case DW_FORM_data16:
+		n = 16;
+		break;
+	case DW_FORM_block:
+		if (!skip_uleb(p, off, end, &n))
+			return 0;
+		break;
+	default:
+		return 0;
+	}
+	if (end - *off < n)
+		return 0;
+	*off += n;
+	return 1;
+}
+
+/* entry_table_ok: a DWARF 5 directory or file name table: its format,
+ * then count entries, each at least a byte, inside the header. */
+static int entry_table_ok(const uint8_t *p, uint64_t *off, uint64_t end, unsigned offset_size)
+{
+	uint64_t forms[2 * 16], count = 0;
+	unsigned nformats;
+
+	if (*off >= end)
+		return 0;
+	nformats = p[(*off)++];
+	if (nformats > 16)
+		return 0;
+	for (unsigned i = 0; i < nformats; i++)
+		if (!skip_uleb(p, off, end, &forms[2 * i]) ||
+		    !skip_uleb(p, off, end, &forms[2 * i + 1]))
+			return 0;
+	if (!skip_uleb(p, off, end, &count))
+		return 0;
+	if (count && (!nformats || count > end - *off))
+		return 0;
+	for (uint64_t k = 0; k < count; k++)
+		for (unsigned i = 0; i < nformats; i++)
+			if (!skip_form(p, off, end, forms[2 * i + 1], offset_size))
+				return 0;
+	return 1;
+}
+
+/* debug_line_ok: every line table header of .debug_line reads cleanly up
+ * to its file names.  libdwarf 20210528 sizes its tables by the counts a
+ * DWARF 5 header gives before checking them against the data, so a
+ * header claiming 2^60 entries of no bytes each made it ask for exabytes:
+ * such a section is not shown to it. */
+static int debug_line_ok(const struct dw_obj *o, const uint8_t *p, uint64_t size)
+{
+	uint64_t off = 0;
+
+	while (off < size) {
+		uint64_t len, end, hlen, hdr_end, version;
+		unsigned offset_size = 4, opcode_base;
+
+		if (size - off < 4)
+			return 0;
+		len = load_end(o, p + off, 4);
+		off += 4;
+		if (len >= 0xfffffff0u) {
+			if (len != 0xffffffffu || size - off < 8)
+				return 0;
+			len = load_end(o, p + off, 8);
+			off += 8;
+			offset_size = 8;
+		}
+		if (len > size - off || len < 2)
+			return 0;
+		end = off + len;
+		version = load_end(o, p + off, 2);
+		off += 2;
+		if (version < 2 || version > 5)
+			return 0;
+		if (version >= 5)
+			off += 2; /* address size, segment selector size */
+		if (end - off < offset_size)
+			return 0;
+		hlen = load_end(o, p + off, (int)offset_size);
+		off += offset_size;
+		if (hlen > end - off)
+			return 0;
+		hdr_end = off + hlen;
+		/* min_inst_length, [max_ops], default_is_stmt, line_base,
+		 * line_range, opcode_base, standard_opcode_lengths */
+		off += version >= 4 ? 6 : 5;
+		if (off > hdr_end)
+			return 0;
+		opcode_base = p[off - 1];
+		if (opcode_base == 0 || opcode_base - 1 > hdr_end - off)
+			return 0;
+		off += opcode_base - 1;
+		if (version >= 5 && (!entry_table_ok(p, &off, hdr_end, offset_size) ||
+				     !entry_table_ok(p, &off, hdr_end, offset_size)))
+			return 0;
+		off = end;
+	}
+	return 1;
+}
+
 /* obj_init: the debug sections of elf.  -ENOENT without any. */
 static int obj_init(struct dw_obj *o, Elf *elf, uint64_t file_size)
 {
@@ -388,6 +546,14 @@ static int obj_init(struct dw_obj *o, Elf *elf, uint64_t file_size)
 			o->do_addr = i;
 		if (s->ds_kind != DS_NONE && strcmp(s->ds_name, ".debug_ranges") == 0)
 			o->do_ranges = i;
+		if (s->ds_kind != DS_NONE && strcmp(s->ds_name, ".debug_line") == 0) {
+			Dwarf_Small *data = NULL;
+			int lerr = 0;
+
+			if (obj_load_section(o, (Dwarf_Half)i, &data, &lerr) != DW_DLV_OK ||
+			    !debug_line_ok(o, data, s->ds_size))
+				s->ds_kind = DS_NONE;
+		}
 		if (s->ds_kind != DS_NONE && strcmp(s->ds_name, ".debug_rnglists") == 0) {
 			Dwarf_Small *data = NULL;
 			int lerr = 0;
@@ -843,8 +1009,9 @@ static int rnglists(struct walk *w, Dwarf_Half form, uint64_t value)
 	int err = 0;
 
 	if (form == DW_FORM_rnglistx) {
-		if (value > UINT64_MAX / 8 ||
-		    !cursor_init(&c, o, o->do_rnglists, w->w_rnglists_base + value * w->w_offset_size))
+		uint64_t at = w->w_rnglists_base + value * w->w_offset_size;
+
+		if (value > UINT64_MAX / 8 || !cursor_init(&c, o, o->do_rnglists, at))
 			return 0;
 		off = w->w_rnglists_base + cur_fixed(&c, w->w_offset_size);
 		if (c.c_bad)

@@ -803,9 +803,12 @@ int fp_elf_debuglink(int fd, char *name, size_t name_size, uint32_t *crc)
 
 		if (!gelf_getehdr(f.ef_elf, &eh))
 			goto out;
-		*crc = eh.e_ident[EI_DATA] == ELFDATA2MSB
-			       ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
-			       : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+		if (eh.e_ident[EI_DATA] == ELFDATA2MSB)
+			*crc = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+			       p[3];
+		else
+			*crc = (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 |
+			       p[0];
 	}
 	memcpy(name, s, len + 1);
 	err = 0;

@@ -88,6 +88,13 @@ static int frame_labels(const struct fp_profile *p, struct buffer *b, size_t *of
 
 		offsets[i] = b->b_len;
 		err = n < 0 ? n : append_name(b, label, (size_t)n);
+		/* Functions inlined here follow, outermost first: root to leaf. */
+		for (uint32_t k = p->pr_frames[i].pf_ninline; !err && k-- > 0;) {
+			n = fp_profile_inline_label_buf(p, (uint32_t)i, k, &label, &cap);
+			err = n < 0 ? n : append_char(b, ';');
+			if (!err)
+				err = append_name(b, label, (size_t)n);
+		}
 		if (!err)
 			err = append_char(b, '\0');
 	}

@@ -208,12 +208,18 @@ struct mapping_key {
 };
 
 struct function_key {
-	int32_t name, system_name;
+	int32_t name, system_name, filename;
 };
 
 struct location_key {
 	int32_t mapping, function, type; /* mapping, function, attribute index */
 	uint64_t address;
+	uint32_t first_line, nlines;   /* in en->lines, not part of the identity */
+};
+
+struct line_entry {
+	int32_t function;
+	int64_t line;
 };
 
 struct stack_key {
@@ -247,6 +253,8 @@ struct encoder {
 
 	struct location_key *locations;
 	size_t nlocations, cap_locations;
+	struct line_entry *lines;       /* per location, innermost function first */
+	size_t nlines, cap_lines;
 	struct set location_set;
 	int32_t *location_of;       /* per profile frame */
 
@@ -396,12 +404,13 @@ static int function_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct function_key *f = &((const struct encoder *)ctx)->functions[i], *k = key;
 
-	return f->name == k->name && f->system_name == k->system_name;
+	return f->name == k->name && f->system_name == k->system_name && f->filename == k->filename;
 }
 
 static int function(struct encoder *en, const struct function_key *k, int32_t *index)
 {
-	uint32_t hash = finish(mix(mix(2, (uint64_t)k->name), (uint64_t)k->system_name));
+	uint32_t hash = finish(mix(mix(mix(2, (uint64_t)k->name), (uint64_t)k->system_name),
+				   (uint64_t)k->filename));
 	size_t slot;
 	uint32_t found = set_find(&en->function_set, hash, function_eq, en, k, &slot);
 
@@ -565,6 +574,26 @@ static int add_mappings(struct encoder *en)
 	return 0;
 }
 
+/* add_line: one Line of the location being built: a function and its line. */
+static int add_line(struct encoder *en, const char *name, const char *system_name,
+		    const char *file, uint32_t line, int32_t *function_index)
+{
+	struct function_key fk = { 0 };
+	int err;
+
+	if ((err = str(en, name, &fk.name)))
+		return err;
+	fk.system_name = fk.name;
+	if ((system_name && system_name[0] && (err = str(en, system_name, &fk.system_name))) ||
+	    (file && (err = str(en, file, &fk.filename))) ||
+	    (err = function(en, &fk, function_index)))
+		return err;
+	if (grow((void **)&en->lines, &en->cap_lines, en->nlines, sizeof(*en->lines)))
+		return -ENOMEM;
+	en->lines[en->nlines++] = (struct line_entry){ *function_index, line };
+	return 0;
+}
+
 static int add_frames(struct encoder *en)
 {
 	const struct fp_profile *p = en->p;
@@ -573,22 +602,26 @@ static int add_frames(struct encoder *en)
 	for (size_t i = 0; i < p->pr_nframes; i++) {
 		const struct fp_pframe *f = &p->pr_frames[i];
 		struct location_key k = { 0 };
+		int32_t fn;
 
 		k.mapping = f->pf_mapping < p->pr_nmappings ? en->mapping_of[f->pf_mapping] : 0;
 		k.address = f->pf_address;
 		k.type = f->pf_kind == FP_FRAME_KERNEL ? en->a_kernel : en->a_native;
+		k.first_line = (uint32_t)en->nlines;
 		if (f->pf_function && f->pf_function[0]) {
-			struct function_key fk;
-
-			if ((err = str(en, f->pf_function, &fk.name)))
-				return err;
-			fk.system_name = fk.name;
-			if (f->pf_system_name && f->pf_system_name[0] &&
-			    (err = str(en, f->pf_system_name, &fk.system_name)))
-				return err;
-			if ((err = function(en, &fk, &k.function)))
+			/* Lines: the functions inlined here, innermost first, then
+			 * the function the code belongs to. */
+			for (uint32_t j = 0; j < f->pf_ninline; j++) {
+				const struct fp_pinline *in = &f->pf_inline[j];
+				if ((err = add_line(en, in->pi_function, in->pi_system_name,
+						    in->pi_file, in->pi_line, &fn)))
+					return err;
+			}
+			if ((err = add_line(en, f->pf_function, f->pf_system_name, f->pf_file,
+					    f->pf_line, &k.function)))
 				return err;
 		}
+		k.nlines = (uint32_t)en->nlines - k.first_line;
 		if ((err = location(en, &k, &en->location_of[i])))
 			return err;
 	}
@@ -848,8 +881,8 @@ static int build_dictionary(struct encoder *en, struct tree *t)
 	t->function_ptrs = alloc_n(en->nfunctions, sizeof(*t->function_ptrs));
 	t->locations = alloc_n(en->nlocations, sizeof(*t->locations));
 	t->location_ptrs = alloc_n(en->nlocations, sizeof(*t->location_ptrs));
-	t->lines = alloc_n(en->nlocations, sizeof(*t->lines));
-	t->line_ptrs = alloc_n(en->nlocations, sizeof(*t->line_ptrs));
+	t->lines = alloc_n(en->nlines, sizeof(*t->lines));
+	t->line_ptrs = alloc_n(en->nlines, sizeof(*t->line_ptrs));
 	t->location_attrs = alloc_n(en->nlocations, sizeof(*t->location_attrs));
 	t->stacks = alloc_n(en->nstacks, sizeof(*t->stacks));
 	t->stack_ptrs = alloc_n(en->nstacks, sizeof(*t->stack_ptrs));
@@ -902,6 +935,7 @@ static int build_dictionary(struct encoder *en, struct tree *t)
 		opentelemetry__proto__profiles__v1development__function__init(f);
 		f->name_strindex = en->functions[i].name;
 		f->system_name_strindex = en->functions[i].system_name;
+		f->filename_strindex = en->functions[i].filename;
 		t->function_ptrs[i] = f;
 	}
 
@@ -912,14 +946,18 @@ static int build_dictionary(struct encoder *en, struct tree *t)
 		opentelemetry__proto__profiles__v1development__location__init(l);
 		l->mapping_index = k->mapping;
 		l->address = k->address;
-		if (k->function) {
-			pb_line *line = &t->lines[i];
+		for (uint32_t j = 0; j < k->nlines; j++) {
+			const struct line_entry *e = &en->lines[k->first_line + j];
+			pb_line *line = &t->lines[k->first_line + j];
 
 			opentelemetry__proto__profiles__v1development__line__init(line);
-			line->function_index = k->function;
-			t->line_ptrs[i] = line;
-			l->n_lines = 1;
-			l->lines = &t->line_ptrs[i];
+			line->function_index = e->function;
+			line->line = e->line;
+			t->line_ptrs[k->first_line + j] = line;
+		}
+		if (k->nlines) {
+			l->n_lines = k->nlines;
+			l->lines = &t->line_ptrs[k->first_line];
 		}
 		if (k->type) {
 			t->location_attrs[i] = k->type;
@@ -1138,6 +1176,7 @@ static void encoder_free(struct encoder *en)
 	free(en->functions);
 	set_free(&en->function_set);
 	free(en->locations);
+	free(en->lines);
 	set_free(&en->location_set);
 	free(en->location_of);
 	free(en->stacks);

@@ -127,7 +127,7 @@ static int intern(struct encoder *en, const char *s, int copy, int64_t *index)
 }
 
 struct function_key {
-	int64_t name, system_name;
+	int64_t name, system_name, filename;
 };
 
 static int function_eq(const void *ctx, uint32_t index, const void *key)
@@ -135,17 +135,20 @@ static int function_eq(const void *ctx, uint32_t index, const void *key)
 	const pb_function *f = &((const struct encoder *)ctx)->en_functions[index];
 	const struct function_key *k = key;
 
-	return f->name == k->name && f->system_name == k->system_name;
+	return f->name == k->name && f->system_name == k->system_name &&
+	       f->filename == k->filename;
 }
 
-/* function_id: the id of the Function (name, system_name), added if new.
- * en_functions has room for one per frame, the most there can be. */
-static int function_id(struct encoder *en, int64_t name, int64_t system_name, uint64_t *id)
+/* function_id: the id of the Function (name, system_name, filename), added
+ * if new.  en_functions has room for one per Line, the most there can be. */
+static int function_id(struct encoder *en, int64_t name, int64_t system_name, int64_t filename,
+		       uint64_t *id)
 {
 	struct fp_indexset *set = &en->en_function_set;
-	struct function_key key = { name, system_name };
+	struct function_key key = { name, system_name, filename };
 	uint32_t hash = fp_hash_finish(((uint64_t)name << 32) ^ (uint64_t)system_name ^
-				       ((uint64_t)system_name >> 32));
+				       ((uint64_t)system_name >> 32) ^
+				       ((uint64_t)filename * 0x9e3779b97f4a7c15ull));
 	size_t slot;
 	uint32_t found = fp_indexset_find(set, hash, function_eq, en, &key, &slot);
 
@@ -160,6 +163,7 @@ static int function_id(struct encoder *en, int64_t name, int64_t system_name, ui
 	f->id = en->en_nfunctions + 1;
 	f->name = name;
 	f->system_name = system_name;
+	f->filename = filename;
 	en->en_function_ptrs[en->en_nfunctions] = f;
 	fp_indexset_insert(set, slot, hash, (uint32_t)en->en_nfunctions++);
 	*id = f->id;
@@ -170,9 +174,11 @@ static int function_id(struct encoder *en, int64_t name, int64_t system_name, ui
 static int frame_function(struct encoder *en, uint32_t i, uint64_t *id)
 {
 	const struct fp_pframe *f = &en->en_p->pr_frames[i];
-	int64_t name, system_name;
+	int64_t name, system_name, filename = 0;
 	int err;
 
+	if (f->pf_file && (err = intern(en, f->pf_file, 0, &filename)))
+		return err;
 	if (f->pf_function && f->pf_kind != FP_FRAME_KERNEL) {
 		err = intern(en, f->pf_function, 0, &name);
 		system_name = name;
@@ -188,7 +194,23 @@ static int frame_function(struct encoder *en, uint32_t i, uint64_t *id)
 	}
 	if (err)
 		return err;
-	return function_id(en, name, system_name, id);
+	return function_id(en, name, system_name, filename, id);
+}
+
+/* inline_function: the Function of function k inlined at frame i. */
+static int inline_function(struct encoder *en, uint32_t i, uint32_t k, uint64_t *id)
+{
+	const struct fp_pinline *in = &en->en_p->pr_frames[i].pf_inline[k];
+	int64_t name, system_name, filename = 0;
+	int err;
+
+	if ((err = intern(en, in->pi_function, 0, &name)))
+		return err;
+	system_name = name;
+	if ((in->pi_system_name && (err = intern(en, in->pi_system_name, 0, &system_name))) ||
+	    (in->pi_file && (err = intern(en, in->pi_file, 0, &filename))))
+		return err;
+	return function_id(en, name, system_name, filename, id);
 }
 
 static void hex(const struct fp_build_id *id, char *buf)
@@ -301,8 +323,14 @@ static int build_mappings(struct encoder *en, struct tree *t)
 	for (size_t i = 0; i < p->pr_nframes; i++) {
 		const struct fp_pframe *f = &p->pr_frames[i];
 
-		if (f->pf_function && f->pf_mapping < p->pr_nmappings)
-			t->mappings[f->pf_mapping].has_functions = 1;
+		if (f->pf_function && f->pf_mapping < p->pr_nmappings) {
+			pb_mapping *pm = &t->mappings[f->pf_mapping];
+
+			pm->has_functions = 1;
+			pm->has_filenames |= f->pf_file != NULL;
+			pm->has_line_numbers |= f->pf_line != 0;
+			pm->has_inline_frames |= f->pf_ninline != 0;
+		}
 	}
 	return 0;
 }
@@ -310,37 +338,50 @@ static int build_mappings(struct encoder *en, struct tree *t)
 static int build_locations(struct encoder *en, struct tree *t)
 {
 	const struct fp_profile *p = en->en_p;
-	size_t n = p->pr_nframes;
+	size_t n = p->pr_nframes, nlines = 0, li = 0;
 	int err;
 
+	/* One Line per function at a location: the inlined ones, then its own. */
+	for (size_t i = 0; i < n; i++)
+		nlines += 1 + (size_t)p->pr_frames[i].pf_ninline;
 	t->locations = alloc_n(n, sizeof(*t->locations));
 	t->location_ptrs = alloc_n(n, sizeof(*t->location_ptrs));
-	t->lines = alloc_n(n, sizeof(*t->lines));
-	t->line_ptrs = alloc_n(n, sizeof(*t->line_ptrs));
-	en->en_functions = alloc_n(n, sizeof(*en->en_functions));
-	en->en_function_ptrs = alloc_n(n, sizeof(*en->en_function_ptrs));
+	t->lines = alloc_n(nlines, sizeof(*t->lines));
+	t->line_ptrs = alloc_n(nlines, sizeof(*t->line_ptrs));
+	en->en_functions = alloc_n(nlines, sizeof(*en->en_functions));
+	en->en_function_ptrs = alloc_n(nlines, sizeof(*en->en_function_ptrs));
 	if (!t->locations || !t->location_ptrs || !t->lines || !t->line_ptrs ||
 	    !en->en_functions || !en->en_function_ptrs)
 		return -ENOMEM;
-	err = fp_indexset_reserve(&en->en_function_set, n);
+	err = fp_indexset_reserve(&en->en_function_set, nlines);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n; i++) {
 		const struct fp_pframe *f = &p->pr_frames[i];
 		pb_location *l = &t->locations[i];
-		pb_line *line = &t->lines[i];
 
-		perftools__profiles__line__init(line);
-		err = frame_function(en, (uint32_t)i, &line->function_id);
-		if (err)
-			return err;
-		t->line_ptrs[i] = line;
 		perftools__profiles__location__init(l);
 		l->id = i + 1;
 		l->mapping_id = f->pf_mapping < p->pr_nmappings ? (uint64_t)f->pf_mapping + 1 : 0;
 		l->address = f->pf_address;
-		l->n_line = 1;
-		l->line = &t->line_ptrs[i];
+		l->n_line = 1 + f->pf_ninline;
+		l->line = &t->line_ptrs[li];
+		/* pprof order: the innermost inlined function first. */
+		for (uint32_t k = 0; k <= f->pf_ninline; k++, li++) {
+			pb_line *line = &t->lines[li];
+
+			perftools__profiles__line__init(line);
+			if (k < f->pf_ninline) {
+				err = inline_function(en, (uint32_t)i, k, &line->function_id);
+				line->line = f->pf_inline[k].pi_line;
+			} else {
+				err = frame_function(en, (uint32_t)i, &line->function_id);
+				line->line = f->pf_line;
+			}
+			if (err)
+				return err;
+			t->line_ptrs[li] = line;
+		}
 		t->location_ptrs[i] = l;
 	}
 	return 0;

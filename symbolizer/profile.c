@@ -407,12 +407,14 @@ int fp_profile_set_source(struct fp_profile *p, uint32_t frame, const char *file
 	for (k = 0; k < ninline; k++) {
 		struct fp_pinline *d = &f->pf_inline[k];
 		d->pi_function = dup_or_null(inl[k].pi_function ? inl[k].pi_function : "??");
-		d->pi_system_name = dup_or_null(inl[k].pi_system_name);
+		/* A system name equal to the name is no information. */
+		if (inl[k].pi_system_name && inl[k].pi_function &&
+		    strcmp(inl[k].pi_system_name, inl[k].pi_function) != 0)
+			d->pi_system_name = strdup(inl[k].pi_system_name);
 		d->pi_file = dup_or_null(inl[k].pi_file);
 		d->pi_line = inl[k].pi_line;
 		f->pf_ninline = k + 1; /* freed with the frame, even on failure */
-		if (!d->pi_function || (inl[k].pi_system_name && !d->pi_system_name) ||
-		    (inl[k].pi_file && !d->pi_file))
+		if (!d->pi_function || (inl[k].pi_file && !d->pi_file))
 			return -ENOMEM;
 	}
 	if (file && !(f->pf_file = strdup(file)))
@@ -471,6 +473,22 @@ int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char 
 	*buf = bigger;
 	*cap = want;
 	return fp_profile_frame_label(p, frame, bigger, want);
+}
+
+int fp_profile_inline_label_buf(const struct fp_profile *p, uint32_t frame, uint32_t k, char **buf,
+				size_t *cap)
+{
+	int n = fp_profile_inline_label(p, frame, k, *buf, *cap);
+
+	if (n < 0 || (size_t)n < *cap)
+		return n;
+	size_t want = (size_t)n + 1 > 256 ? (size_t)n + 1 : 256;
+	char *bigger = realloc(*buf, want);
+	if (!bigger)
+		return -ENOMEM;
+	*buf = bigger;
+	*cap = want;
+	return fp_profile_inline_label(p, frame, k, bigger, want);
 }
 
 uint64_t fp_profile_total(const struct fp_profile *p)

@@ -122,6 +122,11 @@ int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char 
 int fp_profile_inline_label(const struct fp_profile *p, uint32_t frame, uint32_t k, char *buf,
 			    size_t len);
 
+/* fp_profile_inline_label_buf: fp_profile_inline_label into *buf, grown
+ * as needed (as fp_profile_frame_label_buf). */
+int fp_profile_inline_label_buf(const struct fp_profile *p, uint32_t frame, uint32_t k, char **buf,
+				size_t *cap);
+
 /* fp_profile_total: the sum of all sample counts. */
 uint64_t fp_profile_total(const struct fp_profile *p);
 

@@ -433,17 +433,27 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 void fp_resolver_frame(struct fp_lookup *l, uint8_t kind, const struct fp_build_id *id,
 		       const char *path, uint32_t pid, uint64_t offset, struct fp_resolved *out)
 {
+	struct fp_symframe frames[FP_RESOLVED_MAX_INLINE + 1];
 	struct lookup_table *t;
-	struct fp_symbol sym;
 	uint64_t addr;
+	int n;
 
-	out->rs_function = out->rs_system_name = NULL;
+	out->rs_function = out->rs_system_name = out->rs_file = NULL;
+	out->rs_line = 0;
+	out->rs_ninline = 0;
 	if (!id->fb_len)
 		return;
 	t = table_for(l, kind, id, path, pid);
-	if (!t || fp_symtab_addr(&t->lt_table, offset, &addr) ||
-	    fp_symtab_lookup(&t->lt_table, addr, &sym))
+	if (!t || fp_symtab_addr(&t->lt_table, offset, &addr))
 		return;
-	out->rs_function = sym.sy_name;
-	out->rs_system_name = sym.sy_system_name;
+	n = fp_symtab_lookup_frames(&t->lt_table, addr, frames, FP_RESOLVED_MAX_INLINE + 1);
+	if (n <= 0 || !frames[n - 1].sf_function)
+		return;
+	/* The last frame is the function itself, the others were inlined in it. */
+	out->rs_function = frames[n - 1].sf_function;
+	out->rs_system_name = frames[n - 1].sf_system_name;
+	out->rs_file = frames[n - 1].sf_file;
+	out->rs_line = frames[n - 1].sf_line;
+	out->rs_ninline = n - 1;
+	memcpy(out->rs_inline, frames, (size_t)(n - 1) * sizeof(frames[0]));
 }

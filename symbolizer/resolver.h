@@ -64,9 +64,15 @@ struct fp_lookup;
 int fp_resolver_begin(struct fp_resolver *r, struct fp_lookup **l);
 void fp_resolver_end(struct fp_lookup *l);
 
+#define FP_RESOLVED_MAX_INLINE 32
+
 struct fp_resolved {
-	const char *rs_function;    /* NULL if unresolved */
+	const char *rs_function;    /* the function the code belongs to; NULL if unresolved */
 	const char *rs_system_name;
+	const char *rs_file;        /* its source file, NULL if unknown */
+	uint32_t rs_line;           /* its line here (the call site when inlined) */
+	int rs_ninline;             /* functions inlined here, innermost first */
+	struct fp_symframe rs_inline[FP_RESOLVED_MAX_INLINE];
 };
 
 /* fp_resolver_frame: resolve (mapping, offset).  For user mappings the

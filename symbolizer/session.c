@@ -311,6 +311,21 @@ struct profile_ctx {
 	uint32_t *pc_pmap;              /* session mapping -> profile mapping */
 };
 
+/* add_source: file:line and inlined functions of a resolved frame. */
+static int add_source(struct fp_profile *p, uint32_t frame, const struct fp_resolved *res)
+{
+	struct fp_pinline inl[FP_RESOLVED_MAX_INLINE];
+	int k;
+
+	for (k = 0; k < res->rs_ninline; k++)
+		inl[k] = (struct fp_pinline){ (char *)res->rs_inline[k].sf_function,
+					      (char *)res->rs_inline[k].sf_system_name,
+					      (char *)res->rs_inline[k].sf_file,
+					      res->rs_inline[k].sf_line };
+	return fp_profile_set_source(p, frame, res->rs_file, res->rs_line, inl,
+				     (uint32_t)res->rs_ninline);
+}
+
 /* profile_frame: the profile's frame for a node, resolved once per profile
  * and role: a leaf is looked up at its address, a caller at its return
  * address - 1, since the call may be the last instruction of a function. */
@@ -342,7 +357,8 @@ static int profile_frame(struct profile_ctx *pc, uint32_t node, int leaf, uint32
 				  &res);
 	}
 	if ((err = fp_profile_add_frame(pc->pc_profile, pm, n->sn_offset, kind, res.rs_function,
-					res.rs_system_name, out)))
+					res.rs_system_name, out)) ||
+	    (res.rs_function && (err = add_source(pc->pc_profile, *out, &res))))
 		return err;
 	memo->nm_gen[leaf] = s->se_gen;
 	memo->nm_frame[leaf] = *out;

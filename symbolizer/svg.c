@@ -245,6 +245,8 @@ static int frame_names(const struct fp_profile *p, struct graph *g, uint32_t *na
 static int build(const struct fp_profile *p, struct graph *g, int by_thread)
 {
 	uint32_t *names = NULL, root_name, id;
+	char *label = NULL;
+	size_t cap = 0;
 	int err;
 
 	if ((err = fp_intern_alloc(&g->g_names)) || (err = intern_name(g, "all", 3, &root_name)) ||
@@ -273,17 +275,29 @@ static int build(const struct fp_profile *p, struct graph *g, int by_thread)
 			if (!err)
 				g->g_nodes[cur].n_count += s->ps_count;
 		}
-		/* Frames are stored leaf first; the tree grows from the root. */
+		/* Frames are stored leaf first; the tree grows from the root.
+		 * Functions inlined into a frame stand above it, innermost on top. */
 		for (uint32_t j = s->ps_nframes; !err && j-- > 0;) {
 			uint32_t f = s->ps_frames[j];
+			uint8_t kind = (uint8_t)frame_kind(&p->pr_frames[f]);
 
-			err = child(g, cur, names[f], (uint8_t)frame_kind(&p->pr_frames[f]), &cur);
+			err = child(g, cur, names[f], kind, &cur);
 			if (!err)
 				g->g_nodes[cur].n_count += s->ps_count;
+			for (uint32_t k = p->pr_frames[f].pf_ninline; !err && k-- > 0;) {
+				int n = fp_profile_inline_label_buf(p, f, k, &label, &cap);
+
+				err = n < 0 ? n : intern_name(g, label, (size_t)n, &name);
+				if (!err)
+					err = child(g, cur, name, kind, &cur);
+				if (!err)
+					g->g_nodes[cur].n_count += s->ps_count;
+			}
 		}
 	}
 	g->g_total = g->g_nodes[0].n_count;
 	free(names);
+	free(label);
 	return err;
 }
 

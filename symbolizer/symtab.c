@@ -873,7 +873,8 @@ static int encode_lines(const struct builder_row *rows, size_t n, uint8_t **inde
 		}
 		st64(idx + blk * BLOCK_SIZE, rows[i].br_addr);
 		st32(idx + blk * BLOCK_SIZE + 8, (uint32_t)len);
-		len += put_uleb(d + len, rows[i].br_file == NONE ? 0 : (uint64_t)rows[i].br_file + 1);
+		len += put_uleb(d + len,
+				rows[i].br_file == NONE ? 0 : (uint64_t)rows[i].br_file + 1);
 		len += put_uleb(d + len, rows[i].br_line);
 		len += put_uleb(d + len, rows[i].br_col);
 		for (size_t j = i + 1; j < last; j++) {

@@ -24,10 +24,11 @@ kill -INT "$agent"; wait "$agent"
 kill -TERM "$symb"; wait "$symb"
 
 first=$(ls "$TMP"/out/*/*.folded | head -n 1)
-last=$(ls "$TMP"/out/*/*.folded | tail -n 1)
+ls "$TMP"/out/*/*.folded | tail -n +4 | xargs cat > "$TMP/later.folded"
+last=$TMP/later.folded
 check first-interval-unresolved grep -q 'workload+0x' "$first"
 check fetched-from-device grep -q 'fetched from the device' "$TMP/symb.log"
-check later-intervals-resolved grep -qE 'compute_loop;fp::Cruncher::crunch\(int\) ' "$last"
+check later-intervals-resolved grep -qE 'compute_loop;fp::Cruncher::crunch\(int\)(;[^; ]*_\[i\])* ' "$last"
 check library-resolved grep -qE 'compute_loop;fpwork_mix ' "$last"
 check agent-sent-file-bytes grep -qE '[1-9][0-9]* bytes of files' "$TMP/agent.log"
-tail -n 5 "$TMP/symb.log" "$TMP/agent.log" >&2
+tail -n 8 "$TMP/symb.log" "$TMP/agent.log" >&2

@@ -25,7 +25,12 @@ def folded_counts(path):
     counts = dict.fromkeys(BUCKETS, 0)
     for line in open(path):
         stack, _, n = line.rstrip("\n").rpartition(" ")
-        leaf = stack.split(";")[-1]
+        # perf names the function the code belongs to; inlined frames
+        # ("_[i]") stand above it in ours.
+        frames = stack.split(";")
+        while len(frames) > 1 and frames[-1].endswith("_[i]"):
+            frames.pop()
+        leaf = frames[-1]
         counts[bucket(leaf, leaf.endswith("_[k]"))] += int(n)
     return counts
 

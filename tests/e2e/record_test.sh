@@ -18,10 +18,11 @@ wait $perfpid
 F=$TMP/out/profile.folded
 
 check writes-all-files test -s "$F" -a -s "$TMP/out/profile.pb.gz" -a -s "$TMP/out/flame.svg"
-check cxx-method-chain grep -qE '^workload;fp-compute;(.*;)?compute_loop;fp::Cruncher::crunch\(int\) [0-9]+$' "$F"
+check cxx-method-chain grep -qE '^workload;fp-compute;(.*;)?compute_loop;fp::Cruncher::crunch\(int\)(;[^; ]*_\[i\])* [0-9]+$' "$F"
 check shared-lib-chain grep -qE '^workload;fp-compute;(.*;)?compute_loop;fpwork_mix [0-9]+$' "$F"
 check kernel-frames grep -qE '^workload;fp-writer;(.*;)?writer_loop;(.*;)?ksys_write_\[k\];' "$F"
 check thread-names test "$(cut -d';' -f2 "$F" | sort -u | grep -c '^fp-')" -ge 2
+check inline-frames grep -qE 'fp::Cruncher::crunch\(int\);fp::step\(double\)_\[i\] [0-9]+$' "$F"
 check no-unresolved-workload-frames bash -c "! grep -qE '(workload|libfpwork\.so)\+0x' '$F'"
 
 perf script -i "$TMP/perf.data" -F comm,tid,ip,sym,dso > "$TMP/perf.script" 2>/dev/null
@@ -37,6 +38,9 @@ if command -v go > /dev/null; then
 	PPROF_BINARY_PATH=/nonexistent go tool pprof -raw "$TMP/out/profile.pb.gz" > "$TMP/pprof.raw" 2>&1
 	check pprof-readable grep -q 'fp::Cruncher::crunch' "$TMP/pprof.raw"
 	check pprof-labels grep -q 'thread_name:\[fp-writer\]' "$TMP/pprof.raw"
+	check pprof-lines-and-inlines grep -A1 'fp::step(double) .*workload.cc:[0-9]' "$TMP/pprof.raw" \
+		| grep -q 'fp::Cruncher::crunch(int) .*workload.cc:[0-9]'
+
 	PPROF_BINARY_PATH=/nonexistent go tool pprof -top -sample_index=samples "$TMP/out/profile.pb.gz" > "$TMP/pprof.top" 2>&1
 	check pprof-top grep -q 'fpwork_mix' "$TMP/pprof.top"
 else

@@ -1,0 +1,106 @@
+/* push.h: sending every profile the symbolizer writes to a profiling
+ * backend over HTTP, through an on-disk spool (spool.h), one pusher thread
+ * per destination.
+ *
+ * Formats:
+ * - FP_PUSH_OTLP: POST BASE/v1development/profiles, Content-Type
+ *   application/x-protobuf, the ExportProfilesServiceRequest of otlp.h (host
+ *   and static labels of the agent's hello as resource attributes).  An
+ *   OpenTelemetry Collector, Grafana Pyroscope, or any OTLP/HTTP receiver.
+ * - FP_PUSH_PPROF: Pyroscope's POST BASE/ingest?name=SERVICE{host_name=HOST,
+ *   LABEL=VALUE,...}&from=S&until=S&format=pprof&sampleRate=HZ&spyName=fleetprof,
+ *   body the pprof of output.h.  pprof has no resource, so a profile becomes
+ *   one request per service (container, else process: otlp.h's service.name),
+ *   each with that service's samples.  Names and labels are reduced to the
+ *   characters Pyroscope's parser takes.
+ * gzip (zlib) when asked: Content-Encoding: gzip for OTLP, a gzip'd pprof
+ * body for /ingest.
+ *
+ * Delivery: fp_push_profile encodes in the caller's thread and writes one
+ * spool file per request; the pusher sends them oldest first.  A connection
+ * error, a timeout, 408, 429 or 5xx is retried, the file kept, after 1 s,
+ * then doubling up to 60 s, with jitter (Retry-After, when longer, is
+ * honoured up to the maximum).  Any other answer outside 2xx is a permanent
+ * failure: logged with the response body, counted, the file deleted.  An
+ * OTLP partial success (ExportProfilesServiceResponse.partial_success) is
+ * logged and its rejected profiles counted, never retried.  Headers given
+ * with --push-header are added at send time and never written to the spool.
+ */
+#ifndef FP_PUSH_H
+#define FP_PUSH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "batch.h"
+#include "profile.h"
+
+enum fp_push_format {
+	FP_PUSH_OTLP = 0,
+	FP_PUSH_PPROF = 1,
+};
+
+#define FP_PUSH_MAX_HEADERS 32
+
+struct fp_push_opts {
+	const char *po_name;            /* for logs: "otlp", "pyroscope" */
+	const char *po_url;             /* base URL, http://HOST[:PORT][/PREFIX] or https:// */
+	int po_format;                  /* enum fp_push_format */
+	int po_gzip;
+	const char *const *po_headers;  /* "Name: value", valid by fp_push_header_check */
+	size_t po_nheaders;
+	const char *po_spool_dir;       /* this destination's own directory */
+	uint64_t po_spool_max;          /* bytes */
+	uint32_t po_backoff_min_ms;     /* 0: 1000 */
+	uint32_t po_backoff_max_ms;     /* 0: 60000 */
+	uint32_t po_timeout_ms;         /* per request; 0: 20000 */
+};
+
+struct fp_push_stats {
+	uint64_t ps_queued;             /* requests spooled */
+	uint64_t ps_pushed;             /* answered 2xx */
+	uint64_t ps_retried;            /* failed attempts, kept for a retry */
+	uint64_t ps_dropped;            /* oldest dropped from a full spool, or not spooled */
+	uint64_t ps_damaged;            /* spool files found damaged, deleted */
+	uint64_t ps_permanent;          /* refused for good (4xx but 408/429), deleted */
+	uint64_t ps_partial;            /* OTLP partial successes */
+	uint64_t ps_rejected;           /* profiles those rejected */
+	uint64_t ps_encode_errors;
+	uint64_t ps_spool_files, ps_spool_bytes;  /* now */
+};
+
+struct fp_push;
+
+/* fp_push_url_check: whether url is an http:// or https:// URL nng can
+ * use.  0 or -EINVAL. */
+int fp_push_url_check(const char *url);
+
+/* fp_push_header_check: whether h is "Name: value" with a token as name,
+ * no CR, LF or other control character in the value, and a name fleetprof
+ * does not set itself (Host, Content-Length, Content-Type, Content-Encoding,
+ * Transfer-Encoding, Connection).  0, or -EINVAL with *why set. */
+int fp_push_header_check(const char *h, const char **why);
+
+/* fp_push_start: open the spool (what an earlier run left is sent first)
+ * and start the pusher thread.  0 or a negative errno (logged). */
+int fp_push_start(struct fp_push **p, const struct fp_push_opts *o);
+
+/* fp_push_profile: encode prof for this destination and spool it.  hello
+ * (may be NULL) gives the host and static labels.  0 or a negative errno;
+ * failures are counted and logged. */
+int fp_push_profile(struct fp_push *p, const struct fp_profile *prof, const struct fp_hello *hello);
+
+/* fp_push_sink: an fp_server profile sink (server.h); arg is a
+ * NULL-terminated array of struct fp_push *. */
+void fp_push_sink(void *arg, const struct fp_profile *prof, const struct fp_hello *hello);
+
+/* fp_push_stop: stop taking profiles, send what the spool holds for at most
+ * flush_ms (stopping at the first failure), log the counters and free.
+ * What is left stays in the spool for the next start.  NULL is a no-op. */
+void fp_push_stop(struct fp_push *p, uint32_t flush_ms);
+
+void fp_push_stats(struct fp_push *p, struct fp_push_stats *st);
+/* fp_push_log_stats: one line with the counters.  The pusher also logs it
+ * by itself every minute when something changed. */
+void fp_push_log_stats(struct fp_push *p);
+
+#endif

@@ -1,0 +1,473 @@
+/* spool.c: the on-disk queue of spool.h.
+ *
+ * File layout: "FPSPOOL1", the record's length (8 bytes, little-endian),
+ * the record, its CRC-32 (zlib's, 4 bytes, little-endian).  The in-memory
+ * index (sequence number and file size of every record, oldest first) is
+ * rebuilt from the directory at open; the files are the truth. */
+#include "spool.h"
+#include "files.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define MAGIC "FPSPOOL1"
+#define HEADER_LEN 16
+#define TRAILER_LEN 4
+#define OVERHEAD (HEADER_LEN + TRAILER_LEN)
+#define NAME_DIGITS 20
+#define SUFFIX ".req"
+#define TMP_PREFIX ".tmp-"
+
+struct entry {
+	uint64_t en_seq;
+	uint64_t en_size;               /* of the file */
+};
+
+struct fp_spool {
+	char *sp_dir;
+	int sp_dirfd, sp_lockfd;
+	uint64_t sp_max;
+	pthread_mutex_t sp_mu;
+	struct entry *sp_entries;       /* oldest first */
+	size_t sp_n, sp_cap;
+	uint64_t sp_next;               /* next sequence number */
+	uint64_t sp_busy;               /* the record handed out, 0 if none */
+	struct fp_spool_stats sp_stats;
+};
+
+static void name_of(uint64_t seq, char *buf, size_t len)
+{
+	snprintf(buf, len, "%0*" PRIu64 SUFFIX, NAME_DIGITS, seq);
+}
+
+/* parse_name: the sequence number of a record's file name, or 0. */
+static uint64_t parse_name(const char *name)
+{
+	uint64_t seq = 0;
+	int i;
+
+	for (i = 0; i < NAME_DIGITS; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+		if (seq > (UINT64_MAX - 9) / 10)
+			return 0;
+		seq = seq * 10 + (uint64_t)(name[i] - '0');
+	}
+	return strcmp(name + NAME_DIGITS, SUFFIX) ? 0 : seq;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	return x->en_seq < y->en_seq ? -1 : x->en_seq > y->en_seq;
+}
+
+static int reserve(struct fp_spool *sp)
+{
+	struct entry *e;
+	size_t cap;
+
+	if (sp->sp_n < sp->sp_cap)
+		return 0;
+	cap = sp->sp_cap ? 2 * sp->sp_cap : 64;
+	if (!(e = realloc(sp->sp_entries, cap * sizeof(*e))))
+		return -ENOMEM;
+	sp->sp_entries = e;
+	sp->sp_cap = cap;
+	return 0;
+}
+
+/* remove_at: forget entry i and delete its file.  Caller holds sp_mu. */
+static void remove_at(struct fp_spool *sp, size_t i)
+{
+	char name[64];
+
+	name_of(sp->sp_entries[i].en_seq, name, sizeof(name));
+	if (unlinkat(sp->sp_dirfd, name, 0) && errno != ENOENT)
+		fp_warn("spool %s: cannot delete %s", sp->sp_dir, name);
+	sp->sp_stats.ss_files--;
+	sp->sp_stats.ss_bytes -= sp->sp_entries[i].en_size;
+	memmove(&sp->sp_entries[i], &sp->sp_entries[i + 1],
+		(sp->sp_n - i - 1) * sizeof(*sp->sp_entries));
+	sp->sp_n--;
+}
+
+static size_t find(const struct fp_spool *sp, uint64_t seq)
+{
+	size_t lo = 0, hi = sp->sp_n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sp->sp_entries[mid].en_seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sp->sp_n && sp->sp_entries[lo].en_seq == seq ? lo : SIZE_MAX;
+}
+
+/* make_room: drop the oldest records (not the one handed out) until
+ * `need` more bytes fit.  Caller holds sp_mu. */
+static void make_room(struct fp_spool *sp, uint64_t need)
+{
+	size_t i = 0;
+
+	while (sp->sp_stats.ss_bytes + need > sp->sp_max && i < sp->sp_n) {
+		if (sp->sp_entries[i].en_seq == sp->sp_busy) {
+			i++;
+			continue;
+		}
+		remove_at(sp, i);
+		sp->sp_stats.ss_dropped++;
+	}
+}
+
+static int scan(struct fp_spool *sp)
+{
+	int fd = dup(sp->sp_dirfd), err = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	while ((de = readdir(d))) {
+		uint64_t seq;
+
+		if (!strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX))) {
+			/* A record whose writer died before renaming it. */
+			unlinkat(sp->sp_dirfd, de->d_name, 0);
+			continue;
+		}
+		if (!(seq = parse_name(de->d_name)))
+			continue;
+		if (fstatat(sp->sp_dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if ((err = reserve(sp)))
+			break;
+		sp->sp_entries[sp->sp_n++] = (struct entry){ seq, (uint64_t)st.st_size };
+		sp->sp_stats.ss_files++;
+		sp->sp_stats.ss_bytes += (uint64_t)st.st_size;
+		if (seq >= sp->sp_next)
+			sp->sp_next = seq + 1;
+	}
+	closedir(d);
+	if (sp->sp_n)
+		qsort(sp->sp_entries, sp->sp_n, sizeof(*sp->sp_entries), entry_cmp);
+	return err;
+}
+
+int fp_spool_open(struct fp_spool **out, const char *dir, uint64_t max_bytes)
+{
+	struct fp_spool *sp;
+	int err;
+
+	if (!max_bytes)
+		return -EINVAL;
+	if ((err = fp_mkdirs(dir)))
+		return err;
+	if (!(sp = calloc(1, sizeof(*sp))))
+		return -ENOMEM;
+	sp->sp_dirfd = sp->sp_lockfd = -1;
+	sp->sp_max = max_bytes;
+	sp->sp_next = 1;
+	pthread_mutex_init(&sp->sp_mu, NULL);
+	if (!(sp->sp_dir = strdup(dir))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if ((sp->sp_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (sp->sp_lockfd = openat(sp->sp_dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (flock(sp->sp_lockfd, LOCK_EX | LOCK_NB)) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto fail;
+	}
+	if ((err = scan(sp)))
+		goto fail;
+	make_room(sp, 0); /* the bound may have shrunk since the last run */
+	*out = sp;
+	return 0;
+fail:
+	fp_spool_close(sp);
+	return err;
+}
+
+void fp_spool_close(struct fp_spool *sp)
+{
+	if (!sp)
+		return;
+	if (sp->sp_lockfd >= 0)
+		close(sp->sp_lockfd);
+	if (sp->sp_dirfd >= 0)
+		close(sp->sp_dirfd);
+	pthread_mutex_destroy(&sp->sp_mu);
+	free(sp->sp_entries);
+	free(sp->sp_dir);
+	free(sp);
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int refuse(struct fp_spool *sp, int err)
+{
+	pthread_mutex_lock(&sp->sp_mu);
+	sp->sp_stats.ss_refused++;
+	pthread_mutex_unlock(&sp->sp_mu);
+	return err;
+}
+
+int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
+{
+	uint8_t header[HEADER_LEN], trailer[TRAILER_LEN];
+	char tmp[64], name[64];
+	uLong crc = crc32(0, NULL, 0);
+	uint64_t len = 0, seq, size;
+	size_t i;
+	int fd, err = 0;
+
+	for (i = 0; i < (size_t)iovcnt; i++) {
+		len += iov[i].iov_len;
+		for (size_t off = 0; off < iov[i].iov_len;) {
+			uInt n = iov[i].iov_len - off > (1u << 30) ? 1u << 30 :
+								    (uInt)(iov[i].iov_len - off);
+			crc = crc32(crc, (const Bytef *)iov[i].iov_base + off, n);
+			off += n;
+		}
+	}
+	size = len + OVERHEAD;
+	if (size > sp->sp_max)
+		return refuse(sp, -EFBIG);
+	memcpy(header, MAGIC, 8);
+	put_le(header + 8, len, 8);
+	put_le(trailer, crc, 4);
+
+	pthread_mutex_lock(&sp->sp_mu);
+	seq = sp->sp_next++;
+	pthread_mutex_unlock(&sp->sp_mu);
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%" PRIu64, seq);
+	name_of(seq, name, sizeof(name));
+	fd = openat(sp->sp_dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return refuse(sp, -errno);
+	err = write_all(fd, header, sizeof(header));
+	for (i = 0; !err && i < (size_t)iovcnt; i++)
+		err = write_all(fd, iov[i].iov_base, iov[i].iov_len);
+	if (!err)
+		err = write_all(fd, trailer, sizeof(trailer));
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && renameat(sp->sp_dirfd, tmp, sp->sp_dirfd, name))
+		err = -errno;
+	if (err) {
+		unlinkat(sp->sp_dirfd, tmp, 0);
+		return refuse(sp, err);
+	}
+
+	pthread_mutex_lock(&sp->sp_mu);
+	make_room(sp, size);
+	if ((err = reserve(sp))) {
+		unlinkat(sp->sp_dirfd, name, 0);
+		sp->sp_stats.ss_refused++;
+	} else {
+		/* Usually the newest; keep the order if another put overtook. */
+		i = sp->sp_n;
+		while (i && sp->sp_entries[i - 1].en_seq > seq)
+			i--;
+		memmove(&sp->sp_entries[i + 1], &sp->sp_entries[i],
+			(sp->sp_n - i) * sizeof(*sp->sp_entries));
+		sp->sp_entries[i] = (struct entry){ seq, size };
+		sp->sp_n++;
+		sp->sp_stats.ss_files++;
+		sp->sp_stats.ss_bytes += size;
+		sp->sp_stats.ss_added++;
+	}
+	pthread_mutex_unlock(&sp->sp_mu);
+	return err;
+}
+
+/* read_record: the record in file `name`, checked.  0, -EBADMSG (damaged
+ * or cut short), -ENOMEM or another negative errno. */
+static int read_record(struct fp_spool *sp, const char *name, void **data, size_t *len)
+{
+	uint8_t header[HEADER_LEN], trailer[TRAILER_LEN];
+	uint64_t rlen;
+	uint8_t *buf = NULL;
+	struct stat st;
+	int fd, err = 0;
+
+	fd = openat(sp->sp_dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto out;
+	}
+	if ((uint64_t)st.st_size < OVERHEAD || pread(fd, header, sizeof(header), 0) != HEADER_LEN ||
+	    memcmp(header, MAGIC, 8)) {
+		err = -EBADMSG;
+		goto out;
+	}
+	rlen = get_le(header + 8, 8);
+	if (rlen > (uint64_t)st.st_size || rlen + OVERHEAD != (uint64_t)st.st_size ||
+	    rlen > SIZE_MAX - 1) {
+		err = -EBADMSG;
+		goto out;
+	}
+	if (!(buf = malloc(rlen + 1))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t off = 0; off < rlen;) {
+		ssize_t n = pread(fd, buf + off, rlen - off, (off_t)(HEADER_LEN + off));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EBADMSG;
+			goto out;
+		}
+		off += (uint64_t)n;
+	}
+	if (pread(fd, trailer, sizeof(trailer), (off_t)(HEADER_LEN + rlen)) != TRAILER_LEN) {
+		err = -EBADMSG;
+		goto out;
+	}
+	{
+		uLong crc = crc32(0, NULL, 0);
+		for (uint64_t off = 0; off < rlen;) {
+			uInt n = rlen - off > (1u << 30) ? 1u << 30 : (uInt)(rlen - off);
+			crc = crc32(crc, buf + off, n);
+			off += n;
+		}
+		if ((uint32_t)crc != (uint32_t)get_le(trailer, 4)) {
+			err = -EBADMSG;
+			goto out;
+		}
+	}
+	buf[rlen] = '\0';
+	*data = buf;
+	*len = (size_t)rlen;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return err;
+}
+
+int fp_spool_peek(struct fp_spool *sp, uint64_t *id, void **data, size_t *len)
+{
+	for (;;) {
+		char name[64];
+		uint64_t seq = 0;
+		size_t i;
+		int err;
+
+		pthread_mutex_lock(&sp->sp_mu);
+		for (i = 0; i < sp->sp_n; i++)
+			if (sp->sp_entries[i].en_seq != sp->sp_busy) {
+				seq = sp->sp_entries[i].en_seq;
+				break;
+			}
+		if (seq)
+			sp->sp_busy = seq;
+		pthread_mutex_unlock(&sp->sp_mu);
+		if (!seq)
+			return -ENOENT;
+		name_of(seq, name, sizeof(name));
+		err = read_record(sp, name, data, len);
+		if (!err) {
+			*id = seq;
+			return 0;
+		}
+		pthread_mutex_lock(&sp->sp_mu);
+		sp->sp_busy = 0;
+		if (err == -ENOMEM) {
+			pthread_mutex_unlock(&sp->sp_mu);
+			return err;
+		}
+		/* Damaged, cut short, unreadable or gone: never deliverable. */
+		fp_warnx("spool %s: deleting %s: %s", sp->sp_dir, name,
+			 err == -EBADMSG ? "damaged or incomplete" : strerror(-err));
+		if ((i = find(sp, seq)) != SIZE_MAX)
+			remove_at(sp, i);
+		sp->sp_stats.ss_corrupt++;
+		pthread_mutex_unlock(&sp->sp_mu);
+	}
+}
+
+void fp_spool_release(struct fp_spool *sp, uint64_t id, int remove)
+{
+	size_t i;
+
+	pthread_mutex_lock(&sp->sp_mu);
+	if (sp->sp_busy == id)
+		sp->sp_busy = 0;
+	if (remove && (i = find(sp, id)) != SIZE_MAX)
+		remove_at(sp, i);
+	pthread_mutex_unlock(&sp->sp_mu);
+}
+
+size_t fp_spool_count(struct fp_spool *sp)
+{
+	size_t n;
+
+	pthread_mutex_lock(&sp->sp_mu);
+	n = sp->sp_n;
+	pthread_mutex_unlock(&sp->sp_mu);
+	return n;
+}
+
+void fp_spool_stats(struct fp_spool *sp, struct fp_spool_stats *st)
+{
+	pthread_mutex_lock(&sp->sp_mu);
+	*st = sp->sp_stats;
+	pthread_mutex_unlock(&sp->sp_mu);
+}

@@ -1,0 +1,350 @@
+/* spool_test.c: the push spool: order, whole files only, the bound (oldest
+ * dropped and counted, the record being sent kept), resuming after a
+ * reopen, damaged and cut-short files skipped and deleted, the lock. */
+#include "check.h"
+#include "spool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define OVERHEAD 20 /* header and CRC of every file */
+
+static char root[64];
+static int ndirs;
+
+static void new_dir(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/s%d", root, ndirs++);
+}
+
+static int put_str(struct fp_spool *sp, const char *s)
+{
+	struct iovec iov = { (void *)s, strlen(s) };
+
+	return fp_spool_put(sp, &iov, 1);
+}
+
+/* take: peek the oldest record, compare it with want, delete it. */
+static int take(struct fp_spool *sp, const char *want)
+{
+	uint64_t id;
+	void *data;
+	size_t len;
+	int ok;
+
+	if (fp_spool_peek(sp, &id, &data, &len))
+		return 0;
+	ok = len == strlen(want) && !memcmp(data, want, len);
+	if (!ok)
+		fprintf(stderr, "  got '%.*s', want '%s'\n", (int)len, (char *)data, want);
+	free(data);
+	fp_spool_release(sp, id, 1);
+	return ok;
+}
+
+/* count_files: entries of dir, and how many are records / temporaries. */
+static int count_files(const char *dir, int *records, int *tmps)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	*records = *tmps = 0;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		n++;
+		if (strstr(de->d_name, ".req"))
+			(*records)++;
+		if (!strncmp(de->d_name, ".tmp", 4))
+			(*tmps)++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void write_file(const char *dir, const char *name, const void *data, size_t len)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f) {
+		fwrite(data, 1, len, f);
+		fclose(f);
+	}
+}
+
+static void test_order(void)
+{
+	struct fp_spool *sp;
+	struct fp_spool_stats st;
+	char dir[128];
+	struct iovec iov[3] = { { "he", 2 }, { "", 0 }, { "llo", 3 } };
+
+	new_dir(dir, sizeof(dir));
+	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
+	CHECK(put_str(sp, "one") == 0);
+	CHECK(put_str(sp, "two") == 0);
+	CHECK(fp_spool_put(sp, iov, 3) == 0);
+	CHECK(put_str(sp, "") == 0);
+	CHECK_EQ_INT(fp_spool_count(sp), 4);
+	CHECK(take(sp, "one"));
+	CHECK(take(sp, "two"));
+	CHECK(take(sp, "hello"));
+	CHECK(take(sp, ""));
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_added, 4);
+	CHECK_EQ_INT(st.ss_files, 0);
+	CHECK_EQ_INT(st.ss_bytes, 0);
+	{
+		uint64_t id;
+		void *data;
+		size_t len;
+		CHECK_EQ_INT(fp_spool_peek(sp, &id, &data, &len), -ENOENT);
+	}
+	fp_spool_close(sp);
+}
+
+/* A record that is not removed is handed out again, first. */
+static void test_keep_on_release(void)
+{
+	struct fp_spool *sp;
+	char dir[128];
+	uint64_t id, id2;
+	void *data;
+	size_t len;
+
+	new_dir(dir, sizeof(dir));
+	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
+	put_str(sp, "a");
+	put_str(sp, "b");
+	CHECK(fp_spool_peek(sp, &id, &data, &len) == 0);
+	free(data);
+	/* While "a" is out, the next peek moves on (one consumer would not). */
+	CHECK(fp_spool_peek(sp, &id2, &data, &len) == 0 && len == 1 && !memcmp(data, "b", 1));
+	free(data);
+	fp_spool_release(sp, id2, 0);
+	fp_spool_release(sp, id, 0);
+	CHECK(take(sp, "a"));
+	CHECK(take(sp, "b"));
+	fp_spool_close(sp);
+}
+
+static void test_atomic_files(void)
+{
+	struct fp_spool *sp;
+	char dir[128], path[256], buf[64];
+	int records, tmps, fd;
+	ssize_t n;
+
+	new_dir(dir, sizeof(dir));
+	mkdir(dir, 0755);
+	/* What a writer that died before its rename leaves behind. */
+	write_file(dir, ".tmp-7", "FPSPOOL1partial", 15);
+	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
+	CHECK_EQ_INT(fp_spool_count(sp), 0);
+	CHECK(put_str(sp, "payload") == 0);
+	CHECK(put_str(sp, "second") == 0);
+	/* Only whole records and the lock file; no temporary left. */
+	CHECK_EQ_INT(count_files(dir, &records, &tmps), 3);
+	CHECK_EQ_INT(records, 2);
+	CHECK_EQ_INT(tmps, 0);
+	snprintf(path, sizeof(path), "%s/%020d.req", dir, 1);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	CHECK_EQ_INT(n, 7 + OVERHEAD);
+	CHECK(n >= 8 && !memcmp(buf, "FPSPOOL1", 8));
+	CHECK(n >= 23 && !memcmp(buf + 16, "payload", 7));
+	fp_spool_close(sp);
+}
+
+static void test_bound(void)
+{
+	struct fp_spool *sp;
+	struct fp_spool_stats st;
+	char dir[128], rec[101];
+	int records, tmps;
+	uint64_t id;
+	void *data;
+	size_t len;
+
+	new_dir(dir, sizeof(dir));
+	/* Room for three 100-byte records. */
+	CHECK(fp_spool_open(&sp, dir, 3 * (100 + OVERHEAD)) == 0);
+	for (int i = 0; i < 5; i++) {
+		memset(rec, 'a' + i, 100);
+		rec[100] = '\0';
+		CHECK(put_str(sp, rec) == 0);
+	}
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_dropped, 2);
+	CHECK_EQ_INT(st.ss_files, 3);
+	CHECK_EQ_INT(st.ss_bytes, 3 * (100 + OVERHEAD));
+	count_files(dir, &records, &tmps);
+	CHECK_EQ_INT(records, 3);
+	/* The oldest went: "c" is first now. */
+	CHECK(fp_spool_peek(sp, &id, &data, &len) == 0);
+	CHECK(len == 100 && ((char *)data)[0] == 'c');
+	free(data);
+	/* The record being sent survives overflow; the next oldest goes. */
+	memset(rec, 'f', 100);
+	CHECK(put_str(sp, rec) == 0);
+	memset(rec, 'g', 100);
+	CHECK(put_str(sp, rec) == 0);
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_dropped, 4);
+	fp_spool_release(sp, id, 0);
+	memset(rec, 'c', 100);
+	CHECK(take(sp, rec));
+	memset(rec, 'f', 100);
+	CHECK(take(sp, rec));
+	memset(rec, 'g', 100);
+	CHECK(take(sp, rec));
+	/* Larger than the bound by itself: refused, nothing dropped for it. */
+	{
+		char *big = calloc(1, 400);
+		memset(big, 'x', 399);
+		CHECK_EQ_INT(put_str(sp, big), -EFBIG);
+		free(big);
+	}
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_refused, 1);
+	CHECK_EQ_INT(st.ss_dropped, 4);
+	CHECK_EQ_INT(st.ss_files, 0);
+	fp_spool_close(sp);
+}
+
+static void test_resume(void)
+{
+	struct fp_spool *sp;
+	struct fp_spool_stats st;
+	char dir[128];
+
+	new_dir(dir, sizeof(dir));
+	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
+	put_str(sp, "r1");
+	put_str(sp, "r2");
+	put_str(sp, "r3");
+	CHECK(take(sp, "r1"));
+	fp_spool_close(sp);
+
+	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
+	CHECK_EQ_INT(fp_spool_count(sp), 2);
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_bytes, 2 * (2 + OVERHEAD));
+	put_str(sp, "r4"); /* after the old ones */
+	CHECK(take(sp, "r2"));
+	fp_spool_close(sp);
+
+	/* A smaller bound at the next start drops the oldest. */
+	CHECK(fp_spool_open(&sp, dir, 2 + OVERHEAD) == 0);
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_dropped, 1);
+	CHECK(take(sp, "r4"));
+	CHECK_EQ_INT(fp_spool_count(sp), 0);
+	fp_spool_close(sp);
+}
+
+static void test_corrupt(void)
+{
+	struct fp_spool *sp;
+	struct fp_spool_stats st;
+	char dir[128], path[256], name[64];
+	int records, tmps, fd;
+
+	new_dir(dir, sizeof(dir));
+	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
+	for (int i = 1; i <= 6; i++) {
+		char rec[32];
+		snprintf(rec, sizeof(rec), "record-%d", i);
+		put_str(sp, rec);
+	}
+	fp_spool_close(sp);
+
+	/* 1: cut short; 2: a flipped byte; 3: empty; 4: another magic;
+	 * 5: length field past the end; 6: intact. */
+	snprintf(path, sizeof(path), "%s/%020d.req", dir, 1);
+	CHECK(truncate(path, 16 + 3) == 0);
+	snprintf(path, sizeof(path), "%s/%020d.req", dir, 2);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, "X", 1, 18) == 1);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/%020d.req", dir, 3);
+	CHECK(truncate(path, 0) == 0);
+	snprintf(path, sizeof(path), "%s/%020d.req", dir, 4);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, "GARBAGE!", 8, 0) == 8);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/%020d.req", dir, 5);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, "\xff\xff\xff\xff\xff\xff\xff\x7f", 8, 8) == 8);
+	close(fd);
+	/* Not ours: left alone. */
+	write_file(dir, "notes.txt", "hello", 5);
+	snprintf(name, sizeof(name), "%019d.req", 9);
+	write_file(dir, name, "short name", 10);
+
+	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
+	CHECK_EQ_INT(fp_spool_count(sp), 6);
+	CHECK(take(sp, "record-6"));
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_corrupt, 5);
+	CHECK_EQ_INT(st.ss_files, 0);
+	CHECK_EQ_INT(count_files(dir, &records, &tmps), 3); /* .lock, notes.txt, short name */
+	CHECK_EQ_INT(records, 1);
+	/* New records continue after the highest number seen. */
+	put_str(sp, "record-7");
+	snprintf(path, sizeof(path), "%s/%020d.req", dir, 7);
+	CHECK(access(path, F_OK) == 0);
+	CHECK(take(sp, "record-7"));
+	fp_spool_close(sp);
+}
+
+static void test_lock(void)
+{
+	struct fp_spool *a, *b = NULL;
+	char dir[128];
+
+	new_dir(dir, sizeof(dir));
+	CHECK(fp_spool_open(&a, dir, 1 << 20) == 0);
+	CHECK_EQ_INT(fp_spool_open(&b, dir, 1 << 20), -EBUSY);
+	fp_spool_close(a);
+	CHECK(fp_spool_open(&b, dir, 1 << 20) == 0);
+	fp_spool_close(b);
+	CHECK_EQ_INT(fp_spool_open(&b, dir, 0), -EINVAL);
+}
+
+int main(void)
+{
+	snprintf(root, sizeof(root), "/tmp/fp-spool-test.XXXXXX");
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(test_order);
+	RUN(test_keep_on_release);
+	RUN(test_atomic_files);
+	RUN(test_bound);
+	RUN(test_resume);
+	RUN(test_corrupt);
+	RUN(test_lock);
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+		if (system(cmd))
+			fprintf(stderr, "cannot remove %s\n", root);
+	}
+	return CHECK_DONE();
+}
