@@ -37,3 +37,13 @@ free_port() {
 folded_total() {
 	cat "$@" 2>/dev/null | awk '{ n += $NF } END { print n + 0 }'
 }
+
+# wait_for SECONDS COMMAND...: poll until the command succeeds; 1 on timeout.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.2
+	done
+}
