@@ -42,6 +42,8 @@ SKELS       := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 UNIT_SRCS   := $(wildcard tests/unit/*_test.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 UNIT_ASAN   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
+BENCH_SRCS  := $(wildcard tests/bench/*.c)
+BENCH_BINS  := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 WORKLOAD    := $(BUILD)/tests/workload
@@ -93,6 +95,10 @@ $(BUILD)/fleetprof: $(call obj,$(TOOLS_SRCS) $(LIB_SRCS))
 $(BUILD)/tests/%_test: $(call obj,tests/unit/%_test.c $(LIB_SRCS))
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) -Itests/unit $^ $(ALL_LIBS) -o $@
+$(BUILD)/bench/%: $(call obj,tests/bench/%.c $(LIB_SRCS))
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $^ $(ALL_LIBS) -o $@
+
 $(BUILD)/asan/tests/%_test: $(call asanobj,tests/unit/%_test.c $(LIB_SRCS))
 	$(call msg,LD-ASAN,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $(SAN) $^ $(ALL_LIBS) -o $@
@@ -123,7 +129,7 @@ $(BUILD):
 test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD) $(BUILD)/tests/nngsend
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
-bench: deps all $(WORKLOAD)
+bench: deps all $(WORKLOAD) $(BENCH_BINS)
 	$(Q)python3 tools/bench.py --build $(BUILD)
 
 run: deps all

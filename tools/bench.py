@@ -169,6 +169,107 @@ def throughput(args, tmp):
             "perf_loss": 100.0 * (1 - med["perf"] / med["base"]), "runs": runs}
 
 
+def libc_debug_file():
+    out = subprocess.run(["readelf", "-n", "/lib/x86_64-linux-gnu/libc.so.6"],
+                         capture_output=True, text=True).stdout
+    h = re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
+    return f"/usr/lib/debug/.build-id/{h[:2]}/{h[2:]}.debug", h
+
+
+def random_addresses(debug, n, path):
+    """n addresses inside random functions of debug's symbol table."""
+    import random
+    funcs = []
+    for line in subprocess.run(["readelf", "-sW", debug], capture_output=True,
+                               text=True).stdout.splitlines():
+        f = line.split()
+        if len(f) > 7 and f[3] == "FUNC" and f[2].isdigit() and int(f[2]) > 0:
+            funcs.append((int(f[1], 16), int(f[2])))
+    rng = random.Random(1)
+    with open(path, "w") as out:
+        for _ in range(n):
+            a, size = rng.choice(funcs)
+            out.write(f"{a + rng.randrange(size):#x}\n")
+
+
+def parse_frames(text, with_address):
+    """Per address, the [(function, line)] frames of llvm-symbolizer-style
+    output (blank line between addresses) or of addr2line -a -f -i."""
+    result = []
+    if with_address:
+        cur = None
+        lines = text.splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].startswith("0x"):
+                cur = []
+                result.append(cur)
+                i += 1
+                continue
+            fn, loc = lines[i], lines[i + 1] if i + 1 < len(lines) else "??:0"
+            line = loc.rsplit(":", 1)[-1].split()[0] if ":" in loc else "0"
+            if loc.count(":") >= 2:  # file:line:column
+                line = loc.rsplit(":", 2)[-2]
+            cur.append((fn.split(" inlined at ")[0].strip(), line))
+            i += 2
+        return result
+    for block in text.split("\n\n"):
+        lines = [l for l in block.splitlines() if l]
+        if not lines:
+            continue
+        frames = []
+        for fn, loc in zip(lines[0::2], lines[1::2]):
+            parts = loc.rsplit(":", 2)
+            frames.append((fn.strip(), parts[-2] if len(parts) == 3 else "0"))
+        result.append(frames)
+    return result
+
+
+def agreement(ours, ref):
+    same = sum(1 for a, b in zip(ours, ref) if a == b)
+    return 100.0 * same / max(1, len(ref))
+
+
+def timed(cmd, stdin_path):
+    with open(stdin_path) as f:
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, stdin=f, capture_output=True, text=True)
+        return time.perf_counter() - t0, out.stdout
+
+
+def symbolizer_bench(args, tmp):
+    debug, hexid = libc_debug_file()
+    addrs, one = f"{tmp}/addrs", f"{tmp}/one"
+    random_addresses(debug, 20000, addrs)
+    with open(addrs) as f, open(one, "w") as o:
+        o.write(f.readline())
+    fp = f"{args.build}/fleetprof"
+    cache = f"{tmp}/symcache"
+    tools = {
+        "fleetprof": [fp, "symbolize", "-e", debug],
+        "llvm-symbolizer": ["llvm-symbolizer", f"--obj={debug}"],
+        "addr2line": ["addr2line", "-a", "-f", "-i", "-C", "-e", debug],
+        "eu-addr2line": ["eu-addr2line", "-a", "-f", "-i", "-C", "-e", debug],
+    }
+    # The warm fleetprof: the table is in the LMDB cache already.
+    lb = subprocess.run([f"{args.build}/bench/lookup_bench", debug, addrs], capture_output=True,
+                        text=True).stdout
+    fig = dict(l.split("=") for l in lb.split())
+    rows, outputs = {}, {}
+    for name, cmd in tools.items():
+        t_all, out = timed(cmd, addrs)
+        t_one, _ = timed(cmd, one)
+        outputs[name] = parse_frames(out, name in ("addr2line", "eu-addr2line"))
+        rows[name] = (t_all / 20000 * 1e6, max(t_all - t_one, 1e-9) / 19999 * 1e6, t_one * 1e3)
+    ref = outputs["llvm-symbolizer"]
+    dwarf = sum(int(l.split()[5], 16) for l in subprocess.run(
+        ["readelf", "-SW", debug], capture_output=True, text=True).stdout.splitlines()
+        if ".debug_" in l and len(l.split()) > 6 and l.split()[1].startswith(".debug_"))
+    return {"rows": rows, "agree": {k: agreement(v, ref) for k, v in outputs.items()},
+            "ingest_ms": float(fig["ingest_ms"]), "table_bytes": int(fig["table_bytes"]),
+            "frames_per_s": float(fig["frames_per_s"]), "dwarf_bytes": dwarf}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
@@ -182,6 +283,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="fleetprof-bench.") as tmp:
         fp = footprint(args, tmp)
         tp = throughput(args, tmp)
+        sb = symbolizer_bench(args, tmp)
+        enc = dict(l.split("=") for l in subprocess.run(
+            [f"{args.build}/bench/encode_bench"], capture_output=True, text=True).stdout.split())
     ncpu = os.cpu_count()
     agent_pct = 100.0 * fp["agent_cpu"] / args.seconds
     perf_pct = 100.0 * fp["perf_cpu"] / args.seconds
@@ -207,6 +311,24 @@ def main():
     ]
     lines = [f"{'':52} {'fleetprof':>12} {'perf':>12} {'ratio':>8}"]
     lines += [f"{a:52} {b:>12} {c:>12} {d:>8}" for a, b, c, d in rows]
+    lines += ["", "Symbolizer: 20,000 random addresses in libc's debug file "
+              "(time per address, microseconds; agreement with llvm-symbolizer: "
+              "function and line of every frame, inline chains included)",
+              f"{'':22} {'cold (1 run)':>14} {'warm':>10} {'startup ms':>11} {'agree %':>8}"]
+    for name, (cold, warm, one) in sb["rows"].items():
+        lines.append(f"{name:22} {cold:>14.2f} {warm:>10.3f} {one:>11.1f} {sb['agree'][name]:>8.2f}")
+    llvm_warm = sb["rows"]["llvm-symbolizer"][1]
+    lines += [f"fleetprof in-process warm look-up: {sb['frames_per_s'] / 1e6:.1f} M frames/s on one core "
+              f"({1e6 / sb['frames_per_s']:.3f} us/frame; llvm-symbolizer {llvm_warm:.2f} us/address, "
+              f"{llvm_warm * sb['frames_per_s'] / 1e6:.0f}x)",
+              f"ingest of libc's debug file: {sb['ingest_ms']:.0f} ms; table {sb['table_bytes'] / 2**20:.2f} MiB "
+              f"vs DWARF {sb['dwarf_bytes'] / 2**20:.2f} MiB as stored",
+              "", f"Encoding one interval of {enc['stacks']} distinct stacks ({enc['samples']} samples, "
+              f"{enc['frames']} frames):",
+              f"  OTLP  {float(enc['otlp_ms']):7.2f} ms  {int(enc['otlp_bytes']):>9} bytes  "
+              f"{float(enc['otlp_bytes_per_sample']):6.2f} bytes/sample",
+              f"  pprof {float(enc['pprof_ms']):7.2f} ms  {int(enc['pprof_bytes']):>9} bytes  "
+              f"{float(enc['pprof_bytes_per_sample']):6.2f} bytes/sample (uncompressed)"]
     text = "\n".join(lines)
     print(text)
     with open(f"{args.build}/bench.txt", "w") as f:

@@ -1,0 +1,80 @@
+/* encode_bench.c: output figures for `make bench`: encoding time and size
+ * of OTLP and pprof for one interval of 10,000 distinct stacks. */
+#include "cli.h"
+#include "otlp.h"
+#include "output.h"
+#include "profile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STACKS 10000
+#define DEPTH 20
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+int main(void)
+{
+	struct fp_build_id bid = { .fb_len = 20 };
+	struct fp_otlp_resource res = { .or_host = "bench-host" };
+	struct fp_profile *p;
+	uint32_t maps[4], frames[DEPTH];
+	uint64_t seed = 1, samples = 0, t0, best_otlp = UINT64_MAX, best_pprof = UINT64_MAX;
+	size_t otlp_len = 0, pprof_len = 0, i, j;
+	char name[64], path[32];
+	uint8_t *buf;
+	int round;
+
+	if (fp_profile_alloc(&p, "bench-host", 1700000000000000000ull, 10000000000ull, 10101010))
+		return 1;
+	for (i = 0; i < 4; i++) {
+		bid.fb_data[0] = (uint8_t)i;
+		snprintf(path, sizeof(path), "/usr/lib/lib%zu.so", i);
+		if (fp_profile_add_mapping(p, FP_MAP_USER, &bid, path, &maps[i]))
+			return 1;
+	}
+	/* Stacks share their outer frames, as real ones do: a few thousand
+	 * functions, deeper frames more varied. */
+	for (i = 0; i < STACKS; i++) {
+		uint32_t n = DEPTH - (uint32_t)(rnd(&seed) % 6), count = 1 + rnd(&seed) % 20;
+		for (j = 0; j < n; j++) {
+			uint64_t fn = j < 4 ? j : rnd(&seed) % (j * 300);
+			snprintf(name, sizeof(name), "ns::Service%u::handler_%llu(int)", (unsigned)j,
+				 (unsigned long long)fn);
+			if (fp_profile_add_frame(p, maps[fn % 4], 0x1000 + fn * 64 + j, FP_FRAME_USER,
+						 name, NULL, &frames[n - 1 - j]))
+				return 1;
+		}
+		if (fp_profile_add_sample(p, frames, n, 100 + (uint32_t)(i % 50), 100 + (uint32_t)(i % 50),
+					  "worker", "daemon", i % 3 ? "" : "swss", count))
+			return 1;
+		samples += count;
+	}
+	for (round = 0; round < 5; round++) {
+		t0 = fp_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+		if (fp_otlp_encode(p, &res, &buf, &otlp_len))
+			return 1;
+		if (fp_now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0 < best_otlp)
+			best_otlp = fp_now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0;
+		free(buf);
+		t0 = fp_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+		if (fp_pprof_encode(p, &buf, &pprof_len))
+			return 1;
+		if (fp_now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0 < best_pprof)
+			best_pprof = fp_now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0;
+		free(buf);
+	}
+	printf("stacks=%d\nsamples=%llu\nframes=%zu\n", STACKS, (unsigned long long)samples,
+	       p->pr_nframes);
+	printf("otlp_ms=%.2f\notlp_bytes=%zu\npprof_ms=%.2f\npprof_bytes=%zu\n", best_otlp / 1e6,
+	       otlp_len, best_pprof / 1e6, pprof_len);
+	printf("otlp_bytes_per_sample=%.2f\npprof_bytes_per_sample=%.2f\n",
+	       (double)otlp_len / samples, (double)pprof_len / samples);
+	fp_profile_free(p);
+	return 0;
+}
