@@ -48,8 +48,9 @@ FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 WORKLOAD    := $(BUILD)/tests/workload
 
-# Generated sources are kept: parallel builds must not delete them.
-.SECONDARY: $(PROTO_SRCS) $(PROTO_HDRS)
+# Nothing built is deleted as "intermediate": generated sources and objects
+# are reused by the next build (and parallel builds must not lose them).
+.SECONDARY:
 
 obj     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 asanobj = $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(1))
