@@ -32,7 +32,7 @@ ver=$(sed -n 's|^[[:space:]]*github.com/grafana/pyroscope \(v[^ ]*\).*|\1|p' "$s
 ldflags+=" -X github.com/grafana/pyroscope/pkg/util/build.Version=${ver#v}"
 key=$({
 	cat "$src/go.mod" "$src/go.sum" "$src/main.go"
-	echo "$gover $ldflags"
+	echo "$gover -buildvcs=false -trimpath $ldflags"
 } | sha256sum | cut -c1-16)
 bin=$out/pyroscope-server-$key
 
@@ -56,10 +56,10 @@ start=$(date +%s)
 tmp=$(mktemp "$out/.pyroscope-server.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 # -mod=mod: go.sum is complete, but let Go settle go.mod if the toolchain
-# formats it differently. GOFLAGS from the caller's environment (e.g.
-# -buildvcs=false) are kept.
+# formats it differently. -buildvcs=false: the server sits inside this
+# repository's work tree, whose VCS state is none of its business.
 if ! (cd "$src" && GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" \
-	"$go" build -trimpath -ldflags "$ldflags" -o "$tmp" .) > "$log" 2>&1; then
+	"$go" build -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp" .) > "$log" 2>&1; then
 	echo "build.sh: go build failed; the end of $log:" >&2
 	tail -n 30 "$log" >&2
 	exit 1

@@ -322,10 +322,12 @@ require (
 )
 
 // Go ignores the replace directives of dependencies, so the ones
-// Pyroscope's own go.mod carries are repeated here. Its
-// `github.com/grafana/pyroscope/api => ./api` points into its git
-// checkout, which the module proxy does not ship; the api module is
-// required at its own released version instead (see require above).
+// Pyroscope's own go.mod carries are repeated here, all but
+// `github.com/grafana/pyroscope/api => ./api`: that points into Pyroscope's
+// git checkout, which the module proxy does not ship. The api module is
+// required instead at its release github.com/grafana/pyroscope/api v1.5.0
+// (tagged the day of v1.21.0), above. go.sum started as Pyroscope's own:
+// the checksum database does not know the dskit pseudo-version it requires.
 replace (
 	github.com/hashicorp/memberlist => github.com/grafana/memberlist v0.3.1-0.20251126142931-6f9f62ab6f86
 	gopkg.in/yaml.v3 => github.com/colega/go-yaml-yaml v0.0.0-20220720105220-255a8d16d094
