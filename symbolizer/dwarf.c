@@ -600,6 +600,7 @@ struct walk {
 	struct fp_symtab_builder *w_b;
 	struct fp_dwarf_stats *w_stats;
 	int w_err; /* -ENOMEM stops everything */
+	uint64_t w_die_budget; /* DIEs the walk may still visit */
 	/* the current unit */
 	Dwarf_Half w_version;
 	Dwarf_Half w_addr_size, w_offset_size;
@@ -674,7 +675,9 @@ static const char *file_path(struct walk *w, Dwarf_Line_Context ctx, Dwarf_Unsig
 	/* libdwarf takes DWARF's directory numbers: DWARF 5 counts from 0
 	 * (the compilation directory), earlier versions from 1 (0 meaning
 	 * the compilation directory, not listed). */
-	if (version >= 5 ? (Dwarf_Signed)dir < ndirs : dir > 0 && (Dwarf_Signed)dir <= ndirs) {
+	if (ndirs < 0)
+		ndirs = 0;
+	if (version >= 5 ? dir < (Dwarf_Unsigned)ndirs : dir > 0 && dir <= (Dwarf_Unsigned)ndirs) {
 		if (dwarf_srclines_include_dir_data(ctx, (Dwarf_Signed)dir, &inc, &e) != DW_DLV_OK)
 			inc = NULL;
 	}
@@ -1324,18 +1327,30 @@ static void add_scope(struct walk *w, Dwarf_Die die, Dwarf_Half tag, uint32_t pa
 	walk_children(w, die, id, depth + 1);
 }
 
+/* walk_children: the DIEs under die.  Damaged sibling references can
+ * point back (libdwarf follows them): each DIE must lie after the one
+ * before, and the walk as a whole visits at most about one DIE per byte
+ * of .debug_info. */
 static void walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int depth)
 {
 	Dwarf_Die child = NULL, next = NULL;
+	Dwarf_Off prev = 0, off = 0;
 	Dwarf_Error e = NULL;
 	int res;
 
-	if (depth > MAX_DIE_DEPTH)
+	if (depth > MAX_DIE_DEPTH || dwarf_dieoffset(die, &prev, &e) != DW_DLV_OK) {
+		dw_drop_error(w, &e);
 		return;
+	}
 	res = dwarf_child(die, &child, &e);
 	while (res == DW_DLV_OK && !w->w_err) {
 		Dwarf_Half tag = 0;
 
+		if (dwarf_dieoffset(child, &off, &e) != DW_DLV_OK || off <= prev ||
+		    !w->w_die_budget)
+			break;
+		prev = off;
+		w->w_die_budget--;
 		if (dwarf_tag(child, &tag, &e) == DW_DLV_OK) {
 			switch (tag) {
 			case DW_TAG_subprogram:
@@ -1356,8 +1371,10 @@ static void walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int dep
 		dw_drop_error(w, &e);
 		res = dwarf_siblingof_b(w->w_dbg, child, 1, &next, &e);
 		dwarf_dealloc_die(child);
-		child = next;
+		child = res == DW_DLV_OK ? next : NULL;
 	}
+	if (child)
+		dwarf_dealloc_die(child);
 	dw_drop_error(w, &e);
 }
 
@@ -1427,6 +1444,10 @@ int fp_dwarf_ingest(Elf *elf, uint64_t file_size, struct fp_symtab_builder *b,
 	}
 	w.w_dbg = dbg;
 	w.w_obj = &o;
+	w.w_die_budget = 1024;
+	for (size_t i = 0; i < o.do_nsecs; i++)
+		if (o.do_secs[i].ds_kind != DS_NONE && !strcmp(o.do_secs[i].ds_name, ".debug_info"))
+			w.w_die_budget += o.do_secs[i].ds_size;
 	w.w_b = b;
 	w.w_stats = stats;
 	for (;;) {

@@ -45,7 +45,10 @@ int fp_elf_debuglink(int fd, char *name, size_t name_size, uint32_t *crc);
 int fp_elf_debuglink_crc(int fd, uint32_t *crc);
 
 /* fp_demangle: the demangled form of an Itanium C++ name (malloc'd), or
- * NULL if name is not mangled or cannot be demangled. */
+ * NULL if name is not mangled or cannot be demangled.  Written as
+ * llvm-symbolizer writes names: a suffix after the mangled name in
+ * parentheses ("f() (.isra.0)", not "f() [clone .isra.0]"), and no space
+ * in "operator<<int>". */
 char *fp_demangle(const char *name);
 
 #endif

@@ -7,6 +7,7 @@
 #include "debuginfod.h"
 #include "http.h"
 #include "log.h"
+#include "push.h"
 #include "resolver.h"
 #include "server.h"
 #include "store.h"
@@ -40,6 +41,9 @@ static void usage(FILE *f)
 		"                            [--debug-dir DIR] [--no-local-files] [-v] [--syslog]\n"
 		"                            [--http HOST:PORT] [--store DIR] [--upload-token TOKEN]\n"
 		"                            [--max-upload MB] [--debuginfod URL]...\n"
+		"                            [--pyroscope URL [--pyroscope-format otlp|pprof]]\n"
+		"                            [--otlp-endpoint URL] [--push-gzip] [--push-header H]...\n"
+		"                            [--spool DIR] [--spool-max MB]\n"
 		"\n"
 		"Receives stacks from fleetprof-agents, resolves their symbols and writes\n"
 		"OUT/HOST/STAMP-SEQ.folded and OUT/HOST/STAMP-SEQ.pb.gz per interval.\n"
@@ -63,6 +67,18 @@ static void usage(FILE *f)
 		"      --max-upload MB    largest upload accepted (default 1024)\n"
 		"      --debuginfod URL   upstream debuginfod server for build-IDs found nowhere\n"
 		"                         else (repeatable; files cached in CACHE/debuginfod)\n"
+		"\n"
+		"Pushing every interval (through an on-disk spool, retried with backoff):\n"
+		"      --pyroscope URL    Grafana Pyroscope: OTLP to URL/v1development/profiles\n"
+		"      --pyroscope-format otlp|pprof  pprof: URL/ingest, one request per service\n"
+		"      --otlp-endpoint URL  any OTLP/HTTP receiver: URL/v1development/profiles\n"
+		"      --push-gzip        compress what is pushed (gzip)\n"
+		"      --push-header 'Name: value'  add a header to every push, e.g.\n"
+		"                         X-Scope-OrgID or Authorization (repeatable)\n"
+		"      --spool DIR        requests waiting to be sent, DIR/otlp and DIR/pyroscope\n"
+		"                         (default CACHE/spool); kept across restarts\n"
+		"      --spool-max MB     bound of each destination's spool; the oldest requests\n"
+		"                         are dropped beyond it (default 256)\n"
 		"\n"
 		"  -v, --verbose          log debug messages\n"
 		"      --syslog           log to syslog instead of stderr\n"
@@ -116,6 +132,7 @@ int main(int argc, char **argv)
 		{ "upload-token", required_argument, NULL, 'T' },
 		{ "max-upload", required_argument, NULL, 'M' },
 		{ "debuginfod", required_argument, NULL, 'U' },
+		FP_PUSH_LONGOPTS,
 		{ 0 },
 	};
 	struct fp_resolver_opts ro = { .ro_cache_dir = "/var/cache/fleetprof",
@@ -129,6 +146,8 @@ int main(int argc, char **argv)
 	struct fp_http *http = NULL;
 	struct fp_resolver *r = NULL;
 	struct fp_server *srv = NULL;
+	struct fp_push_cli push_cli = { 0 };
+	struct fp_push *pushers[3] = { NULL };
 	struct fp_server_stats last = { 0 }, now;
 	struct fp_http_stats hlast = { 0 };
 	time_t last_log = time(NULL);
@@ -167,7 +186,12 @@ int main(int argc, char **argv)
 			}
 			upstreams[nupstreams++] = optarg;
 			break;
-		default: usage(stderr); return 2;
+		default:
+			if ((rv = fp_push_cli_option(&push_cli, c, optarg)) > 0)
+				break;
+			if (rv == 0)
+				usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {
@@ -207,6 +231,9 @@ int main(int argc, char **argv)
 	}
 	if (fp_resolver_open(&r, &ro) || fp_server_alloc(&srv, r, out, ro.ro_cache_dir))
 		goto cleanup;
+	if (fp_push_cli_start(&push_cli, ro.ro_cache_dir, pushers))
+		goto cleanup;
+	fp_server_set_sink(srv, fp_push_sink, pushers);
 	if ((rv = nng_rep0_open(&sock)) != 0) {
 		fp_warnx("nng: %s", nng_strerror(rv));
 		goto cleanup;
@@ -270,6 +297,7 @@ int main(int argc, char **argv)
 	nng_msleep(200); /* let the last replies leave before the socket closes */
 	err = 0;
 cleanup:
+	fp_push_stop_all(pushers, FP_PUSH_FLUSH_MS); /* what is not sent stays spooled */
 	fp_http_stop(http); /* its handlers use the resolver and the store */
 	nng_close(sock);
 	fp_server_free(srv);

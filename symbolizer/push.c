@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,10 +255,17 @@ static void describe(const struct fp_profile *prof, const char *host, char *buf,
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	snprintf(buf, len, "%s %s+%" PRIu64 "s", host, stamp,
-		 (prof->pr_duration_ns + 500000000ull) / 1000000000ull);
+		 (uint64_t)((prof->pr_duration_ns + 500000000ull) / 1000000000ull));
 	for (char *c = buf; *c; c++)
 		if (*c == '\n' || *c == '\r')
 			*c = ' ';
+}
+
+static void encode_failed(struct fp_push *p)
+{
+	pthread_mutex_lock(&p->pu_mu);
+	p->pu_stats.ps_encode_errors++;
+	pthread_mutex_unlock(&p->pu_mu);
 }
 
 /* spool_request: one record into the spool; body is gzip'd first when
@@ -268,14 +276,22 @@ static int spool_request(struct fp_push *p, const char *uri, const char *ctype, 
 	uint8_t *z = NULL;
 	struct sbuf head = { 0 };
 	struct iovec iov[2];
+	char line[512];
 	int err;
 
-	if (gzip && (err = gzip_buf(body, blen, &z, &blen)))
+	if (gzip && (err = gzip_buf(body, blen, &z, &blen))) {
+		encode_failed(p);
 		return err;
+	}
+	/* The description is one line whatever names it holds. */
+	snprintf(line, sizeof(line), "%s", desc);
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
 	sb_printf(&head, "%s\n", RECORD_MAGIC);
 	sb_str(&head, uri);
 	sb_printf(&head, "\n%s\n%s\n%s\n", ctype,
-		  gzip && p->pu_format == FP_PUSH_OTLP ? "gzip" : "", desc);
+		  gzip && p->pu_format == FP_PUSH_OTLP ? "gzip" : "", line);
 	if ((err = head.err))
 		goto out;
 	iov[0] = (struct iovec){ head.s, head.len };
@@ -301,8 +317,10 @@ static int push_otlp(struct fp_push *p, const struct fp_profile *prof, const str
 		res.or_label_keys = h->fh_label_keys;
 		res.or_label_values = h->fh_label_values;
 	}
-	if ((err = fp_otlp_encode(prof, &res, &buf, &len)))
+	if ((err = fp_otlp_encode(prof, &res, &buf, &len))) {
+		encode_failed(p);
 		return err;
+	}
 	err = spool_request(p, OTLP_PATH, "application/x-protobuf", p->pu_gzip, desc, buf, len);
 	free(buf);
 	return err;
@@ -397,10 +415,11 @@ static int service_cmp(const void *a, const void *b, void *arg)
 }
 
 /* one_service: the samples order[from, to) of prof, in a profile of their
- * own.  fmap/mmap: FP_INDEX_NONE-filled maps of prof's frames/mappings
- * into the new profile, left filled again. */
+ * own.  frame_map/mapping_map: FP_INDEX_NONE-filled maps of prof's frames
+ * and mappings into the new profile, left filled again. */
 static int one_service(const struct fp_profile *prof, const size_t *order, size_t from, size_t to,
-		       uint32_t *fmap, uint32_t *mmap, uint32_t *frames, struct fp_profile **out)
+		       uint32_t *frame_map, uint32_t *mapping_map, uint32_t *frames,
+		       struct fp_profile **out)
 {
 	struct fp_profile *sub;
 	size_t i;
@@ -413,23 +432,28 @@ static int one_service(const struct fp_profile *prof, const size_t *order, size_
 		const struct fp_psample *s = &prof->pr_samples[order[i]];
 		for (uint32_t j = 0; j < s->ps_nframes && !err; j++) {
 			uint32_t f = s->ps_frames[j];
-			if (fmap[f] == FP_INDEX_NONE) {
+			if (frame_map[f] == FP_INDEX_NONE) {
 				const struct fp_pframe *pf = &prof->pr_frames[f];
 				uint32_t m = pf->pf_mapping, nm = FP_INDEX_NONE;
 				if (m != FP_INDEX_NONE && m < prof->pr_nmappings) {
 					const struct fp_pmapping *pm = &prof->pr_mappings[m];
-					if (mmap[m] == FP_INDEX_NONE)
+					if (mapping_map[m] == FP_INDEX_NONE)
 						err = fp_profile_add_mapping(sub, pm->pm_kind,
 									     &pm->pm_build_id,
-									     pm->pm_path, &mmap[m]);
-					nm = mmap[m];
+									     pm->pm_path, &mapping_map[m]);
+					nm = mapping_map[m];
 				}
 				if (!err)
-					err = fp_profile_add_frame(sub, nm, pf->pf_address, pf->pf_kind,
-								   pf->pf_function,
-								   pf->pf_system_name, &fmap[f]);
+					err = fp_profile_add_frame(
+						sub, nm, pf->pf_address, pf->pf_kind,
+						pf->pf_function, pf->pf_system_name, &frame_map[f]);
+				/* Source lines and inlined functions come along. */
+				if (!err && (pf->pf_file || pf->pf_line || pf->pf_ninline))
+					err = fp_profile_set_source(sub, frame_map[f], pf->pf_file,
+								    pf->pf_line, pf->pf_inline,
+								    pf->pf_ninline);
 			}
-			frames[j] = fmap[f];
+			frames[j] = frame_map[f];
 		}
 		if (!err)
 			err = fp_profile_add_sample(sub, frames, s->ps_nframes, s->ps_pid, s->ps_tid,
@@ -441,9 +465,9 @@ static int one_service(const struct fp_profile *prof, const size_t *order, size_
 		const struct fp_psample *s = &prof->pr_samples[order[i]];
 		for (uint32_t j = 0; j < s->ps_nframes; j++) {
 			uint32_t f = s->ps_frames[j], m = prof->pr_frames[f].pf_mapping;
-			fmap[f] = FP_INDEX_NONE;
+			frame_map[f] = FP_INDEX_NONE;
 			if (m != FP_INDEX_NONE && m < prof->pr_nmappings)
-				mmap[m] = FP_INDEX_NONE;
+				mapping_map[m] = FP_INDEX_NONE;
 		}
 	}
 	if (err) {
@@ -460,8 +484,8 @@ static int push_pprof_service(struct fp_push *p, const struct fp_profile *sub, c
 	const char *host = h && h->fh_host ? h->fh_host : sub->pr_host ? sub->pr_host : "";
 	uint64_t from = sub->pr_start_ns / 1000000000ull;
 	uint64_t until = (sub->pr_start_ns + sub->pr_duration_ns + 999999999ull) / 1000000000ull;
-	uint64_t hz = sub->pr_period_ns ? (1000000000ull + sub->pr_period_ns / 2) / sub->pr_period_ns :
-					  100;
+	uint64_t period = sub->pr_period_ns ? sub->pr_period_ns : 10000000;
+	uint64_t hz = (1000000000ull + period / 2) / period;
 	struct sbuf name = { 0 }, uri = { 0 };
 	char d[512];
 	uint8_t *buf = NULL;
@@ -476,11 +500,13 @@ static int push_pprof_service(struct fp_push *p, const struct fp_profile *sub, c
 		sb_pct(&uri, name.s);
 	sb_printf(&uri, "&from=%" PRIu64 "&until=%" PRIu64 "&format=pprof&sampleRate=%" PRIu64
 		  "&spyName=fleetprof", from, until, hz);
-	snprintf(d, sizeof(d), "%s service %s", desc, service);
+	snprintf(d, sizeof(d), "%.300s service %.200s", desc, service);
 	err = name.err ? name.err : uri.err;
 	if (!err)
 		err = fp_pprof_encode(sub, &buf, &len);
-	if (!err)
+	if (err)
+		encode_failed(p);
+	else
 		err = spool_request(p, uri.s, "application/octet-stream", p->pu_gzip, d, buf, len);
 	free(buf);
 	free(name.s);
@@ -493,8 +519,8 @@ static int push_pprof(struct fp_push *p, const struct fp_profile *prof, const st
 {
 	size_t n = prof->pr_nsamples, i, from, maxframes = 1;
 	size_t *order = malloc((n ? n : 1) * sizeof(*order));
-	uint32_t *fmap = malloc((prof->pr_nframes ? prof->pr_nframes : 1) * sizeof(*fmap));
-	uint32_t *mmap = malloc((prof->pr_nmappings ? prof->pr_nmappings : 1) * sizeof(*mmap));
+	uint32_t *frame_map = malloc((prof->pr_nframes ? prof->pr_nframes : 1) * sizeof(*frame_map));
+	uint32_t *mapping_map = malloc((prof->pr_nmappings ? prof->pr_nmappings : 1) * sizeof(*mapping_map));
 	uint32_t *frames = NULL;
 	int err = 0, first_err = 0;
 
@@ -502,12 +528,13 @@ static int push_pprof(struct fp_push *p, const struct fp_profile *prof, const st
 		if (prof->pr_samples[i].ps_nframes > maxframes)
 			maxframes = prof->pr_samples[i].ps_nframes;
 	frames = malloc(maxframes * sizeof(*frames));
-	if (!order || !fmap || !mmap || !frames) {
+	if (!order || !frame_map || !mapping_map || !frames) {
+		encode_failed(p);
 		err = -ENOMEM;
 		goto out;
 	}
-	memset(fmap, 0xff, (prof->pr_nframes ? prof->pr_nframes : 1) * sizeof(*fmap));
-	memset(mmap, 0xff, (prof->pr_nmappings ? prof->pr_nmappings : 1) * sizeof(*mmap));
+	memset(frame_map, 0xff, (prof->pr_nframes ? prof->pr_nframes : 1) * sizeof(*frame_map));
+	memset(mapping_map, 0xff, (prof->pr_nmappings ? prof->pr_nmappings : 1) * sizeof(*mapping_map));
 	for (i = 0; i < n; i++)
 		order[i] = i;
 	qsort_r(order, n, sizeof(*order), service_cmp, (void *)prof);
@@ -525,10 +552,12 @@ static int push_pprof(struct fp_push *p, const struct fp_profile *prof, const st
 				break;
 		}
 		snprintf(service, sizeof(service), "%.*s", (int)slen, svc);
-		err = one_service(prof, order, from, i, fmap, mmap, frames, &sub);
+		err = one_service(prof, order, from, i, frame_map, mapping_map, frames, &sub);
 		if (!err) {
 			err = push_pprof_service(p, sub, service, h, desc);
 			fp_profile_free(sub);
+		} else {
+			encode_failed(p);
 		}
 		/* One service's failure does not hold back the others. */
 		if (err && !first_err)
@@ -537,8 +566,8 @@ static int push_pprof(struct fp_push *p, const struct fp_profile *prof, const st
 	err = first_err;
 out:
 	free(order);
-	free(fmap);
-	free(mmap);
+	free(frame_map);
+	free(mapping_map);
 	free(frames);
 	return err;
 }
@@ -548,13 +577,13 @@ int fp_push_profile(struct fp_push *p, const struct fp_profile *prof, const stru
 	char desc[384];
 	int err;
 
+	if (!prof->pr_nsamples)
+		return 0; /* an idle interval: nothing to show */
 	describe(prof, h && h->fh_host ? h->fh_host : prof->pr_host ? prof->pr_host : "?", desc,
 		 sizeof(desc));
 	err = p->pu_format == FP_PUSH_PPROF ? push_pprof(p, prof, h, desc) :
 					      push_otlp(p, prof, h, desc);
 	pthread_mutex_lock(&p->pu_mu);
-	if (err && err != -EFBIG && err != -ENOSPC && err != -EIO && err != -EDQUOT)
-		p->pu_stats.ps_encode_errors++;
 	p->pu_pending = 1;
 	pthread_cond_signal(&p->pu_cv);
 	pthread_mutex_unlock(&p->pu_mu);
@@ -666,9 +695,9 @@ static void partial_success(struct fp_push *p, nng_http_res *res, const char *de
 	    (r->partial_success->rejected_profiles || (r->partial_success->error_message &&
 						       r->partial_success->error_message[0]))) {
 		int64_t n = r->partial_success->rejected_profiles;
+		const char *msg = r->partial_success->error_message;
 		fp_warnx("push %s: %s: partial success, %" PRId64 " profiles rejected: %s",
-			 p->pu_name, desc, n,
-			 r->partial_success->error_message ? r->partial_success->error_message : "");
+			 p->pu_name, desc, n, msg ? msg : "");
 		pthread_mutex_lock(&p->pu_mu);
 		p->pu_stats.ps_partial++;
 		p->pu_stats.ps_rejected += n > 0 ? (uint64_t)n : 0;
@@ -729,9 +758,14 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 	    (rv = nng_http_req_set_header(req, "User-Agent", "fleetprof/" FP_VERSION)) ||
 	    (f[3][0] && (rv = nng_http_req_set_header(req, "Content-Encoding", f[3]))))
 		goto nng_fail;
-	for (size_t i = 0; i < p->pu_nheaders; i++)
-		if ((rv = nng_http_req_add_header(req, p->pu_hname[i], p->pu_hvalue[i])))
+	for (size_t i = 0; i < p->pu_nheaders; i++) {
+		/* A User-Agent given replaces ours; other names may repeat. */
+		rv = strcasecmp(p->pu_hname[i], "User-Agent") ?
+			     nng_http_req_add_header(req, p->pu_hname[i], p->pu_hvalue[i]) :
+			     nng_http_req_set_header(req, p->pu_hname[i], p->pu_hvalue[i]);
+		if (rv)
 			goto nng_fail;
+	}
 	if ((rv = nng_http_req_set_data(req, body, blen)) || (rv = nng_http_res_alloc(&res)))
 		goto nng_fail;
 
@@ -972,6 +1006,7 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 {
 	struct fp_push *p = calloc(1, sizeof(*p));
 	pthread_condattr_t ca;
+	sigset_t all, old;
 	char dir[4200];
 	size_t plen;
 	int rv, err;
@@ -1016,8 +1051,7 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 			goto fail;
 		}
 		/* Trailing blanks are not part of a field value. */
-		for (plen = strlen(p->pu_hvalue[i]);
-		     plen && (p->pu_hvalue[i][plen - 1] == ' ' || p->pu_hvalue[i][plen - 1] == '\t');)
+		for (plen = strlen(p->pu_hvalue[i]); plen && strchr(" \t", p->pu_hvalue[i][plen - 1]);)
 			p->pu_hvalue[i][--plen] = '\0';
 	}
 	if (fp_push_url_check(o->po_url) || (rv = nng_url_parse(&p->pu_url, o->po_url))) {
@@ -1044,7 +1078,12 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 			 err == -EBUSY ? "another process uses it" : strerror(-err));
 		goto fail;
 	}
-	if ((err = -pthread_create(&p->pu_thread, NULL, pusher, p))) {
+	/* Signals are for the main thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&p->pu_thread, NULL, pusher, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
 		fp_warnx("push %s: cannot start a thread: %s", o->po_name, strerror(-err));
 		goto fail;
 	}
@@ -1060,43 +1099,164 @@ fail:
 	return err;
 }
 
-void fp_push_stop(struct fp_push *p, uint32_t flush_ms)
+static void add_ms(struct timespec *ts, uint64_t ms)
 {
-	struct timespec ts;
-	uint64_t left;
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
 
-	if (!p)
-		return;
-	if (p->pu_started) {
+void fp_push_stop_all(struct fp_push **pushers, uint32_t flush_ms)
+{
+	struct fp_push **pp, *p;
+	struct timespec ts;
+
+	/* All flush at once: the deadline is the same for every destination. */
+	for (pp = pushers; pp && (p = *pp); pp++) {
+		if (!p->pu_started)
+			continue;
+		if (fp_spool_count(p->pu_spool) && flush_ms)
+			fp_info("push %s: sending what the spool holds for at most %.1f s",
+				p->pu_name, (double)flush_ms / 1000);
 		pthread_mutex_lock(&p->pu_mu);
 		p->pu_stop = 1;
 		p->pu_deadline = now_ms() + flush_ms;
 		pthread_cond_broadcast(&p->pu_cv);
 		pthread_mutex_unlock(&p->pu_mu);
-		if (fp_spool_count(p->pu_spool))
-			fp_info("push %s: sending what the spool holds for at most %.1f s",
-				p->pu_name, (double)flush_ms / 1000);
-		/* The thread ends by itself at the deadline; a request that is
-		 * still running then is cancelled. */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		left = flush_ms + 250;
-		ts.tv_sec += (time_t)(left / 1000);
-		ts.tv_nsec += (long)(left % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		while (pthread_timedjoin_np(p->pu_thread, NULL, &ts) == ETIMEDOUT) {
-			nng_aio_cancel(p->pu_aio);
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 100000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	add_ms(&ts, flush_ms + 250ull);
+	for (pp = pushers; pp && (p = *pp); pp++) {
+		if (p->pu_started) {
+			/* The thread ends by itself at the deadline; a request
+			 * still running then is cancelled. */
+			while (pthread_timedjoin_np(p->pu_thread, NULL, &ts) == ETIMEDOUT) {
+				nng_aio_cancel(p->pu_aio);
+				clock_gettime(CLOCK_REALTIME, &ts);
+				add_ms(&ts, 100);
 			}
 		}
-	}
-	if (p->pu_spool)
 		fp_push_log_stats(p);
-	push_free(p);
+		push_free(p);
+		*pp = NULL;
+	}
+}
+
+void fp_push_stop(struct fp_push *p, uint32_t flush_ms)
+{
+	struct fp_push *one[2] = { p, NULL };
+
+	fp_push_stop_all(one, flush_ms);
+}
+
+/* ---- flags ---- */
+
+static int cli_error(const char *flag, const char *arg, const char *why)
+{
+	fprintf(stderr, "fleetprof-symbolizer: invalid %s '", flag);
+	for (const unsigned char *c = (const unsigned char *)arg; *c; c++)
+		if (*c == '\r' || *c == '\n')
+			fputs(*c == '\r' ? "\\r" : "\\n", stderr);
+		else if (*c < 0x20 || *c == 0x7f)
+			fprintf(stderr, "\\x%02x", *c);
+		else
+			fputc(*c, stderr);
+	fprintf(stderr, "'%s%s\n", why ? ": " : "", why ? why : "");
+	return -1;
+}
+
+int fp_push_cli_option(struct fp_push_cli *c, int opt, const char *arg)
+{
+	const char *why;
+	char *end;
+	unsigned long mb;
+
+	switch (opt) {
+	case FP_PUSH_OPT_PYROSCOPE:
+	case FP_PUSH_OPT_OTLP_ENDPOINT:
+		if (fp_push_url_check(arg))
+			return cli_error(opt == FP_PUSH_OPT_PYROSCOPE ? "--pyroscope" :
+									"--otlp-endpoint",
+					 arg, "expected http://HOST[:PORT][/PATH] or https://...");
+		if (opt == FP_PUSH_OPT_PYROSCOPE)
+			c->pc_pyroscope = arg;
+		else
+			c->pc_otlp = arg;
+		return 1;
+	case FP_PUSH_OPT_PYROSCOPE_FORMAT:
+		if (strcmp(arg, "otlp") && strcmp(arg, "pprof"))
+			return cli_error("--pyroscope-format", arg, "expected otlp or pprof");
+		c->pc_pyroscope_pprof = !strcmp(arg, "pprof");
+		return 1;
+	case FP_PUSH_OPT_GZIP:
+		c->pc_gzip = 1;
+		return 1;
+	case FP_PUSH_OPT_HEADER:
+		if (fp_push_header_check(arg, &why))
+			return cli_error("--push-header", arg, why);
+		if (c->pc_nheaders == FP_PUSH_MAX_HEADERS)
+			return cli_error("--push-header", arg, "too many headers");
+		c->pc_headers[c->pc_nheaders++] = arg;
+		return 1;
+	case FP_PUSH_OPT_SPOOL:
+		if (!arg[0])
+			return cli_error("--spool", arg, "empty directory name");
+		c->pc_spool = arg;
+		return 1;
+	case FP_PUSH_OPT_SPOOL_MAX:
+		errno = 0;
+		mb = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || arg[0] == '-' || mb < 1 || mb > (1ul << 20))
+			return cli_error("--spool-max", arg, "expected megabytes, 1 to 1048576");
+		c->pc_spool_max_mb = (uint32_t)mb;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir,
+		      struct fp_push **pushers)
+{
+	struct fp_push_opts o = { .po_gzip = c->pc_gzip, .po_headers = c->pc_headers,
+				  .po_nheaders = c->pc_nheaders };
+	char spool[4200];
+	size_t n = 0;
+	int err;
+
+	pushers[0] = NULL;
+	if (!c->pc_pyroscope && !c->pc_otlp) {
+		if (c->pc_gzip || c->pc_nheaders || c->pc_spool || c->pc_pyroscope_pprof)
+			fp_warnx("push flags without --pyroscope or --otlp-endpoint: "
+				 "nothing is pushed");
+		return 0;
+	}
+	if (c->pc_spool)
+		snprintf(spool, sizeof(spool), "%s", c->pc_spool);
+	else
+		snprintf(spool, sizeof(spool), "%s/spool", cache_dir);
+	o.po_spool_dir = spool;
+	o.po_spool_max = (uint64_t)(c->pc_spool_max_mb ? c->pc_spool_max_mb : 256) << 20;
+	if (c->pc_pyroscope) {
+		o.po_name = "pyroscope";
+		o.po_url = c->pc_pyroscope;
+		o.po_format = c->pc_pyroscope_pprof ? FP_PUSH_PPROF : FP_PUSH_OTLP;
+		if ((err = fp_push_start(&pushers[n], &o)))
+			return err;
+		pushers[++n] = NULL;
+	}
+	if (c->pc_otlp) {
+		o.po_name = "otlp";
+		o.po_url = c->pc_otlp;
+		o.po_format = FP_PUSH_OTLP;
+		if ((err = fp_push_start(&pushers[n], &o))) {
+			fp_push_stop_all(pushers, 0);
+			return err;
+		}
+		pushers[++n] = NULL;
+	}
+	return 0;
 }

@@ -48,7 +48,7 @@ struct fp_push_opts {
 	int po_gzip;
 	const char *const *po_headers;  /* "Name: value", valid by fp_push_header_check */
 	size_t po_nheaders;
-	const char *po_spool_dir;       /* this destination's own directory */
+	const char *po_spool_dir;       /* the spool root: this destination uses ROOT/NAME */
 	uint64_t po_spool_max;          /* bytes */
 	uint32_t po_backoff_min_ms;     /* 0: 1000 */
 	uint32_t po_backoff_max_ms;     /* 0: 60000 */
@@ -97,10 +97,56 @@ void fp_push_sink(void *arg, const struct fp_profile *prof, const struct fp_hell
  * flush_ms (stopping at the first failure), log the counters and free.
  * What is left stays in the spool for the next start.  NULL is a no-op. */
 void fp_push_stop(struct fp_push *p, uint32_t flush_ms);
+/* fp_push_stop_all: the same for a NULL-terminated array, all flushing at
+ * once; the entries are set to NULL. */
+void fp_push_stop_all(struct fp_push **pushers, uint32_t flush_ms);
 
 void fp_push_stats(struct fp_push *p, struct fp_push_stats *st);
 /* fp_push_log_stats: one line with the counters.  The pusher also logs it
  * by itself every minute when something changed. */
 void fp_push_log_stats(struct fp_push *p);
+
+/* ---- fleetprof-symbolizer's flags ---- */
+
+enum {
+	FP_PUSH_OPT_PYROSCOPE = 0x7000,
+	FP_PUSH_OPT_PYROSCOPE_FORMAT,
+	FP_PUSH_OPT_OTLP_ENDPOINT,
+	FP_PUSH_OPT_GZIP,
+	FP_PUSH_OPT_HEADER,
+	FP_PUSH_OPT_SPOOL,
+	FP_PUSH_OPT_SPOOL_MAX,
+};
+
+/* Entries of a struct option array (getopt.h). */
+#define FP_PUSH_LONGOPTS                                                              \
+	{ "pyroscope", required_argument, NULL, FP_PUSH_OPT_PYROSCOPE },              \
+	{ "pyroscope-format", required_argument, NULL, FP_PUSH_OPT_PYROSCOPE_FORMAT },\
+	{ "otlp-endpoint", required_argument, NULL, FP_PUSH_OPT_OTLP_ENDPOINT },      \
+	{ "push-gzip", no_argument, NULL, FP_PUSH_OPT_GZIP },                         \
+	{ "push-header", required_argument, NULL, FP_PUSH_OPT_HEADER },               \
+	{ "spool", required_argument, NULL, FP_PUSH_OPT_SPOOL },                      \
+	{ "spool-max", required_argument, NULL, FP_PUSH_OPT_SPOOL_MAX }
+
+#define FP_PUSH_FLUSH_MS 2000           /* what SIGTERM leaves to flushing */
+
+struct fp_push_cli {
+	const char *pc_pyroscope, *pc_otlp;
+	int pc_pyroscope_pprof, pc_gzip;
+	const char *pc_headers[FP_PUSH_MAX_HEADERS];
+	size_t pc_nheaders;
+	const char *pc_spool;           /* NULL: CACHE/spool */
+	uint32_t pc_spool_max_mb;       /* 0: 256 */
+};
+
+/* fp_push_cli_option: one result of getopt_long.  1: a push flag, taken;
+ * 0: not one; -1: an invalid value, said on stderr (exit 2). */
+int fp_push_cli_option(struct fp_push_cli *c, int opt, const char *arg);
+
+/* fp_push_cli_start: start the pushers the flags ask for (none, one or
+ * two) into pushers[0..], NULL-terminated (room for 3).  0 or a negative
+ * errno (logged). */
+int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir,
+		      struct fp_push **pushers);
 
 #endif

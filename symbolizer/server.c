@@ -27,6 +27,8 @@ struct fp_server {
 	struct server_session sv_sessions[FP_SERVER_MAX_SESSIONS];
 	size_t sv_nsessions;
 	struct fp_server_stats sv_stats;
+	fp_server_sink_fn sv_sink;
+	void *sv_sink_arg;
 };
 
 int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *out_dir,
@@ -58,6 +60,12 @@ void fp_server_free(struct fp_server *s)
 	fp_devfetch_free(s->sv_devfetch);
 	free(s->sv_out_dir);
 	free(s);
+}
+
+void fp_server_set_sink(struct fp_server *s, fp_server_sink_fn fn, void *arg)
+{
+	s->sv_sink = fn;
+	s->sv_sink_arg = arg;
 }
 
 void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
@@ -292,6 +300,8 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 	if ((err = fp_session_profile(ss->ss_session, s->sv_resolver, &b, &p)))
 		goto out;
 	write_profile(s, ss->ss_session, &b, p);
+	if (s->sv_sink)
+		s->sv_sink(s->sv_sink_arg, p, fp_session_hello(ss->ss_session));
 	fp_session_done(ss->ss_session, b.fb_seq);
 	if ((err = fp_session_wants(ss->ss_session, s->sv_resolver, &r.fr_want, &r.fr_nwant)))
 		goto out;

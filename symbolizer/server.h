@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "batch.h"
+#include "profile.h"
 #include "resolver.h"
 
 #define FP_SERVER_MAX_SESSIONS 4096
@@ -37,6 +39,15 @@ void fp_server_free(struct fp_server *s);
  * 0, or -ENOMEM when not even a reply could be built. */
 int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **reply,
 		     size_t *reply_len);
+
+/* fp_server_set_sink: fn(arg, profile, hello) is called with the profile
+ * of every accepted interval (after its files are written, whether or not
+ * that worked; an interval re-sent after a lost reply is not passed twice)
+ * and the hello of its session, in the thread that calls fp_server_handle.
+ * The pushers of push.h take them this way.  fn NULL: none (the default). */
+typedef void (*fp_server_sink_fn)(void *arg, const struct fp_profile *p,
+				  const struct fp_hello *hello);
+void fp_server_set_sink(struct fp_server *s, fp_server_sink_fn fn, void *arg);
 
 void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st);
 /* fp_server_log_stats: one log line with every counter. */

@@ -193,8 +193,10 @@ int fp_spool_open(struct fp_spool **out, const char *dir, uint64_t max_bytes)
 		err = -ENOMEM;
 		goto fail;
 	}
-	if ((sp->sp_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    (sp->sp_lockfd = openat(sp->sp_dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+	sp->sp_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sp->sp_dirfd >= 0)
+		sp->sp_lockfd = openat(sp->sp_dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (sp->sp_dirfd < 0 || sp->sp_lockfd < 0) {
 		err = -errno;
 		goto fail;
 	}

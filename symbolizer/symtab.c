@@ -1301,22 +1301,61 @@ int fp_symtab_lookup(const struct fp_symtab *t, uint64_t addr, struct fp_symbol 
 	return 0;
 }
 
+/* A binary search for the last record whose first 8 bytes (an address)
+ * are at or before addr, one step at a time: written so that the
+ * compiler can use conditional moves instead of unpredictable branches,
+ * and so that several searches can be interleaved (their memory
+ * latencies then overlap). */
+struct search {
+	const uint8_t *sr_base;
+	size_t sr_stride;
+	uint32_t sr_lo, sr_n;
+};
+
+static inline void search_init(struct search *sr, const uint8_t *base, size_t stride, uint32_t n)
+{
+	static const uint8_t none[8]; /* an empty array searches this */
+
+	sr->sr_base = n ? base : none;
+	sr->sr_stride = n ? stride : 0;
+	sr->sr_lo = 0;
+	sr->sr_n = n ? n : 1;
+}
+
+static inline void search_step(struct search *sr, uint64_t addr)
+{
+	uint32_t half = sr->sr_n / 2;
+
+	sr->sr_lo = ld64(sr->sr_base + (size_t)(sr->sr_lo + half) * sr->sr_stride) <= addr
+			    ? sr->sr_lo + half
+			    : sr->sr_lo;
+	sr->sr_n -= half;
+}
+
+static const uint8_t *symbol_from(const struct fp_symtab *t, uint32_t lo, uint64_t addr);
+
 static const uint8_t *lookup_symbol(const struct fp_symtab *t, uint64_t addr)
+{
+	struct search sr;
+
+	if (!t->st_nsymbols)
+		return NULL;
+	search_init(&sr, t->st_symbols, SYM_SIZE, t->st_nsymbols);
+	while (sr.sr_n > 1)
+		search_step(&sr, addr);
+	return symbol_from(t, sr.sr_lo, addr);
+}
+
+/* symbol_from: the innermost symbol containing addr, from the last one
+ * starting at or before it (lo). */
+static const uint8_t *symbol_from(const struct fp_symtab *t, uint32_t lo, uint64_t addr)
 {
 	const uint8_t *syms = t->st_symbols;
 	const uint8_t *s;
-	uint32_t lo = 0, n = t->st_nsymbols, i;
+	uint32_t i;
 
-	if (!n)
+	if (!t->st_nsymbols)
 		return NULL;
-	/* Last symbol starting at or before addr; written so that the compiler
-	 * can use conditional moves instead of unpredictable branches. */
-	while (n > 1) {
-		uint32_t half = n / 2;
-
-		lo = ld64(syms + (size_t)(lo + half) * SYM_SIZE) <= addr ? lo + half : lo;
-		n -= half;
-	}
 	s = syms + (size_t)lo * SYM_SIZE;
 	if (ld64(s) > addr)
 		return NULL;
@@ -1370,24 +1409,19 @@ static const char *file_at(const struct fp_symtab *t, uint32_t file)
 	return file == NONE ? NULL : t->st_strings + ld32(t->st_files + (size_t)file * FILE_SIZE);
 }
 
-/* lookup_line: the row holding addr.  *file is a file index or NONE. */
-static void lookup_line(const struct fp_symtab *t, uint64_t addr, uint32_t *file, uint32_t *line,
-			uint32_t *col)
+/* line_from: the row holding addr, from the last block starting at or
+ * before it (lo).  *file is a file index or NONE. */
+static void line_from(const struct fp_symtab *t, uint32_t lo, uint64_t addr, uint32_t *file,
+		      uint32_t *line, uint32_t *col)
 {
 	const uint8_t *blocks = t->st_blocks, *p, *end;
-	uint32_t lo = 0, n = t->st_nblocks, off, next;
+	uint32_t off, next;
 	uint64_t a, f, l, c, v;
 
 	*file = NONE;
 	*line = *col = 0;
-	if (!n || ld64(blocks) > addr)
+	if (!t->st_nblocks || ld64(blocks + (size_t)lo * BLOCK_SIZE) > addr)
 		return;
-	while (n > 1) {
-		uint32_t half = n / 2;
-
-		lo = ld64(blocks + (size_t)(lo + half) * BLOCK_SIZE) <= addr ? lo + half : lo;
-		n -= half;
-	}
 	a = ld64(blocks + (size_t)lo * BLOCK_SIZE);
 	off = ld32(blocks + (size_t)lo * BLOCK_SIZE + 8);
 	next = lo + 1 < t->st_nblocks ? ld32(blocks + (size_t)(lo + 1) * BLOCK_SIZE + 8)
@@ -1422,20 +1456,15 @@ static void lookup_line(const struct fp_symtab *t, uint64_t addr, uint32_t *file
 	*col = (uint32_t)c;
 }
 
-/* lookup_scope: the innermost scope with code at addr, or NONE. */
-static uint32_t lookup_scope(const struct fp_symtab *t, uint64_t addr)
+/* scope_from: the innermost scope with code at addr, or NONE, from the
+ * last range starting at or before it (lo). */
+static uint32_t scope_from(const struct fp_symtab *t, uint32_t lo, uint64_t addr)
 {
 	const uint8_t *ranges = t->st_ranges;
-	uint32_t lo = 0, n = t->st_nranges, i;
+	uint32_t i;
 
-	if (!n || ld64(ranges) > addr)
+	if (!t->st_nranges || ld64(ranges + (size_t)lo * RANGE_SIZE) > addr)
 		return NONE;
-	while (n > 1) {
-		uint32_t half = n / 2;
-
-		lo = ld64(ranges + (size_t)(lo + half) * RANGE_SIZE) <= addr ? lo + half : lo;
-		n -= half;
-	}
 	i = lo;
 	for (int hops = 0; hops <= MAX_SCOPE_DEPTH; hops++) {
 		const uint8_t *r = ranges + (size_t)i * RANGE_SIZE;
@@ -1452,15 +1481,25 @@ static uint32_t lookup_scope(const struct fp_symtab *t, uint64_t addr)
 int fp_symtab_lookup_frames(const struct fp_symtab *t, uint64_t addr, struct fp_symframe *out,
 			    int max)
 {
+	struct search ss, sb, sr;
 	const uint8_t *sym;
 	uint32_t file, line, col, scope;
 	int n = 0;
 
 	if (max <= 0)
 		return 0;
-	sym = lookup_symbol(t, addr);
-	lookup_line(t, addr, &file, &line, &col);
-	scope = lookup_scope(t, addr);
+	/* the three searches side by side */
+	search_init(&ss, t->st_symbols, SYM_SIZE, t->st_nsymbols);
+	search_init(&sb, t->st_blocks, BLOCK_SIZE, t->st_nblocks);
+	search_init(&sr, t->st_ranges, RANGE_SIZE, t->st_nranges);
+	while (ss.sr_n > 1 || sb.sr_n > 1 || sr.sr_n > 1) {
+		search_step(&ss, addr);
+		search_step(&sb, addr);
+		search_step(&sr, addr);
+	}
+	sym = symbol_from(t, ss.sr_lo, addr);
+	line_from(t, sb.sr_lo, addr, &file, &line, &col);
+	scope = scope_from(t, sr.sr_lo, addr);
 	if (scope == NONE) {
 		if (!sym && file == NONE)
 			return 0;

@@ -658,6 +658,17 @@ static void test_demangle(void)
 	s = fp_demangle("_ZN2ns1fEv.cold");
 	CHECK(s && strstr(s, "ns::f()") == s);
 	free(s);
+	/* as llvm-symbolizer writes them */
+	s = fp_demangle("_ZN2ns1fEv.isra.0.cold");
+	CHECK(s && strcmp(s, "ns::f() (.isra.0.cold)") == 0);
+	free(s);
+	s = fp_demangle("_ZltIiEbT_S0_");
+	CHECK(s && strcmp(s, "bool operator<<int>(int, int)") == 0);
+	free(s);
+	s = fp_demangle("_ZlsIiEvT_");
+	CHECK(s && strcmp(s, "void operator<<<int>(int)") == 0);
+	free(s);
+	CHECK(fp_demangle("_Z!!.cold") == NULL);
 	CHECK(fp_demangle("f") == NULL);   /* would be "float" */
 	CHECK(fp_demangle("i") == NULL);
 	CHECK(fp_demangle("malloc") == NULL);
