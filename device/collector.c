@@ -1,6 +1,7 @@
 /* collector.c: interning of mappings, threads and stack trie nodes;
  * interval counts. */
 #include "collector.h"
+#include "cli.h"
 #include "container.h"
 #include "elfnote.h"
 #include "intern.h"
@@ -118,6 +119,7 @@ int fp_collector_alloc(struct fp_collector **out, const char *proc, const char *
 	c->cl_proc = proc;
 	c->cl_docker = docker_root;
 	c->cl_kernel = k;
+	c->cl_interval_start_ns = fp_now_ns(CLOCK_REALTIME); /* the first interval starts now */
 	if (fp_intern_alloc(&c->cl_mappings) || fp_intern_alloc(&c->cl_threads) ||
 	    fp_intern_alloc(&c->cl_nodes) || fp_intern_alloc(&c->cl_pairs) ||
 	    fp_intern_alloc(&c->cl_procs) ||
@@ -517,7 +519,7 @@ int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns,
 	size_t i;
 
 	n.fi_seq = seq;
-	n.fi_start_ns = c->cl_interval_start_ns ? c->cl_interval_start_ns : end_ns;
+	n.fi_start_ns = c->cl_interval_start_ns;
 	n.fi_end_ns = end_ns;
 	if (c->cl_ntouched) {
 		n.fi_counts = malloc(c->cl_ntouched * sizeof(*n.fi_counts));

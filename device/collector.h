@@ -48,7 +48,8 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 		      const void *kstack);
 
 /* fp_collector_cut: close the interval that started at the previous cut
- * (or at allocation) and give it sequence number seq.  0 or -ENOMEM. */
+ * (or at allocation: the first interval starts then) and give it sequence
+ * number seq.  0 or -ENOMEM. */
 int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns,
 		     struct fp_interval *iv);
 void fp_interval_fini(struct fp_interval *iv);

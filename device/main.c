@@ -130,8 +130,13 @@ static void agent_pump(struct agent *a, int timeout_ms)
 static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *reply)
 {
 	uint64_t deadline = fp_now_ns(CLOCK_MONOTONIC) + a->ag_o.ao_timeout_ms * 1000000ull;
-	int err = fp_uplink_send(a->ag_uplink, buf, len);
+	int err;
 
+	/* No connection yet (the dialer is still retrying): keep sampling and
+	 * try again until the deadline. */
+	while ((err = fp_uplink_send(a->ag_uplink, buf, len)) == -ETIMEDOUT &&
+	       fp_now_ns(CLOCK_MONOTONIC) < deadline)
+		agent_pump(a, 20);
 	free(buf);
 	if (err)
 		return err;

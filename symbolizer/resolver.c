@@ -287,6 +287,59 @@ static int ingest_file(const char *path, const struct fp_build_id *id, void **bl
 	return err;
 }
 
+/* A table without DWARF from a file that has a debuglink is worth
+ * replacing by the debug file's; anything else ends the search. */
+static int err_is_final(int err)
+{
+	return err != 0 && err != -ENOENT;
+}
+
+/* ingest_debuglink: the debug file that the ELF file at path names in its
+ * .gnu_debuglink, looked for beside it, in its .debug/ subdirectory and
+ * under DEBUG_DIR/<its directory>/, checked by CRC and build-ID.  Returns
+ * prev (the result so far) when there is none. */
+static int ingest_debuglink(struct fp_resolver *r, const char *path, const struct fp_build_id *id,
+			    void **blob, size_t *len, int prev)
+{
+	char name[256], dir[4096], cand[3][4500];
+	uint32_t want, crc;
+	const char *slash = strrchr(path, '/');
+	int fd = open(path, O_RDONLY | O_CLOEXEC), i, err;
+
+	if (fd < 0)
+		return prev;
+	err = fp_elf_debuglink(fd, name, sizeof(name), &want);
+	close(fd);
+	if (err || !slash || (size_t)(slash - path) >= sizeof(dir))
+		return prev;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	snprintf(cand[0], sizeof(cand[0]), "%s/%s", dir, name);
+	snprintf(cand[1], sizeof(cand[1]), "%s/.debug/%s", dir, name);
+	snprintf(cand[2], sizeof(cand[2]), "%s%s/%s", r->rv_debug_dir ? r->rv_debug_dir : "",
+		 dir, name);
+	for (i = 0; i < 3; i++) {
+		void *b;
+		size_t l;
+
+		if (strcmp(cand[i], path) == 0 || (i == 2 && !r->rv_debug_dir))
+			continue;
+		fd = open(cand[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		err = fp_elf_debuglink_crc(fd, &crc);
+		if (!err && crc == want && ingest_fd(fd, id, &b, &l) == 0) {
+			close(fd);
+			if (!prev)
+				free(*blob);
+			*blob = b, *len = l;
+			return 0;
+		}
+		close(fd);
+	}
+	return prev;
+}
+
 static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
 		  uint32_t pid, void **blob, size_t *len)
 {
@@ -308,8 +361,12 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 			err = ingest_file(file, id, blob, len);
 		}
 	}
-	if (err && r->rv_local_files && path && path[0] == '/')
+	if (err && r->rv_local_files && path && path[0] == '/') {
 		err = ingest_file(path, id, blob, len);
+		/* A stripped binary names its detached debug file. */
+		if (!err_is_final(err))
+			err = ingest_debuglink(r, path, id, blob, len, err);
+	}
 	/* A container's files: its mount namespace, seen through procfs. */
 	if (err && r->rv_proc_root && pid && path && path[0] == '/') {
 		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);

@@ -879,7 +879,8 @@ static int encode_lines(const struct builder_row *rows, size_t n, uint8_t **inde
 		len += put_uleb(d + len, rows[i].br_col);
 		for (size_t j = i + 1; j < last; j++) {
 			int64_t dl = (int64_t)rows[j].br_line - (int64_t)rows[j - 1].br_line;
-			uint64_t zz = ((uint64_t)dl << 1) ^ (uint64_t)(dl >> 63);
+			/* Zigzag: the sign goes to bit 0 (no shift of a negative value). */
+			uint64_t zz = ((uint64_t)dl << 1) ^ (dl < 0 ? UINT64_MAX : 0);
 			int changed = rows[j].br_file != rows[j - 1].br_file;
 
 			len += put_uleb(d + len, rows[j].br_addr - rows[j - 1].br_addr);

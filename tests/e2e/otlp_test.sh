@@ -8,7 +8,7 @@
 #
 # The first run downloads Go modules and builds the collector (about three
 # minutes on two cores); the binary is kept in $BUILD/otelcol and rebuilt only
-# when tests/otlp/builder-config.yaml changes.
+# when tests/otlp/builder-config.yaml changes (tests/otlp/build-collector.sh).
 TEST=otlp
 . tests/e2e/lib.sh
 need_root
@@ -53,25 +53,13 @@ check go-decoder-frame-types grep -qE '^frames: kernel=[1-9][0-9]* native=[1-9][
 check go-decoder-service grep -qE '^resource: service.name=workload samples=[1-9][0-9]* .* period=10101010 cpu/nanoseconds$' "$TMP/check.out"
 
 # ---- the OpenTelemetry Collector ----
-COLDIR=$ABS_BUILD/otelcol
-COL=$COLDIR/otelcol-fleetprof-test
-VERSION=$(sed -n 's/^  version: *//p' tests/otlp/builder-config.yaml)
-mkdir -p "$COLDIR"
-sed "s|^dist:|dist:\n  output_path: $COLDIR|" tests/otlp/builder-config.yaml > "$TMP/builder-config.yaml"
-if [ ! -x "$COL" ] || ! cmp -s "$TMP/builder-config.yaml" "$COLDIR/builder-config.yaml"; then
-	rm -f "$COL" "$COLDIR/builder-config.yaml"
-	start=$(date +%s)
-	if (cd "$TMP" && "$GO" run "go.opentelemetry.io/collector/cmd/builder@v$VERSION" \
-		--config=builder-config.yaml) > "$TMP/builder.log" 2>&1 && [ -x "$COL" ]; then
-		cp "$TMP/builder-config.yaml" "$COLDIR/builder-config.yaml"
-		pass "collector-builds ($(($(date +%s) - start)) s)"
-	else
-		fail collector-builds
-		tail -n 30 "$TMP/builder.log" >&2
-		exit 0
-	fi
+COL=$ABS_BUILD/otelcol/otelcol-fleetprof-test
+if how=$(BUILD=$BUILD GO=$GO tests/otlp/build-collector.sh 2> "$TMP/builder.log"); then
+	pass "collector-builds ($how)"
 else
-	pass "collector-builds (cached)"
+	fail collector-builds
+	tail -n 30 "$TMP/builder.log" >&2
+	exit 0
 fi
 
 port=$(free_port)

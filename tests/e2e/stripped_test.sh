@@ -53,3 +53,18 @@ if command -v go > /dev/null; then
 fi
 check no-restart bash -c "[ \$(grep -c 'listening on' '$TMP/symb.log') -eq 1 ]"
 tail -n 4 "$TMP/upload.log" "$TMP/symb.log" "$TMP/agent.log" >&2
+
+# A stripped binary whose .gnu_debuglink names a debug file beside it
+# resolves directly (fleetprof record reads local files).
+mkdir -p "$TMP/linked/.debug"
+cp "$WORKLOAD" "$BUILD/tests/libfpwork.so" "$TMP/linked/"
+objcopy --only-keep-debug "$TMP/linked/workload" "$TMP/linked/.debug/workload.debug"
+strip --strip-all "$TMP/linked/workload"
+objcopy --add-gnu-debuglink="$TMP/linked/.debug/workload.debug" "$TMP/linked/workload"
+"$TMP/linked/workload" 30 > /dev/null &
+wl2=$!
+PIDS+=($wl2)
+sleep 0.5
+"$FP" record -d 3 -p "$wl2" -o "$TMP/linked-out" --cache "$TMP/linked-cache" > /dev/null 2>&1
+check debuglink-resolved grep -qE 'fp::Cruncher::crunch\(int\);fp::step\(double\)_\[i\]' \
+	"$TMP/linked-out/profile.folded"
