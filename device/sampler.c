@@ -116,7 +116,8 @@ void fp_sampler_close(struct fp_sampler *s)
 	ring_buffer__free(s->sm_rb);
 	bpf_link__destroy(s->sm_exec_link);
 	bpf_link__destroy(s->sm_exit_link);
-	for (i = 0; i < s->sm_ncpus; i++) {
+	/* Open may have failed before either array was allocated. */
+	for (i = 0; s->sm_links && s->sm_pfds && i < s->sm_ncpus; i++) {
 		bpf_link__destroy(s->sm_links[i]);
 		if (s->sm_pfds[i] >= 0)
 			close(s->sm_pfds[i]);
