@@ -3,6 +3,9 @@
 #include "output.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <zlib.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,4 +88,89 @@ void fp_safe_name(const char *s, char *buf, size_t len)
 	buf[i] = '\0';
 	if (!buf[0] || strcmp(buf, ".") == 0 || strcmp(buf, "..") == 0)
 		snprintf(buf, len, "_");
+}
+
+int fp_write_all(int fd, const void *data, size_t len)
+{
+	const uint8_t *buf = data;
+
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* gzip_to_fd: buf as one gzip member (RFC 1952) written to fd. */
+static int gzip_to_fd(int fd, const uint8_t *buf, size_t len)
+{
+	uint8_t out[65536];
+	z_stream z = { 0 };
+	int zerr, err = 0;
+
+	/* 15 + 16: a 32 KiB window with a gzip header and trailer.  Fastest
+	 * level: on profiles it is about 3x faster than the default for
+	 * files under 10% larger, and the symbolizer writes one per device and
+	 * interval (Go's runtime/pprof makes the same choice). */
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	z.next_in = (Bytef *)buf;
+	do {
+		/* avail_in is a uInt: feed large inputs in pieces. */
+		if (!z.avail_in && len) {
+			uInt chunk = len > UINT_MAX ? UINT_MAX : (uInt)len;
+
+			z.avail_in = chunk;
+			len -= chunk;
+		}
+		z.next_out = out;
+		z.avail_out = sizeof(out);
+		zerr = deflate(&z, len || z.avail_in ? Z_NO_FLUSH : Z_FINISH);
+		if (zerr == Z_STREAM_ERROR) {
+			err = -EIO;
+			break;
+		}
+		err = fp_write_all(fd, out, sizeof(out) - z.avail_out);
+	} while (!err && zerr != Z_STREAM_END);
+	deflateEnd(&z);
+	return err;
+}
+
+int fp_write_file(const char *path, const void *buf, size_t len, int gzip)
+{
+	char *tmp = NULL;
+	int fd, err;
+
+	/* Readers of path see the old file or the complete new one, never a
+	 * prefix: write beside it, then rename over it. */
+	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		err = -errno;
+		free(tmp);
+		return err;
+	}
+	err = gzip ? gzip_to_fd(fd, buf, len) : fp_write_all(fd, buf, len);
+	/* mkstemp creates 0600; profiles are meant to be read by others. */
+	if (!err && fchmod(fd, 0644) < 0)
+		err = -errno;
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) < 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	return err;
 }

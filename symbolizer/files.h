@@ -4,6 +4,7 @@
 #ifndef FP_FILES_H
 #define FP_FILES_H
 
+#include <stddef.h>
 #include "profile.h"
 
 /* fp_mkdirs: create dir and its parents (mode 0755).  0 or a negative errno. */
@@ -13,6 +14,15 @@ int fp_mkdirs(const char *dir);
  * 0 or a negative errno. */
 int fp_write_folded(const struct fp_profile *p, const char *path, int by_thread);
 int fp_write_svg(const struct fp_profile *p, const char *path, const char *title, int by_thread);
+
+/* fp_write_all: all of buf to fd, retrying short writes.  0 or a
+ * negative errno. */
+int fp_write_all(int fd, const void *buf, size_t len);
+
+/* fp_write_file: buf as the file at path (gzip-compressed when gzip is
+ * set), mode 0644, synced, written beside it and renamed into place.  0 or
+ * a negative errno. */
+int fp_write_file(const char *path, const void *buf, size_t len, int gzip);
 
 /* fp_safe_name: copy s into buf as one path component: characters outside
  * [A-Za-z0-9._-] become '_', and "", "." and ".." become "_". */

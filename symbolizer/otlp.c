@@ -34,6 +34,8 @@
 
 #include "intern.h"
 #include "otlp.h"
+#include "files.h"
+#include "indexset.h"
 #include "otlp_profiles_service.pb-c.h"
 
 #ifndef FP_VERSION
@@ -151,22 +153,6 @@ static void set_free(struct set *s)
 	free(s->hashes);
 }
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-	h ^= v;
-	h *= 0x9e3779b97f4a7c15ULL;
-	return h ^ (h >> 29);
-}
-
-static uint32_t finish(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
 
 /* grow_by: make room for extra more elements after the n in *arr, which has
  * room for *cap elements of size. */
@@ -307,7 +293,7 @@ static int attr_eq(const void *ctx, uint32_t i, const void *key)
 /* attr: the attribute table index of (key, value).  0 or a negative errno. */
 static int attr(struct encoder *en, const struct attr_key *k, int32_t *index)
 {
-	uint32_t hash = finish(mix(mix(mix(0, (uint64_t)k->key), k->kind), (uint64_t)k->value));
+	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(0, (uint64_t)k->key), k->kind), (uint64_t)k->value));
 	size_t slot;
 	uint32_t found = set_find(&en->attr_set, hash, attr_eq, en, k, &slot);
 
@@ -380,7 +366,7 @@ static int mapping_eq(const void *ctx, uint32_t i, const void *key)
 
 static int mapping(struct encoder *en, const struct mapping_key *k, int32_t *index)
 {
-	uint32_t hash = finish(mix(mix(1, (uint64_t)k->filename), (uint64_t)k->build_id));
+	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(1, (uint64_t)k->filename), (uint64_t)k->build_id));
 	size_t slot;
 	uint32_t found = set_find(&en->mapping_set, hash, mapping_eq, en, k, &slot);
 
@@ -409,7 +395,7 @@ static int function_eq(const void *ctx, uint32_t i, const void *key)
 
 static int function(struct encoder *en, const struct function_key *k, int32_t *index)
 {
-	uint32_t hash = finish(mix(mix(mix(2, (uint64_t)k->name), (uint64_t)k->system_name),
+	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(2, (uint64_t)k->name), (uint64_t)k->system_name),
 				   (uint64_t)k->filename));
 	size_t slot;
 	uint32_t found = set_find(&en->function_set, hash, function_eq, en, k, &slot);
@@ -440,7 +426,7 @@ static int location_eq(const void *ctx, uint32_t i, const void *key)
 
 static int location(struct encoder *en, const struct location_key *k, int32_t *index)
 {
-	uint32_t hash = finish(mix(mix(mix(mix(3, (uint64_t)k->mapping), (uint64_t)k->function),
+	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(3, (uint64_t)k->mapping), (uint64_t)k->function),
 				       (uint64_t)k->type),
 				   k->address));
 	size_t slot;
@@ -482,8 +468,8 @@ static int stack(struct encoder *en, size_t offset, uint32_t len, int32_t *index
 	size_t slot;
 
 	for (uint32_t i = 0; i < len; i++)
-		h = mix(h, (uint64_t)en->stack_locs[offset + i]);
-	uint32_t hash = finish(mix(h, len));
+		h = fp_hash_word(h, (uint64_t)en->stack_locs[offset + i]);
+	uint32_t hash = fp_hash_finish(fp_hash_word(h, len));
 	uint32_t found = set_find(&en->stack_set, hash, stack_eq, en, &k, &slot);
 
 	if (found != UINT32_MAX) {
@@ -665,11 +651,11 @@ static int sample_thread(struct encoder *en, size_t i, size_t *last)
 	if (*last != SIZE_MAX && same_thread(&en->p->pr_samples[*last], s)) {
 		from = *last;
 	} else {
-		uint64_t h = mix(mix(5, s->ps_pid), s->ps_tid);
+		uint64_t h = fp_hash_word(fp_hash_word(5, s->ps_pid), s->ps_tid);
 
-		h = mix(h, fp_hash(s->ps_process, plen));
-		h = mix(h, fp_hash(s->ps_thread, tlen));
-		uint32_t hash = finish(mix(h, fp_hash(ctr, strlen(ctr))));
+		h = fp_hash_word(h, fp_hash(s->ps_process, plen));
+		h = fp_hash_word(h, fp_hash(s->ps_thread, tlen));
+		uint32_t hash = fp_hash_finish(fp_hash_word(h, fp_hash(ctr, strlen(ctr))));
 		uint32_t found = set_find(&en->thread_set, hash, thread_eq, en, s, &slot);
 
 		if (found != UINT32_MAX) {
@@ -1014,8 +1000,8 @@ static void profile_id(const struct fp_profile *p, const char *host, const char 
 
 		for (int j = 0; j < 2; j++)
 			for (const unsigned char *c = (const unsigned char *)parts[j]; *c; c++)
-				h[k] = mix(h[k], *c);
-		h[k] = mix(mix(mix(h[k], 0xff), p->pr_start_ns), p->pr_duration_ns);
+				h[k] = fp_hash_word(h[k], *c);
+		h[k] = fp_hash_word(fp_hash_word(fp_hash_word(h[k], 0xff), p->pr_start_ns), p->pr_duration_ns);
 		h[k] ^= h[k] >> 31;
 	}
 	if (!h[0] && !h[1])
@@ -1246,55 +1232,16 @@ out:
 	return err;
 }
 
-static int write_all(int fd, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int fp_otlp_write(const struct fp_profile *p, const struct fp_otlp_resource *res,
 		  const char *path)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	char *tmp = NULL;
-	int fd, err;
+	int err = fp_otlp_encode(p, res, &buf, &len);
 
-	if ((err = fp_otlp_encode(p, res, &buf, &len)))
-		return err;
-	/* Readers of path see the old file or the complete new one. */
-	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0) {
-		free(buf);
-		return -ENOMEM;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
-	err = write_all(fd, buf, len);
-	if (!err && fchmod(fd, 0644) < 0)
-		err = -errno;
-	if (!err && fsync(fd) < 0)
-		err = -errno;
-	if (close(fd) < 0 && !err)
-		err = -errno;
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
 	if (err)
-		unlink(tmp);
-out:
-	free(tmp);
+		return err;
+	err = fp_write_file(path, buf, len, 0);
 	free(buf);
 	return err;
 }

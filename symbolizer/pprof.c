@@ -27,6 +27,7 @@
 #include <zlib.h>
 
 #include "indexset.h"
+#include "files.h"
 #include "output.h"
 #include "pprof.pb-c.h"
 
@@ -547,93 +548,15 @@ out:
 	return err;
 }
 
-static int write_all(int fd, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* gzip_to_fd: buf as one gzip member (RFC 1952) written to fd. */
-static int gzip_to_fd(int fd, const uint8_t *buf, size_t len)
-{
-	uint8_t out[65536];
-	z_stream z = { 0 };
-	int zerr, err = 0;
-
-	/* 15 + 16: a 32 KiB window with a gzip header and trailer.  Fastest
-	 * level: on profiles it is about 3x faster than the default for
-	 * files under 10% larger, and the symbolizer writes one per device and
-	 * interval (Go's runtime/pprof makes the same choice). */
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	z.next_in = (Bytef *)buf;
-	do {
-		/* avail_in is a uInt: feed large inputs in pieces. */
-		if (!z.avail_in && len) {
-			uInt chunk = len > UINT_MAX ? UINT_MAX : (uInt)len;
-
-			z.avail_in = chunk;
-			len -= chunk;
-		}
-		z.next_out = out;
-		z.avail_out = sizeof(out);
-		zerr = deflate(&z, len || z.avail_in ? Z_NO_FLUSH : Z_FINISH);
-		if (zerr == Z_STREAM_ERROR) {
-			err = -EIO;
-			break;
-		}
-		err = write_all(fd, out, sizeof(out) - z.avail_out);
-	} while (!err && zerr != Z_STREAM_END);
-	deflateEnd(&z);
-	return err;
-}
-
 int fp_pprof_write(const struct fp_profile *p, const char *path)
 {
 	uint8_t *buf;
 	size_t len;
-	char *tmp = NULL;
-	int fd, err;
+	int err = fp_pprof_encode(p, &buf, &len);
 
-	err = fp_pprof_encode(p, &buf, &len);
 	if (err)
 		return err;
-	/* Readers of path see the old file or the complete new one, never a
-	 * prefix: write beside it, then rename over it. */
-	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0) {
-		free(buf);
-		return -ENOMEM;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
-	err = gzip_to_fd(fd, buf, len);
-	/* mkstemp creates 0600; profiles are meant to be read by others. */
-	if (!err && fchmod(fd, 0644) < 0)
-		err = -errno;
-	if (!err && fsync(fd) < 0)
-		err = -errno;
-	if (close(fd) < 0 && !err)
-		err = -errno;
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
-out:
-	free(tmp);
+	err = fp_write_file(path, buf, len, 1);
 	free(buf);
 	return err;
 }
