@@ -18,7 +18,6 @@
 
 #define PROCS_REFRESH_CUTS 6 /* forget cached process state every N intervals */
 
-
 enum def_state {
 	DEF_UNSENT = 0,
 	DEF_IN_FLIGHT = 1, /* in the batch being sent */
@@ -58,7 +57,6 @@ struct thread_info {
 struct proc_entry {
 	struct fp_procmaps *pe_maps;
 	int pe_known;         /* the sampler sends this process's raw addresses */
-	uint32_t pe_samples;  /* with build-ID frames, since the last adoption */
 	uint64_t pe_maps_cut; /* cut number when pe_maps was read */
 	int pe_have_info;
 	char pe_name[FP_COMM_LEN];
@@ -448,10 +446,8 @@ static int add_build_id_frames(struct fp_collector *c, const struct fp_bpf_sampl
 		pe->pe_maps_cut = 0;
 		pe->pe_known = 0;
 	}
-	if (!pe->pe_known && ++pe->pe_samples >= FP_COLLECTOR_ADOPT_SAMPLES && proc_maps(c, pe, s->pid, 1)) {
-		pe->pe_samples = 0;
+	if (!pe->pe_known && proc_maps(c, pe, s->pid, 1))
 		set_known(c, pe, s->pid, 1);
-	}
 	return 0;
 }
 

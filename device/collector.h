@@ -18,12 +18,6 @@
 
 struct fp_collector;
 
-/* Reading a process's mappings costs more than the kernel's build-ID
- * look-ups of a few samples: a process is adopted (the known hook is
- * called, and its frames then come as plain addresses) after this many
- * samples with build-ID frames. */
-#define FP_COLLECTOR_ADOPT_SAMPLES 8
-
 /* One closed interval, as the agent buffers it until acknowledged. */
 struct fp_interval {
 	uint64_t fi_seq;

@@ -1086,17 +1086,14 @@ static void test_known_hook(void)
 	fp_collector_set_known_fn(c, on_known, &log);
 	make_sample(&s, pid, pid, "k", NULL, 0, u, 1);
 	make_sample(&gone, dead, dead, "k", NULL, 0, u, 1);
-	/* Build-ID samples: after a few, the mappings are read and the pid
-	 * becomes known. */
-	add(c, &s, FP_COLLECTOR_ADOPT_SAMPLES - 1);
-	CHECK_EQ_INT(log.calls, 0);
+	/* A build-ID sample: the mappings are read, the pid becomes known. */
 	add(c, &s, 1);
 	CHECK_EQ_INT(log.calls, 1);
 	CHECK(log.pid[0] == pid && log.known[0] == 1);
 	add(c, &s, 3); /* already known: no more calls */
 	CHECK_EQ_INT(log.calls, 1);
 	/* A process whose mappings cannot be read never becomes known. */
-	add(c, &gone, FP_COLLECTOR_ADOPT_SAMPLES);
+	add(c, &gone, 1);
 	CHECK_EQ_INT(log.calls, 1);
 	/* A raw address in none of its mappings: unknown again, so that the
 	 * kernel names the frames until the maps are read again. */
@@ -1107,7 +1104,7 @@ static void test_known_hook(void)
 	add(c, &miss, 1);
 	CHECK_EQ_INT(log.calls, 2);
 	CHECK(log.pid[1] == pid && log.known[1] == 0);
-	add(c, &s, FP_COLLECTOR_ADOPT_SAMPLES); /* and known once more */
+	add(c, &s, 1); /* and known once more */
 	CHECK_EQ_INT(log.calls, 3);
 	CHECK(log.pid[2] == pid && log.known[2] == 1);
 	/* Cached process state is dropped every few cuts: all forgotten. */
