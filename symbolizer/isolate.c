@@ -1,5 +1,6 @@
 /* isolate.c: fork, build the table, send it back through a pipe. */
 #include "isolate.h"
+#include "files.h"
 #include "elfsyms.h"
 #include "symtab.h"
 
@@ -18,21 +19,6 @@ struct isolate_header {
 	uint32_t ih_pad;
 	uint64_t ih_len;
 };
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n, len -= (size_t)n;
-	}
-	return 0;
-}
 
 static int read_all(int fd, void *buf, size_t len)
 {
@@ -69,7 +55,7 @@ static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned 
 	signal(SIGPIPE, SIG_DFL);
 	h.ih_err = build(fd, &blob, &len);
 	h.ih_len = h.ih_err ? 0 : len;
-	if (write_all(out, &h, sizeof(h)) || (h.ih_len && write_all(out, blob, len)))
+	if (fp_write_all(out, &h, sizeof(h)) || (h.ih_len && fp_write_all(out, blob, len)))
 		_exit(1);
 	_exit(0);
 }

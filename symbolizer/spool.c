@@ -243,22 +243,6 @@ static uint64_t get_le(const uint8_t *p, int n)
 	return v;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int refuse(struct fp_spool *sp, int err)
 {
 	pthread_mutex_lock(&sp->sp_mu);
@@ -300,11 +284,11 @@ int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
 	fd = openat(sp->sp_dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return refuse(sp, -errno);
-	err = write_all(fd, header, sizeof(header));
+	err = fp_write_all(fd, header, sizeof(header));
 	for (i = 0; !err && i < (size_t)iovcnt; i++)
-		err = write_all(fd, iov[i].iov_base, iov[i].iov_len);
+		err = fp_write_all(fd, iov[i].iov_base, iov[i].iov_len);
 	if (!err)
-		err = write_all(fd, trailer, sizeof(trailer));
+		err = fp_write_all(fd, trailer, sizeof(trailer));
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && renameat(sp->sp_dirfd, tmp, sp->sp_dirfd, name))
