@@ -459,36 +459,41 @@ int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf
 	return snprintf(buf, len, "%s+0x%" PRIx64 "%s", module, f->pf_address, suffix);
 }
 
-int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf,
-			       size_t *cap)
+/* label_room: after a label of n bytes did not fit in *buf, make room for
+ * it.  1 when the caller must label again, 0 when it fitted, or n < 0. */
+static int label_room(int n, char **buf, size_t *cap)
 {
-	int n = fp_profile_frame_label(p, frame, *buf, *cap);
-
 	if (n < 0 || (size_t)n < *cap)
-		return n;
+		return n < 0 ? n : 0;
 	size_t want = (size_t)n + 1 > 256 ? (size_t)n + 1 : 256;
 	char *bigger = realloc(*buf, want);
 	if (!bigger)
 		return -ENOMEM;
 	*buf = bigger;
 	*cap = want;
-	return fp_profile_frame_label(p, frame, bigger, want);
+	return 1;
+}
+
+int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf,
+			       size_t *cap)
+{
+	int n = fp_profile_frame_label(p, frame, *buf, *cap);
+	int again = label_room(n, buf, cap);
+
+	if (again <= 0)
+		return again < 0 ? again : n;
+	return fp_profile_frame_label(p, frame, *buf, *cap);
 }
 
 int fp_profile_inline_label_buf(const struct fp_profile *p, uint32_t frame, uint32_t k, char **buf,
 				size_t *cap)
 {
 	int n = fp_profile_inline_label(p, frame, k, *buf, *cap);
+	int again = label_room(n, buf, cap);
 
-	if (n < 0 || (size_t)n < *cap)
-		return n;
-	size_t want = (size_t)n + 1 > 256 ? (size_t)n + 1 : 256;
-	char *bigger = realloc(*buf, want);
-	if (!bigger)
-		return -ENOMEM;
-	*buf = bigger;
-	*cap = want;
-	return fp_profile_inline_label(p, frame, k, bigger, want);
+	if (again <= 0)
+		return again < 0 ? again : n;
+	return fp_profile_inline_label(p, frame, k, *buf, *cap);
 }
 
 uint64_t fp_profile_total(const struct fp_profile *p)
