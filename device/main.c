@@ -188,16 +188,18 @@ static void agent_answer_wants(struct agent *a, struct fp_reply *r)
 
 #define MAX_FILE_MESSAGES 1024 /* per request chain: the symbolizer drives, we bound it */
 
-/* send_file_part: one range of a file, or why it cannot be read. */
-static int send_file_part(struct agent *a, const struct fp_range *g, struct fp_reply *reply)
+/* send_file_part: one range of the file open at fd (or -errno: why it
+ * cannot be read). */
+static int send_file_part(struct agent *a, const struct fp_range *g, int fd,
+			  struct fp_reply *reply)
 {
 	struct fp_file_data d = { .fd_session = a->ag_session, .fd_build_id = g->fg_build_id,
 				  .fd_offset = g->fg_offset };
-	int fd = fp_collector_open_file(a->ag_collector, &g->fg_build_id), err;
 	struct stat st;
 	ssize_t n = 0;
 	size_t len;
 	char *buf;
+	int err;
 
 	if (fd < 0 || fstat(fd, &st)) {
 		d.fd_error = fd < 0 ? (uint32_t)-fd : (uint32_t)errno;
@@ -212,8 +214,6 @@ static int send_file_part(struct agent *a, const struct fp_range *g, struct fp_r
 				d.fd_len = (size_t)n;
 		}
 	}
-	if (fd >= 0)
-		close(fd);
 	if (d.fd_error)
 		d.fd_len = 0;
 	err = fp_wire_encode_file(&d, &buf, &len);
@@ -227,21 +227,31 @@ static int send_file_part(struct agent *a, const struct fp_range *g, struct fp_r
 }
 
 /* The symbolizer has no symbols for some of our files and asks for parts
- * of them; each answer may bring the next question. */
+ * of them; each answer may bring the next question.  The file is opened
+ * (and its build-ID checked) once per run of ranges of the same file. */
 static void agent_answer_ranges(struct agent *a, const struct fp_reply *first)
 {
 	struct fp_range *queue = NULL;
+	struct fp_build_id open_id = { 0 };
 	size_t head = 0, len = 0, sent = 0, i;
+	int fd = -ENOENT;
 
 	if (!first->fr_nranges || !(queue = malloc(first->fr_nranges * sizeof(*queue))))
 		return;
 	memcpy(queue, first->fr_ranges, first->fr_nranges * sizeof(*queue));
 	len = first->fr_nranges;
 	while (head < len && sent++ < MAX_FILE_MESSAGES) {
+		const struct fp_range *g = &queue[head++];
 		struct fp_reply r = { 0 };
 		struct fp_range *more;
 
-		if (send_file_part(a, &queue[head++], &r)) {
+		if (!open_id.fb_len || !fp_build_id_eq(&open_id, &g->fg_build_id)) {
+			if (fd >= 0)
+				close(fd);
+			fd = fp_collector_open_file(a->ag_collector, &g->fg_build_id);
+			open_id = g->fg_build_id;
+		}
+		if (send_file_part(a, g, fd, &r)) {
 			fp_reply_fini(&r);
 			break;
 		}
@@ -257,6 +267,8 @@ static void agent_answer_ranges(struct agent *a, const struct fp_reply *first)
 		}
 		fp_reply_fini(&r);
 	}
+	if (fd >= 0)
+		close(fd);
 	free(queue);
 }
 
