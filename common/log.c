@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 
@@ -62,18 +61,4 @@ void fp_debug(const char *fmt, ...)
 {
 	if (log_verbose > 0)
 		LOG_BODY(LOG_DEBUG, NULL);
-}
-
-void fp_fatal(const char *fmt, ...)
-{
-	const char *err = strerror(errno);
-
-	LOG_BODY(LOG_CRIT, err);
-	exit(1);
-}
-
-void fp_fatalx(const char *fmt, ...)
-{
-	LOG_BODY(LOG_CRIT, NULL);
-	exit(1);
 }

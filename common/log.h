@@ -12,7 +12,5 @@ void fp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* ad
 void fp_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fp_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void fp_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-void fp_fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #endif

@@ -76,6 +76,8 @@ void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 void fp_server_log_stats(const struct fp_server *s)
 {
 	const struct fp_server_stats *t = &s->sv_stats;
+	struct fp_resolver_stats rs;
+	struct fp_devfetch_stats ds;
 
 	fp_info("messages %" PRIu64 " (%" PRIu64 " bytes): hello %" PRIu64 ", batches %" PRIu64
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
@@ -87,6 +89,13 @@ void fp_server_log_stats(const struct fp_server *s)
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
 		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples,
 		t->sv_file_parts);
+	fp_resolver_stats(s->sv_resolver, &rs);
+	fp_devfetch_stats(s->sv_devfetch, &ds);
+	fp_info("symbols: tables built %" PRIu64 ", no source %" PRIu64 ", kallsyms stored %" PRIu64
+		"; from devices: started %" PRIu64 ", done %" PRIu64 ", failed %" PRIu64 " (%" PRIu64
+		" bytes)",
+		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started, ds.dv_done,
+		ds.dv_failed, ds.dv_bytes);
 }
 
 static void seq_load(const struct fp_server *s, struct fp_session *se);

@@ -305,7 +305,6 @@ static int is_user_node(const struct fp_session *s, const struct sess_node *n)
 
 struct profile_ctx {
 	struct fp_session *pc_session;
-	struct fp_resolver *pc_resolver;
 	struct fp_lookup *pc_lookup;
 	struct fp_profile *pc_profile;
 	uint32_t *pc_pmap;              /* session mapping -> profile mapping */
@@ -397,7 +396,7 @@ static int profile_count(struct profile_ctx *pc, const struct fp_count *c)
 int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
 		       struct fp_profile **out)
 {
-	struct profile_ctx pc = { .pc_session = s, .pc_resolver = r };
+	struct profile_ctx pc = { .pc_session = s };
 	size_t i, nmap = defs_count(&s->se_mappings), nnodes = defs_count(&s->se_nodes);
 	int err;
 
