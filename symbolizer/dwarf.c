@@ -865,16 +865,26 @@ static int push_range(struct walk *w, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
+/* find_attr: attribute at of die into *a (the caller deallocates it);
+ * 0 when it has none. */
+static int find_attr(struct walk *w, Dwarf_Die die, Dwarf_Half at, Dwarf_Attribute *a)
+{
+	Dwarf_Error e = NULL;
+
+	if (dwarf_attr(die, at, a, &e) == DW_DLV_OK)
+		return 1;
+	dw_drop_error(w, &e);
+	return 0;
+}
+
 static int attr_udata(struct walk *w, Dwarf_Die die, Dwarf_Half at, Dwarf_Unsigned *v)
 {
 	Dwarf_Attribute a = NULL;
 	Dwarf_Error e = NULL;
 	int ok;
 
-	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK) {
-		dw_drop_error(w, &e);
+	if (!find_attr(w, die, at, &a))
 		return 0;
-	}
 	ok = dwarf_formudata(a, v, &e) == DW_DLV_OK;
 	dw_drop_error(w, &e);
 	if (!ok) {
@@ -918,13 +928,10 @@ static int form_offset(struct walk *w, Dwarf_Attribute a, Dwarf_Unsigned *v)
 static int attr_offset(struct walk *w, Dwarf_Die die, Dwarf_Half at, Dwarf_Unsigned *v)
 {
 	Dwarf_Attribute a = NULL;
-	Dwarf_Error e = NULL;
 	int ok;
 
-	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK) {
-		dw_drop_error(w, &e);
+	if (!find_attr(w, die, at, &a))
 		return 0;
-	}
 	ok = form_offset(w, a, v);
 	dwarf_dealloc_attribute(a);
 	return ok;
@@ -1122,10 +1129,8 @@ static int read_ranges(struct walk *w, Dwarf_Die die)
 		return push_range(w, lo, hi);
 	}
 	dw_drop_error(w, &e);
-	if (dwarf_attr(die, DW_AT_ranges, &a, &e) != DW_DLV_OK) {
-		dw_drop_error(w, &e);
+	if (!find_attr(w, die, DW_AT_ranges, &a))
 		return 0;
-	}
 	if (dwarf_whatform(a, &form, &e) != DW_DLV_OK || !form_offset(w, a, &value)) {
 		dw_drop_error(w, &e);
 		dwarf_dealloc_attribute(a);
@@ -1146,10 +1151,8 @@ static Dwarf_Die ref_die(struct walk *w, Dwarf_Die die, Dwarf_Half at)
 	Dwarf_Error e = NULL;
 	int ok;
 
-	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK) {
-		dw_drop_error(w, &e);
+	if (!find_attr(w, die, at, &a))
 		return NULL;
-	}
 	ok = dwarf_global_formref(a, &off, &e) == DW_DLV_OK;
 	dw_drop_error(w, &e);
 	dwarf_dealloc_attribute(a);
@@ -1166,10 +1169,8 @@ static const char *attr_string(struct walk *w, Dwarf_Die die, Dwarf_Half at)
 	Dwarf_Error e = NULL;
 	char *s = NULL;
 
-	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK) {
-		dw_drop_error(w, &e);
+	if (!find_attr(w, die, at, &a))
 		return NULL;
-	}
 	if (dwarf_formstring(a, &s, &e) != DW_DLV_OK)
 		s = NULL;
 	dw_drop_error(w, &e);
