@@ -34,6 +34,7 @@
 
 #include "intern.h"
 #include "otlp.h"
+#include "output.h"
 #include "files.h"
 #include "indexset.h"
 #include "otlp_profiles_service.pb-c.h"
@@ -1209,23 +1210,7 @@ int fp_otlp_encode(const struct fp_profile *p, const struct fp_otlp_resource *re
 	if ((err = build_dictionary(&en, &t)) || (err = build_resources(&en, res, &t)))
 		goto out;
 
-	size_t size =
-		opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__get_packed_size(
-			&t.req);
-	uint8_t *out = malloc(size ? size : 1);
-	if (!out) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__pack(
-		    &t.req, out) != size) {
-		free(out);
-		err = -EPROTO;
-		goto out;
-	}
-	*buf = out;
-	*len = size;
-	err = 0;
+	err = fp_protobuf_pack(&t.req.base, buf, len);
 out:
 	tree_free(&t);
 	encoder_free(&en);

@@ -16,6 +16,11 @@ int fp_folded_write(const struct fp_profile *p, FILE *f, int by_thread);
 int fp_pprof_encode(const struct fp_profile *p, uint8_t **buf, size_t *len);
 int fp_pprof_write(const struct fp_profile *p, const char *path);
 
+/* fp_protobuf_pack: the serialized form of protobuf-c message m,
+ * malloc'd.  0, -ENOMEM or -EPROTO (protobuf-c packed a different size). */
+struct ProtobufCMessage;
+int fp_protobuf_pack(const struct ProtobufCMessage *m, uint8_t **buf, size_t *len);
+
 /* fp_svg_write: a self-contained interactive flame graph (hover: name,
  * samples and share; click: zoom; no external resources). */
 int fp_svg_write(const struct fp_profile *p, FILE *f, const char *title, int by_thread);

@@ -527,25 +527,27 @@ int fp_pprof_encode(const struct fp_profile *p, uint8_t **buf, size_t *len)
 	prof.period = clamp64(p->pr_period_ns);
 	prof.default_sample_type = s_cpu;
 
-	size_t size = perftools__profiles__profile__get_packed_size(&prof);
-	uint8_t *out = malloc(size ? size : 1);
-	if (!out) {
-		err = -ENOMEM;
-		goto out;
-	}
-	size_t packed = perftools__profiles__profile__pack(&prof, out);
-	if (packed != size) {
-		free(out);
-		err = -EPROTO;
-		goto out;
-	}
-	*buf = out;
-	*len = size;
-	err = 0;
+	err = fp_protobuf_pack(&prof.base, buf, len);
 out:
 	tree_free(&t);
 	encoder_free(&en);
 	return err;
+}
+
+int fp_protobuf_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len)
+{
+	size_t size = protobuf_c_message_get_packed_size(m);
+	uint8_t *out = malloc(size ? size : 1);
+
+	if (!out)
+		return -ENOMEM;
+	if (protobuf_c_message_pack(m, out) != size) {
+		free(out);
+		return -EPROTO;
+	}
+	*buf = out;
+	*len = size;
+	return 0;
 }
 
 int fp_pprof_write(const struct fp_profile *p, const char *path)
