@@ -1,0 +1,93 @@
+/* unwind.h: the unwind table format, shared by the symbolizer (which
+ * compiles tables from CFI), the wire, the agent (which installs them) and
+ * bpf/stacks.bpf.c (which walks them).  Fixed-width fields only.
+ *
+ * A table belongs to one file (build-ID).  It is a sorted array of rows;
+ * a row applies from its ur_pc up to the next row's ur_pc.  Addresses are
+ * FILE OFFSETS, not ELF virtual addresses: the agent turns a PC into a file
+ * offset with the mapping's start and page offset, as it does for frames on
+ * the wire, and the compiler turns CFI addresses into file offsets with the
+ * PT_LOAD headers, so the device never needs the ELF layout.
+ *
+ * Rules were chosen for what compilers and libc emit on x86-64 and arm64;
+ * anything else becomes FP_UNWIND_INVALID, and the walker then tries the
+ * frame pointer.
+ */
+#ifndef FP_BPF_UNWIND_H
+#define FP_BPF_UNWIND_H
+
+#include <linux/types.h>
+
+enum fp_unwind_rule {
+	FP_UNWIND_NONE = 0,    /* no CFI covers this address: walk by frame pointer */
+	FP_UNWIND_SP = 1,      /* CFA = SP + 8 * ur_cfa */
+	FP_UNWIND_FP = 2,      /* CFA = FP (RBP, X29) + 8 * ur_cfa */
+	FP_UNWIND_PLT = 3,     /* x86-64 PLT: CFA = SP + 8 + ((PC & 15) >= 11 ? 8 : 0) */
+	FP_UNWIND_STOP = 4,    /* return address undefined: the outermost frame */
+	FP_UNWIND_SIGNAL = 5,  /* signal trampoline: registers are in the signal frame at SP */
+	FP_UNWIND_INVALID = 6, /* CFI we cannot express: try the frame pointer */
+};
+
+/* One row, 8 bytes.
+ * ur_rule: low 4 bits enum fp_unwind_rule; high 4 bits (arm64 only) the
+ *          slot of the return address as a signed 4-bit count of 8-byte
+ *          words from the CFA (X30 saved at CFA + 8 * slot), 0 when it is
+ *          still in the link register.  x86-64: always 0 (RA at CFA - 8).
+ * ur_fp:   the caller's frame pointer is saved at CFA + 8 * ur_fp; 0 when
+ *          it is not saved (the register still holds it). */
+struct fp_unwind_row {
+	__u32 ur_pc;
+	__u16 ur_cfa;
+	__u8 ur_rule;
+	__s8 ur_fp;
+};
+
+#define FP_UNWIND_RULE(r) ((r)->ur_rule & 0x0f)
+#define FP_UNWIND_RA_SLOT(r) ((__s8)((r)->ur_rule & 0xf0) >> 4)
+
+/* A compiled table as stored (LMDB) and sent (wire): this header, then
+ * uh_nrows rows sorted by ur_pc with no two equal pcs, little-endian. */
+#define FP_UNWIND_MAGIC "FPUW"
+#define FP_UNWIND_VERSION 1
+#define FP_UNWIND_ARCH_X86_64 1
+#define FP_UNWIND_ARCH_ARM64 2
+#define FP_UNWIND_F_FRAME_POINTERS 1 /* code keeps frame pointers: no table needed */
+#define FP_UNWIND_MAX_ROWS (1u << 23) /* per file: OT#230's largest had 2.8 M */
+
+struct fp_unwind_header {
+	char uh_magic[4];
+	__u16 uh_version;
+	__u8 uh_arch;
+	__u8 uh_flags;
+	__u32 uh_nrows;
+	__u32 uh_fdes;  /* FDEs the table came from (statistics) */
+};
+
+/* What the BPF program knows of a process it unwinds: its mappings that
+ * have a table, sorted by start.  An address outside them walks by frame
+ * pointer. */
+#define FP_UNWIND_MAPS 64       /* per process */
+#define FP_UNWIND_PROCS 1024    /* processes with tables at once */
+#define FP_UNWIND_TABLES 1024   /* tables installed at once */
+#define FP_UNWIND_NO_TABLE 0xffffffffu
+
+struct fp_unwind_map {
+	__u64 um_start;  /* first address */
+	__u64 um_bias;   /* file offset = address - um_bias */
+	__u32 um_len;    /* bytes */
+	__u32 um_table;  /* index into the tables map */
+};
+
+struct fp_unwind_proc {
+	__u32 up_nmaps;
+	__u32 up_pad;
+	struct fp_unwind_map up_maps[FP_UNWIND_MAPS];
+};
+
+/* Where a table's rows sit in the rows array; ut_nrows 0: slot unused. */
+struct fp_unwind_table {
+	__u32 ut_first;
+	__u32 ut_nrows;
+};
+
+#endif
