@@ -9,7 +9,8 @@ PKGS="make gcc g++ clang llvm pkg-config
  liblzma-dev xz-utils
  libprotobuf-c-dev protobuf-c-compiler
  libc6-dbg linux-perf libclang-rt-14-dev binutils python3 iproute2 util-linux procps
- libdebuginfod-dev debuginfod elfutils curl"
+ libdebuginfod-dev debuginfod elfutils curl
+ qemu-system-x86 busybox-static cpio"
 
 missing=""
 for p in $PKGS; do
