@@ -1,23 +1,86 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* stacks.bpf.c: the device's sampler.  On every CPU-clock tick it records
- * the interrupted task's identity, its user stack as (build-ID, file offset)
- * pairs and its kernel stack as addresses, and hands them to user space
- * through a ring buffer.  Only UAPI headers and helpers: no vmlinux BTF, no
- * CO-RE, no kernel headers needed at build or load time. */
+ * the interrupted task's identity, its user stack and its kernel stack,
+ * and hands them to user space through a ring buffer.  Only UAPI headers
+ * and helpers: no vmlinux BTF, no CO-RE, no kernel headers needed at build
+ * or load time.
+ *
+ * User stacks come three ways:
+ *  - processes with unwind tables (bpf/unwind.h) are walked here, frame by
+ *    frame: a table row where the PC's file has one, the frame pointer
+ *    elsewhere.  A walk runs FP_WALK_FRAMES frames per program and goes on
+ *    in a tail call, so the verifier sees small bounded loops on every
+ *    kernel from 5.10, without bpf_loop;
+ *  - other processes whose mappings the agent holds: the kernel's frame
+ *    pointer walk, as plain addresses;
+ *  - the rest: the kernel's walk with (build-ID, offset) per frame. */
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "stacks.h"
+#include "unwind.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Written by the agent before load. */
 const volatile __u32 target_pid = 0;    /* 0: every process */
 const volatile __u64 wakeup_bytes = 0;  /* wake the agent past this backlog */
+const volatile __u64 thread_size = 16384; /* THREAD_SIZE: kernel stack size */
+
+/* The user registers as the perf_event context holds them (UAPI layouts of
+ * bpf_user_pt_regs_t), and the same layout at the top of a task's kernel
+ * stack, where the kernel saved them on entry. */
+#if defined(__TARGET_ARCH_arm64)
+struct fp_regs {
+	__u64 regs[31], sp, pc, pstate;
+};
+#define REG_IP(r) ((r)->pc)
+#define REG_SP(r) ((r)->sp)
+#define REG_FP(r) ((r)->regs[29])
+#define REG_LR(r) ((r)->regs[30])
+#define USER_MODE(r) (((r)->pstate & 0xf) == 0) /* EL0t */
+#define REGS_AT_TOP 1                           /* pt_regs starts with them */
+/* rt_sigframe at SP: siginfo, then ucontext, whose mcontext has x0..x30,
+ * sp, pc. */
+#define SIGFRAME_REGS 312
+#define SIGFRAME_NREGS 33
+#define SIGFRAME_IP 32
+#define SIGFRAME_SP 31
+#define SIGFRAME_FP 29
+#define SIGFRAME_LR(g) ((g)[30])
+#else
+struct fp_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
+		flags, sp, ss;
+};
+#define REG_IP(r) ((r)->ip)
+#define REG_SP(r) ((r)->sp)
+#define REG_FP(r) ((r)->bp)
+#define REG_LR(r) 0
+#define USER_MODE(r) (((r)->cs & 3) == 3)
+/* The ucontext at SP (the handler's return popped pretcode): flags, link,
+ * stack, then mcontext: r8..r15, di, si, bp, bx, dx, ax, cx, sp, ip. */
+#define SIGFRAME_REGS 40
+#define SIGFRAME_NREGS 17
+#define SIGFRAME_IP 16
+#define SIGFRAME_SP 15
+#define SIGFRAME_FP 10
+#define SIGFRAME_LR(g) 0
+#endif
+
+/* Where one user stack walk stands between tail calls. */
+struct fp_walk {
+	__u64 ip, sp, fp, lr;
+	__u32 n;       /* frames written */
+	__u32 calls;   /* tail calls made */
+	__u32 exact;   /* ip is where the code was, not a return address */
+	__u32 pad;
+};
 
 struct fp_bpf_event {
 	struct fp_bpf_sample hdr;
 	__u8 stacks[FP_USTACK_BYTES + FP_KSTACK_BYTES];
+	struct fp_walk walk; /* not sent */
 };
 
 struct {
@@ -36,14 +99,47 @@ struct {
 
 /* Processes whose executable mappings the agent has read: their user
  * frames can travel as plain addresses.  Written by the agent; an exec or
- * the process's exit removes the entry. */
+ * the process's exit removes the entry.  Preallocated: kernels before 5.13
+ * refuse other hash maps in perf_event programs. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FP_KNOWN_PIDS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, __u32);
 } known_pids SEC(".maps");
+
+/* Per process: its mappings that have an unwind table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FP_UNWIND_PROCS);
+	__type(key, __u32);
+	__type(value, struct fp_unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* Where each installed table's rows are. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FP_UNWIND_TABLES);
+	__type(key, __u32);
+	__type(value, struct fp_unwind_table);
+} unwind_tables SEC(".maps");
+
+/* The rows of every installed table: the device's unwind memory budget.
+ * The agent writes it through mmap; sized before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fp_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} walk_prog SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -58,6 +154,230 @@ static __always_inline void count(__u32 which)
 		*c += 1;
 }
 
+/* The kernel stack, then the record out. */
+static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes)
+{
+	long kbytes;
+	__u64 size, flags;
+
+	if (ubytes < 0 || ubytes > FP_USTACK_BYTES) {
+		count(FP_CNT_USTACK_ERR);
+		ubytes = 0;
+	}
+	/* Keep the compiler from using a copy of ubytes taken before the
+	 * check: the verifier must see the bounded value. */
+	asm volatile("" : "+r"(ubytes));
+	if (ubytes > FP_USTACK_BYTES)
+		ubytes = 0;
+	kbytes = bpf_get_stack(ctx, e->stacks + ubytes, FP_KSTACK_BYTES, 0);
+	if (kbytes < 0 || kbytes > FP_KSTACK_BYTES) {
+		count(FP_CNT_KSTACK_ERR);
+		kbytes = 0;
+	}
+	e->hdr.ustack_bytes = ubytes;
+	e->hdr.kstack_bytes = kbytes;
+
+	size = sizeof(e->hdr) + ubytes + kbytes;
+	if (size > sizeof(e->hdr) + sizeof(e->stacks))
+		return 0;
+	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+			BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&samples, e, size, flags))
+		count(FP_CNT_LOST);
+	return 0;
+}
+
+/* user_regs: the registers the task had in user mode.  Interrupted in user
+ * mode they are the context's; in kernel mode the kernel saved them at the
+ * top of the task's kernel stack, which is THREAD_SIZE-aligned, so the
+ * interrupted kernel SP finds it without task_struct offsets (no BTF).
+ * x86-64 kernels with FRED reserve 16 bytes above them; the saved CS and SS
+ * tell which slot holds them.  0, or -1 when they cannot be found. */
+static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w)
+{
+	struct fp_regs r;
+	__u64 top;
+	int pad;
+
+	/* Read the context once, each field at a constant offset: the
+	 * verifier refuses context loads through a moved pointer. */
+	w->ip = REG_IP(ctx), w->sp = REG_SP(ctx), w->fp = REG_FP(ctx), w->lr = REG_LR(ctx);
+	if (USER_MODE(ctx))
+		return 0;
+	top = (w->sp & ~(thread_size - 1)) + thread_size;
+	for (pad = 0; pad <= 16; pad += 16) {
+		if (bpf_probe_read_kernel(&r, sizeof(r), (void *)(top - pad - sizeof(r))))
+			continue;
+#if defined(__TARGET_ARCH_arm64)
+		if (!USER_MODE(&r))
+			continue;
+#else
+		if (r.cs != 0x33 || r.ss != 0x2b) /* __USER_CS, __USER_DS */
+			continue;
+#endif
+		w->ip = REG_IP(&r), w->sp = REG_SP(&r), w->fp = REG_FP(&r), w->lr = REG_LR(&r);
+		return 0;
+	}
+	return -1;
+}
+
+/* find_map: the mapping of proc that holds pc, or NULL. */
+static __always_inline struct fp_unwind_map *find_map(struct fp_unwind_proc *p, __u64 pc)
+{
+	__u32 lo = 0, hi = p->up_nmaps, i;
+
+	if (hi > FP_UNWIND_MAPS)
+		return NULL;
+	for (i = 0; i < 7 && lo < hi; i++) { /* 2^7 > FP_UNWIND_MAPS */
+		__u32 mid = (lo + hi) / 2;
+		struct fp_unwind_map *m = &p->up_maps[mid & (FP_UNWIND_MAPS - 1)];
+		if (pc < m->um_start)
+			hi = mid;
+		else if (pc - m->um_start >= m->um_len)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+/* find_row: the last row of table t at or before file offset off. */
+static __always_inline struct fp_unwind_row *find_row(__u32 t, __u64 off)
+{
+	struct fp_unwind_table *tab = bpf_map_lookup_elem(&unwind_tables, &t);
+	struct fp_unwind_row *r;
+	__u32 lo, hi, i, idx;
+
+	if (!tab || !tab->ut_nrows || off > 0xffffffffull)
+		return NULL;
+	lo = tab->ut_first, hi = tab->ut_first + tab->ut_nrows; /* answer in [lo - 1, hi) */
+	for (i = 0; i < 24 && lo < hi; i++) { /* 2^24 > FP_UNWIND_MAX_ROWS */
+		__u32 mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return NULL;
+		if (r->ur_pc <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == tab->ut_first)
+		return NULL; /* before the first row */
+	idx = lo - 1;
+	return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+enum step_result { STEP_NEXT, STEP_ROOT, STEP_END };
+
+/* step: from the frame at w->ip to its caller. */
+static __always_inline int step(struct fp_unwind_proc *p, struct fp_walk *w)
+{
+	struct fp_unwind_map *m = find_map(p, w->ip);
+	struct fp_unwind_row *row = NULL;
+	__u64 cfa, ra = 0, fp = w->fp, lookup = w->exact ? w->ip : w->ip - 1;
+	__u8 rule = FP_UNWIND_NONE;
+
+	if (m && m->um_table != FP_UNWIND_NO_TABLE)
+		row = find_row(m->um_table, lookup - m->um_bias);
+	if (row)
+		rule = FP_UNWIND_RULE(row);
+	switch (rule) {
+	case FP_UNWIND_STOP:
+		return STEP_ROOT;
+	case FP_UNWIND_SP:
+		cfa = w->sp + 8 * (__u64)row->ur_cfa;
+		break;
+	case FP_UNWIND_FP:
+		cfa = w->fp + 8 * (__u64)row->ur_cfa;
+		break;
+	case FP_UNWIND_PLT:
+		cfa = w->sp + 8 + ((w->ip & 15) >= 11 ? 8 : 0);
+		break;
+	case FP_UNWIND_SIGNAL: {
+		/* The kernel's signal frame: the interrupted registers. */
+		__u64 g[SIGFRAME_NREGS];
+		if (bpf_probe_read_user(g, sizeof(g), (void *)(w->sp + SIGFRAME_REGS)))
+			return STEP_END;
+		w->ip = g[SIGFRAME_IP], w->sp = g[SIGFRAME_SP], w->fp = g[SIGFRAME_FP];
+		w->lr = SIGFRAME_LR(g);
+		w->exact = 1; /* the interrupted instruction itself */
+		count(FP_CNT_WALK_TABLE);
+		return w->ip ? STEP_NEXT : STEP_END;
+	}
+	default: /* no table here, or a rule we cannot follow: frame pointer */
+		if (!w->fp || w->fp < w->sp)
+			return STEP_END;
+		cfa = w->fp + 16;
+		if (bpf_probe_read_user(&ra, 8, (void *)(w->fp + 8)) ||
+		    bpf_probe_read_user(&fp, 8, (void *)w->fp))
+			return STEP_END;
+		count(FP_CNT_WALK_FP);
+		goto out;
+	}
+	count(FP_CNT_WALK_TABLE);
+#if defined(__TARGET_ARCH_arm64)
+	{
+		__s8 slot = FP_UNWIND_RA_SLOT(row);
+		if (!slot)
+			ra = w->lr;
+		else if (bpf_probe_read_user(&ra, 8, (void *)(cfa + 8 * (__s64)slot)))
+			return STEP_END;
+	}
+#else
+	if (bpf_probe_read_user(&ra, 8, (void *)(cfa - 8)))
+		return STEP_END;
+#endif
+	if (row->ur_fp && bpf_probe_read_user(&fp, 8, (void *)(cfa + 8 * (__s64)row->ur_fp)))
+		return STEP_END;
+out:
+#if defined(__TARGET_ARCH_arm64)
+	ra &= 0x0000ffffffffffffull; /* pointer authentication bits */
+#endif
+	if (cfa <= w->sp || !ra)
+		return STEP_END; /* the stack only grows down; 0 ends it */
+	w->ip = ra, w->sp = cfa, w->fp = fp, w->exact = 0;
+	return STEP_NEXT;
+}
+
+/* walk: FP_WALK_FRAMES frames, then again in a tail call, then out. */
+static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
+{
+	struct fp_walk *w = &e->walk;
+	struct fp_unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &e->hdr.pid);
+	int i, r = STEP_END;
+
+	if (!p)
+		return finish(ctx, e, w->n * 8);
+	for (i = 0; i < FP_WALK_FRAMES; i++) {
+		__u32 n = w->n;
+		if (n >= FP_STACK_DEPTH)
+			return finish(ctx, e, n * 8);
+		*(__u64 *)&e->stacks[(n & 127) * 8] = w->ip;
+		w->n = n + 1;
+		r = step(p, w);
+		if (r != STEP_NEXT)
+			break;
+	}
+	if (r == STEP_NEXT && w->calls < FP_WALK_CALLS) {
+		w->calls++;
+		bpf_tail_call(ctx, &walk_prog, 0);
+	}
+	if (r == STEP_ROOT) {
+		e->hdr.flags |= FP_SAMPLE_ROOT;
+		count(FP_CNT_WALK_ROOT);
+	}
+	return finish(ctx, e, w->n * 8);
+}
+
+SEC("perf_event")
+int fp_walk(void *ctx)
+{
+	__u32 zero = 0;
+	struct fp_bpf_event *e = bpf_map_lookup_elem(&scratch, &zero);
+
+	return e ? walk(ctx, e) : 0;
+}
+
 SEC("perf_event")
 int fp_sample(void *ctx)
 {
@@ -65,8 +385,7 @@ int fp_sample(void *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct fp_bpf_event *e;
 	__u32 zero = 0;
-	long ubytes, kbytes;
-	__u64 size, flags;
+	long ubytes;
 
 	if (tid == 0) /* idle */
 		return 0;
@@ -84,32 +403,23 @@ int fp_sample(void *ctx)
 
 	if (bpf_map_lookup_elem(&known_pids, &pid)) {
 		e->hdr.flags = FP_SAMPLE_USER_RAW;
+		if (bpf_map_lookup_elem(&unwind_procs, &pid)) {
+			__builtin_memset(&e->walk, 0, sizeof(e->walk));
+			e->walk.exact = 1;
+			if (user_regs(ctx, &e->walk) == 0) {
+				e->hdr.flags |= FP_SAMPLE_WALKED;
+				count(FP_CNT_WALKS);
+				return walk(ctx, e);
+			}
+			count(FP_CNT_WALK_LOST);
+		}
 		ubytes = bpf_get_stack(ctx, e->stacks, FP_STACK_DEPTH * 8, BPF_F_USER_STACK);
 	} else {
 		e->hdr.flags = 0;
 		ubytes = bpf_get_stack(ctx, e->stacks, FP_USTACK_BYTES,
 				       BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
 	}
-	if (ubytes < 0 || ubytes > FP_USTACK_BYTES) {
-		count(FP_CNT_USTACK_ERR);
-		ubytes = 0;
-	}
-	kbytes = bpf_get_stack(ctx, e->stacks + ubytes, FP_KSTACK_BYTES, 0);
-	if (kbytes < 0 || kbytes > FP_KSTACK_BYTES) {
-		count(FP_CNT_KSTACK_ERR);
-		kbytes = 0;
-	}
-	e->hdr.ustack_bytes = ubytes;
-	e->hdr.kstack_bytes = kbytes;
-
-	size = sizeof(e->hdr) + ubytes + kbytes;
-	if (size > sizeof(*e))
-		return 0;
-	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
-			BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&samples, e, size, flags))
-		count(FP_CNT_LOST);
-	return 0;
+	return finish(ctx, e, ubytes);
 }
 
 /* A new program image: the agent's copy of the mappings is stale. */
@@ -119,6 +429,7 @@ int fp_exec(void *ctx)
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 
 	bpf_map_delete_elem(&known_pids, &pid);
+	bpf_map_delete_elem(&unwind_procs, &pid);
 	return 0;
 }
 
@@ -129,7 +440,9 @@ int fp_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32;
 
-	if (pid == (__u32)id)
+	if (pid == (__u32)id) {
 		bpf_map_delete_elem(&known_pids, &pid);
+		bpf_map_delete_elem(&unwind_procs, &pid);
+	}
 	return 0;
 }

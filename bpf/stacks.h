@@ -13,13 +13,22 @@ enum fp_bpf_counter {
 	FP_CNT_LOST = 1,        /* ring buffer full: sample dropped */
 	FP_CNT_USTACK_ERR = 2,  /* user stack could not be read */
 	FP_CNT_KSTACK_ERR = 3,  /* kernel stack could not be read */
-	FP_CNT_MAX = 4,
+	FP_CNT_WALKS = 4,       /* user stacks walked with unwind tables */
+	FP_CNT_WALK_ROOT = 5,   /* ... that reached the outermost frame */
+	FP_CNT_WALK_TABLE = 6,  /* frames unwound by a table row */
+	FP_CNT_WALK_FP = 7,     /* frames unwound by the frame pointer */
+	FP_CNT_WALK_LOST = 8,   /* walks that could not start (no user registers) */
+	FP_CNT_MAX = 9,
 };
 
 #define FP_KNOWN_PIDS 8192
+#define FP_WALK_FRAMES 6        /* frames per program run; then a tail call */
+#define FP_WALK_CALLS 24        /* tail calls per walk: 6 * (24 + 1) > 127 */
 
 /* fp_bpf_sample.flags */
 #define FP_SAMPLE_USER_RAW 1    /* user stack is __u64 addresses, not build-IDs */
+#define FP_SAMPLE_WALKED 2      /* ... walked with unwind tables */
+#define FP_SAMPLE_ROOT 4        /* ... up to the outermost frame */
 
 /* One ring buffer record: this header, then ustack_bytes of user frames
  * (struct bpf_stack_build_id, or __u64 addresses with FP_SAMPLE_USER_RAW;

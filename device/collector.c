@@ -85,6 +85,9 @@ struct fp_collector {
 	int cl_oom; /* samples dropped for lack of memory */
 	fp_known_fn cl_known_fn;
 	void *cl_known_arg;
+	fp_maps_fn cl_maps_fn;
+	void *cl_maps_arg;
+	uint32_t cl_files_listed; /* cl_paths ids passed to fp_collector_new_files */
 	struct fp_frame cl_frames[FP_MAX_FRAMES]; /* the sample being added */
 	uint32_t *cl_chain; /* scratch for fp_collector_batch */
 };
@@ -135,6 +138,12 @@ void fp_collector_set_known_fn(struct fp_collector *c, fp_known_fn fn, void *arg
 {
 	c->cl_known_fn = fn;
 	c->cl_known_arg = arg;
+}
+
+void fp_collector_set_maps_fn(struct fp_collector *c, fp_maps_fn fn, void *arg)
+{
+	c->cl_maps_fn = fn;
+	c->cl_maps_arg = arg;
 }
 
 static void set_known(struct fp_collector *c, struct proc_entry *pe, uint32_t pid, int known)
@@ -223,6 +232,57 @@ static struct proc_entry *proc_get(struct fp_collector *c, uint32_t pid)
 	return pe;
 }
 
+static const char *remember_file(struct fp_collector *c, const struct fp_build_id *bid,
+				 uint32_t pid, const char *path);
+
+/* maps_read: pass a fresh copy of pid's mappings to the hook, every
+ * build-ID read, so that it can name each mapping's file. */
+static void maps_read(struct fp_collector *c, uint32_t pid, struct fp_procmaps *pm)
+{
+	size_t i;
+
+	if (!c->cl_maps_fn)
+		return;
+	for (i = 0; i < pm->pm_nvmas; i++) {
+		struct fp_vma *v = &pm->pm_vmas[i];
+		if (v->fv_path[0] == '/' && fp_procmaps_build_id(c->cl_proc, pm, v) == 0)
+			remember_file(c, &v->fv_build_id, pid, v->fv_path);
+	}
+	c->cl_maps_fn(pid, pm, c->cl_maps_arg);
+}
+
+void fp_collector_remap(struct fp_collector *c)
+{
+	size_t i, n = fp_intern_count(c->cl_procs);
+	size_t len;
+
+	for (i = 0; c->cl_maps_fn && i < n; i++)
+		if (c->cl_procv[i].pe_maps)
+			c->cl_maps_fn(*(const uint32_t *)fp_intern_key(c->cl_procs, i, &len),
+				      c->cl_procv[i].pe_maps, c->cl_maps_arg);
+}
+
+int fp_collector_new_files(struct fp_collector *c, fp_file_fn fn, void *arg)
+{
+	uint32_t n = (uint32_t)fp_intern_count(c->cl_paths);
+	size_t len;
+	int err;
+
+	for (; c->cl_files_listed < n; c->cl_files_listed++) {
+		uint32_t i = c->cl_files_listed;
+		struct fp_build_id id = { 0 };
+		const void *key = fp_intern_key(c->cl_paths, i, &len);
+
+		if (!c->cl_pathv[i] || c->cl_pathv[i][0] != '/' || len > FP_BUILD_ID_MAX)
+			continue;
+		id.fb_len = (uint8_t)len;
+		memcpy(id.fb_data, key, len);
+		if ((err = fn(&id, c->cl_pathv[i], c->cl_pathpid[i], arg)))
+			return err;
+	}
+	return 0;
+}
+
 /* proc_maps: pid's mappings, re-read at most once per interval. */
 static struct fp_procmaps *proc_maps(struct fp_collector *c, struct proc_entry *pe, uint32_t pid,
 				     int refresh)
@@ -232,7 +292,8 @@ static struct fp_procmaps *proc_maps(struct fp_collector *c, struct proc_entry *
 	fp_procmaps_free(pe->pe_maps);
 	pe->pe_maps = NULL;
 	pe->pe_maps_cut = c->cl_cuts + 1;
-	fp_procmaps_read(c->cl_proc, pid, &pe->pe_maps);
+	if (fp_procmaps_read(c->cl_proc, pid, &pe->pe_maps) == 0)
+		maps_read(c, pid, pe->pe_maps);
 	return pe->pe_maps;
 }
 

@@ -14,6 +14,7 @@
 #include <linux/types.h>
 #include "batch.h"
 #include "kernel.h"
+#include "procmaps.h"
 #include "stacks.h"
 
 struct fp_collector;
@@ -42,6 +43,28 @@ typedef void (*fp_known_fn)(uint32_t pid, int known, void *arg);
 
 /* fp_collector_set_known_fn: install that hook (default: none). */
 void fp_collector_set_known_fn(struct fp_collector *c, fp_known_fn fn, void *arg);
+
+/* A process's mappings were (re)read, with the build-ID of every file
+ * mapping read: device/unwind.c lists those that have unwind tables. */
+typedef void (*fp_maps_fn)(uint32_t pid, const struct fp_procmaps *pm, void *arg);
+
+/* fp_collector_set_maps_fn: install that hook (default: none; without it
+ * build-IDs are read only for the mappings samples fall in). */
+void fp_collector_set_maps_fn(struct fp_collector *c, fp_maps_fn fn, void *arg);
+
+/* fp_collector_remap: call the maps hook again for every process whose
+ * mappings are held (new unwind tables arrived). */
+void fp_collector_remap(struct fp_collector *c);
+
+/* A file that samples showed: its build-ID, its path as process pid sees
+ * it.  Non-zero stops the walk and is returned. */
+typedef int (*fp_file_fn)(const struct fp_build_id *id, const char *path, uint32_t pid,
+			  void *arg);
+
+/* fp_collector_new_files: fn for each file seen since the last call (each
+ * once per collector; `fleetprof record` fetches their unwind tables).
+ * 0, or what fn returned. */
+int fp_collector_new_files(struct fp_collector *c, fp_file_fn fn, void *arg);
 
 /* fp_collector_add: account one sample (the sampler's callback). */
 void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,

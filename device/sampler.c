@@ -9,6 +9,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -21,6 +22,8 @@ struct fp_sampler {
 	struct bpf_link *sm_exec_link, *sm_exit_link; /* NULL: no known pids */
 	int *sm_pfds;
 	int sm_ncpus;
+	struct fp_unwind_row *sm_rows; /* mmap of unwind_rows */
+	size_t sm_rows_bytes, sm_nrows;
 	fp_sample_fn sm_fn;
 	void *sm_arg;
 };
@@ -32,7 +35,8 @@ static int sampler_record(void *ctx, void *data, size_t len)
 	const unsigned char *p = data;
 
 	if (len < sizeof(*hdr) ||
-	    hdr->ustack_bytes > (hdr->flags & FP_SAMPLE_USER_RAW ? FP_STACK_DEPTH * 8 : FP_USTACK_BYTES) ||
+	    hdr->ustack_bytes > (hdr->flags & FP_SAMPLE_USER_RAW ? FP_STACK_DEPTH * 8 :
+								       FP_USTACK_BYTES) ||
 	    hdr->kstack_bytes > FP_KSTACK_BYTES ||
 	    len < sizeof(*hdr) + hdr->ustack_bytes + hdr->kstack_bytes)
 		return 0;
@@ -114,6 +118,8 @@ void fp_sampler_close(struct fp_sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->sm_rb);
+	if (s->sm_rows)
+		munmap(s->sm_rows, s->sm_rows_bytes);
 	bpf_link__destroy(s->sm_exec_link);
 	bpf_link__destroy(s->sm_exit_link);
 	/* Open may have failed before either array was allocated. */
@@ -132,7 +138,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 {
 	struct fp_sampler *s;
 	bool *online = NULL;
-	size_t rb_bytes;
+	size_t rb_bytes, rows;
 	int nonline = 0, i, err;
 
 	libbpf_set_print(libbpf_quiet);
@@ -168,6 +174,8 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	s->sm_skel->rodata->target_pid = o->so_pid;
 	s->sm_skel->rodata->wakeup_bytes = rb_bytes / 2;
 	bpf_map__set_max_entries(s->sm_skel->maps.samples, rb_bytes);
+	rows = o->so_unwind_bytes / sizeof(struct fp_unwind_row);
+	bpf_map__set_max_entries(s->sm_skel->maps.unwind_rows, rows ? rows : 1);
 
 	/* Load & verify */
 	err = stacks_bpf__load(s->sm_skel);
@@ -175,6 +183,32 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		fp_warnx("cannot load the BPF program (root, or CAP_BPF + CAP_PERFMON, "
 			 "needed): %s", strerror(-err));
 		goto fail;
+	}
+
+	/* The walker goes on in tail calls; the agent writes table rows
+	 * through a shared mapping instead of one syscall per row. */
+	{
+		__u32 zero = 0;
+		int fd = bpf_program__fd(s->sm_skel->progs.fp_walk);
+		err = bpf_map__update_elem(s->sm_skel->maps.walk_prog, &zero, sizeof(zero), &fd,
+					   sizeof(fd), BPF_ANY);
+		if (err) {
+			fp_warnx("cannot install the stack walker: %s", strerror(-err));
+			goto fail;
+		}
+	}
+	if (rows) {
+		long page = sysconf(_SC_PAGESIZE);
+		s->sm_rows_bytes = (rows * sizeof(struct fp_unwind_row) + page - 1) / page * page;
+		s->sm_rows = mmap(NULL, s->sm_rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+				  bpf_map__fd(s->sm_skel->maps.unwind_rows), 0);
+		if (s->sm_rows == MAP_FAILED) {
+			err = -errno;
+			s->sm_rows = NULL;
+			fp_warnx("cannot map the unwind table memory: %s", strerror(-err));
+			goto fail;
+		}
+		s->sm_nrows = rows;
 	}
 
 	/* Attach: one CPU-clock event per online CPU */
@@ -325,5 +359,16 @@ int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
 	st->ss_map_bytes = 0;
 	bpf_object__for_each_map(m, s->sm_skel->obj)
 		st->ss_map_bytes += map_bytes(m, s->sm_ncpus);
+	return 0;
+}
+
+int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u)
+{
+	if (!s->sm_rows)
+		return -ENOENT;
+	u->su_rows = s->sm_rows;
+	u->su_nrows = s->sm_nrows;
+	u->su_tables_fd = bpf_map__fd(s->sm_skel->maps.unwind_tables);
+	u->su_procs_fd = bpf_map__fd(s->sm_skel->maps.unwind_procs);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "stacks.h"
+#include "unwind.h"
 
 typedef void (*fp_sample_fn)(const struct fp_bpf_sample *s, const void *ustack,
 			     const void *kstack, void *arg);
@@ -18,6 +19,7 @@ struct fp_sampler_opts {
 	uint32_t so_frequency;      /* Hz per CPU */
 	uint32_t so_pid;            /* 0: every process */
 	size_t so_ringbuf_bytes;    /* 0: sized by frequency and CPU count */
+	size_t so_unwind_bytes;     /* memory for unwind table rows; 0: none */
 	fp_sample_fn so_fn;
 	void *so_arg;
 };
@@ -43,6 +45,18 @@ void fp_sampler_mark_pid(struct fp_sampler *s, uint32_t pid, int known);
 
 /* fp_sampler_forget_pids: every pid back to build-ID frames. */
 void fp_sampler_forget_pids(struct fp_sampler *s);
+
+/* The BPF maps of the unwinder (bpf/unwind.h), for device/unwind_maps.c. */
+struct fp_sampler_unwind {
+	struct fp_unwind_row *su_rows; /* the rows array, mapped shared */
+	size_t su_nrows;
+	int su_tables_fd;              /* unwind_tables: index -> rows */
+	int su_procs_fd;               /* unwind_procs: pid -> mappings */
+};
+
+/* fp_sampler_unwind_maps: those maps.  0, or -ENOENT when the sampler was
+ * opened without unwind memory.  The fds and rows belong to the sampler. */
+int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u);
 
 struct fp_sampler_stats {
 	uint64_t ss_run_ns;         /* BPF program run time (needs kernel.bpf_stats_enabled) */

@@ -1,0 +1,236 @@
+/* unwind_maps.c: installing unwind tables in the BPF maps within a fixed
+ * budget of rows, and the per-process lists of mappings that use them.
+ *
+ * A table's slot index is what the per-process lists name, so a slot is
+ * reused only after every list that names it was rewritten: eviction first
+ * empties the slot (the walker then falls back to the frame pointer), then
+ * scrubs the lists, then frees the rows. */
+#include "unwind_maps.h"
+#include "log.h"
+#include "unwind_table.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__aarch64__)
+#define HOST_ARCH FP_UNWIND_ARCH_ARM64
+#else
+#define HOST_ARCH FP_UNWIND_ARCH_X86_64
+#endif
+
+struct table {
+	struct fp_build_id t_id;
+	uint32_t t_first, t_nrows;
+	uint64_t t_used;  /* u_tick at the last use */
+	int t_live;
+};
+
+struct fp_unwind {
+	struct fp_sampler_unwind u_maps;
+	struct table u_tables[FP_UNWIND_TABLES];
+	uint64_t u_tick;
+	struct fp_unwind_stats u_stats;
+};
+
+int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
+{
+	struct fp_unwind *u = calloc(1, sizeof(*u));
+	int err;
+
+	if (!u)
+		return -ENOMEM;
+	err = fp_sampler_unwind_maps(s, &u->u_maps);
+	if (err) {
+		free(u);
+		return err;
+	}
+	u->u_stats.us_rows_total = u->u_maps.su_nrows;
+	*out = u;
+	return 0;
+}
+
+void fp_unwind_free(struct fp_unwind *u)
+{
+	free(u);
+}
+
+static int find(const struct fp_unwind *u, const struct fp_build_id *id)
+{
+	int i;
+
+	for (i = 0; i < FP_UNWIND_TABLES; i++)
+		if (u->u_tables[i].t_live && fp_build_id_eq(&u->u_tables[i].t_id, id))
+			return i;
+	return -1;
+}
+
+int fp_unwind_has(const struct fp_unwind *u, const struct fp_build_id *id)
+{
+	return find(u, id) >= 0;
+}
+
+/* scrub: drop slot t from every process list that names it. */
+static void scrub(struct fp_unwind *u, uint32_t t)
+{
+	struct fp_unwind_proc p;
+	uint32_t key, next, *prev = NULL;
+	uint32_t i, j;
+
+	while (bpf_map_get_next_key(u->u_maps.su_procs_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(u->u_maps.su_procs_fd, &key, &p) ||
+		    p.up_nmaps > FP_UNWIND_MAPS)
+			continue;
+		for (i = j = 0; i < p.up_nmaps; i++)
+			if (p.up_maps[i].um_table != t)
+				p.up_maps[j++] = p.up_maps[i];
+		if (j == p.up_nmaps)
+			continue;
+		p.up_nmaps = j;
+		bpf_map_update_elem(u->u_maps.su_procs_fd, &key, &p, BPF_EXIST);
+	}
+}
+
+static void evict(struct fp_unwind *u, uint32_t t)
+{
+	struct fp_unwind_table none = { 0, 0 };
+
+	bpf_map_update_elem(u->u_maps.su_tables_fd, &t, &none, BPF_ANY);
+	scrub(u, t);
+	u->u_stats.us_rows_used -= u->u_tables[t].t_nrows;
+	u->u_stats.us_tables--;
+	memset(&u->u_tables[t], 0, sizeof(u->u_tables[t]));
+}
+
+static int by_first(const void *a, const void *b)
+{
+	const struct table *x = *(const struct table *const *)a, *y = *(const struct table *const *)b;
+
+	return x->t_first < y->t_first ? -1 : x->t_first > y->t_first;
+}
+
+/* place: the first row of a free run of n rows, or -1. */
+static int64_t place(struct fp_unwind *u, uint32_t n)
+{
+	static const struct table *live[FP_UNWIND_TABLES];
+	size_t nlive = 0, i;
+	uint64_t at = 0;
+
+	for (i = 0; i < FP_UNWIND_TABLES; i++)
+		if (u->u_tables[i].t_live)
+			live[nlive++] = &u->u_tables[i];
+	qsort(live, nlive, sizeof(live[0]), by_first);
+	for (i = 0; i < nlive; i++) {
+		if (live[i]->t_first - at >= n)
+			return at;
+		at = (uint64_t)live[i]->t_first + live[i]->t_nrows;
+	}
+	return u->u_maps.su_nrows - at >= n ? (int64_t)at : -1;
+}
+
+/* lru: the live table used longest ago, or -1. */
+static int lru(const struct fp_unwind *u)
+{
+	int i, best = -1;
+
+	for (i = 0; i < FP_UNWIND_TABLES; i++)
+		if (u->u_tables[i].t_live &&
+		    (best < 0 || u->u_tables[i].t_used < u->u_tables[best].t_used))
+			best = i;
+	return best;
+}
+
+int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void *blob,
+		  size_t len)
+{
+	const struct fp_unwind_header *h = blob;
+	struct fp_unwind_table where;
+	int64_t first;
+	uint32_t n;
+	int t, old;
+
+	if (fp_unwind_table_check(blob, len) || h->uh_arch != HOST_ARCH) {
+		u->u_stats.us_rejected++;
+		return -EINVAL;
+	}
+	n = h->uh_nrows;
+	if (n > u->u_maps.su_nrows) {
+		u->u_stats.us_too_big++;
+		return -EFBIG;
+	}
+	if ((old = find(u, id)) >= 0)
+		evict(u, old);
+	/* A free slot, then room for the rows: evict until both. */
+	for (t = 0; t < FP_UNWIND_TABLES && u->u_tables[t].t_live; t++)
+		;
+	while (t == FP_UNWIND_TABLES || (first = place(u, n)) < 0) {
+		int victim = lru(u);
+		if (victim < 0)
+			return -ENOSPC;
+		evict(u, victim);
+		u->u_stats.us_evicted++;
+		if (t == FP_UNWIND_TABLES)
+			t = victim;
+	}
+	memcpy(u->u_maps.su_rows + first, (const char *)blob + sizeof(*h),
+	       (size_t)n * sizeof(struct fp_unwind_row));
+	where = (struct fp_unwind_table){ (uint32_t)first, n };
+	if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where, BPF_ANY))
+		return -errno;
+	u->u_tables[t] = (struct table){ *id, (uint32_t)first, n, ++u->u_tick, 1 };
+	u->u_stats.us_installed++;
+	u->u_stats.us_tables++;
+	u->u_stats.us_rows_used += n;
+	return 0;
+}
+
+int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm)
+{
+	static struct fp_unwind_proc p; /* 1.5 KiB: not on the stack */
+	size_t i;
+	int t;
+
+	memset(&p, 0, sizeof(p));
+	u->u_tick++;
+	for (i = 0; i < pm->pm_nvmas && p.up_nmaps < FP_UNWIND_MAPS; i++) {
+		const struct fp_vma *v = &pm->pm_vmas[i];
+		if (v->fv_build_id_state != 1 || (t = find(u, &v->fv_build_id)) < 0 ||
+		    v->fv_end - v->fv_start > UINT32_MAX)
+			continue;
+		u->u_tables[t].t_used = u->u_tick;
+		p.up_maps[p.up_nmaps++] = (struct fp_unwind_map){
+			.um_start = v->fv_start,
+			.um_bias = v->fv_start - v->fv_pgoff,
+			.um_len = (uint32_t)(v->fv_end - v->fv_start),
+			.um_table = (uint32_t)t,
+		};
+	}
+	if (!p.up_nmaps) {
+		fp_unwind_forget_proc(u, pid);
+		return 0;
+	}
+	u->u_stats.us_procs++;
+	if (bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY)) {
+		u->u_stats.us_procs_full++;
+		return -errno;
+	}
+	return 0;
+}
+
+void fp_unwind_forget_proc(struct fp_unwind *u, uint32_t pid)
+{
+	bpf_map_delete_elem(u->u_maps.su_procs_fd, &pid);
+}
+
+void fp_unwind_stats(const struct fp_unwind *u, struct fp_unwind_stats *st)
+{
+	*st = u->u_stats;
+}
+
+size_t fp_unwind_bytes(const struct fp_unwind *u)
+{
+	return sizeof(*u);
+}

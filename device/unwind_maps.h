@@ -1,0 +1,68 @@
+/* unwind_maps.h: the agent's unwind tables.
+ *
+ * The symbolizer compiles a table per build-ID from the file's CFI and
+ * sends it down once per session (bpf/unwind.h has the format); the agent
+ * never parses CFI.  Tables live in the BPF program's rows array, a fixed
+ * budget of memory set at start (--unwind-mem): a table that does not fit
+ * evicts the least recently used ones, and one larger than the whole
+ * budget is refused and counted.  Per process, the BPF program gets the
+ * list of the mappings that have a table; the rest of its code is walked
+ * by frame pointer.
+ *
+ * Single-threaded: the agent's main loop owns it.
+ */
+#ifndef FP_UNWIND_H
+#define FP_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "batch.h"
+#include "procmaps.h"
+#include "sampler.h"
+
+struct fp_unwind;
+
+struct fp_unwind_stats {
+	uint64_t us_installed;    /* tables installed */
+	uint64_t us_evicted;      /* tables evicted to make room */
+	uint64_t us_too_big;      /* tables larger than the whole budget */
+	uint64_t us_rejected;     /* malformed, or for another architecture */
+	uint64_t us_procs;        /* process mapping lists written */
+	uint64_t us_procs_full;   /* ... that did not fit (walked by frame pointer) */
+	uint64_t us_rows_used;    /* rows in use now */
+	uint64_t us_rows_total;   /* the budget, in rows */
+	uint32_t us_tables;       /* tables installed now */
+};
+
+/* fp_unwind_alloc: manage the unwind maps of sampler s.  0, -ENOENT (the
+ * sampler has no unwind memory) or -ENOMEM. */
+int fp_unwind_alloc(struct fp_unwind **u, struct fp_sampler *s);
+void fp_unwind_free(struct fp_unwind *u);
+
+/* fp_unwind_add: install the table blob (bpf/unwind.h; untrusted: it is
+ * checked) for build-ID id, replacing any table of id.  Processes already
+ * known get it at their next fp_unwind_set_proc.  0, -EINVAL (malformed or
+ * another architecture), -EFBIG (larger than the whole budget), -ENOSPC (no
+ * table slot could be freed) or a negative errno. */
+int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void *blob,
+		  size_t len);
+
+/* fp_unwind_has: whether a table for id is installed. */
+int fp_unwind_has(const struct fp_unwind *u, const struct fp_build_id *id);
+
+/* fp_unwind_set_proc: tell the BPF program which mappings of pid have a
+ * table (pm's mappings whose build-ID was read); none: pid is walked by
+ * the kernel's frame-pointer walker.  Marks those tables used.  0, or a
+ * negative errno (the per-process map is full: counted). */
+int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm);
+
+/* fp_unwind_forget_proc: drop pid's list (it exited or exec'd). */
+void fp_unwind_forget_proc(struct fp_unwind *u, uint32_t pid);
+
+void fp_unwind_stats(const struct fp_unwind *u, struct fp_unwind_stats *st);
+
+/* fp_unwind_bytes: the agent's own memory for its bookkeeping (the rows
+ * array is the sampler's, and counted there). */
+size_t fp_unwind_bytes(const struct fp_unwind *u);
+
+#endif
