@@ -140,5 +140,8 @@ void fp_reply_fini(struct fp_reply *r)
 	free(r->fr_error);
 	free(r->fr_want);
 	free(r->fr_ranges);
+	for (size_t i = 0; i < r->fr_ntables; i++)
+		free(r->fr_tables[i].tp_data);
+	free(r->fr_tables);
 	memset(r, 0, sizeof(*r));
 }

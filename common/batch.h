@@ -152,6 +152,22 @@ struct fp_file_data {
 	uint8_t *fd_data;           /* owned; NULL when fd_len is 0 */
 };
 
+/* A part of an unwind table (bpf/unwind.h) the symbolizer sends down: the
+ * agent installs a table when its parts have arrived in order, from
+ * offset 0 to tp_total.  Parts are at most FP_TABLE_PART_MAX bytes; a
+ * reply carries at most FP_TABLE_REPLY_MAX bytes of them. */
+struct fp_table_part {
+	struct fp_build_id tp_build_id;
+	uint32_t tp_offset;         /* of this part in the whole table */
+	uint32_t tp_total;          /* the whole table's bytes, <= FP_TABLE_MAX */
+	uint32_t tp_len;            /* 1..FP_TABLE_PART_MAX */
+	uint8_t *tp_data;           /* owned */
+};
+
+#define FP_TABLE_PART_MAX (1u << 20)
+#define FP_TABLE_REPLY_MAX (4u << 20)
+#define FP_TABLE_MAX (16u + 8u * (1u << 23)) /* header + FP_UNWIND_MAX_ROWS rows */
+
 enum fp_reply_status {
 	FP_REPLY_OK = 0,
 	FP_REPLY_NEED_HELLO = 1, /* unknown session: send hello, resend definitions */
@@ -167,6 +183,8 @@ struct fp_reply {
 	struct fp_build_id *fr_want;
 	size_t fr_nranges;          /* file bytes the server wants */
 	struct fp_range *fr_ranges;
+	size_t fr_ntables;          /* unwind table parts for the agent */
+	struct fp_table_part *fr_tables;
 };
 
 /* fp_build_id_hex: write id as lowercase hex into buf (>= 2*FP_BUILD_ID_MAX+1). */

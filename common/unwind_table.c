@@ -25,3 +25,10 @@ int fp_unwind_table_check(const void *blob, size_t len)
 	}
 	return 0;
 }
+
+int fp_unwind_table_needed(const void *blob, size_t len)
+{
+	const struct fp_unwind_header *h = blob;
+
+	return len >= sizeof(*h) && h->uh_nrows && !(h->uh_flags & FP_UNWIND_F_FRAME_POINTERS);
+}

@@ -14,4 +14,9 @@
  * -EINVAL. */
 int fp_unwind_table_check(const void *blob, size_t len);
 
+/* fp_unwind_table_needed: whether a checked table is worth sending and
+ * installing: it has rows, and its code does not keep frame pointers
+ * (where the frame-pointer walk works, a table only costs memory). */
+int fp_unwind_table_needed(const void *blob, size_t len);
+
 #endif

@@ -24,6 +24,7 @@
 #define WIRE_MAX_KSYMS 1000000   /* symbols per FP_MSG_KSYMS message */
 #define WIRE_MAX_WANT 4096       /* build-IDs per reply */
 #define WIRE_MAX_RANGES 64       /* file ranges per reply */
+#define WIRE_MAX_TABLE_PARTS (FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX) /* per reply */
 #define WIRE_NONE (-1)           /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
 #define WIRE_ZONE_CHUNK 8192
 
@@ -72,6 +73,7 @@ enum {
 	REPLY_ERROR = 3,
 	REPLY_WANT = 4,
 	REPLY_RANGES = 5,
+	REPLY_TABLES = 6,
 	REPLY_NKEYS
 };
 
@@ -89,6 +91,7 @@ enum {
 #define NODE_WIDTH 4     /* id delta, parent delta, mapping, offset */
 #define COUNT_WIDTH 3    /* thread, node, count */
 #define RANGE_WIDTH 3    /* build_id, offset, length */
+#define TABLE_WIDTH 4    /* build_id, offset, total, data */
 
 /* Minimum lengths of the array records; later revisions may append. */
 #define MAPPING_FIELDS 4 /* id, kind, build_id, path */
@@ -458,6 +461,14 @@ int fp_wire_encode_ksyms(const struct fp_ksyms *k, char **buf, size_t *len)
 	return enc_finish(&e, buf, len);
 }
 
+/* table_part_ok: the limits both ends check. */
+static int table_part_ok(const struct fp_table_part *t)
+{
+	return t->tp_build_id.fb_len && t->tp_len && t->tp_len <= FP_TABLE_PART_MAX &&
+	       t->tp_total <= FP_TABLE_MAX && t->tp_offset < t->tp_total &&
+	       t->tp_len <= t->tp_total - t->tp_offset;
+}
+
 int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 {
 	struct enc e;
@@ -470,9 +481,15 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	for (i = 0; i < r->fr_nranges; i++)
 		if (r->fr_ranges[i].fg_length > FP_RANGE_MAX || !r->fr_ranges[i].fg_build_id.fb_len)
 			return -EINVAL;
+	if (r->fr_ntables > WIRE_MAX_TABLE_PARTS || (r->fr_ntables && !r->fr_tables))
+		return -EINVAL;
+	for (i = 0; i < r->fr_ntables; i++)
+		if (!table_part_ok(&r->fr_tables[i]) || !r->fr_tables[i].tp_data)
+			return -EINVAL;
 	enc_init(&e);
 	enc_envelope(&e, FP_MSG_REPLY,
-		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0));
+		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0) +
+			     (r->fr_ntables > 0));
 	enc_key(&e, REPLY_STATUS);
 	enc_uint(&e, r->fr_status);
 	enc_key(&e, REPLY_SEQ);
@@ -494,6 +511,18 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 			enc_build_id(&e, &r->fr_ranges[i].fg_build_id);
 			enc_uint(&e, r->fr_ranges[i].fg_offset);
 			enc_uint(&e, r->fr_ranges[i].fg_length);
+		}
+	}
+	if (r->fr_ntables) {
+		enc_key(&e, REPLY_TABLES);
+		enc_array(&e, TABLE_WIDTH * r->fr_ntables);
+		for (i = 0; i < r->fr_ntables; i++) {
+			const struct fp_table_part *t = &r->fr_tables[i];
+			enc_build_id(&e, &t->tp_build_id);
+			enc_uint(&e, t->tp_offset);
+			enc_uint(&e, t->tp_total);
+			enc_check(&e, msgpack_pack_bin(&e.e_pk, t->tp_len));
+			enc_check(&e, msgpack_pack_bin_body(&e.e_pk, t->tp_data, t->tp_len));
 		}
 	}
 	return enc_finish(&e, buf, len);
@@ -1198,6 +1227,37 @@ static int ranges_from_obj(const msgpack_object *o, struct fp_reply *r)
 	return 0;
 }
 
+static int tables_from_obj(const msgpack_object *o, struct fp_reply *r)
+{
+	const msgpack_object *a;
+	size_t n, i;
+	void *p;
+	int err;
+
+	if ((err = obj_tuples(o, TABLE_WIDTH, WIRE_MAX_TABLE_PARTS, &a, &n)) ||
+	    (err = alloc_array(n, sizeof(struct fp_table_part), &p)))
+		return err;
+	r->fr_tables = p;
+	r->fr_ntables = n;
+	for (i = 0; i < n; i++) {
+		struct fp_table_part *t = &r->fr_tables[i];
+		const msgpack_object *x = &a[TABLE_WIDTH * i];
+
+		if ((err = obj_build_id(&x[0], &t->tp_build_id)) ||
+		    (err = obj_u32(&x[1], &t->tp_offset)) || (err = obj_u32(&x[2], &t->tp_total)))
+			return err;
+		if (x[3].type != MSGPACK_OBJECT_BIN)
+			return FP_WIRE_EFIELD;
+		t->tp_len = x[3].via.bin.size;
+		if (!table_part_ok(t))
+			return x[3].via.bin.size > FP_TABLE_PART_MAX ? FP_WIRE_ETOOBIG : FP_WIRE_EFIELD;
+		if (!(t->tp_data = malloc(t->tp_len)))
+			return FP_WIRE_ENOMEM;
+		memcpy(t->tp_data, x[3].via.bin.ptr, t->tp_len);
+	}
+	return 0;
+}
+
 static int file_from_body(const msgpack_object *body, struct fp_file_data *d)
 {
 	const msgpack_object *f[FILE_NKEYS];
@@ -1246,6 +1306,8 @@ static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 	if (f[REPLY_ERROR] && (err = obj_strdup(f[REPLY_ERROR], &r->fr_error)))
 		return err;
 	if (f[REPLY_RANGES] && (err = ranges_from_obj(f[REPLY_RANGES], r)))
+		return err;
+	if (f[REPLY_TABLES] && (err = tables_from_obj(f[REPLY_TABLES], r)))
 		return err;
 	if (!f[REPLY_WANT])
 		return 0;

@@ -220,6 +220,11 @@ int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procma
 	return 0;
 }
 
+void fp_unwind_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
+{
+	fp_unwind_set_proc(arg, pid, pm);
+}
+
 void fp_unwind_forget_proc(struct fp_unwind *u, uint32_t pid)
 {
 	bpf_map_delete_elem(u->u_maps.su_procs_fd, &pid);

@@ -22,6 +22,12 @@
 
 struct fp_unwind;
 
+/* The budget for table rows (--unwind-mem): the default holds the tables
+ * of the test host's programs and libraries several times over (README,
+ * "Memory"). */
+#define FP_UNWIND_MEM_DEFAULT_MB 8
+#define FP_UNWIND_MEM_MAX_MB 1024
+
 struct fp_unwind_stats {
 	uint64_t us_installed;    /* tables installed */
 	uint64_t us_evicted;      /* tables evicted to make room */
@@ -55,6 +61,10 @@ int fp_unwind_has(const struct fp_unwind *u, const struct fp_build_id *id);
  * the kernel's frame-pointer walker.  Marks those tables used.  0, or a
  * negative errno (the per-process map is full: counted). */
 int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm);
+
+/* fp_unwind_on_maps: fp_unwind_set_proc as the collector's maps hook
+ * (fp_collector_set_maps_fn), arg the struct fp_unwind. */
+void fp_unwind_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg);
 
 /* fp_unwind_forget_proc: drop pid's list (it exited or exec'd). */
 void fp_unwind_forget_proc(struct fp_unwind *u, uint32_t pid);

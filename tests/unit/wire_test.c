@@ -303,6 +303,15 @@ static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
 		    a->fr_ranges[i].fg_offset != b->fr_ranges[i].fg_offset ||
 		    a->fr_ranges[i].fg_length != b->fr_ranges[i].fg_length)
 			return 0;
+	if (a->fr_ntables != b->fr_ntables)
+		return 0;
+	for (i = 0; i < a->fr_ntables; i++) {
+		const struct fp_table_part *x = &a->fr_tables[i], *y = &b->fr_tables[i];
+		if (!fp_build_id_eq(&x->tp_build_id, &y->tp_build_id) ||
+		    x->tp_offset != y->tp_offset || x->tp_total != y->tp_total ||
+		    x->tp_len != y->tp_len || memcmp(x->tp_data, y->tp_data, x->tp_len))
+			return 0;
+	}
 	return 1;
 }
 
@@ -801,6 +810,47 @@ static void test_file_roundtrip(void)
 	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
 }
 
+/* Unwind tables travel in parts of at most 1 MiB, four to a reply. */
+static void test_table_parts(void)
+{
+	static uint8_t bytes[FP_TABLE_PART_MAX + 1];
+	struct fp_table_part parts[5];
+	struct fp_reply r = { .fr_status = FP_REPLY_OK, .fr_seq = 9, .fr_ntables = 4,
+			      .fr_tables = parts }, rd;
+	char *buf;
+	size_t len, i;
+
+	for (i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (uint8_t)(i * 13 + 1);
+	for (i = 0; i < 5; i++) {
+		build_id_fill(&parts[i].tp_build_id, 20, (uint8_t)(9 + i));
+		parts[i].tp_offset = 0;
+		parts[i].tp_total = FP_TABLE_PART_MAX;
+		parts[i].tp_len = FP_TABLE_PART_MAX;
+		parts[i].tp_data = bytes;
+	}
+	parts[1].tp_offset = 3 * FP_TABLE_PART_MAX, parts[1].tp_total = FP_TABLE_MAX,
+	parts[1].tp_len = 17; /* a middle part of a large table */
+	parts[2].tp_total = 16, parts[2].tp_len = 16; /* a whole small table */
+	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), 0);
+	CHECK(len > 2 * FP_TABLE_PART_MAX && len < FP_WIRE_MAX_MESSAGE);
+	CHECK_EQ_INT(fp_wire_decode_reply(buf, len, &rd), 0);
+	CHECK(reply_eq(&r, &rd));
+	fp_reply_fini(&rd);
+	free(buf);
+
+	/* What the encoder refuses, the decoder refuses too (body cases). */
+	r.fr_ntables = 5;
+	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
+	r.fr_ntables = 1;
+	parts[0].tp_len = FP_TABLE_PART_MAX + 1, parts[0].tp_total = FP_TABLE_MAX;
+	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
+	parts[0].tp_len = 8, parts[0].tp_offset = FP_TABLE_MAX - 4;
+	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
+	parts[0].tp_offset = 0, parts[0].tp_len = 0;
+	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
+}
+
 /* Steady state: every definition was sent before, a batch is counts only.
  * New nodes cost a few bytes more each; this measures both. */
 static void test_steady_state_size(void)
@@ -1198,6 +1248,25 @@ static const struct body_case body_cases[] = {
 	  "range over 1 MiB" },
 	{ FP_MSG_REPLY, 3, REPLY_BASE " 05 93 c4 02 aa bb ff 40", FP_WIRE_EFIELD,
 	  "negative range offset" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 00 02 c4 02 01 02", 0, "whole table" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 02 04 c4 02 01 02", 0, "last part" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 93 c4 02 aa bb 00 02", FP_WIRE_EFIELD, "table triple" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 00 00 02 c4 02 01 02", FP_WIRE_EFIELD,
+	  "table without id" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 00 02 c4 00", FP_WIRE_EFIELD,
+	  "empty table part" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 00 01 c4 02 01 02", FP_WIRE_EFIELD,
+	  "part past the total" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 02 02 c4 01 01", FP_WIRE_EFIELD,
+	  "part at the total" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 00 ce 7f 00 00 00 c4 01 01", FP_WIRE_EFIELD,
+	  "table over the row limit" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 00 02 a2 01 02", FP_WIRE_EFIELD,
+	  "table part as str" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 dc 00 14"
+	  " c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01"
+	  " c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01", FP_WIRE_ETOOBIG,
+	  "five table parts" },
 
 	{ FP_MSG_FILE, 4, FILE_BASE, 0, "file baseline" },
 	{ FP_MSG_FILE, 5, FILE_BASE " 06 c4 03 01 02 03", 0, "file with data" },
@@ -1784,6 +1853,7 @@ int main(void)
 	RUN(test_ksyms_module_empty_part);
 	RUN(test_reply_roundtrip);
 	RUN(test_file_roundtrip);
+	RUN(test_table_parts);
 	RUN(test_steady_state_size);
 	RUN(test_truncations);
 	RUN(test_byte_mutations);
