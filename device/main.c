@@ -6,6 +6,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "sampler.h"
+#include "unwind_maps.h"
 #include "uplink.h"
 #include "wire.h"
 
@@ -14,6 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #define KSYMS_PART 4000 /* symbols per message: bounds the agent's memory */
+#define MAX_MEM_DEFAULT_MB 32 /* the agent's heap; README, "Memory" */
 
 static volatile sig_atomic_t exiting;
 
@@ -34,6 +37,8 @@ struct agent_opts {
 	uint32_t ao_pid;
 	uint32_t ao_buffer;      /* intervals kept while the server is away */
 	uint32_t ao_timeout_ms;  /* for one reply */
+	uint32_t ao_unwind_mb;   /* unwind table rows in BPF maps */
+	uint32_t ao_max_mem_mb;  /* heap above which the agent starts over */
 	size_t ao_nlabels;
 	char *ao_label_keys[64];
 	char *ao_label_values[64];
@@ -45,6 +50,7 @@ struct agent {
 	struct fp_collector *ag_collector;
 	struct fp_sampler *ag_sampler;
 	struct fp_uplink *ag_uplink;
+	struct fp_unwind *ag_unwind; /* NULL with --unwind-mem 0 */
 	struct fp_hello ag_hello;
 	int ag_hello_ok;
 	uint64_t ag_session;
@@ -56,6 +62,8 @@ struct agent {
 	uint64_t ag_sampled, ag_acked_samples;
 	uint64_t ag_batch_bytes, ag_ksyms_bytes; /* acknowledged, on the wire */
 	uint64_t ag_file_bytes;     /* file bytes the symbolizer asked for */
+	uint64_t ag_table_bytes;    /* unwind table bytes received */
+	uint64_t ag_resets;         /* times the memory budget made us start over */
 };
 
 static void on_signal(int sig)
@@ -80,10 +88,69 @@ static void on_sample(const struct fp_bpf_sample *s, const void *u, const void *
 	fp_collector_add(a->ag_collector, s, u, k);
 }
 
+/* heap_bytes: the agent's private memory (RssAnon), or 0 if unknown. */
+static uint64_t heap_bytes(void)
+{
+	unsigned long long kb = 0;
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+static int collector_open(struct agent *a)
+{
+	int err = fp_collector_alloc(&a->ag_collector, "/proc", "/var/lib/docker", &a->ag_kernel);
+
+	if (err)
+		return err;
+	fp_collector_set_known_fn(a->ag_collector, on_known, a);
+	if (a->ag_unwind)
+		fp_collector_set_maps_fn(a->ag_collector, fp_unwind_on_maps, a->ag_unwind);
+	return 0;
+}
+
+/* Over the memory budget: forget every process, thread, stack and path,
+ * and the intervals that refer to them (counted as dropped), and start a
+ * new session, rather than grow until the switch's OOM policy reboots it.
+ * Unwind tables stay: they have their own fixed budget. */
+static void agent_start_over(struct agent *a, uint64_t heap)
+{
+	size_t i;
+
+	fp_warnx("memory %" PRIu64 " MB over --max-mem %u MB: forgetting all processes and "
+		 "stacks, new session", heap >> 20, a->ag_o.ao_max_mem_mb);
+	for (i = 0; i < a->ag_buf_len; i++) {
+		struct fp_interval *iv = &a->ag_buf[(a->ag_buf_head + i) % a->ag_o.ao_buffer];
+		a->ag_lost.fl_batches++;
+		a->ag_lost.fl_samples_dropped += iv->fi_samples;
+		fp_interval_fini(iv);
+	}
+	a->ag_buf_head = a->ag_buf_len = 0;
+	fp_collector_free(a->ag_collector);
+	a->ag_collector = NULL;
+	fp_sampler_forget_pids(a->ag_sampler);
+	if (collector_open(a)) {
+		fp_warnx("out of memory starting over: exiting");
+		exiting = 1;
+		return;
+	}
+	a->ag_session++;
+	a->ag_hello.fh_session = a->ag_session;
+	a->ag_hello_ok = 0;
+	a->ag_resets++;
+	malloc_trim(0);
+}
+
 /* Close the current interval into the buffer, dropping the oldest when full. */
 static void agent_cut(struct agent *a)
 {
-	uint64_t bpf[FP_CNT_MAX];
+	uint64_t bpf[FP_CNT_MAX], heap;
 	struct fp_interval iv;
 
 	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
@@ -111,6 +178,9 @@ static void agent_cut(struct agent *a)
 	a->ag_buf_len++;
 	fp_debug("interval %" PRIu64 ": %" PRIu64 " samples, %zu stacks, %zu buffered",
 		 iv.fi_seq, iv.fi_samples, iv.fi_ncounts, a->ag_buf_len);
+	heap = heap_bytes();
+	if (heap > (uint64_t)a->ag_o.ao_max_mem_mb << 20)
+		agent_start_over(a, heap);
 }
 
 /* Sample for up to timeout_ms; close the interval when it is due. */
@@ -296,6 +366,24 @@ static int agent_hello(struct agent *a)
 	return 0;
 }
 
+/* Unwind tables the symbolizer sent: install them, then tell the BPF
+ * program which processes they serve. */
+static void agent_take_tables(struct agent *a, const struct fp_reply *r)
+{
+	size_t i;
+	int added = 0, err;
+
+	for (i = 0; a->ag_unwind && i < r->fr_ntables; i++) {
+		a->ag_table_bytes += r->fr_tables[i].tp_len;
+		err = fp_unwind_take_part(a->ag_unwind, &r->fr_tables[i]);
+		if (err < 0)
+			fp_debug("unwind table not installed: %s", strerror(-err));
+		added |= err > 0;
+	}
+	if (added)
+		fp_collector_remap(a->ag_collector);
+}
+
 /* Send every buffered interval, oldest first.  0 when the buffer is empty. */
 static int agent_flush(struct agent *a)
 {
@@ -336,6 +424,7 @@ static int agent_flush(struct agent *a)
 				a->ag_buf_head = (a->ag_buf_head + 1) % a->ag_o.ao_buffer;
 				a->ag_buf_len--;
 			}
+			agent_take_tables(a, &r);
 			agent_answer_wants(a, &r);
 			agent_answer_ranges(a, &r);
 			break;
@@ -376,13 +465,25 @@ static void log_footprint(struct agent *a)
 		fclose(f);
 	line[strcspn(line, "\n")] = '\0';
 	fp_info("wire: %" PRIu64 " bytes of batches (%.2f bytes/sample), %" PRIu64
-		" bytes of kallsyms, %" PRIu64 " bytes of files; bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64
-		" bytes; collector %zu bytes; %s",
+		" bytes of kallsyms, %" PRIu64 " bytes of files, %" PRIu64 " bytes of unwind tables; "
+		"bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64
+		" bytes; collector %zu bytes; memory resets %" PRIu64 "; %s",
 		a->ag_batch_bytes,
 		a->ag_acked_samples ? (double)a->ag_batch_bytes / a->ag_acked_samples : 0.0,
-		a->ag_ksyms_bytes, a->ag_file_bytes, st.ss_run_count,
+		a->ag_ksyms_bytes, a->ag_file_bytes, a->ag_table_bytes, st.ss_run_count,
 		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes,
-		fp_collector_bytes(a->ag_collector), line);
+		fp_collector_bytes(a->ag_collector), a->ag_resets, line);
+	if (a->ag_unwind) {
+		struct fp_unwind_stats us;
+		fp_unwind_stats(a->ag_unwind, &us);
+		fp_info("unwind tables: %u installed now (%" PRIu64 " of %" PRIu64 " rows), %" PRIu64
+			" installed in all, %" PRIu64 " evicted, %" PRIu64 " too big, %" PRIu64
+			" rejected, %" PRIu64 " parts dropped; process lists %" PRIu64 " (%" PRIu64
+			" did not fit)",
+			us.us_tables, us.us_rows_used, us.us_rows_total, us.us_installed,
+			us.us_evicted, us.us_too_big, us.us_rejected, us.us_parts_dropped,
+			us.us_procs, us.us_procs_full);
+	}
 }
 
 static void usage(FILE *f)
@@ -390,7 +491,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: fleetprof-agent --server ADDR [-F HZ] [--interval SECONDS]\n"
 		"                       [--label KEY=VALUE]... [-p PID] [--buffer N]\n"
-		"                       [--timeout SECONDS] [-v] [--syslog]\n"
+		"                       [--timeout SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
+		"                       [-v] [--syslog]\n"
 		"\n"
 		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
 		"as build-IDs and file offsets, to a fleetprof-symbolizer.\n"
@@ -403,10 +505,17 @@ static void usage(FILE *f)
 		"  -b, --buffer N          intervals kept while the symbolizer is away\n"
 		"                          (default 60; the oldest is dropped first)\n"
 		"  -t, --timeout SECONDS   wait for a reply this long (default 5)\n"
+		"      --unwind-mem MB     BPF map memory for the unwind tables of code built\n"
+		"                          without frame pointers (default %u; 0: frame\n"
+		"                          pointers only); least recently used tables go first\n"
+		"      --max-mem MB        the agent's own memory (heap); above it the agent\n"
+		"                          forgets every process and stack and starts a new\n"
+		"                          session (default %u, 8-4096)\n"
 		"  -v, --verbose           log debug messages\n"
 		"      --syslog            log to syslog instead of stderr\n"
 		"  -h, --help              this help\n"
-		"  -V, --version           print the version\n");
+		"  -V, --version           print the version\n",
+		FP_UNWIND_MEM_DEFAULT_MB, MAX_MEM_DEFAULT_MB);
 }
 
 static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose, int *use_syslog)
@@ -419,6 +528,8 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "pid", required_argument, NULL, 'p' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "unwind-mem", required_argument, NULL, 'U' },
+		{ "max-mem", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "syslog", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -436,6 +547,8 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		case 'p': if (fp_parse_u32("fleetprof-agent", "pid", optarg, 1, INT_MAX, &o->ao_pid)) return 2; break;
 		case 'b': if (fp_parse_u32("fleetprof-agent", "buffer", optarg, 1, 100000, &o->ao_buffer)) return 2; break;
 		case 't': if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s)) return 2; break;
+		case 'U': if (fp_parse_u32("fleetprof-agent", "unwind-mem", optarg, 0, FP_UNWIND_MEM_MAX_MB, &o->ao_unwind_mb)) return 2; break;
+		case 'M': if (fp_parse_u32("fleetprof-agent", "max-mem", optarg, 8, 4096, &o->ao_max_mem_mb)) return 2; break;
 		case 'l': {
 			char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg || o->ao_nlabels == 64 || strlen(optarg) > 512) {
@@ -469,7 +582,9 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 
 int main(int argc, char **argv)
 {
-	struct agent a = { .ag_o = { .ao_frequency = 99, .ao_interval_s = 10, .ao_buffer = 60 } };
+	struct agent a = { .ag_o = { .ao_frequency = 99, .ao_interval_s = 10, .ao_buffer = 60,
+				     .ao_unwind_mb = FP_UNWIND_MEM_DEFAULT_MB,
+				     .ao_max_mem_mb = MAX_MEM_DEFAULT_MB } };
 	struct fp_sampler_opts so = { 0 };
 	char host[256] = "";
 	uint64_t next_try = 0, backoff_ms = 1000;
@@ -508,16 +623,18 @@ int main(int argc, char **argv)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if ((err = fp_collector_alloc(&a.ag_collector, "/proc", "/var/lib/docker", &a.ag_kernel)))
-		goto cleanup;
 	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_server)))
 		goto cleanup;
 	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency, .so_pid = a.ag_o.ao_pid,
-				       .so_ringbuf_bytes = 0, .so_fn = on_sample,
-				       .so_arg = &a };
+				       .so_ringbuf_bytes = 0,
+				       .so_unwind_bytes = (size_t)a.ag_o.ao_unwind_mb << 20,
+				       .so_fn = on_sample, .so_arg = &a };
 	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
 		goto cleanup;
-	fp_collector_set_known_fn(a.ag_collector, on_known, &a);
+	if (a.ag_o.ao_unwind_mb && (err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)))
+		goto cleanup;
+	if ((err = collector_open(&a)))
+		goto cleanup;
 	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
 		a.ag_o.ao_pid ? " (one process)" : "", a.ag_o.ao_server, a.ag_o.ao_interval_s);
 	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
@@ -553,9 +670,10 @@ int main(int argc, char **argv)
 		a.ag_lost.fl_batches);
 	log_footprint(&a);
 cleanup:
+	fp_collector_free(a.ag_collector);
+	fp_unwind_free(a.ag_unwind);
 	fp_sampler_close(a.ag_sampler);
 	fp_uplink_close(a.ag_uplink);
-	fp_collector_free(a.ag_collector);
 	for (i = 0; a.ag_buf && i < a.ag_buf_len; i++)
 		fp_interval_fini(&a.ag_buf[(a.ag_buf_head + i) % a.ag_o.ao_buffer]);
 	free(a.ag_buf);

@@ -32,6 +32,10 @@ struct fp_unwind {
 	struct table u_tables[FP_UNWIND_TABLES];
 	uint64_t u_tick;
 	struct fp_unwind_stats u_stats;
+	/* The table being received, part by part. */
+	struct fp_build_id u_part_id;
+	uint8_t *u_part_buf;
+	uint32_t u_part_total, u_part_have;
 };
 
 int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
@@ -53,6 +57,8 @@ int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
 
 void fp_unwind_free(struct fp_unwind *u)
 {
+	if (u)
+		free(u->u_part_buf);
 	free(u);
 }
 
@@ -187,6 +193,53 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 	return 0;
 }
 
+static void part_drop(struct fp_unwind *u)
+{
+	free(u->u_part_buf);
+	u->u_part_buf = NULL;
+	u->u_part_total = u->u_part_have = 0;
+	memset(&u->u_part_id, 0, sizeof(u->u_part_id));
+}
+
+int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
+{
+	int err;
+
+	if (p->tp_offset == 0) {
+		if (u->u_part_buf)
+			u->u_stats.us_parts_dropped++; /* the last one never finished */
+		part_drop(u);
+		if (fp_unwind_has(u, &p->tp_build_id))
+			return 0; /* sent again in a new session */
+		if (p->tp_total > sizeof(struct fp_unwind_header) +
+					  u->u_maps.su_nrows * sizeof(struct fp_unwind_row)) {
+			u->u_stats.us_too_big++;
+			return 0;
+		}
+		if (!(u->u_part_buf = malloc(p->tp_total)))
+			return -ENOMEM;
+		u->u_part_id = p->tp_build_id;
+		u->u_part_total = p->tp_total;
+	} else if (!u->u_part_buf || !fp_build_id_eq(&u->u_part_id, &p->tp_build_id) ||
+		   p->tp_offset != u->u_part_have || p->tp_total != u->u_part_total) {
+		u->u_stats.us_parts_dropped++;
+		part_drop(u);
+		return 0;
+	}
+	if (p->tp_len > u->u_part_total - u->u_part_have) {
+		u->u_stats.us_parts_dropped++;
+		part_drop(u);
+		return 0;
+	}
+	memcpy(u->u_part_buf + u->u_part_have, p->tp_data, p->tp_len);
+	u->u_part_have += p->tp_len;
+	if (u->u_part_have < u->u_part_total)
+		return 0;
+	err = fp_unwind_add(u, &u->u_part_id, u->u_part_buf, u->u_part_total);
+	part_drop(u);
+	return err ? err : 1;
+}
+
 int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm)
 {
 	static struct fp_unwind_proc p; /* 1.5 KiB: not on the stack */
@@ -237,5 +290,5 @@ void fp_unwind_stats(const struct fp_unwind *u, struct fp_unwind_stats *st)
 
 size_t fp_unwind_bytes(const struct fp_unwind *u)
 {
-	return sizeof(*u);
+	return sizeof(*u) + u->u_part_total;
 }
