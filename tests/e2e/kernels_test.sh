@@ -1,0 +1,193 @@
+#!/bin/bash
+# kernels_test.sh: the kernel matrix.  Boots Debian's kernels 5.10
+# (bullseye), 6.1 (bookworm) and 6.12 (trixie) in qemu (software
+# emulation) with a minimal busybox initramfs (tests/kernels/), and inside
+# runs `fleetprof record -p` on tests/kernels/nofp.c, a gcc -O2 program
+# without frame pointers.  Each kernel boots twice: once with
+# /sys/kernel/btf visible ("btf"), once with an empty tmpfs over it
+# ("nobtf").  Checks, per kernel and case (kernels:VERSION:CASE:NAME):
+#
+#   boots        the VM reached the end of its script within the timeout
+#   btf-visible  /sys/kernel/btf/vmlinux was there (btf case) /
+#   btf-hidden   was not (nobtf case)
+#   loads        the BPF program loaded (else: libbpf's output, with the
+#                verifier log, is printed)
+#   samples      the profile has samples
+#   unwinds      >= 90% of nofp's samples whose leaf is chain_c have
+#                main;chain_a;chain_b;chain_c (the unwinder from tables)
+#
+# Kernels are cached in $FPK_CACHE (default /var/cache/fleetprof-kernels),
+# serial logs are kept in $BUILD/kernel-logs.  FPK_KERNELS="5.10 6.1"
+# narrows the matrix, FPK_CASES="btf" the cases.
+TEST=kernels
+. tests/e2e/lib.sh
+need_root
+
+t_start=$SECONDS
+FPK_CACHE=${FPK_CACHE:-/var/cache/fleetprof-kernels}
+FPK_KERNELS=${FPK_KERNELS:-5.10 6.1 6.12}
+FPK_CASES=${FPK_CASES:-btf nobtf}
+BOOT_TIMEOUT=${FPK_BOOT_TIMEOUT:-120} # seconds per VM, boot to power-off
+DURATION=${FPK_DURATION:-5}           # seconds of `fleetprof record` per case
+LOGS=$BUILD/kernel-logs
+mkdir -p "$LOGS"
+
+suite_of() {
+	case $1 in
+	5.10) echo bullseye ;;
+	6.1) echo bookworm ;;
+	6.12) echo trixie ;;
+	*) return 1 ;;
+	esac
+}
+
+# Tools and binaries: missing ones fail the whole matrix, with the reason.
+missing=""
+for tool in qemu-system-x86_64 cpio gcc timeout; do
+	command -v "$tool" > /dev/null || missing="$missing $tool"
+done
+[ -x /bin/busybox ] || missing="$missing busybox-static"
+for bin in "$FP" "$AGENT"; do
+	[ -x "$bin" ] || missing="$missing $bin"
+done
+if [ -n "$missing" ]; then
+	fail setup "missing:$missing (tools/install-deps.sh, make BUILD=$BUILD all)"
+	exit 0
+fi
+
+# nofp: gcc's defaults, -O2, so no frame pointers; the name is its comm.
+mkdir -p "$TMP/nofp"
+if ! gcc -O2 -o "$TMP/nofp/nofp" tests/kernels/nofp.c 2> "$TMP/nofp.log"; then
+	fail setup "nofp does not build: $(head -c 300 "$TMP/nofp.log")"
+	exit 0
+fi
+if ! tests/kernels/mkinitramfs.sh "$TMP/initramfs.cpio" "$FP" "$AGENT" "$TMP/nofp/nofp" \
+	> "$TMP/initramfs.log" 2>&1; then
+	fail setup "initramfs: $(tail -n 3 "$TMP/initramfs.log" | tr '\n' ' ')"
+	exit 0
+fi
+echo "initramfs: $(($(stat -c %s "$TMP/initramfs.cpio") / 1024)) KiB" >&2
+
+# console FILE: the marker lines and the output between them, without the
+# console's carriage returns and whatever the firmware wrote before a
+# marker on the same line.
+console() {
+	tr -d '\r' < "$1" | sed 's/^.*\(FPK:[A-Z]\)/\1/'
+}
+# has_line FILE LINE: the console shows LINE.
+has_line() {
+	console "$1" | grep -qxF "$2"
+}
+# section FILE NAME CASE: the lines between FPK:NAME-BEGIN and FPK:NAME-END.
+section() {
+	console "$1" | awk -v b="FPK:$2-BEGIN $3" -v e="FPK:$2-END $3" \
+		'$0 == e { on = 0 } on { print } $0 == b { on = 1 }'
+}
+
+# unwound FOLDED: checks that >= 90% of nofp's chain_c samples reach main
+# through chain_b and chain_a.  The leaf is the last user frame (kernel
+# frames, "_[k]", above it are skipped).  Prints the shares.
+unwound() {
+	awk '
+	$1 ~ /^nofp;/ {
+		n = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
+		k = split(stack, f, ";")
+		while (k > 1 && f[k] ~ /_\[k\]$/) k--
+		if (f[k] != "chain_c") next
+		leaf += n
+		if (k >= 5 && f[k-1] == "chain_b" && f[k-2] == "chain_a" && f[k-3] == "main") ok += n
+		else if (bad++ < 3) print "not unwound: " $0 > "/dev/stderr"
+	}
+	END {
+		printf "chain_c samples %d, through main %d (%.1f%%)\n", leaf, ok, leaf ? 100 * ok / leaf : 0
+		exit !(leaf > 0 && ok * 10 >= leaf * 9)
+	}' "$1"
+}
+
+summary=()
+for ver in $FPK_KERNELS; do
+	if ! suite=$(suite_of "$ver"); then
+		fail "$ver:fetch" "no Debian suite known for kernel $ver"
+		continue
+	fi
+	kdir=$FPK_CACHE/kernels/$suite
+	if ! BUILD=$FPK_CACHE bash tests/kernels/fetch.sh "$suite" > "$TMP/fetch-$suite.log" 2>&1; then
+		fail "$ver:fetch" "$suite: $(grep -v '^ *$' "$TMP/fetch-$suite.log" | tail -n 2 | tr '\n' ' ')"
+		continue
+	fi
+	rel=$(cat "$kdir/release")
+	case $rel in
+	"$ver".*) pass "$ver:fetch" ;;
+	*)
+		fail "$ver:fetch" "$suite's kernel is $rel, not $ver"
+		continue
+		;;
+	esac
+
+	for c in $FPK_CASES; do
+		T=$ver:$c
+		serial=$LOGS/$ver-$c.serial
+		t0=$SECONDS
+		timeout -k 5 "$BOOT_TIMEOUT" qemu-system-x86_64 -accel tcg -m 1G -smp 2 \
+			-nographic -no-reboot -net none \
+			-kernel "$kdir/vmlinuz" -initrd "$TMP/initramfs.cpio" \
+			-append "console=ttyS0 quiet panic=-1 fpk.cases=$c fpk.duration=$DURATION" \
+			< /dev/null > "$serial" 2>&1
+		qrc=$?
+		wall=$((SECONDS - t0))
+		booted=$(console "$serial" | sed -n 's/^FPK:BOOTED \([0-9.]*\).*/\1/p' | head -n 1)
+		summary+=("$rel $c: kernel boot ${booted:-?} s (uptime at init), VM ${wall} s wall")
+
+		if ! has_line "$serial" FPK:DONE; then
+			if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
+				fail "$T:boots" "no end of script within ${BOOT_TIMEOUT} s, $serial"
+			else
+				fail "$T:boots" "qemu exited $qrc before the end of the script, $serial"
+			fi
+			echo "---- last console lines of $rel $c ----" >&2
+			tr -d '\r' < "$serial" | grep -v '^nofp;' | tail -n 30 >&2
+			continue
+		fi
+		pass "$T:boots"
+
+		if [ "$c" = nobtf ]; then
+			check "$T:btf-hidden" has_line "$serial" "FPK:BTF $c absent"
+		else
+			check "$T:btf-visible" has_line "$serial" "FPK:BTF $c present"
+		fi
+
+		section "$serial" LOG "$c" > "$TMP/$T.log"
+		section "$serial" FOLDED "$c" > "$TMP/$T.folded"
+		rc=$(console "$serial" | sed -n "s/^FPK:RC $c \([0-9]*\)$/\1/p")
+		# libbpf reports a failed load (and the verifier's log) at warning
+		# level, the sampler says which step failed; without either, the
+		# summary line shows that the program ran.
+		load_err='BEGIN PROG LOAD LOG|failed to load|cannot (open|load) the BPF|cannot install the stack walker'
+		if grep -qE "$load_err" "$TMP/$T.log" || ! grep -qE '^[0-9]+ samples \(' "$TMP/$T.log"; then
+			why=$(grep -E "$load_err|fleetprof record:" "$TMP/$T.log" | tail -n 1)
+			fail "$T:loads" "record exit ${rc:-?}: ${why:-no summary line}"
+			echo "---- fleetprof record on $rel ($c), last 60 lines ----" >&2
+			tail -n 60 "$TMP/$T.log" >&2
+			echo "----" >&2
+		else
+			pass "$T:loads"
+		fi
+
+		n=$(folded_total "$TMP/$T.folded")
+		nofp=$(grep '^nofp;' "$TMP/$T.folded" | folded_total)
+		summary+=("$rel $c: $n samples, $nofp of nofp; $(grep -E '^[0-9]+ samples \(' "$TMP/$T.log")")
+		check "$T:samples" test "$n" -gt 0 -a "$nofp" -gt 0
+
+		if shares=$(unwound "$TMP/$T.folded" 2> "$TMP/$T.unwound"); then
+			pass "$T:unwinds"
+		else
+			fail "$T:unwinds" "$shares"
+			cat "$TMP/$T.unwound" >&2
+		fi
+		summary+=("$rel $c: $shares")
+	done
+done
+
+echo "---- kernel matrix ----"
+printf '%s\n' "${summary[@]}"
+echo "total $((SECONDS - t_start)) s"
