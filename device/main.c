@@ -150,7 +150,7 @@ static void agent_start_over(struct agent *a, uint64_t heap)
 /* Close the current interval into the buffer, dropping the oldest when full. */
 static void agent_cut(struct agent *a)
 {
-	uint64_t bpf[FP_CNT_MAX], heap;
+	uint64_t bpf[FP_CNT_MAX];
 	struct fp_interval iv;
 
 	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
@@ -178,9 +178,6 @@ static void agent_cut(struct agent *a)
 	a->ag_buf_len++;
 	fp_debug("interval %" PRIu64 ": %" PRIu64 " samples, %zu stacks, %zu buffered",
 		 iv.fi_seq, iv.fi_samples, iv.fi_ncounts, a->ag_buf_len);
-	heap = heap_bytes();
-	if (heap > (uint64_t)a->ag_o.ao_max_mem_mb << 20)
-		agent_start_over(a, heap);
 }
 
 /* Sample for up to timeout_ms; close the interval when it is due. */
@@ -587,7 +584,7 @@ int main(int argc, char **argv)
 				     .ao_max_mem_mb = MAX_MEM_DEFAULT_MB } };
 	struct fp_sampler_opts so = { 0 };
 	char host[256] = "";
-	uint64_t next_try = 0, backoff_ms = 1000;
+	uint64_t next_try = 0, backoff_ms = 1000, heap;
 	int verbose = 0, use_syslog = 0, err;
 	size_t i;
 
@@ -654,6 +651,10 @@ int main(int argc, char **argv)
 		} else {
 			backoff_ms = 1000;
 		}
+		/* After a flush: when it went out, starting over loses nothing. */
+		heap = heap_bytes();
+		if (heap > (uint64_t)a.ag_o.ao_max_mem_mb << 20)
+			agent_start_over(&a, heap);
 	}
 
 	/* Stop: the last partial interval goes out too, if the server is there. */

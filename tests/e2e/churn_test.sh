@@ -1,0 +1,58 @@
+#!/bin/bash
+# churn_test.sh: the agent's memory budget (--max-mem).  A workload starts
+# 40 short-lived processes a second, each walking random paths through 64
+# functions, at 999 Hz on every CPU: a day of a switch's new processes and
+# never-seen stacks every few minutes.  Without a budget the agent's heap
+# grows by about 1.5 MB a second here; with --max-mem 24 it must stay
+# flat, start over when it reaches the budget, lose no sample doing so
+# while the symbolizer is up, and keep every count.
+TEST=churn
+. tests/e2e/lib.sh
+need_root
+
+clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer tests/workload/churn.c \
+	-o "$TMP/churn" || { fail build; exit 0; }
+port=$(free_port)
+addr=tcp://127.0.0.1:$port
+"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
+symb=$!
+PIDS+=($symb)
+sleep 0.5
+"$AGENT" --server "$addr" --interval 1 -F 999 --max-mem 24 > "$TMP/agent.log" 2>&1 &
+agent=$!
+PIDS+=($agent)
+"$TMP/churn" 60 40 > "$TMP/churn.out" &
+churn=$!
+PIDS+=($churn)
+peak=0
+while kill -0 "$churn" 2>/dev/null; do
+	sleep 1
+	kb=$(awk '/^RssAnon:/ { print $2 }' /proc/$agent/status 2>/dev/null)
+	echo "${kb:-0}" >> "$TMP/rss"
+	[ "${kb:-0}" -gt "$peak" ] && peak=$kb
+done
+kill -INT "$agent"; wait "$agent"
+check agent-exits-0 test $? -eq 0
+kill -TERM "$symb"; wait "$symb"
+
+resets=$(sed -n 's/.*memory resets \([0-9]*\);.*/\1/p' "$TMP/agent.log")
+sampled=$(sed -n 's/.*sampled \([0-9]*\) samples.*/\1/p' "$TMP/agent.log")
+acked=$(sed -n 's/.*acknowledged \([0-9]*\);.*/\1/p' "$TMP/agent.log")
+dropped=$(sed -n 's/.*; dropped \([0-9]*\) in.*/\1/p' "$TMP/agent.log")
+received=$(folded_total "$TMP"/out/*/*.folded)
+children=$(awk '{ print $1 }' "$TMP/churn.out")
+echo "processes $children, samples $sampled, acknowledged $acked, in profiles $received," \
+	"starts over $resets, peak heap $peak kB; heap each second (kB): $(tr '\n' ' ' < "$TMP/rss")" >&2
+check workload-churned test "${children:-0}" -gt 1500
+# The budget was reached again and again: the growth is real ...
+check budget-reached test "${resets:-0}" -ge 2
+# ... and the heap stays flat: at most one interval's growth (about 8 MB
+# at this rate) above the budget.
+check heap-flat test "$peak" -le $(((24 + 10) * 1024))
+check heap-sampled test "$(wc -l < "$TMP/rss")" -ge 50
+check nothing-dropped test "${dropped:-x}" -eq 0
+check counts-add-up test "${sampled:-0}" -eq "${received:-x}"
+check all-acknowledged test "${sampled:-0}" -eq "${acked:-x}"
+check sessions-restarted test "$(grep -c 'from .*agent' "$TMP/symb.log")" -ge 3
+check no-rejections bash -c "! grep -q 'rejected a message' '$TMP/symb.log'"
+tail -n 5 "$TMP/agent.log" >&2
