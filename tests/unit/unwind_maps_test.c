@@ -1,0 +1,248 @@
+/* unwind_maps_test.c: installing unwind tables in the real BPF maps
+ * within a fixed budget: placement, least-recently-used eviction, tables
+ * too large, parts from the wire, per-process lists.  Loads the real BPF
+ * program, so it needs root (skips without, fails in CI). */
+#include "check.h"
+#include "procmaps.h"
+#include "sampler.h"
+#include "unwind_maps.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BUDGET_ROWS 8192 /* 64 KiB */
+
+#if defined(__aarch64__)
+#define ARCH FP_UNWIND_ARCH_ARM64
+#else
+#define ARCH FP_UNWIND_ARCH_X86_64
+#endif
+
+static struct fp_sampler *smp;
+static struct fp_sampler_unwind maps;
+
+static void no_samples(const struct fp_bpf_sample *s, const void *u, const void *k, void *arg)
+{
+}
+
+/* table: a blob of n rows whose pcs start at base; the caller frees it. */
+static void *table(uint32_t n, uint32_t base, size_t *len)
+{
+	struct fp_unwind_header *h;
+	struct fp_unwind_row *r;
+	uint32_t i;
+
+	*len = sizeof(*h) + (size_t)n * sizeof(*r);
+	h = calloc(1, *len);
+	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
+	h->uh_version = FP_UNWIND_VERSION;
+	h->uh_arch = ARCH;
+	h->uh_nrows = n;
+	r = (struct fp_unwind_row *)(h + 1);
+	for (i = 0; i < n; i++)
+		r[i] = (struct fp_unwind_row){ base + 16 * i, 1 + i % 7, FP_UNWIND_SP, -2 };
+	return h;
+}
+
+static struct fp_build_id bid(uint8_t seed)
+{
+	struct fp_build_id id = { .fb_len = 20 };
+
+	memset(id.fb_data, seed, sizeof(id.fb_data));
+	return id;
+}
+
+/* installed: the rows the BPF program sees for slot t, compared with blob. */
+static int installed_as(uint32_t t, const void *blob)
+{
+	const struct fp_unwind_header *h = blob;
+	struct fp_unwind_table where;
+
+	if (bpf_map_lookup_elem(maps.su_tables_fd, &t, &where) || where.ut_nrows != h->uh_nrows ||
+	    (size_t)where.ut_first + where.ut_nrows > maps.su_nrows)
+		return 0;
+	return !memcmp(maps.su_rows + where.ut_first, h + 1, (size_t)h->uh_nrows * 8);
+}
+
+/* slot_of: the tables-map slot whose rows equal blob's, or -1. */
+static int slot_of(const void *blob)
+{
+	uint32_t t;
+
+	for (t = 0; t < FP_UNWIND_TABLES; t++)
+		if (installed_as(t, blob))
+			return (int)t;
+	return -1;
+}
+
+static void test_budget_and_eviction(void)
+{
+	struct fp_unwind *u;
+	struct fp_unwind_stats st;
+	struct fp_build_id a = bid(1), b = bid(2), c = bid(3), d = bid(4);
+	size_t la, lb, lc, ld;
+	void *ta = table(3000, 0x1000, &la), *tb = table(3000, 0x9000, &lb);
+	void *tc = table(3000, 0x20000, &lc), *td = table(BUDGET_ROWS + 1, 0, &ld);
+
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &b, tb, lb), 0);
+	CHECK(fp_unwind_has(u, &a) && fp_unwind_has(u, &b));
+	CHECK(slot_of(ta) >= 0 && slot_of(tb) >= 0);
+
+	/* a used more recently than b: c evicts b, the least recently used */
+	{
+		struct fp_procmaps pm = { 0 };
+		struct fp_vma v = { .fv_start = 0x400000, .fv_end = 0x500000, .fv_pgoff = 0,
+				    .fv_build_id_state = 1, .fv_build_id = a };
+		pm.pm_vmas = &v, pm.pm_nvmas = 1;
+		CHECK_EQ_INT(fp_unwind_set_proc(u, 4242, &pm), 0);
+	}
+	CHECK_EQ_INT(fp_unwind_add(u, &c, tc, lc), 0);
+	CHECK(fp_unwind_has(u, &a) && !fp_unwind_has(u, &b) && fp_unwind_has(u, &c));
+	CHECK(slot_of(ta) >= 0 && slot_of(tc) >= 0 && slot_of(tb) < 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_evicted, 1);
+	CHECK_EQ_INT(st.us_tables, 2);
+	CHECK_EQ_INT(st.us_rows_used, 6000);
+	CHECK_EQ_INT(st.us_rows_total, BUDGET_ROWS);
+
+	/* Larger than the whole budget: refused and counted, nothing evicted */
+	CHECK_EQ_INT(fp_unwind_add(u, &d, td, ld), -EFBIG);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_too_big, 1);
+	CHECK_EQ_INT(st.us_tables, 2);
+
+	/* Malformed: refused and counted */
+	((struct fp_unwind_row *)((struct fp_unwind_header *)tb + 1))[5].ur_pc = 0;
+	CHECK_EQ_INT(fp_unwind_add(u, &b, tb, lb), -EINVAL);
+	CHECK_EQ_INT(fp_unwind_add(u, &b, tb, lb - 1), -EINVAL);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_rejected, 2);
+	CHECK(fp_unwind_has(u, &a) && fp_unwind_has(u, &c));
+
+	fp_unwind_forget_proc(u, 4242);
+	fp_unwind_free(u);
+	free(ta), free(tb), free(tc), free(td);
+}
+
+/* The per-process list names the slots of the mappings' tables, with the
+ * bias that turns an address into a file offset; eviction scrubs it. */
+static void test_process_lists(void)
+{
+	struct fp_unwind *u;
+	struct fp_build_id a = bid(5), b = bid(6), none = bid(7);
+	struct fp_vma v[3] = {
+		{ .fv_start = 0x400000, .fv_end = 0x420000, .fv_pgoff = 0x1000,
+		  .fv_build_id_state = 1, .fv_build_id = a },
+		{ .fv_start = 0x7f0000000000, .fv_end = 0x7f0000100000, .fv_pgoff = 0x28000,
+		  .fv_build_id_state = 1, .fv_build_id = b },
+		{ .fv_start = 0x7f1000000000, .fv_end = 0x7f1000001000, .fv_pgoff = 0,
+		  .fv_build_id_state = 1, .fv_build_id = none },
+	};
+	struct fp_procmaps pm = { .pm_vmas = v, .pm_nvmas = 3 };
+	struct fp_unwind_proc p;
+	uint32_t pid = 4343;
+	size_t la, lb, lbig;
+	void *ta = table(100, 0x1000, &la), *tb = table(200, 0x28000, &lb);
+	void *big = table(BUDGET_ROWS - 150, 0, &lbig);
+
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &b, tb, lb), 0);
+	CHECK_EQ_INT(fp_unwind_set_proc(u, pid, &pm), 0);
+	CHECK_EQ_INT(bpf_map_lookup_elem(maps.su_procs_fd, &pid, &p), 0);
+	CHECK_EQ_INT(p.up_nmaps, 2); /* the mapping without a table is left out */
+	CHECK(p.up_maps[0].um_start == 0x400000 && p.up_maps[0].um_len == 0x20000 &&
+	      p.up_maps[0].um_bias == 0x400000 - 0x1000);
+	CHECK(p.up_maps[1].um_start == 0x7f0000000000 &&
+	      p.up_maps[1].um_bias == 0x7f0000000000 - 0x28000);
+	CHECK(installed_as(p.up_maps[0].um_table, ta) && installed_as(p.up_maps[1].um_table, tb));
+
+	/* Another process uses only a: b is now the least recently used, and
+	 * a table that needs its room evicts it and scrubs it from the list. */
+	pm.pm_nvmas = 1;
+	CHECK_EQ_INT(fp_unwind_set_proc(u, pid + 1, &pm), 0);
+	pm.pm_nvmas = 3;
+	CHECK_EQ_INT(fp_unwind_add(u, &none, big, lbig), 0);
+	CHECK(fp_unwind_has(u, &a) && !fp_unwind_has(u, &b) && fp_unwind_has(u, &none));
+	CHECK_EQ_INT(bpf_map_lookup_elem(maps.su_procs_fd, &pid, &p), 0);
+	CHECK_EQ_INT(p.up_nmaps, 1);
+	CHECK(p.up_maps[0].um_start == 0x400000 && installed_as(p.up_maps[0].um_table, ta));
+	fp_unwind_forget_proc(u, pid + 1);
+
+	/* Gone: no list */
+	fp_unwind_forget_proc(u, pid);
+	CHECK(bpf_map_lookup_elem(maps.su_procs_fd, &pid, &p) != 0);
+	fp_unwind_free(u);
+	free(ta), free(tb), free(big);
+}
+
+/* Tables from the wire: parts in order install; anything else is dropped
+ * and counted, never installed half. */
+static void test_parts(void)
+{
+	struct fp_unwind *u;
+	struct fp_unwind_stats st;
+	struct fp_build_id a = bid(8), b = bid(9);
+	size_t la, lb;
+	uint8_t *ta = table(1000, 0x1000, &la), *tb = table(500, 0x2000, &lb);
+	struct fp_table_part p1 = { a, 0, (uint32_t)la, 4000, ta };
+	struct fp_table_part p2 = { a, 4000, (uint32_t)la, (uint32_t)la - 4000, ta + 4000 };
+	struct fp_table_part q1 = { b, 0, (uint32_t)lb, 100, tb };
+	struct fp_table_part q2 = { b, 100, (uint32_t)lb, (uint32_t)lb - 100, tb + 100 };
+
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(fp_unwind_take_part(u, &p1), 0);
+	CHECK(!fp_unwind_has(u, &a));
+	CHECK_EQ_INT(fp_unwind_take_part(u, &p2), 1);
+	CHECK(fp_unwind_has(u, &a) && slot_of(ta) >= 0);
+	/* sent again (a new session): ignored */
+	CHECK_EQ_INT(fp_unwind_take_part(u, &p1), 0);
+	CHECK_EQ_INT(fp_unwind_take_part(u, &p2), 0);
+	/* a lost part: the rest is dropped */
+	CHECK_EQ_INT(fp_unwind_take_part(u, &q2), 0);
+	CHECK(!fp_unwind_has(u, &b));
+	/* a new table before the last finished: the old one is dropped */
+	CHECK_EQ_INT(fp_unwind_take_part(u, &q1), 0);
+	CHECK_EQ_INT(fp_unwind_take_part(u, &q1), 0);
+	CHECK_EQ_INT(fp_unwind_take_part(u, &q2), 1);
+	CHECK(fp_unwind_has(u, &b) && slot_of(tb) >= 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_parts_dropped, 3);
+	CHECK_EQ_INT(st.us_installed, 2);
+	/* a table larger than the budget is refused at its first part */
+	q1.tp_build_id = bid(10);
+	q1.tp_total = 16 + 8 * (BUDGET_ROWS + 1);
+	CHECK_EQ_INT(fp_unwind_take_part(u, &q1), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_too_big, 1);
+	CHECK(fp_unwind_bytes(u) < 64 * 1024);
+	fp_unwind_free(u);
+	free(ta), free(tb);
+}
+
+int main(void)
+{
+	struct fp_sampler_opts so = { .so_frequency = 1, .so_pid = (uint32_t)getpid(),
+				      .so_unwind_bytes = BUDGET_ROWS * 8, .so_fn = no_samples };
+
+	if (geteuid() != 0) {
+		printf(getenv("CI") ? "FAIL: %s: needs root (CI is set)\n" : "SKIP: %s (needs root)\n",
+		       __FILE__);
+		return 0;
+	}
+	if (fp_sampler_open(&smp, &so) || fp_sampler_unwind_maps(smp, &maps)) {
+		printf("FAIL: %s: cannot load the BPF program\n", __FILE__);
+		return 1;
+	}
+	CHECK_EQ_INT(maps.su_nrows, BUDGET_ROWS);
+	RUN(test_budget_and_eviction);
+	RUN(test_process_lists);
+	RUN(test_parts);
+	fp_sampler_close(smp);
+	return CHECK_DONE();
+}
