@@ -58,12 +58,17 @@ fetch_suite() {
 	EOF
 	export APT_CONFIG=$apt/apt.conf
 	apt-get -q update > "$apt/update.log" 2>&1 || { cat "$apt/update.log" >&2; die "$suite: apt-get update failed"; }
+	# An unreachable mirror is only a warning to apt-get update.
+	if grep -qE '^(Err:|E:|W: Failed to fetch)' "$apt/update.log"; then
+		grep -E '^(Err:|E:|W:)' "$apt/update.log" | head -n 4 >&2
+		die "$suite: apt-get update: $(grep -E '^(E:|W: Failed)' "$apt/update.log" | head -n 1)"
+	fi
 
 	# The metapackage's candidate depends on exactly one versioned image.
 	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n 1)
+		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n 1) || true
 	[ -n "$pkg" ] || die "$suite: linux-image-amd64 has no linux-image-*-amd64 dependency"
-	ver=$(apt-cache policy "$pkg" | sed -n 's/^ *Candidate: //p')
+	ver=$(apt-cache policy "$pkg" | sed -n 's/^ *Candidate: //p') || true
 	[ -n "$ver" ] && [ "$ver" != "(none)" ] || die "$suite: no candidate for $pkg"
 
 	(cd "$apt/debs" && apt-get -q download "$pkg=$ver" > "$apt/download.log" 2>&1) ||
