@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""compare_stacks.py: compare fleetprof's user stacks with perf's.
+
+usage: compare_stacks.py --workload NAME --folded PROFILE.folded
+                         --perf PERF.script [--pclntab MODULE=ELF]...
+                         [--min-samples N]
+
+PROFILE.folded is `fleetprof record -p PID`'s output ("PROCESS;frame;...
+COUNT", root first).  PERF.script is `perf script --no-inline -F
+comm,tid,ip,sym,dso` of a `perf record --call-graph ...` of the same
+process over the same window: a header line per sample, then its frames,
+leaf first, "ADDR SYMBOL (DSO)", then a blank line.
+
+Only user frames are compared: fleetprof's kernel frames ("_[k]") and
+perf's [kernel.kallsyms]/[guest.kernel] frames are dropped, and so are
+fleetprof's inline frames ("_[i]": perf runs with --no-inline, so both
+sides list physical frames, one per return address).  A stack with no
+user frame left is not a user stack and counts on neither side.
+
+Names are normalised before comparing (norm()): perf's "+0x..." offsets
+and "@GLIBC..." versions, compiler clone suffixes (.isra.0, .part.0,
+.constprop.0, .cold, [clone ...]), C++ parameter lists (perf and fleetprof
+both demangle; "ns::f(int)" and "ns::f" are the same function) and glibc's
+alias spellings of one entry point (__libc_start_main_impl,
+__libc_start_main_alias_2, __GI___clone3 ...).  A frame without a symbol
+(perf's "[unknown]", fleetprof's "module+0xOFFSET" or "[unknown]+0x...")
+is unknown: it keeps its place in the stack but is no function.
+
+--pclntab MODULE=ELF names the unknown frames of MODULE (a stripped Go
+binary: no .symtab, but its .gopclntab, which the Go runtime itself needs,
+is always there) from the binary's own function table, on both sides
+alike: fleetprof's "MODULE+0xOFFSET" (a file offset) and perf's
+"ADDR [unknown] (.../MODULE)" (perf prints a file-relative address too).
+Caller frames are looked up at their return address minus one.
+
+Checks (printed as PASS:/FAIL: unwind:WORKLOAD:CHECK):
+
+samples     both sides have at least --min-samples user stacks.
+perf-root-reach
+            the oracle itself: at least 90% of perf's user stacks reach
+            a root.  A perf stack that does not is one perf could not
+            unwind (the DWARF unwinder copies a fixed 64 KiB of stack, and
+            gives up without CFI); it tells nothing about the real stack.
+root-reach  at least 97% of fleetprof's user stacks (weighted by count)
+            reach a root.
+shares      every function on >= 5% of perf's complete stacks has an
+            inclusive share (fraction of stacks that contain it at least
+            once) in fleetprof's user stacks within 5 points of perf's.
+
+Roots.  ROOT_CANDIDATES are the outermost frames a thread can have: the
+process entry (_start, __libc_start_main, __libc_start_call_main), a
+thread's (start_thread, clone, clone3) and Go's (runtime.goexit for
+goroutines, runtime.mstart for a thread's g0 stack, runtime.main,
+runtime.rt0_go).  The root set of a run is derived from perf's own
+stacks of that run: the outermost frames of perf's stacks that are root
+candidates.  A stack reaches its root when its outermost user frame is in
+that set.  perf's root reach is the weighted fraction of perf's user
+stacks whose outermost frame is in the set; fleetprof's the same for its
+stacks.  So fleetprof must end where perf ends (a stack that stops at
+__libc_start_call_main where perf goes on to _start does not count),
+and a perf stack that ends anywhere else is one perf failed to unwind.
+
+Share denominator.  perf's shares are taken over perf's complete stacks
+only (those that reach the root set): an incomplete perf stack lacks its
+callers, so counting it would lower perf's share of every outer function
+(main, the thread's start routine ...) and make the oracle disagree with
+the truth, not with fleetprof.  perf-root-reach bounds what is left out
+(at most 10%), and the number left out is printed.  fleetprof's shares are
+over all its user stacks: a stack it failed to unwind is exactly what the
+check must catch.
+
+Exit status 0 when every check passes, 1 otherwise.  On a failure both
+tables are printed (shares, and the outermost frames of each side).
+"""
+import argparse
+import collections
+import os
+import re
+import struct
+import sys
+
+ROOT_CANDIDATES = {
+    "_start", "__libc_start_main", "__libc_start_call_main",
+    "start_thread", "clone", "clone3",
+    "runtime.goexit", "runtime.mstart", "runtime.main", "runtime.rt0_go",
+}
+ROOT_REACH_MIN = 97.0
+PERF_ROOT_REACH_MIN = 90.0
+SHARE_MIN = 5.0
+SHARE_TOLERANCE = 5.0
+
+# glibc spells some entry points several ways: the versioned symbol, the
+# internal alias (__GI_), the C name of the implementation in DWARF.
+ALIASES = {
+    "__libc_start_main_impl": "__libc_start_main",
+    "__libc_start_main_alias_2": "__libc_start_main",
+    "__clone3": "clone3",
+    "__clone": "clone",
+    "__clone_internal": "clone",
+}
+
+
+def strip_params(name):
+    """ "ns::A<int>::f(int) const" -> "ns::A<int>::f": drops a C++ parameter
+    list (the parenthesised group that ends the name, qualifiers after it
+    allowed).  Go's "pkg.(*T).Method" keeps its parentheses."""
+    m = re.search(r"\)((?: const| volatile| &&?| noexcept)*)$", name)
+    if not m:
+        return name
+    depth = 0
+    for i in range(m.start(), -1, -1):
+        if name[i] == ")":
+            depth += 1
+        elif name[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return name[:i] if i > 0 and not name[:i].endswith("operator") else name
+    return name
+
+
+def norm(name):
+    """A function name as both sides can agree on it, or None if unknown."""
+    name = name.strip()
+    if not name or name.startswith("[unknown]"):
+        return None
+    name = re.sub(r"\+0x[0-9a-fA-F]+$", "", name)  # perf's symoff
+    name = re.sub(r"@+[A-Za-z_][A-Za-z0-9_.]*$", "", name)  # symbol versions
+    name = re.sub(r" \[clone [^]]*\]", "", name)
+    name = strip_params(name)
+    name = re.sub(r"\.abi0$", "", name)  # Go assembly functions' ABI suffix
+    name = re.sub(r"(\.(isra|part|constprop|cold|lto_priv|localalias)(\.\d+)?)+$", "", name)
+    while name.startswith("__GI_"):
+        name = name[len("__GI_"):]
+    return ALIASES.get(name, name) or None
+
+
+# ---- stripped Go binaries: the function table in .gopclntab ----
+
+class GoFuncs:
+    """Function names of a Go binary from its .gopclntab (Go 1.18+)."""
+
+    def __init__(self, path):
+        data = open(path, "rb").read()
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise ValueError(f"{path}: not a 64-bit little-endian ELF")
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        phoff, = struct.unpack_from("<Q", data, 0x20)
+        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 0x36)
+        self.loads = []  # (file offset, vaddr, file size)
+        for i in range(phnum):
+            p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+            if p_type == 1:
+                self.loads.append((p_offset, p_vaddr, p_filesz))
+        sections = []
+        for i in range(shnum):
+            sections.append(struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize))
+        strtab = sections[shstrndx]
+        pcln, text_addr = None, 0
+        for sh_name, _, _, sh_addr, sh_offset, sh_size in sections:
+            end = data.index(b"\0", strtab[4] + sh_name)
+            name = data[strtab[4] + sh_name:end]
+            if name == b".gopclntab":
+                pcln = data[sh_offset:sh_offset + sh_size]
+            elif name == b".text":
+                text_addr = sh_addr
+        if pcln is None:
+            raise ValueError(f"{path}: no .gopclntab")
+        magic, = struct.unpack_from("<I", pcln, 0)
+        if magic not in (0xFFFFFFF0, 0xFFFFFFF1) or pcln[7] != 8:
+            raise ValueError(f"{path}: unknown .gopclntab version {magic:#x}")
+        (nfunc, _nfiles, text_start, funcname_off, _cu, _filetab, _pctab,
+         pcln_off) = struct.unpack_from("<8Q", pcln, 8)
+        # Newer linkers leave textStart 0 for the runtime to fill in from
+        # moduledata; entries are offsets from the start of .text then.
+        text_start = text_start or text_addr
+        self.entries, self.names = [], []
+        for i in range(nfunc + 1):
+            entryoff, funcoff = struct.unpack_from("<II", pcln, pcln_off + 8 * i)
+            self.entries.append(text_start + entryoff)
+            if i < nfunc:
+                _, name_off = struct.unpack_from("<Ii", pcln, pcln_off + funcoff)
+                start = funcname_off + name_off
+                self.names.append(pcln[start:pcln.index(b"\0", start)].decode(errors="replace"))
+
+    def name_at_offset(self, off):
+        for p_offset, p_vaddr, p_filesz in self.loads:
+            if p_offset <= off < p_offset + p_filesz:
+                return self.name_at(off - p_offset + p_vaddr)
+        return None
+
+    def name_at(self, vaddr):
+        lo, hi = 0, len(self.names)
+        if not self.entries or vaddr < self.entries[0] or vaddr >= self.entries[-1]:
+            return None
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.entries[mid] <= vaddr:
+                lo = mid
+            else:
+                hi = mid
+        return self.names[lo]
+
+
+# ---- reading both profiles: lists of (root-first user frames, count) ----
+# A frame is a normalised function name, or None when unknown.
+
+def read_folded(path, pcln):
+    stacks = []
+    for line in open(path, errors="replace"):
+        stack, _, n = line.rstrip("\n").rpartition(" ")
+        if not stack:
+            continue
+        frames = stack.split(";")[1:]  # the process name first
+        user = [f for f in frames if not f.endswith(("_[k]", "_[i]"))]
+        out = []
+        for i, f in enumerate(user):
+            m = re.fullmatch(r"(.+)\+0x([0-9a-fA-F]+)", f)
+            if m and m.group(1) in pcln:
+                off = int(m.group(2), 16) - (0 if i == len(user) - 1 else 1)
+                out.append(norm(pcln[m.group(1)].name_at_offset(off) or "[unknown]"))
+            elif m:
+                out.append(None)  # module+0xOFFSET: no symbol
+            else:
+                out.append(norm(f))
+        if out:
+            stacks.append((out, int(n)))
+    return stacks
+
+
+KERNEL_DSOS = ("[kernel.kallsyms]", "[guest.kernel.kallsyms]")
+
+
+def read_perf(path, pcln):
+    stacks = []
+    frames = []
+
+    def flush():
+        user = [f for f in frames if f is not False]
+        if user:
+            user.reverse()
+            stacks.append((user, 1))
+        frames.clear()
+
+    leaf = True
+    for line in open(path, errors="replace"):
+        if not line.strip():
+            flush()
+            leaf = True
+            continue
+        if not line.startswith((" ", "\t")):
+            flush()
+            leaf = True
+            continue
+        m = re.match(r"\s*([0-9a-fA-F]+)\s+(.*?)\s+\((.*)\)\s*$", line)
+        if not m:
+            frames.append(None)
+            continue
+        addr, sym, dso = int(m.group(1), 16), m.group(2), m.group(3)
+        if dso.startswith(KERNEL_DSOS) or dso.startswith("[kernel"):
+            frames.append(False)
+            continue
+        base = os.path.basename(dso)
+        if sym.startswith("[unknown]") and base in pcln:
+            sym = pcln[base].name_at_offset(addr - (0 if leaf else 1)) or "[unknown]"
+        frames.append(norm(sym))
+        leaf = False
+    flush()
+    return stacks
+
+
+# ---- the comparison ----
+
+def outermost_table(stacks):
+    c = collections.Counter()
+    for frames, n in stacks:
+        c[frames[0] or "(unknown)"] += n
+    return c
+
+
+def shares(stacks):
+    total = sum(n for _, n in stacks)
+    c = collections.Counter()
+    for frames, n in stacks:
+        for f in set(frames):
+            if f is not None:
+                c[f] += n
+    return {f: 100.0 * k / total for f, k in c.items()} if total else {}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", required=True)
+    ap.add_argument("--folded", required=True)
+    ap.add_argument("--perf", required=True)
+    ap.add_argument("--pclntab", action="append", default=[], metavar="MODULE=ELF")
+    ap.add_argument("--min-samples", type=int, default=200)
+    a = ap.parse_args()
+    pcln = {}
+    for spec in a.pclntab:
+        mod, _, path = spec.partition("=")
+        pcln[mod] = GoFuncs(path)
+
+    ours = read_folded(a.folded, pcln)
+    perf = read_perf(a.perf, pcln)
+    w = a.workload
+    failed = False
+
+    def report(check, ok, detail):
+        nonlocal failed
+        failed |= not ok
+        print(f"{'PASS' if ok else 'FAIL'}: unwind:{w}:{check} ({detail})")
+
+    tot_o, tot_p = sum(n for _, n in ours), sum(n for _, n in perf)
+    report("samples", tot_o >= a.min_samples and tot_p >= a.min_samples,
+           f"user stacks: fleetprof {tot_o}, perf {tot_p}, need {a.min_samples}")
+
+    out_p, out_o = outermost_table(perf), outermost_table(ours)
+    roots = {f for f in out_p if f in ROOT_CANDIDATES}
+    reach_p = 100.0 * sum(out_p[f] for f in roots) / tot_p if tot_p else 0.0
+    reach_o = 100.0 * sum(out_o[f] for f in roots) / tot_o if tot_o else 0.0
+    rootlist = ",".join(sorted(roots)) or "none"
+    report("perf-root-reach", reach_p >= PERF_ROOT_REACH_MIN,
+           f"perf {reach_p:.1f}% of its stacks reach {rootlist}, need {PERF_ROOT_REACH_MIN:.0f}%")
+    report("root-reach", reach_o >= ROOT_REACH_MIN,
+           f"fleetprof {reach_o:.1f}% (perf {reach_p:.1f}%) reach {rootlist}, need {ROOT_REACH_MIN:.0f}%")
+
+    complete = [(s, n) for s, n in perf if s[0] in roots]
+    sh_p, sh_o = shares(complete), shares(ours)
+    checked = sorted((f for f, s in sh_p.items() if s >= SHARE_MIN), key=lambda f: -sh_p[f])
+    worst, worst_f = 0.0, "-"
+    for f in checked:
+        gap = abs(sh_p[f] - sh_o.get(f, 0.0))
+        if gap > worst:
+            worst, worst_f = gap, f
+    report("shares", bool(checked) and worst <= SHARE_TOLERANCE,
+           f"{len(checked)} functions on >= {SHARE_MIN:.0f}% of perf's stacks; worst gap "
+           f"{worst:.1f} points ({worst_f}); perf denominator {len(complete)} complete of {tot_p}")
+
+    print(f"SUMMARY: {w}: fleetprof root reach {reach_o:.1f}%, perf root reach {reach_p:.1f}%, "
+          f"worst share gap {worst:.1f} points ({worst_f})")
+    if failed or os.environ.get("UNWIND_VERBOSE"):
+        print(f"--- {w}: inclusive shares, % of user stacks (perf: complete stacks only)")
+        print(f"{'perf':>7} {'fleetprof':>9} {'gap':>6}  function")
+        shown = set(checked) | {f for f, s in sh_o.items() if s >= SHARE_MIN}
+        for f in sorted(shown, key=lambda f: -max(sh_p.get(f, 0.0), sh_o.get(f, 0.0))):
+            p, o = sh_p.get(f, 0.0), sh_o.get(f, 0.0)
+            mark = " *" if f in checked and abs(p - o) > SHARE_TOLERANCE else ""
+            print(f"{p:7.1f} {o:9.1f} {abs(p - o):6.1f}  {f}{mark}")
+        print(f"--- {w}: outermost user frame, % of user stacks")
+        print(f"{'perf':>7} {'fleetprof':>9}  frame")
+        for f in sorted(set(out_p) | set(out_o), key=lambda f: -(out_p[f] / max(tot_p, 1) + out_o[f] / max(tot_o, 1)))[:15]:
+            print(f"{100.0 * out_p[f] / max(tot_p, 1):7.1f} {100.0 * out_o[f] / max(tot_o, 1):9.1f}  {f}"
+                  f"{' (root)' if f in roots else ''}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+module fleetprof/gowork
+
+go 1.19
