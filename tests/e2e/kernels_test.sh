@@ -15,6 +15,9 @@
 #   samples      the profile has samples
 #   unwinds      >= 90% of nofp's samples whose leaf is chain_c have
 #                main;chain_a;chain_b;chain_c (the unwinder from tables)
+#   fp-unwinds   the same for nofpfp, nofp.c built with frame pointers:
+#                the control, for the frame-pointer walk, symbols in the
+#                VM and this script
 #
 # Kernels are cached in $FPK_CACHE (default /var/cache/fleetprof-kernels),
 # serial logs are kept in $BUILD/kernel-logs.  FPK_KERNELS="5.10 6.1"
@@ -43,7 +46,7 @@ suite_of() {
 
 # Tools and binaries: missing ones fail the whole matrix, with the reason.
 missing=""
-for tool in qemu-system-x86_64 cpio gcc flock; do
+for tool in qemu-system-x86_64 cpio gcc clang flock; do
 	command -v "$tool" > /dev/null || missing="$missing $tool"
 done
 [ -x /bin/busybox ] || missing="$missing busybox-static"
@@ -56,13 +59,17 @@ if [ -n "$missing" ]; then
 fi
 
 # nofp: gcc's defaults, -O2, so no frame pointers; the name is its comm.
+# nofpfp, the control: the same with frame pointers, leaf functions too
+# (clang: gcc 12 ignores -mno-omit-leaf-frame-pointer).
 mkdir -p "$TMP/nofp"
-if ! gcc -O2 -o "$TMP/nofp/nofp" tests/kernels/nofp.c 2> "$TMP/nofp.log"; then
+if ! gcc -O2 -o "$TMP/nofp/nofp" tests/kernels/nofp.c 2> "$TMP/nofp.log" ||
+	! clang -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wno-unknown-attributes \
+		-o "$TMP/nofp/nofpfp" tests/kernels/nofp.c 2>> "$TMP/nofp.log"; then
 	fail setup "nofp does not build: $(head -c 300 "$TMP/nofp.log")"
 	exit 0
 fi
-if ! tests/kernels/mkinitramfs.sh "$TMP/initramfs.cpio" "$FP" "$AGENT" "$TMP/nofp/nofp" \
-	> "$TMP/initramfs.log" 2>&1; then
+if ! tests/kernels/mkinitramfs.sh "$TMP/initramfs.cpio" "$FP" "$AGENT" \
+	"$TMP/nofp/nofp" "$TMP/nofp/nofpfp" > "$TMP/initramfs.log" 2>&1; then
 	fail setup "initramfs: $(tail -n 3 "$TMP/initramfs.log" | tr '\n' ' ')"
 	exit 0
 fi
@@ -93,12 +100,12 @@ verdict() {
 	on && !/^(processed [0-9]+ insns|verification time|stack depth|[[:space:]]*$)/ { last = $0 }' "$1"
 }
 
-# unwound FOLDED: checks that >= 90% of nofp's chain_c samples reach main
-# through chain_b and chain_a.  The leaf is the last user frame (kernel
-# frames, "_[k]", above it are skipped).  Prints the shares.
+# unwound FOLDED PROCESS: checks that >= 90% of PROCESS's chain_c samples
+# reach main through chain_b and chain_a.  The leaf is the last user frame
+# (kernel frames, "_[k]", above it are skipped).  Prints the shares.
 unwound() {
-	awk '
-	$1 ~ /^nofp;/ {
+	awk -v proc="$2" '
+	index($0, proc ";") == 1 {
 		n = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
 		k = split(stack, f, ";")
 		while (k > 1 && f[k] ~ /_\[k\]$/) k--
@@ -214,13 +221,24 @@ for ver in $FPK_KERNELS; do
 		summary+=("$rel $c: $n samples, $nofp of nofp; $(grep -E '^[0-9]+ samples \(' "$TMP/$T.log")")
 		check "$T:samples" test "$n" -gt 0 -a "$nofp" -gt 0
 
-		if shares=$(unwound "$TMP/$T.folded" 2> "$TMP/$T.unwound"); then
+		if shares=$(unwound "$TMP/$T.folded" nofp 2> "$TMP/$T.unwound"); then
 			pass "$T:unwinds"
 		else
 			fail "$T:unwinds" "$shares"
 			cat "$TMP/$T.unwound" >&2
 		fi
-		summary+=("$rel $c: $shares")
+		summary+=("$rel $c: nofp: $shares")
+
+		# The control: with frame pointers the kernel's own walk gets there.
+		section "$serial" FOLDED "$c-fp" > "$TMP/$T-fp.folded"
+		if shares=$(unwound "$TMP/$T-fp.folded" nofpfp 2> "$TMP/$T-fp.unwound"); then
+			pass "$T:fp-unwinds"
+		else
+			fail "$T:fp-unwinds" "$shares"
+			cat "$TMP/$T-fp.unwound" >&2
+			section "$serial" LOG "$c-fp" | tail -n 20 >&2
+		fi
+		summary+=("$rel $c: nofpfp (frame pointers): $shares")
 	done
 done
 
