@@ -157,7 +157,7 @@ for ver in $FPK_KERNELS; do
 			-append "console=ttyS0 quiet panic=-1 fpk.cases=$c fpk.duration=$DURATION" \
 			< /dev/null > "$serial" 2>&1 &
 		qpid=$!
-		PIDS+=($qpid)
+		PIDS+=("$qpid")
 		# Until it powers off: note when init starts, stop it at the timeout.
 		tb="" timed_out=""
 		while kill -0 "$qpid" 2> /dev/null; do
