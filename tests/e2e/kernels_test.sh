@@ -218,7 +218,10 @@ for ver in $FPK_KERNELS; do
 
 		n=$(folded_total "$TMP/$T.folded")
 		nofp=$(grep '^nofp;' "$TMP/$T.folded" | folded_total)
-		summary+=("$rel $c: $n samples, $nofp of nofp; $(grep -E '^[0-9]+ samples \(' "$TMP/$T.log")")
+		summary+=("$rel $c: $n samples, $nofp of nofp; $(grep -E '^[0-9]+ samples \(' "$TMP/$T.log" | sed 's/ -> .*//')")
+		while read -r w; do
+			summary+=("$rel $c: warning: $w")
+		done < <(grep -E '^(fleetprof record|libbpf):' "$TMP/$T.log" | grep -v ': sampling ' | head -n 5)
 		check "$T:samples" test "$n" -gt 0 -a "$nofp" -gt 0
 
 		if shares=$(unwound "$TMP/$T.folded" nofp 2> "$TMP/$T.unwound"); then
@@ -242,6 +245,8 @@ for ver in $FPK_KERNELS; do
 	done
 done
 
-echo "---- kernel matrix ----"
-printf '%s\n' "${summary[@]}"
-echo "total $((SECONDS - t_start)) s"
+{
+	echo "---- kernel matrix ----"
+	printf '%s\n' "${summary[@]}"
+	echo "total $((SECONDS - t_start)) s"
+} | tee "$LOGS/summary.txt"
