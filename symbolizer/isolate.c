@@ -1,8 +1,10 @@
 /* isolate.c: fork, build the table, send it back through a pipe. */
 #include "isolate.h"
+#include "cfi.h"
 #include "files.h"
 #include "elfsyms.h"
 #include "symtab.h"
+#include "unwind_table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,10 +62,10 @@ static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned 
 	_exit(0);
 }
 
-int fp_isolate_build(fp_build_fn build, int fd, unsigned cpu_seconds, void **blob, size_t *len)
+int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsigned cpu_seconds,
+			     void **blob, size_t *len)
 {
 	struct isolate_header h;
-	struct fp_symtab t;
 	int pipefd[2], status, err = -ECHILD;
 	void *buf = NULL;
 	pid_t pid;
@@ -96,7 +98,7 @@ int fp_isolate_build(fp_build_fn build, int fd, unsigned cpu_seconds, void **blo
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		err = err ? err : -ECHILD;
-	if (!err && fp_symtab_open(&t, buf, h.ih_len))
+	if (!err && check(buf, h.ih_len))
 		err = -ECHILD;
 	if (err) {
 		free(buf);
@@ -107,7 +109,25 @@ int fp_isolate_build(fp_build_fn build, int fd, unsigned cpu_seconds, void **blo
 	return 0;
 }
 
+static int symtab_check(const void *blob, size_t len)
+{
+	struct fp_symtab t;
+
+	return fp_symtab_open(&t, blob, len);
+}
+
+int fp_isolate_build(fp_build_fn build, int fd, unsigned cpu_seconds, void **blob, size_t *len)
+{
+	return fp_isolate_build_checked(build, symtab_check, fd, cpu_seconds, blob, len);
+}
+
 int fp_elf_symtab_isolated(int fd, void **blob, size_t *len)
 {
 	return fp_isolate_build(fp_elf_symtab, fd, FP_ISOLATE_SECONDS, blob, len);
+}
+
+int fp_cfi_compile_isolated(int fd, void **blob, size_t *len)
+{
+	return fp_isolate_build_checked(fp_cfi_compile, fp_unwind_table_check, fd,
+					FP_ISOLATE_SECONDS, blob, len);
 }

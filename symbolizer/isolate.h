@@ -15,15 +15,29 @@
 #define FP_ISOLATE_MEMORY (4ull << 30) /* private memory of the child */
 #define FP_ISOLATE_SECONDS 120         /* CPU time of the child */
 
-/* A table builder such as fp_elf_symtab. */
+/* A table builder such as fp_elf_symtab or fp_cfi_compile. */
 typedef int (*fp_build_fn)(int fd, void **blob, size_t *len);
 
-/* fp_isolate_build: build(fd, ...) in a child process.  Its results, or
- * -ECHILD when the child crashed, ran out of CPU time (cpu_seconds) or
- * memory, or returned a blob that fp_symtab_open refuses. */
+/* A blob checker such as fp_unwind_table_check: 0 when the blob is well
+ * formed. */
+typedef int (*fp_check_fn)(const void *blob, size_t len);
+
+/* fp_isolate_build_checked: build(fd, ...) in a child process.  Its
+ * results, or -ECHILD when the child crashed, ran out of CPU time
+ * (cpu_seconds) or memory, or returned a blob that check refuses.  The
+ * caller frees *blob. */
+int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsigned cpu_seconds,
+			     void **blob, size_t *len);
+
+/* fp_isolate_build: fp_isolate_build_checked for symbol tables: the blob
+ * must open with fp_symtab_open. */
 int fp_isolate_build(fp_build_fn build, int fd, unsigned cpu_seconds, void **blob, size_t *len);
 
 /* fp_elf_symtab_isolated: fp_elf_symtab (elfsyms.h), isolated. */
 int fp_elf_symtab_isolated(int fd, void **blob, size_t *len);
+
+/* fp_cfi_compile_isolated: fp_cfi_compile (cfi.h), isolated; the table
+ * passes fp_unwind_table_check. */
+int fp_cfi_compile_isolated(int fd, void **blob, size_t *len);
 
 #endif
