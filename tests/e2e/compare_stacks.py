@@ -24,7 +24,15 @@ both demangle; "ns::f(int)" and "ns::f" are the same function) and glibc's
 alias spellings of one entry point (__libc_start_main_impl,
 __libc_start_main_alias_2, __GI___clone3 ...).  A frame without a symbol
 (perf's "[unknown]", fleetprof's "module+0xOFFSET" or "[unknown]+0x...")
-is unknown: it keeps its place in the stack but is no function.
+is unknown: it keeps its place in the stack.  A caller frame without a
+symbol in a known module (liblzma's static functions, CPython's) stands
+for its call site, "MODULE+0xADDR" with ADDR the file offset of its return
+address minus one, and takes part in the share check like a function:
+fleetprof prints the return address (subtracted here), perf's DWARF
+unwinder prints the return address minus one already (libunwind steps
+back into the call instruction; --perf-callgraph fp: the kernel's walk
+prints return addresses, subtracted here).  A leaf without a symbol, or
+a frame outside any mapping, is no function at all.
 
 --pclntab MODULE=ELF names the unknown frames of MODULE (a stripped Go
 binary: no .symtab, but its .gopclntab, which the Go runtime itself needs,
@@ -51,14 +59,18 @@ Roots.  ROOT_CANDIDATES are the outermost frames a thread can have: the
 process entry (_start, __libc_start_main, __libc_start_call_main), a
 thread's (start_thread, clone, clone3) and Go's (runtime.goexit for
 goroutines, runtime.mstart for a thread's g0 stack, runtime.main,
-runtime.rt0_go).  The root set of a run is derived from perf's own
-stacks of that run: the outermost frames of perf's stacks that are root
-candidates.  A stack reaches its root when its outermost user frame is in
-that set.  perf's root reach is the weighted fraction of perf's user
-stacks whose outermost frame is in the set; fleetprof's the same for its
-stacks.  So fleetprof must end where perf ends (a stack that stops at
-__libc_start_call_main where perf goes on to _start does not count),
-and a perf stack that ends anywhere else is one perf failed to unwind.
+runtime.rt0_go).  The root set of a run is derived from perf's own stacks
+of that run: every candidate that is the outermost frame of some perf
+stack, plus any other candidate that perf never shows with a caller above
+it (perf may not sample a rare thread, e.g. Go's sysmon, that fleetprof
+does: its stack ends in runtime.mstart, a true root).  So a candidate
+that perf's stacks prove to have callers is no root in that run: where
+perf goes on from __libc_start_call_main to __libc_start_main and _start,
+a fleetprof stack that stops at __libc_start_call_main does not count.
+A stack reaches its root when its outermost user frame is in that set.
+perf's root reach is the weighted fraction of perf's user stacks whose
+outermost frame is in the set; fleetprof's the same for its stacks.  A
+perf stack that ends anywhere else is one perf failed to unwind.
 
 Share denominator.  perf's shares are taken over perf's complete stacks
 only (those that reach the root set): an incomplete perf stack lacks its
@@ -97,6 +109,11 @@ ALIASES = {
     "__clone3": "clone3",
     "__clone": "clone",
     "__clone_internal": "clone",
+    "cfree": "free",
+    "__free": "free",
+    "__malloc": "malloc",
+    "__write": "write",
+    "__read": "read",
 }
 
 
@@ -125,12 +142,18 @@ def norm(name):
         return None
     name = re.sub(r"\+0x[0-9a-fA-F]+$", "", name)  # perf's symoff
     name = re.sub(r"@+[A-Za-z_][A-Za-z0-9_.]*$", "", name)  # symbol versions
-    name = re.sub(r" \[clone [^]]*\]", "", name)
+    name = re.sub(r" \[clone [^]]*\]", "", name)  # c++filt's clone suffix
+    name = re.sub(r" \(\.[A-Za-z_]+(\.\d+)?\)$", "", name)  # "f(int) (.cold)"
     name = strip_params(name)
     name = re.sub(r"\.abi0$", "", name)  # Go assembly functions' ABI suffix
     name = re.sub(r"(\.(isra|part|constprop|cold|lto_priv|localalias)(\.\d+)?)+$", "", name)
     while name.startswith("__GI_"):
         name = name[len("__GI_"):]
+    name = ALIASES.get(name, name)
+    # libc's syscall wrappers carry several names (write, __write,
+    # __libc_write) at one address; the two sides may pick different ones.
+    if name.startswith("__libc_") and name not in ROOT_CANDIDATES:
+        name = name[len("__libc_"):]
     return ALIASES.get(name, name) or None
 
 
@@ -205,6 +228,7 @@ class GoFuncs:
 # A frame is a normalised function name, or None when unknown.
 
 def read_folded(path, pcln):
+    """fleetprof's folded stacks: (root-first frames, count)."""
     stacks = []
     for line in open(path, errors="replace"):
         stack, _, n = line.rstrip("\n").rpartition(" ")
@@ -218,8 +242,10 @@ def read_folded(path, pcln):
             if m and m.group(1) in pcln:
                 off = int(m.group(2), 16) - (0 if i == len(user) - 1 else 1)
                 out.append(norm(pcln[m.group(1)].name_at_offset(off) or "[unknown]"))
+            elif m and m.group(1) != "[unknown]" and i != len(user) - 1:
+                out.append(f"{m.group(1)}+0x{int(m.group(2), 16) - 1:x}")  # a call site
             elif m:
-                out.append(None)  # module+0xOFFSET: no symbol
+                out.append(None)  # no symbol: a leaf, or outside any mapping
             else:
                 out.append(norm(f))
         if out:
@@ -230,7 +256,8 @@ def read_folded(path, pcln):
 KERNEL_DSOS = ("[kernel.kallsyms]", "[guest.kernel.kallsyms]")
 
 
-def read_perf(path, pcln):
+def read_perf(path, pcln, callers_minus_one):
+    """perf script's stacks: (root-first frames, 1)."""
     stacks = []
     frames = []
 
@@ -260,9 +287,14 @@ def read_perf(path, pcln):
             frames.append(False)
             continue
         base = os.path.basename(dso)
+        # the caller's call instruction, one byte back from where it returns
+        site = addr if leaf or callers_minus_one else addr - 1
         if sym.startswith("[unknown]") and base in pcln:
-            sym = pcln[base].name_at_offset(addr - (0 if leaf else 1)) or "[unknown]"
-        frames.append(norm(sym))
+            sym = pcln[base].name_at_offset(site) or "[unknown]"
+        name = norm(sym)
+        if name is None and not leaf and not dso.startswith("[unknown"):
+            name = f"{base}+0x{site:x}"
+        frames.append(name)
         leaf = False
     flush()
     return stacks
@@ -294,6 +326,8 @@ def main():
     ap.add_argument("--perf", required=True)
     ap.add_argument("--pclntab", action="append", default=[], metavar="MODULE=ELF")
     ap.add_argument("--min-samples", type=int, default=200)
+    ap.add_argument("--perf-callgraph", choices=("dwarf", "fp"), default="dwarf",
+                    help="how perf unwound: its DWARF unwinder prints callers' return addresses minus one")
     a = ap.parse_args()
     pcln = {}
     for spec in a.pclntab:
@@ -301,7 +335,7 @@ def main():
         pcln[mod] = GoFuncs(path)
 
     ours = read_folded(a.folded, pcln)
-    perf = read_perf(a.perf, pcln)
+    perf = read_perf(a.perf, pcln, a.perf_callgraph == "dwarf")
     w = a.workload
     failed = False
 
@@ -315,7 +349,9 @@ def main():
            f"user stacks: fleetprof {tot_o}, perf {tot_p}, need {a.min_samples}")
 
     out_p, out_o = outermost_table(perf), outermost_table(ours)
+    has_caller = {f for frames, _ in perf for f in frames[1:]}
     roots = {f for f in out_p if f in ROOT_CANDIDATES}
+    roots |= {f for f in out_o if f in ROOT_CANDIDATES and f not in has_caller}
     reach_p = 100.0 * sum(out_p[f] for f in roots) / tot_p if tot_p else 0.0
     reach_o = 100.0 * sum(out_o[f] for f in roots) / tot_o if tot_o else 0.0
     rootlist = ",".join(sorted(roots)) or "none"
