@@ -10,7 +10,8 @@ PKGS="make gcc g++ clang llvm pkg-config
  libprotobuf-c-dev protobuf-c-compiler
  libc6-dbg linux-perf libclang-rt-14-dev binutils python3 iproute2 util-linux procps
  libdebuginfod-dev debuginfod elfutils curl
- qemu-system-x86 busybox-static cpio"
+ qemu-system-x86 busybox-static cpio
+ redis-server redis-tools"
 
 missing=""
 for p in $PKGS; do
