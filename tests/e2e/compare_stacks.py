@@ -81,6 +81,10 @@ the truth, not with fleetprof.  perf-root-reach bounds what is left out
 over all its user stacks: a stack it failed to unwind is exactly what the
 check must catch.
 
+--self-test runs the comparison on made-up stacks with known verdicts
+(same stacks spelled the two ways, stacks cut short by various amounts,
+shares off by more and less than the tolerance, perf itself cut short).
+
 Exit status 0 when every check passes, 1 otherwise.  On a failure both
 tables are printed (shares, and the outermost frames of each side).
 """
@@ -319,24 +323,8 @@ def shares(stacks):
     return {f: 100.0 * k / total for f, k in c.items()} if total else {}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--workload", required=True)
-    ap.add_argument("--folded", required=True)
-    ap.add_argument("--perf", required=True)
-    ap.add_argument("--pclntab", action="append", default=[], metavar="MODULE=ELF")
-    ap.add_argument("--min-samples", type=int, default=200)
-    ap.add_argument("--perf-callgraph", choices=("dwarf", "fp"), default="dwarf",
-                    help="how perf unwound: its DWARF unwinder prints callers' return addresses minus one")
-    a = ap.parse_args()
-    pcln = {}
-    for spec in a.pclntab:
-        mod, _, path = spec.partition("=")
-        pcln[mod] = GoFuncs(path)
-
-    ours = read_folded(a.folded, pcln)
-    perf = read_perf(a.perf, pcln, a.perf_callgraph == "dwarf")
-    w = a.workload
+def compare(w, ours, perf, min_samples, verbose=False):
+    """Print the checks of one workload; True when all pass."""
     failed = False
 
     def report(check, ok, detail):
@@ -345,8 +333,8 @@ def main():
         print(f"{'PASS' if ok else 'FAIL'}: unwind:{w}:{check} ({detail})")
 
     tot_o, tot_p = sum(n for _, n in ours), sum(n for _, n in perf)
-    report("samples", tot_o >= a.min_samples and tot_p >= a.min_samples,
-           f"user stacks: fleetprof {tot_o}, perf {tot_p}, need {a.min_samples}")
+    report("samples", tot_o >= min_samples and tot_p >= min_samples,
+           f"user stacks: fleetprof {tot_o}, perf {tot_p}, need {min_samples}")
 
     out_p, out_o = outermost_table(perf), outermost_table(ours)
     has_caller = {f for frames, _ in perf for f in frames[1:]}
@@ -374,7 +362,7 @@ def main():
 
     print(f"SUMMARY: {w}: fleetprof root reach {reach_o:.1f}%, perf root reach {reach_p:.1f}%, "
           f"worst share gap {worst:.1f} points ({worst_f})")
-    if failed or os.environ.get("UNWIND_VERBOSE"):
+    if failed or verbose:
         print(f"--- {w}: inclusive shares, % of user stacks (perf: complete stacks only)")
         print(f"{'perf':>7} {'fleetprof':>9} {'gap':>6}  function")
         shown = set(checked) | {f for f, s in sh_o.items() if s >= SHARE_MIN}
@@ -387,7 +375,109 @@ def main():
         for f in sorted(set(out_p) | set(out_o), key=lambda f: -(out_p[f] / max(tot_p, 1) + out_o[f] / max(tot_o, 1)))[:15]:
             print(f"{100.0 * out_p[f] / max(tot_p, 1):7.1f} {100.0 * out_o[f] / max(tot_o, 1):9.1f}  {f}"
                   f"{' (root)' if f in roots else ''}")
-    return 1 if failed else 0
+    return not failed
+
+
+# ---- a check of the comparison itself, on made-up stacks ----
+
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+PERF_ROOT = [("27249", "__libc_start_call_main", LIBC), ("27304", "__libc_start_main@@GLIBC_2.34", LIBC),
+             ("1040", "_start", "/w/prog")]
+FOLDED_ROOT = ["_start", "__libc_start_main_impl", "__libc_start_call_main"]
+
+
+def self_test():
+    """Writes perf script and folded files for known stacks, runs the
+    comparison on them and checks each verdict.  0 when all are right."""
+    import contextlib
+    import io
+    import tempfile
+
+    # Two paths, 70/30, under main: perf's and fleetprof's spellings of
+    # the same functions (parameters, clones, versions, __libc_ aliases,
+    # inline and kernel frames, unnamed call sites).
+    perf_a = [("ffffffff81000000", "do_syscall_64", "[kernel.kallsyms]"),
+              ("f1234", "__libc_write", LIBC),
+              ("1200", "wl::level2(int) [clone .cold]", "/w/prog"),
+              ("2233", "[unknown]", "/usr/lib/liblzma.so.5"),
+              ("1100", "main", "/w/prog")] + PERF_ROOT
+    fold_a = FOLDED_ROOT + ["main", "liblzma.so.5+0x2234", "wl::level2(int) (.cold)",
+                            "write", "__GI___libc_write_[i]", "entry_SYSCALL_64_[k]", "do_syscall_64_[k]"]
+    perf_b = [("1300", "ns::A<int>::f(int) const", "/w/prog"), ("1100", "main", "/w/prog")] + PERF_ROOT
+    fold_b = FOLDED_ROOT + ["main", "ns::A<int>::f(int) const", "ns::g(double)_[i]"]
+
+    def perf_text(stacks):
+        out = []
+        for frames, n in stacks:
+            for _ in range(n):
+                out.append("prog 4242 \n" + "".join(f"\t{a:>16} {s} ({d})\n" for a, s, d in frames) + "\n")
+        return "".join(out)
+
+    def folded_text(stacks):
+        return "".join(f"prog;{';'.join(f)} {n}\n" for f, n in stacks)
+
+    def run(perf_stacks, folded_stacks):
+        with tempfile.TemporaryDirectory() as d:
+            pp, fp = os.path.join(d, "perf.script"), os.path.join(d, "p.folded")
+            open(pp, "w").write(perf_text(perf_stacks))
+            open(fp, "w").write(folded_text(folded_stacks))
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                compare("t", read_folded(fp, {}), read_perf(pp, {}, True), 100)
+            return {m.group(2): m.group(1) == "PASS"
+                    for m in re.finditer(r"^(PASS|FAIL): unwind:t:([a-z-]+)", buf.getvalue(), re.M)}
+
+    ok = True
+
+    def expect(what, got, want):
+        nonlocal ok
+        good = all(got.get(k) == v for k, v in want.items())
+        ok &= good
+        print(f"  {'ok' if good else 'WRONG'}: {what}: {got}")
+
+    perf = [(perf_a, 140), (perf_b, 60)]
+    expect("same stacks, other spellings", run(perf, [(fold_a, 140), (fold_b, 60)]),
+           {"samples": True, "perf-root-reach": True, "root-reach": True, "shares": True})
+    leaf_only = [(["prog+0x1234"], 140), (["ns::A<int>::f(int) const"], 60)]
+    expect("stacks cut after the leaf", run(perf, leaf_only),
+           {"perf-root-reach": True, "root-reach": False, "shares": False})
+    cut = lambda f: f[3:]  # lost main's callers
+    expect("4% cut short", run(perf, [(fold_a, 132), (cut(fold_a), 8), (fold_b, 60)]),
+           {"root-reach": False, "shares": True})
+    expect("2% cut short", run(perf, [(fold_a, 136), (cut(fold_a), 4), (fold_b, 60)]),
+           {"root-reach": True, "shares": True})
+    expect("stops at __libc_start_call_main where perf goes on",
+           run(perf, [(fold_a[2:], 140), (fold_b[2:], 60)]), {"root-reach": False})
+    expect("shares 7 points off", run(perf, [(fold_a, 154), (fold_b, 46)]),
+           {"root-reach": True, "shares": False})
+    expect("shares 4 points off", run(perf, [(fold_a, 148), (fold_b, 52)]),
+           {"root-reach": True, "shares": True})
+    expect("perf itself cut short", run([(perf_a, 140), (perf_a[:-3], 30), (perf_b, 30)],
+                                        [(fold_a, 140), (fold_b, 60)]), {"perf-root-reach": False})
+    expect("too few samples", run([(perf_a, 50)], [(fold_a, 50)]), {"samples": False})
+    return 0 if ok else 1
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", required=True)
+    ap.add_argument("--folded", required=True)
+    ap.add_argument("--perf", required=True)
+    ap.add_argument("--pclntab", action="append", default=[], metavar="MODULE=ELF")
+    ap.add_argument("--min-samples", type=int, default=200)
+    ap.add_argument("--perf-callgraph", choices=("dwarf", "fp"), default="dwarf",
+                    help="how perf unwound: its DWARF unwinder prints callers' return addresses minus one")
+    a = ap.parse_args()
+    pcln = {}
+    for spec in a.pclntab:
+        mod, _, path = spec.partition("=")
+        pcln[mod] = GoFuncs(path)
+    ours = read_folded(a.folded, pcln)
+    perf = read_perf(a.perf, pcln, a.perf_callgraph == "dwarf")
+    ok = compare(a.workload, ours, perf, a.min_samples, bool(os.environ.get("UNWIND_VERBOSE")))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -25,6 +25,15 @@
 # the frequency; UNWIND_ONLY="throw go" runs some workloads only.
 TEST=unwind
 . tests/e2e/lib.sh
+
+# The comparison itself, on made-up stacks with known verdicts.
+if python3 tests/e2e/compare_stacks.py --self-test > "$TMP/self-test.log" 2>&1; then
+	pass compare-self-test
+else
+	fail compare-self-test
+	cat "$TMP/self-test.log"
+fi
+
 need_root
 
 DUR=${UNWIND_SECONDS:-8}
