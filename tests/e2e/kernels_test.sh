@@ -157,6 +157,7 @@ for ver in $FPK_KERNELS; do
 			-append "console=ttyS0 quiet panic=-1 fpk.cases=$c fpk.duration=$DURATION" \
 			< /dev/null > "$serial" 2>&1 &
 		qpid=$!
+		pids_before=("${PIDS[@]}")
 		PIDS+=("$qpid")
 		# Until it powers off: note when init starts, stop it at the timeout.
 		tb="" timed_out=""
@@ -174,6 +175,7 @@ for ver in $FPK_KERNELS; do
 		done
 		wait "$qpid" 2> /dev/null
 		qrc=$?
+		PIDS=("${pids_before[@]}") # reaped: its pid may be reused
 		wall=$((($(date +%s%N) - t0) / 1000000))
 		booted=$(console "$serial" | sed -n 's/^FPK:BOOTED \([0-9.]*\).*/\1/p' | head -n 1)
 		to_init="?"
@@ -211,6 +213,8 @@ for ver in $FPK_KERNELS; do
 			fail "$T:loads" "record exit ${rc:-?}: ${why:-no summary line}"
 			echo "---- fleetprof record on $rel ($c), last 60 lines ----" >&2
 			tail -n 60 "$TMP/$T.log" >&2
+			echo "---- dmesg ----" >&2
+			section "$serial" DMESG "$c" >&2
 			echo "----" >&2
 		else
 			pass "$T:loads"
