@@ -360,8 +360,12 @@ def compare(w, ours, perf, min_samples, verbose=False):
            f"{len(checked)} functions on >= {SHARE_MIN:.0f}% of perf's stacks; worst gap "
            f"{worst:.1f} points ({worst_f}); perf denominator {len(complete)} complete of {tot_p}")
 
+    # For scale: two independent samplings of the same process differ by
+    # about this much (one standard deviation) at the worst function.
+    q = sh_p.get(worst_f, 0.0) / 100.0
+    noise = 100.0 * (q * (1 - q) / max(len(complete), 1) + q * (1 - q) / max(tot_o, 1)) ** 0.5
     print(f"SUMMARY: {w}: fleetprof root reach {reach_o:.1f}%, perf root reach {reach_p:.1f}%, "
-          f"worst share gap {worst:.1f} points ({worst_f})")
+          f"worst share gap {worst:.1f} points ({worst_f}; sampling noise {noise:.1f})")
     if failed or verbose:
         print(f"--- {w}: inclusive shares, % of user stacks (perf: complete stacks only)")
         print(f"{'perf':>7} {'fleetprof':>9} {'gap':>6}  function")

@@ -21,7 +21,8 @@
 # frame-pointer walk follows.  Go frame names on both sides come from the
 # binary's .gopclntab (compare_stacks.py --pclntab).
 #
-# UNWIND_SECONDS (default 8) and UNWIND_HZ (default 99) set the window and
+# UNWIND_KEEP=DIR keeps each workload's files there.
+# UNWIND_SECONDS (default 8) and UNWIND_HZ (default 399) set the window and
 # the frequency; UNWIND_ONLY="throw go" runs some workloads only.
 TEST=unwind
 . tests/e2e/lib.sh
@@ -37,7 +38,7 @@ fi
 need_root
 
 DUR=${UNWIND_SECONDS:-8}
-HZ=${UNWIND_HZ:-99}
+HZ=${UNWIND_HZ:-399} # ~3000 samples a busy thread: sampling noise ~1 point
 RUN=$((DUR + 4)) # workloads outlive the window
 BIN=$BUILD/tests/unwind
 mkdir -p "$BIN"
@@ -65,7 +66,7 @@ measure() {
 	# filtered by process), so both see the same sampling and differ only
 	# in their stacks.  perf -p (a per-task clock) weighs short runs between
 	# syscalls differently: redis's write() share was 14% there, 6% here.
-	perf record -q -a -F "$HZ" --call-graph "$cg" -m 1024 -o "$d/perf.data" \
+	perf record -q -a -F "$HZ" --call-graph "$cg" -m 8192 -o "$d/perf.data" \
 		-- sleep "$DUR" > "$d/perf.log" 2>&1 &
 	local perfpid=$!
 	"$FP" record -d "$DUR" -F "$HZ" -p "$pid" -o "$d/out" --cache "$TMP/cache" > "$d/record.log" 2>&1
@@ -76,9 +77,9 @@ measure() {
 		> "$d/perf.script" 2> "$d/perf-script.log"
 	python3 tests/e2e/compare_stacks.py --workload "$name" --folded "$d/out/profile.folded" \
 		--perf "$d/perf.script" --perf-callgraph "${cg%%,*}" "$@"
-	if [ -n "$UNWIND_KEEP" ]; then
-		mkdir -p "$UNWIND_KEEP" && cp -r "$d" "$UNWIND_KEEP/"
-	fi
+	# perf.data of every CPU at 64 KiB a sample runs to hundreds of MiB
+	[ -n "$UNWIND_KEEP" ] && mkdir -p "$UNWIND_KEEP" && cp -r "$d" "$UNWIND_KEEP/"
+	rm -f "$d/perf.data"
 }
 
 # build NAME COMMAND...: a workload build step; FAIL (not skip) when it fails.
