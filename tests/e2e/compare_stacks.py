@@ -154,6 +154,8 @@ def norm(name):
     while name.startswith("__GI_"):
         name = name[len("__GI_"):]
     name = ALIASES.get(name, name)
+    # glibc's memcpy variants are aliases of the memmove ones (one address)
+    name = re.sub(r"^__memcpy_(\w*unaligned\w*)$", r"__memmove_\1", name)
     # libc's syscall wrappers carry several names (write, __write,
     # __libc_write) at one address; the two sides may pick different ones.
     if name.startswith("__libc_") and name not in ROOT_CANDIDATES:
@@ -238,8 +240,13 @@ def read_folded(path, pcln):
         stack, _, n = line.rstrip("\n").rpartition(" ")
         if not stack:
             continue
-        frames = stack.split(";")[1:]  # the process name first
-        user = [f for f in frames if not f.endswith(("_[k]", "_[i]"))]
+        frames = [f for f in stack.split(";")[1:] if not f.endswith("_[i]")]  # process first
+        # Kernel frames end the stack (the leaf side).  A "_[k]" frame above
+        # a user frame is a user-space value in the kernel's address range
+        # that a frame walk took for a return address: unknown, no root.
+        while frames and frames[-1].endswith("_[k]"):
+            frames.pop()
+        user = ["[unknown]" if f.endswith("_[k]") else f for f in frames]
         out = []
         for i, f in enumerate(user):
             m = re.fullmatch(r"(.+)\+0x([0-9a-fA-F]+)", f)
@@ -452,6 +459,9 @@ def self_test():
            {"root-reach": True, "shares": True})
     expect("stops at __libc_start_call_main where perf goes on",
            run(perf, [(fold_a[2:], 140), (fold_b[2:], 60)]), {"root-reach": False})
+    junk = ["[unknown]+0x8558939f49478b00_[k]"]  # a walk past the root
+    expect("a frame above the root", run(perf, [(junk + fold_a, 140), (junk + fold_b, 60)]),
+           {"root-reach": False, "shares": True})
     expect("shares 7 points off", run(perf, [(fold_a, 154), (fold_b, 46)]),
            {"root-reach": True, "shares": False})
     expect("shares 4 points off", run(perf, [(fold_a, 148), (fold_b, 52)]),
