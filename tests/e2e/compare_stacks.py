@@ -488,8 +488,12 @@ def main():
     for spec in a.pclntab:
         mod, _, path = spec.partition("=")
         pcln[mod] = GoFuncs(path)
-    ours = read_folded(a.folded, pcln)
-    perf = read_perf(a.perf, pcln, a.perf_callgraph == "dwarf")
+    try:
+        ours = read_folded(a.folded, pcln)
+        perf = read_perf(a.perf, pcln, a.perf_callgraph == "dwarf")
+    except OSError as e:
+        print(f"FAIL: unwind:{a.workload}:inputs ({e})")
+        return 1
     ok = compare(a.workload, ours, perf, a.min_samples, bool(os.environ.get("UNWIND_VERBOSE")))
     return 0 if ok else 1
 
