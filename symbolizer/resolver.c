@@ -1,5 +1,6 @@
 /* resolver.c: symbol sources, the cache, kallsyms assembly, frame look-up. */
 #include "resolver.h"
+#include "cfi.h"
 #include "elfsyms.h"
 #include "intern.h"
 #include "isolate.h"
@@ -23,6 +24,13 @@ struct pending_ksyms {
 	struct fp_symtab_builder *pk_builder;
 };
 
+/* Where a build-ID's file was seen, for fp_resolver_unwind's search. */
+struct unwind_hint {
+	char *uh_path;                  /* NULL: none known */
+	uint32_t uh_pid;
+	int uh_tried;                   /* searched, and no source had CFI */
+};
+
 struct fp_resolver {
 	struct fp_symcache *rv_cache;
 	char *rv_debug_dir;
@@ -34,6 +42,9 @@ struct fp_resolver {
 	struct fp_intern *rv_failed;    /* build-IDs no source could provide */
 	struct pending_ksyms rv_pending[MAX_PENDING_KSYMS];
 	struct fp_resolver_stats rv_stats;
+	struct fp_intern *rv_hint_ids;  /* build-ID -> rv_hints index; under rv_lock */
+	struct unwind_hint *rv_hints;
+	size_t rv_hints_cap;
 };
 
 struct lookup_table {
@@ -63,7 +74,7 @@ int fp_resolver_open(struct fp_resolver **out, const struct fp_resolver_opts *o)
 	r->rv_fetch_arg = o->ro_fetch_arg;
 	pthread_mutex_init(&r->rv_lock, NULL);
 	if ((o->ro_debug_dir && !(r->rv_debug_dir = strdup(o->ro_debug_dir))) ||
-	    fp_intern_alloc(&r->rv_failed)) {
+	    fp_intern_alloc(&r->rv_failed) || fp_intern_alloc(&r->rv_hint_ids)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -88,6 +99,10 @@ void fp_resolver_close(struct fp_resolver *r)
 		fp_symtab_builder_free(r->rv_pending[i].pk_builder);
 	fp_symcache_close(r->rv_cache);
 	fp_intern_free(r->rv_failed);
+	for (i = 0; r->rv_hint_ids && i < (int)fp_intern_count(r->rv_hint_ids); i++)
+		free(r->rv_hints[i].uh_path);
+	fp_intern_free(r->rv_hint_ids);
+	free(r->rv_hints);
 	free(r->rv_debug_dir);
 	pthread_mutex_destroy(&r->rv_lock);
 	free(r);
@@ -98,6 +113,22 @@ void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st
 	pthread_mutex_lock((pthread_mutex_t *)&r->rv_lock);
 	*st = r->rv_stats;
 	pthread_mutex_unlock((pthread_mutex_t *)&r->rv_lock);
+}
+
+static int grow_hints(struct fp_resolver *r, size_t need)
+{
+	struct unwind_hint *p;
+	size_t n;
+
+	if (need <= r->rv_hints_cap)
+		return 0;
+	n = r->rv_hints_cap ? r->rv_hints_cap * 2 : 64;
+	p = reallocarray(r->rv_hints, n, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	r->rv_hints = p;
+	r->rv_hints_cap = n;
+	return 0;
 }
 
 /* failed_find / failed_mark / failed_clear: the negative memo, locked. */
@@ -263,26 +294,90 @@ void fp_resolver_end(struct fp_lookup *l)
 	free(l);
 }
 
-/* ingest_fd: a table from the ELF file open at fd if its build-ID is id. */
-static int ingest_fd(int fd, const struct fp_build_id *id, void **blob, size_t *len)
+/* unwind_fdes: the FDE count of id's stored unwind table; -1 if none. */
+static int64_t unwind_fdes(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	const struct fp_unwind_header *h;
+	int64_t n = -1;
+	void *blob;
+	size_t len;
+
+	if (fp_symcache_get_unwind(r->rv_cache, id, &blob, &len) == 0) {
+		h = blob;
+		n = h->uh_fdes;
+		free(blob);
+	}
+	return n;
+}
+
+/* ingest_unwind: compile and store the unwind table of the ELF file at fd
+ * (whose build-ID is id) when it has CFI and says more than the stored
+ * table.  0, -ENOENT (no CFI, or nothing more than stored), or the error
+ * of the compile or the store. */
+static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id *id)
+{
+	const struct fp_unwind_header *h;
+	void *blob;
+	size_t len;
+	int err;
+
+	if (!fp_cfi_has_cfi(fd))
+		return -ENOENT;
+	err = fp_cfi_compile_isolated(fd, &blob, &len);
+	if (err) {
+		pthread_mutex_lock(&r->rv_lock);
+		r->rv_stats.rs_unwind_failed++;
+		pthread_mutex_unlock(&r->rv_lock);
+		return err;
+	}
+	h = blob;
+	if ((int64_t)h->uh_fdes <= unwind_fdes(r, id))
+		err = -ENOENT;
+	else if ((err = fp_symcache_put_unwind(r->rv_cache, id, blob, len)))
+		fp_warnx("cannot store an unwind table in the cache: %s", strerror(-err));
+	if (!err) {
+		pthread_mutex_lock(&r->rv_lock);
+		r->rv_stats.rs_unwind_compiled++;
+		r->rv_stats.rs_unwind_bytes += len;
+		pthread_mutex_unlock(&r->rv_lock);
+	}
+	free(blob);
+	return err;
+}
+
+/* same_build: whether the ELF file at fd has build-ID id.  0 or -ESTALE
+ * (a different build of the same path) or the error reading it. */
+static int same_build(int fd, const struct fp_build_id *id)
 {
 	struct fp_build_id file_id;
 	int err = fp_elf_build_id(fd, &file_id);
 
 	if (!err && !fp_build_id_match(&file_id, id))
-		err = -ESTALE; /* a different build of the same path */
-	if (!err)
-		err = fp_elf_symtab_isolated(fd, blob, len);
+		err = -ESTALE;
 	return err;
 }
 
-static int ingest_file(const char *path, const struct fp_build_id *id, void **blob, size_t *len)
+/* ingest_fd: a table from the ELF file open at fd if its build-ID is id;
+ * its unwind table too, on the way. */
+static int ingest_fd(struct fp_resolver *r, int fd, const struct fp_build_id *id, void **blob,
+		     size_t *len)
+{
+	int err = same_build(fd, id);
+
+	if (err)
+		return err;
+	ingest_unwind(r, fd, id);
+	return fp_elf_symtab_isolated(fd, blob, len);
+}
+
+static int ingest_file(struct fp_resolver *r, const char *path, const struct fp_build_id *id,
+		       void **blob, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
 
 	if (fd < 0)
 		return -errno;
-	err = ingest_fd(fd, id, blob, len);
+	err = ingest_fd(r, fd, id, blob, len);
 	close(fd);
 	return err;
 }
@@ -328,7 +423,7 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 		if (fd < 0)
 			continue;
 		err = fp_elf_debuglink_crc(fd, &crc);
-		if (!err && crc == want && ingest_fd(fd, id, &b, &l) == 0) {
+		if (!err && crc == want && ingest_fd(r, fd, id, &b, &l) == 0) {
 			close(fd);
 			if (!prev)
 				free(*blob);
@@ -358,11 +453,11 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 			fp_build_id_hex(cand[i], hex);
 			snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir,
 				 hex, hex + 2);
-			err = ingest_file(file, id, blob, len);
+			err = ingest_file(r, file, id, blob, len);
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
-		err = ingest_file(path, id, blob, len);
+		err = ingest_file(r, path, id, blob, len);
 		/* A stripped binary names its detached debug file. */
 		if (!err_is_final(err))
 			err = ingest_debuglink(r, path, id, blob, len, err);
@@ -370,12 +465,12 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 	/* A container's files: its mount namespace, seen through procfs. */
 	if (err && r->rv_proc_root && pid && path && path[0] == '/') {
 		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
-		err = ingest_file(file, id, blob, len);
+		err = ingest_file(r, file, id, blob, len);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
 		if (fd >= 0) {
-			err = ingest_fd(fd, id, blob, len);
+			err = ingest_fd(r, fd, id, blob, len);
 			close(fd);
 		}
 	}
@@ -416,6 +511,8 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 	 * debug file costs one attempt, not one per frame per interval. */
 	if (failed_find(r, id))
 		return NULL;
+	if (path && path[0] == '/')
+		fp_resolver_note_path(r, id, path, pid);
 	err = ingest(r, id, path, pid, &t->lt_blob, &len);
 	if (!err)
 		err = fp_symtab_open(&t->lt_table, t->lt_blob, len);
@@ -458,6 +555,129 @@ static size_t cached_size(struct fp_resolver *r, const struct fp_build_id *id)
 	return len;
 }
 
+/* hint_for: id's hint, added when new (NULL when full or out of memory).
+ * Called with rv_lock held. */
+static struct unwind_hint *hint_for(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	uint32_t idx;
+	int added;
+
+	if (fp_intern_find(r->rv_hint_ids, id->fb_data, id->fb_len, &idx) == 0)
+		return &r->rv_hints[idx];
+	if (fp_intern_count(r->rv_hint_ids) >= FP_RESOLVER_MAX_PATHS)
+		return NULL;
+	if (grow_hints(r, fp_intern_count(r->rv_hint_ids) + 1) ||
+	    fp_intern_get(r->rv_hint_ids, id->fb_data, id->fb_len, &idx, &added))
+		return NULL;
+	memset(&r->rv_hints[idx], 0, sizeof(r->rv_hints[idx]));
+	return &r->rv_hints[idx];
+}
+
+int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
+			  uint32_t pid)
+{
+	struct unwind_hint *h;
+	int err = 0;
+
+	if (!id->fb_len || !path || path[0] != '/')
+		return 0;
+	pthread_mutex_lock(&r->rv_lock);
+	h = hint_for(r, id);
+	if (!h) {
+		err = fp_intern_count(r->rv_hint_ids) >= FP_RESOLVER_MAX_PATHS ? 0 : -ENOMEM;
+	} else if (!h->uh_path || strcmp(h->uh_path, path) || h->uh_pid != pid) {
+		char *copy = strdup(path);
+		if (copy) {
+			free(h->uh_path);
+			h->uh_path = copy;
+			h->uh_pid = pid;
+			h->uh_tried = 0;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&r->rv_lock);
+	return err;
+}
+
+/* unwind_try: compile and store the table of the file at path if it is
+ * id's and has CFI. */
+static int unwind_try(struct fp_resolver *r, const char *path, const struct fp_build_id *id)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = same_build(fd, id);
+	if (!err)
+		err = ingest_unwind(r, fd, id);
+	close(fd);
+	return err;
+}
+
+/* unwind_search: every source, in the order of the symbols' search, but
+ * the mapped file first: a debug file rarely holds CFI. */
+static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
+			 uint32_t pid)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
+	int err = -ENOENT;
+
+	if (r->rv_local_files && path)
+		err = unwind_try(r, path, id);
+	if (err && r->rv_proc_root && pid && path) {
+		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
+		err = unwind_try(r, file, id);
+	}
+	if (err && r->rv_debug_dir) {
+		fp_build_id_hex(id, hex);
+		snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir, hex,
+			 hex + 2);
+		err = unwind_try(r, file, id);
+	}
+	if (err && r->rv_fetch) {
+		int fd = r->rv_fetch(id, r->rv_fetch_arg);
+		if (fd >= 0) {
+			err = same_build(fd, id);
+			if (!err)
+				err = ingest_unwind(r, fd, id);
+			close(fd);
+		}
+	}
+	return err;
+}
+
+int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
+		       size_t *len)
+{
+	struct unwind_hint *h;
+	char *path = NULL;
+	uint32_t pid = 0;
+	int err, tried;
+
+	err = fp_symcache_get_unwind(r->rv_cache, id, blob, len);
+	if (err != -ENOENT && err != -EINVAL)
+		return err;
+	/* Search once per source: the hint remembers that it was done. */
+	pthread_mutex_lock(&r->rv_lock);
+	h = hint_for(r, id);
+	tried = !h || h->uh_tried;
+	if (h && !tried) {
+		h->uh_tried = 1;
+		if (h->uh_path && !(path = strdup(h->uh_path)))
+			h->uh_tried = 0;
+		pid = h->uh_pid;
+	}
+	pthread_mutex_unlock(&r->rv_lock);
+	if (tried)
+		return -ENOENT;
+	err = unwind_search(r, id, path, pid);
+	free(path);
+	if (err)
+		return -ENOENT;
+	return fp_symcache_get_unwind(r->rv_cache, id, blob, len);
+}
+
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 {
 	struct fp_build_id id;
@@ -467,6 +687,7 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 
 	if ((err = fp_elf_build_id(fd, &id)))
 		return err;
+	ingest_unwind(r, fd, &id);
 	if ((err = fp_elf_symtab_isolated(fd, &blob, &len)))
 		return err;
 	/* More symbols, lines and inline ranges make a larger table. */

@@ -6,6 +6,9 @@
  * the symbolizer runs on the device's host (the file's build-ID must match),
  * seen from the process's own mount namespace when that is allowed.
  * Kernel and module tables come from kallsyms snapshots the agents upload.
+ *
+ * Unwind tables (cfi.h) of the same files are compiled whenever a file
+ * with CFI is ingested, and stored beside the symbols (symcache.h).
  */
 #ifndef FP_RESOLVER_H
 #define FP_RESOLVER_H
@@ -43,13 +46,35 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
 
 /* fp_resolver_add_file: ingest the ELF file open at fd (an upload, a file
  * from a store) into the cache, under the build-ID read from the file
- * itself, which is written to *id.  When the build-ID is cached already,
+ * itself, which is written to *id; also its unwind table when the file
+ * has CFI and its table has more FDEs than a stored one (a debug file
+ * without CFI never replaces the binary's).  When the build-ID is cached already,
  * the richer table stays (a debug file after a stripped binary replaces
  * its table; the other way round changes nothing).  Clears the "no source had it" mark, so frames of that
  * build-ID resolve from the next look-up on.  Safe to call from any
  * thread.  0, -ENOENT (no build-ID or no symbols), -EINVAL (not ELF or
  * malformed) or a negative errno. */
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *id);
+
+/* fp_resolver_unwind: a copy of the unwind table (bpf/unwind.h) of id in
+ * *blob (malloc'd, the caller frees it), *len bytes.  When none is stored
+ * yet, looks for a file with id's CFI once: at the paths noted for id
+ * (fp_resolver_note_path, and the mappings fp_resolver_frame resolved)
+ * when local files are allowed, in the debug directory, and through the
+ * fetch function; later calls for an id that no source had return
+ * -ENOENT at once, until a new path is noted or a file is added.  Safe
+ * to call from any thread; the search forks a child per file (isolate.h).
+ * 0, -ENOENT (none stored and no source has CFI for it), -ENOMEM or a
+ * negative errno. */
+int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
+		       size_t *len);
+
+/* fp_resolver_note_path: the file of user build-ID id was mapped at path
+ * by process pid (0: unknown): where fp_resolver_unwind looks.  At most
+ * FP_RESOLVER_MAX_PATHS build-IDs are remembered.  0 or -ENOMEM. */
+#define FP_RESOLVER_MAX_PATHS 65536
+int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
+			  uint32_t pid);
 
 /* fp_resolver_missing: whether every source was tried for id and none had
  * it (until a file for it is added). */
@@ -85,6 +110,9 @@ struct fp_resolver_stats {
 	uint64_t rs_ingested;       /* tables built from ELF files */
 	uint64_t rs_ingest_failed;
 	uint64_t rs_ksyms_stored;
+	uint64_t rs_unwind_compiled;     /* unwind tables compiled and stored */
+	uint64_t rs_unwind_failed;       /* files with CFI whose compile failed */
+	uint64_t rs_unwind_bytes;        /* bytes of the tables stored */
 };
 
 void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st);

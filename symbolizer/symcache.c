@@ -8,6 +8,7 @@
  * directory only once at a time.
  */
 #include "symcache.h"
+#include "unwind_table.h"
 
 #include <errno.h>
 #include <lmdb.h>
@@ -24,9 +25,16 @@
  * thread it is on; the default (126) is low for a threaded server. */
 #define SYMCACHE_MAX_READERS 1024
 
+/* Named databases besides the main one (symbol tables).  Their names are
+ * keys of the main database, which build-IDs (raw bytes) never equal in
+ * practice; one that did would fail to store with -EINVAL. */
+#define SYMCACHE_MAX_DBS 4
+#define SYMCACHE_UNWIND_DB "unwind"
+
 struct fp_symcache {
 	MDB_env *sc_env;
 	MDB_dbi sc_dbi;
+	MDB_dbi sc_unwind_dbi;
 };
 
 struct fp_symcache_txn {
@@ -108,15 +116,20 @@ int fp_symcache_open(struct fp_symcache **c, const char *dir)
 	if (!err)
 		err = mdb_to_errno(mdb_env_set_maxreaders(nc->sc_env, SYMCACHE_MAX_READERS));
 	if (!err)
+		err = mdb_to_errno(mdb_env_set_maxdbs(nc->sc_env, SYMCACHE_MAX_DBS));
+	if (!err)
 		err = mdb_to_errno(mdb_env_open(nc->sc_env, dir, MDB_NOTLS, 0644));
 	if (err)
 		goto fail_env;
 
-	/* The handle of the main DB, opened once and shared by all txns. */
+	/* The handles of the DBs, opened once and shared by all txns. */
 	err = mdb_to_errno(mdb_txn_begin(nc->sc_env, NULL, 0, &txn));
 	if (err)
 		goto fail_env;
 	err = mdb_to_errno(mdb_dbi_open(txn, NULL, 0, &nc->sc_dbi));
+	if (!err)
+		err = mdb_to_errno(
+			mdb_dbi_open(txn, SYMCACHE_UNWIND_DB, MDB_CREATE, &nc->sc_unwind_dbi));
 	if (err) {
 		mdb_txn_abort(txn);
 		goto fail_env;
@@ -142,12 +155,32 @@ void fp_symcache_close(struct fp_symcache *c)
 	free(c);
 }
 
+/* put: store blob under key in dbi, in a transaction of its own. */
+static int put(struct fp_symcache *c, MDB_dbi dbi, MDB_val *key, const void *blob, size_t len)
+{
+	MDB_val val;
+	MDB_txn *txn;
+	int err;
+
+	val.mv_size = len;
+	val.mv_data = (void *)blob;
+
+	err = mdb_to_errno(mdb_txn_begin(c->sc_env, NULL, 0, &txn));
+	if (err)
+		return err;
+	err = mdb_to_errno(mdb_put(txn, dbi, key, &val, 0));
+	if (err) {
+		mdb_txn_abort(txn);
+		return err;
+	}
+	return mdb_to_errno(mdb_txn_commit(txn));
+}
+
 int fp_symcache_put(struct fp_symcache *c, const struct fp_build_id *id, const void *blob,
 		    size_t len)
 {
 	struct fp_symtab check;
-	MDB_val key, val;
-	MDB_txn *txn;
+	MDB_val key;
 	int err;
 
 	err = make_key(id, &key);
@@ -157,18 +190,63 @@ int fp_symcache_put(struct fp_symcache *c, const struct fp_build_id *id, const v
 	 * turn a caller's bug into a later -EINVAL far from its cause. */
 	if (fp_symtab_open(&check, blob, len) != 0)
 		return -EINVAL;
-	val.mv_size = len;
-	val.mv_data = (void *)blob;
+	return put(c, c->sc_dbi, &key, blob, len);
+}
 
-	err = mdb_to_errno(mdb_txn_begin(c->sc_env, NULL, 0, &txn));
+int fp_symcache_put_unwind(struct fp_symcache *c, const struct fp_build_id *id, const void *blob,
+			   size_t len)
+{
+	MDB_val key;
+	int err;
+
+	err = make_key(id, &key);
 	if (err)
 		return err;
-	err = mdb_to_errno(mdb_put(txn, c->sc_dbi, &key, &val, 0));
-	if (err) {
-		mdb_txn_abort(txn);
+	if (fp_unwind_table_check(blob, len) != 0)
+		return -EINVAL;
+	return put(c, c->sc_unwind_dbi, &key, blob, len);
+}
+
+int fp_symcache_get_unwind(struct fp_symcache *c, const struct fp_build_id *id, void **blob,
+			   size_t *len)
+{
+	const struct fp_unwind_header *h;
+	MDB_val key, val;
+	MDB_txn *txn;
+	void *copy = NULL;
+	int err;
+
+	err = make_key(id, &key);
+	if (err)
 		return err;
+	err = mdb_to_errno(mdb_txn_begin(c->sc_env, NULL, MDB_RDONLY, &txn));
+	if (err)
+		return err;
+	err = mdb_to_errno(mdb_get(txn, c->sc_unwind_dbi, &key, &val));
+	if (err)
+		goto out;
+	h = val.mv_data;
+	/* A table of another format version is not corrupt, just stale. */
+	if (val.mv_size >= sizeof(*h) && !memcmp(h->uh_magic, FP_UNWIND_MAGIC, 4) &&
+	    h->uh_version != FP_UNWIND_VERSION) {
+		err = -ENOENT;
+		goto out;
 	}
-	return mdb_to_errno(mdb_txn_commit(txn));
+	if (fp_unwind_table_check(val.mv_data, val.mv_size)) {
+		err = -EINVAL;
+		goto out;
+	}
+	copy = malloc(val.mv_size);
+	if (!copy) {
+		err = -ENOMEM;
+		goto out;
+	}
+	memcpy(copy, val.mv_data, val.mv_size);
+	*blob = copy;
+	*len = val.mv_size;
+out:
+	mdb_txn_abort(txn);
+	return err;
 }
 
 int fp_symcache_begin(struct fp_symcache *c, struct fp_symcache_txn **txn)

@@ -1,7 +1,9 @@
 /* symcache.h: the LMDB cache of symbol tables, keyed by build-ID.
  *
  * Survives restarts; readers never block the writer.  Values are symtab.h
- * blobs, looked up in place inside a read transaction.
+ * blobs, looked up in place inside a read transaction.  The same
+ * environment holds the unwind tables (bpf/unwind.h) of the same files,
+ * in a named database of their own, "unwind", also keyed by build-ID.
  */
 #ifndef FP_SYMCACHE_H
 #define FP_SYMCACHE_H
@@ -35,5 +37,22 @@ void fp_symcache_end(struct fp_symcache_txn *txn);
  * is corrupt). */
 int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id,
 		    struct fp_symtab *t);
+
+/* fp_symcache_put_unwind: store the unwind table blob under id,
+ * replacing any earlier one.  0, -EINVAL (bad id, or a blob that
+ * fp_unwind_table_check refuses), -ENOSPC (map full) or a negative
+ * errno. */
+int fp_symcache_put_unwind(struct fp_symcache *c, const struct fp_build_id *id, const void *blob,
+			   size_t len);
+
+/* fp_symcache_get_unwind: a copy of id's unwind table in *blob (malloc'd,
+ * the caller frees it), *len bytes.  A copy, not a pointer into the map:
+ * tables leave for the wire and the BPF maps long after any read
+ * transaction should have ended, and a long reader would pin old pages.
+ * 0, -ENOENT (none stored, or one of another FP_UNWIND_VERSION: it reads
+ * as absent so that a new compiler replaces it), -EINVAL (stored value is
+ * corrupt), -ENOMEM, -EAGAIN (reader table full) or a negative errno. */
+int fp_symcache_get_unwind(struct fp_symcache *c, const struct fp_build_id *id, void **blob,
+			   size_t *len);
 
 #endif
