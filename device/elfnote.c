@@ -1,5 +1,7 @@
-/* elfnote.c: build-ID notes from ELF program headers, by hand. */
+/* elfnote.c: build-ID notes from ELF program headers, by hand; files
+ * without a GNU build-ID get the synthetic id of common/fileid.h. */
 #include "elfnote.h"
+#include "fileid.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -37,6 +39,34 @@ int fp_elfnote_find(const void *notes, size_t len, struct fp_build_id *id)
 		pos = desc_at + desc_sz;
 	}
 	return -ENOENT;
+}
+
+/* go_note: the Go build ID string of the first Go note in a buffer of raw
+ * notes, copied to out (FP_FILEID_GO_MAX bytes); its length, or 0. */
+static size_t go_note(const unsigned char *p, size_t len, unsigned char *out)
+{
+	size_t pos = 0;
+
+	while (len - pos >= sizeof(Elf64_Nhdr)) {
+		Elf64_Nhdr nh;
+		size_t name_sz, desc_sz;
+
+		memcpy(&nh, p + pos, sizeof(nh));
+		pos += sizeof(nh);
+		name_sz = NOTE_ALIGN((size_t)nh.n_namesz);
+		desc_sz = NOTE_ALIGN((size_t)nh.n_descsz);
+		if (nh.n_namesz > len || nh.n_descsz > len || name_sz > len - pos ||
+		    desc_sz > len - pos - name_sz)
+			return 0;
+		if (nh.n_type == FP_GO_NOTE_TYPE && nh.n_namesz == FP_GO_NOTE_NAMESZ &&
+		    memcmp(p + pos, FP_GO_NOTE_NAME, FP_GO_NOTE_NAMESZ) == 0 && nh.n_descsz > 0 &&
+		    nh.n_descsz <= FP_FILEID_GO_MAX) {
+			memcpy(out, p + pos + name_sz, nh.n_descsz);
+			return nh.n_descsz;
+		}
+		pos += name_sz + desc_sz;
+	}
+	return 0;
 }
 
 static int read_exact(int fd, void *buf, size_t len, off_t off)
@@ -111,7 +141,8 @@ static int note_segments(int fd, struct note_seg *segs, int *nsegs)
 int fp_elfnote_build_id(int fd, struct fp_build_id *id)
 {
 	struct note_seg segs[16];
-	unsigned char buf[MAX_NOTE_BYTES];
+	unsigned char buf[MAX_NOTE_BYTES], go_id[FP_FILEID_GO_MAX];
+	size_t go_len = 0;
 	int nsegs = 16, err, i;
 
 	if ((err = note_segments(fd, segs, &nsegs)))
@@ -127,6 +158,9 @@ int fp_elfnote_build_id(int fd, struct fp_build_id *id)
 			continue;
 		if (fp_elfnote_find(buf, (size_t)n, id) == 0)
 			return 0;
+		if (!go_len)
+			go_len = go_note(buf, (size_t)n, go_id);
 	}
-	return -ENOENT;
+	/* No GNU build-ID: the same synthetic id the symbolizer computes. */
+	return fp_fileid(fd, go_len ? go_id : NULL, go_len, id);
 }

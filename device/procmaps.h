@@ -38,7 +38,8 @@ void fp_procmaps_free(struct fp_procmaps *pm);
 /* fp_procmaps_find: the mapping containing ip, or NULL. */
 struct fp_vma *fp_procmaps_find(struct fp_procmaps *pm, uint64_t ip);
 
-/* fp_procmaps_build_id: vma's build-ID, read once through map_files.
+/* fp_procmaps_build_id: vma's build-ID, read once through map_files: the
+ * GNU one, else the file's synthetic id (fp_elfnote_build_id).
  * 0 or -ENOENT. */
 int fp_procmaps_build_id(const char *proc, struct fp_procmaps *pm, struct fp_vma *vma);
 

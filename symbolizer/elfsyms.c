@@ -21,6 +21,8 @@
 #include <zlib.h>
 
 #include "dwarf.h"
+#include "fileid.h"
+#include "gopclntab.h"
 #include "minidebug.h"
 #include "symtab.h"
 
@@ -138,7 +140,13 @@ static Elf_Data *section_data(const struct elf_file *f, Elf_Scn *scn, GElf_Shdr 
 	return data;
 }
 
-static int notes_build_id(const Elf_Data *data, struct fp_build_id *id)
+/* The Go build ID note seen while looking for the GNU one. */
+struct go_id {
+	uint8_t gi_data[FP_FILEID_GO_MAX];
+	size_t gi_len;
+};
+
+static int notes_build_id(const Elf_Data *data, struct fp_build_id *id, struct go_id *go)
 {
 	const uint8_t *buf = data->d_buf;
 	size_t off = 0;
@@ -159,6 +167,15 @@ static int notes_build_id(const Elf_Data *data, struct fp_build_id *id)
 			memcpy(id->fb_data, buf + desc_off, nh.n_descsz);
 			return 0;
 		}
+		if (!go->gi_len && nh.n_type == FP_GO_NOTE_TYPE &&
+		    nh.n_namesz == FP_GO_NOTE_NAMESZ && name_off <= data->d_size &&
+		    data->d_size - name_off >= FP_GO_NOTE_NAMESZ &&
+		    memcmp(buf + name_off, FP_GO_NOTE_NAME, FP_GO_NOTE_NAMESZ) == 0 &&
+		    nh.n_descsz > 0 && nh.n_descsz <= FP_FILEID_GO_MAX &&
+		    desc_off <= data->d_size && data->d_size - desc_off >= nh.n_descsz) {
+			memcpy(go->gi_data, buf + desc_off, nh.n_descsz);
+			go->gi_len = nh.n_descsz;
+		}
 		off = next;
 	}
 	return -ENOENT;
@@ -172,7 +189,7 @@ static uint64_t note_budget(const struct elf_file *f)
 	return 2 * f->ef_size + 4096;
 }
 
-static int sections_build_id(const struct elf_file *f, struct fp_build_id *id)
+static int sections_build_id(const struct elf_file *f, struct fp_build_id *id, struct go_id *go)
 {
 	uint64_t budget = note_budget(f);
 	Elf_Scn *scn = NULL;
@@ -187,7 +204,7 @@ static int sections_build_id(const struct elf_file *f, struct fp_build_id *id)
 			break;
 		budget -= shdr.sh_size;
 		data = section_data(f, scn, &shdr);
-		if (data && notes_build_id(data, id) == 0)
+		if (data && notes_build_id(data, id, go) == 0)
 			return 0;
 	}
 	return -ENOENT;
@@ -195,7 +212,7 @@ static int sections_build_id(const struct elf_file *f, struct fp_build_id *id)
 
 /* Stripped files may have lost their section headers but the loader still
  * needs the program headers, notes included. */
-static int segments_build_id(const struct elf_file *f, struct fp_build_id *id)
+static int segments_build_id(const struct elf_file *f, struct fp_build_id *id, struct go_id *go)
 {
 	uint64_t budget = note_budget(f);
 	size_t phnum;
@@ -217,7 +234,7 @@ static int segments_build_id(const struct elf_file *f, struct fp_build_id *id)
 		data = elf_getdata_rawchunk(f->ef_elf, (int64_t)phdr.p_offset,
 					    (size_t)phdr.p_filesz,
 					    phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-		if (data && data->d_buf && notes_build_id(data, id) == 0)
+		if (data && data->d_buf && notes_build_id(data, id, go) == 0)
 			return 0;
 	}
 	return -ENOENT;
@@ -226,16 +243,20 @@ static int segments_build_id(const struct elf_file *f, struct fp_build_id *id)
 int fp_elf_build_id(int fd, struct fp_build_id *id)
 {
 	struct fp_build_id found = { 0 };
+	struct go_id go = { .gi_len = 0 };
 	struct elf_file f;
 	int err;
 
 	err = elf_file_open(&f, fd);
 	if (err)
 		return err;
-	err = sections_build_id(&f, &found);
+	err = sections_build_id(&f, &found, &go);
 	if (err)
-		err = segments_build_id(&f, &found);
+		err = segments_build_id(&f, &found, &go);
 	elf_file_close(&f);
+	/* No GNU build-ID: the synthetic id the agent computes too. */
+	if (err == -ENOENT)
+		err = fp_fileid(fd, go.gi_len ? go.gi_data : NULL, go.gi_len, &found);
 	if (!err)
 		*id = found;
 	return err;
@@ -847,6 +868,29 @@ int fp_elf_debuglink_crc(int fd, uint32_t *crc)
 	return 0;
 }
 
+/* add_gopclntab: what (FP_GOPCLNTAB_*) of Go's pc-line table.  A broken
+ * table is no error: the rest of the file still counts. */
+static int add_gopclntab(const struct elf_file *f, struct fp_symtab_builder *b, int what,
+			 struct fp_gopclntab_stats *gs)
+{
+	Elf_Scn *scn = named_section(f, ".gopclntab");
+	GElf_Shdr shdr, text_shdr;
+	Elf_Data *data;
+	uint64_t text = 0;
+	int err;
+
+	if (!scn) /* PIE */
+		scn = named_section(f, ".data.rel.ro.gopclntab");
+	if (!scn || !(data = section_data(f, scn, &shdr)))
+		return 0;
+	/* Entries are relative to runtime.text, the start of .text. */
+	scn = named_section(f, ".text");
+	if (scn && gelf_getshdr(scn, &text_shdr))
+		text = text_shdr.sh_addr;
+	err = fp_gopclntab_ingest(data->d_buf, data->d_size, text, what, b, gs);
+	return err == -ENOMEM ? err : 0;
+}
+
 int fp_elf_symtab(int fd, void **blob, size_t *len)
 {
 	return fp_elf_symtab_stats(fd, blob, len, NULL);
@@ -856,6 +900,7 @@ int fp_elf_symtab_stats(int fd, void **blob, size_t *len, struct fp_dwarf_stats 
 {
 	struct fp_symtab_builder *b = NULL;
 	struct fp_dwarf_stats ds;
+	struct fp_gopclntab_stats gs = { 0 }, gl = { 0 };
 	struct minidebug md = { 0 };
 	struct cands cs = { 0 };
 	struct elf_file f;
@@ -891,14 +936,27 @@ int fp_elf_symtab_stats(int fd, void **blob, size_t *len, struct fp_dwarf_stats 
 	err = add_segments(&f, b);
 	if (err)
 		goto out;
+	/* Go's own function table first: where .symtab has the same
+	 * function, the name stays the one the Go runtime prints (.symtab
+	 * adds ".abi0" to assembly functions), a stripped and an unstripped
+	 * build show the same names, and a function covers its padding. */
+	err = add_gopclntab(&f, b, FP_GOPCLNTAB_FUNCTIONS, &gs);
+	if (err)
+		goto out;
 	err = add_functions(b, &cs);
 	if (err)
 		goto out;
 	err = fp_dwarf_ingest(f.ef_elf, f.ef_size, b, &ds);
 	if (err)
 		goto out;
-	/* Neither symbols nor DWARF: nothing to look up. */
-	if (!cs.cs_n && !ds.ds_sequences && !ds.ds_scopes) {
+	/* Go's lines only without DWARF's, which come with inline chains. */
+	if (gs.gs_functions && !ds.ds_sequences) {
+		err = add_gopclntab(&f, b, FP_GOPCLNTAB_LINES, &gl);
+		if (err)
+			goto out;
+	}
+	/* Neither symbols nor DWARF nor Go's table: nothing to look up. */
+	if (!cs.cs_n && !ds.ds_sequences && !ds.ds_scopes && !gs.gs_functions) {
 		err = -ENOENT;
 		goto out;
 	}

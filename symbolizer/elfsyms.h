@@ -8,16 +8,21 @@
 #include "batch.h"
 
 /* fp_elf_build_id: the GNU build-ID of the ELF file open at fd, from a
- * SHT_NOTE section or, failing that, a PT_NOTE segment (gelf_getnote).
- * 0, -ENOENT (no build-ID, or one over FP_BUILD_ID_MAX bytes), -EINVAL
- * (not ELF / malformed), -ENOSYS (libelf unusable) or a negative errno. */
+ * SHT_NOTE section or, failing that, a PT_NOTE segment (gelf_getnote);
+ * without one (or with one over FP_BUILD_ID_MAX bytes), the file's
+ * synthetic id (fileid.h: from its Go build ID note, else its contents),
+ * as the agent computes it.  0, -EINVAL (not ELF / malformed), -ENOSYS
+ * (libelf unusable), -EAGAIN (the file changed while it was hashed) or a
+ * negative errno. */
 int fp_elf_build_id(int fd, struct fp_build_id *id);
 
 /* fp_elf_symtab: build a symbol table blob (symtab.h) from the ELF file at
  * fd: function symbols (STT_FUNC, STT_GNU_IFUNC) of .symtab, or of .dynsym
  * when there is no .symtab, plus those of the .symtab inside MiniDebugInfo
  * (.gnu_debugdata, xz-compressed), C++ names demangled; PT_LOAD segments;
- * DWARF line tables and inline scopes (dwarf.h) when the file has them.
+ * DWARF line tables and inline scopes (dwarf.h) when the file has them;
+ * Go's functions from .gopclntab (gopclntab.h), and its lines when there
+ * is no DWARF line table.
  * Detached debug files lose their segments' file offsets; they are rebuilt
  * the way linkers lay segments out.  Names whose demangled form would be
  * huge stay mangled.  The demangler needs about 256 KiB of stack.

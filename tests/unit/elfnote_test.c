@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "elfnote.h"
+#include "fileid.h"
 
 static char tmpdir[64];
 
@@ -38,6 +39,8 @@ static int readelf_build_id(const char *path, char *hex, size_t len)
 	return found;
 }
 
+/* file_build_id: the GNU build-ID only.  A file without one gets a
+ * synthetic id (fileid_test.c tests those); here it reads as -ENOENT. */
 static int file_build_id(const char *path, struct fp_build_id *id)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
@@ -46,6 +49,10 @@ static int file_build_id(const char *path, struct fp_build_id *id)
 		return -errno;
 	err = fp_elfnote_build_id(fd, id);
 	close(fd);
+	if (err == 0 && fp_fileid_kind(id)) {
+		memset(id, 0, sizeof(*id));
+		err = -ENOENT;
+	}
 	return err;
 }
 
