@@ -18,6 +18,9 @@
 #   fp-unwinds   the same for nofpfp, nofp.c built with frame pointers:
 #                the control, for the frame-pointer walk, symbols in the
 #                VM and this script
+#   agent-loads  fleetprof-agent, with its default unwind table memory,
+#                loads the program and samples nofp (no symbolizer: it
+#                only buffers)
 #
 # Kernels are cached in $FPK_CACHE (default /var/cache/fleetprof-kernels),
 # serial logs are kept in $BUILD/kernel-logs.  FPK_KERNELS="5.10 6.1"
@@ -151,6 +154,7 @@ for ver in $FPK_KERNELS; do
 	for c in $FPK_CASES; do
 		T=$ver:$c
 		serial=$LOGS/$ver-$c.serial
+		: > "$serial" # before the poll below reads it
 		t0=$(date +%s%N)
 		qemu-system-x86_64 -accel tcg -m 1G -smp 2 -nographic -no-reboot -net none \
 			-kernel "$kdir/vmlinuz" -initrd "$TMP/initramfs.cpio" \
@@ -246,6 +250,23 @@ for ver in $FPK_KERNELS; do
 			section "$serial" LOG "$c-fp" | tail -n 20 >&2
 		fi
 		summary+=("$rel $c: nofpfp (frame pointers): $shares")
+
+		# fleetprof-agent as deployed: its default unwind table memory
+		# (a large mmapable array; charged to RLIMIT_MEMLOCK before 5.11).
+		section "$serial" AGENT "$c" > "$TMP/$T.agent"
+		arc=$(console "$serial" | sed -n "s/^FPK:AGENT-RC $c \([0-9]*\)$/\1/p")
+		asamples=$(sed -n 's/^fleetprof-agent: sampled \([0-9]*\) samples.*/\1/p' "$TMP/$T.agent")
+		if grep -qE "$load_err" "$TMP/$T.agent" || [ "${asamples:-0}" -eq 0 ]; then
+			why=$(verdict "$TMP/$T.agent")
+			[ -n "$why" ] || why=$(grep -E "$load_err|fleetprof-agent:" "$TMP/$T.agent" | tail -n 1)
+			fail "$T:agent-loads" "agent exit ${arc:-?}: ${why:-no output}"
+			echo "---- fleetprof-agent on $rel ($c), last 60 lines ----" >&2
+			tail -n 60 "$TMP/$T.agent" >&2
+			echo "----" >&2
+		else
+			pass "$T:agent-loads"
+		fi
+		summary+=("$rel $c: agent: $(grep -E '^fleetprof-agent: sampled ' "$TMP/$T.agent" | sed 's/^fleetprof-agent: //'); $(grep -oE 'maps [0-9]+ bytes' "$TMP/$T.agent")")
 	done
 done
 
