@@ -175,6 +175,16 @@ static int wanted_section(const char *name, const GElf_Shdr *sh)
 	return 0;
 }
 
+/* The sections an unwind table is compiled from (cfi.h), fetched when the
+ * budget left after the symbols allows, so that the sparse copy yields the
+ * table the whole file would. */
+static int cfi_section(const char *name, const GElf_Shdr *sh)
+{
+	return name && sh->sh_type != SHT_NOBITS && sh->sh_size &&
+	       (!strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr") ||
+		!strcmp(name, ".debug_frame"));
+}
+
 /* mark_absent: make section i of the copy a NOBITS section, so that no
  * reader takes the holes where its bytes would be (DWARF, code) for data. */
 static int mark_absent(int fd, const GElf_Ehdr *eh, size_t i)
@@ -238,15 +248,32 @@ static int next_stage(struct fetch *fe, struct fp_range **ranges, size_t *n)
 			err = -EINVAL;
 			break;
 		}
+		/* Symbols first, then CFI with what the budget leaves. */
+		for (i = 1; i < shnum && !err; i++) {
+			Elf_Scn *scn = elf_getscn(elf, i);
+			GElf_Shdr sh;
+			const char *name;
+
+			if (!scn || !gelf_getshdr(scn, &sh))
+				continue;
+			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			if (wanted_section(name, &sh))
+				err = ask(fe, sh.sh_offset, sh.sh_size, ranges, n);
+			else if (!cfi_section(name, &sh) && i != shstrndx &&
+				 sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL)
+				err = mark_absent(fe->fe_fd, &eh, i);
+		}
 		for (i = 1; i < shnum && !err; i++) {
 			Elf_Scn *scn = elf_getscn(elf, i);
 			GElf_Shdr sh;
 
-			if (!scn || !gelf_getshdr(scn, &sh))
+			if (!scn || !gelf_getshdr(scn, &sh) ||
+			    !cfi_section(elf_strptr(elf, shstrndx, sh.sh_name), &sh))
 				continue;
-			if (wanted_section(elf_strptr(elf, shstrndx, sh.sh_name), &sh))
+			if (sh.sh_size <= FP_DEVFETCH_MAX_BYTES - fe->fe_bytes &&
+			    fe->fe_npending + sh.sh_size / FP_RANGE_MAX + 1 <= MAX_PENDING)
 				err = ask(fe, sh.sh_offset, sh.sh_size, ranges, n);
-			else if (i != shstrndx && sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL)
+			else
 				err = mark_absent(fe->fe_fd, &eh, i);
 		}
 		fe->fe_stage = STAGE_SECTIONS;

@@ -3,7 +3,8 @@
  * When no other source has a build-ID's symbols, the symbolizer asks the
  * agent that reported it for parts of the file: first the ELF header, then
  * the section and program header tables, then the section names, then the
- * symbol tables and notes.  The agent copies the bytes; all parsing happens
+ * symbol tables and notes, and the CFI sections (.eh_frame, .eh_frame_hdr,
+ * .debug_frame) for the unwind table when they fit the byte budget.  The agent copies the bytes; all parsing happens
  * here, on a sparse copy of the file, which is finally ingested like an
  * upload.  Each build-ID is fetched once for the whole fleet; a failure
  * (the agent cannot read it, the bytes make no sense, no answer for

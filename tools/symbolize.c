@@ -2,8 +2,11 @@
  * benchmarks.  Reads addresses (hex, file-relative virtual addresses, as
  * addr2line and llvm-symbolizer take them) on stdin and prints, like
  * llvm-symbolizer, for each address one FUNCTION line and one
- * FILE:LINE:COLUMN line per frame, inlined frames first, then a blank line. */
+ * FILE:LINE:COLUMN line per frame, inlined frames first, then a blank line.
+ * With --unwind-table it writes a file's unwind table instead (tests
+ * compare the cache's with one compiled from the file). */
 #include "commands.h"
+#include "cfi.h"
 #include "debuginfod.h"
 #include "elfsyms.h"
 #include "log.h"
@@ -37,7 +40,10 @@ static void symbolize_usage(FILE *f)
 		"  -b, --build-id HEX   symbols for this build-ID, from the cache or a server\n"
 		"  -c, --cache DIR      the symbol cache (default /var/cache/fleetprof)\n"
 		"  -s, --server URL     a fleetprof symbol service or any debuginfod server\n"
-		"  -d, --debug-dir DIR  detached debug files (default /usr/lib/debug)\n");
+		"  -d, --debug-dir DIR  detached debug files (default /usr/lib/debug)\n"
+		"  -u, --unwind-table   write the unwind table (compiled from FILE, or the\n"
+		"                       cache's for HEX) to -o FILE instead\n"
+		"  -o, --output FILE    where --unwind-table writes\n");
 }
 
 /* A line of input: an address, optionally 0x-prefixed.  0 or -EINVAL. */
@@ -140,6 +146,42 @@ static void symbolize_stream(FILE *in, FILE *out, const struct fp_symtab *t)
 	}
 }
 
+/* unwind_table: --unwind-table, the table of file (compiled here) or of
+ * id (from the cache) written to out.  0 or 1 (a message was printed). */
+static int unwind_table(const char *file, const struct fp_build_id *id, const char *cache,
+			const char *out)
+{
+	struct fp_symcache *sc = NULL;
+	void *blob = NULL;
+	size_t len = 0;
+	int fd, err;
+	FILE *f;
+
+	if (file) {
+		if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0) {
+			fp_warn("%s", file);
+			return 1;
+		}
+		err = fp_cfi_compile(fd, &blob, &len);
+		close(fd);
+	} else if (!(err = fp_symcache_open(&sc, cache))) {
+		err = fp_symcache_get_unwind(sc, id, &blob, &len);
+		fp_symcache_close(sc);
+	}
+	if (err) {
+		fp_warnx("no unwind table: %s", strerror(-err));
+		return 1;
+	}
+	f = fopen(out, "wb");
+	err = !f || fwrite(blob, 1, len, f) != len;
+	if (f && fclose(f))
+		err = 1;
+	if (err)
+		fp_warn("%s", out);
+	free(blob);
+	return err;
+}
+
 int fp_cmd_symbolize(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -148,26 +190,30 @@ int fp_cmd_symbolize(int argc, char **argv)
 		{ "cache", required_argument, NULL, 'c' },
 		{ "server", required_argument, NULL, 's' },
 		{ "debug-dir", required_argument, NULL, 'd' },
+		{ "unwind-table", no_argument, NULL, 'u' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *file = NULL, *hex = NULL, *cache = "/var/cache/fleetprof", *server = NULL;
-	const char *debug_dir = "/usr/lib/debug";
+	const char *debug_dir = "/usr/lib/debug", *output = NULL;
 	struct fp_symcache *sc = NULL;
 	struct fp_symcache_txn *txn = NULL;
 	struct fp_build_id id;
 	struct fp_symtab t;
 	void *blob = NULL;
-	int c, fd, err;
+	int c, fd, err, unwind = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "e:b:c:s:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "e:b:c:s:d:uo:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'e': file = optarg; break;
 		case 'b': hex = optarg; break;
 		case 'c': cache = optarg; break;
 		case 's': server = optarg; break;
 		case 'd': debug_dir = optarg; break;
+		case 'u': unwind = 1; break;
+		case 'o': output = optarg; break;
 		case 'h': symbolize_usage(stdout); return 0;
 		default: symbolize_usage(stderr); return 2;
 		}
@@ -183,6 +229,14 @@ int fp_cmd_symbolize(int argc, char **argv)
 		return 2;
 	}
 	fp_log_init("fleetprof symbolize", 0, 0);
+	if (unwind || output) {
+		if (!unwind || !output || server) {
+			fprintf(stderr, "fleetprof symbolize: --unwind-table goes with -o FILE, "
+					"not --server\n");
+			return 2;
+		}
+		return unwind_table(file, &id, cache, output);
+	}
 	if (file || server) {
 		fd = file ? open_best(file, debug_dir) : fetch(server, cache, &id);
 		if (fd < 0) {

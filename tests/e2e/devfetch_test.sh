@@ -31,4 +31,10 @@ check fetched-from-device grep -q 'fetched from the device' "$TMP/symb.log"
 check later-intervals-resolved grep -qE 'compute_loop;fp::Cruncher::crunch\(int\)(;[^; ]*_\[i\])* ' "$last"
 check library-resolved grep -qE 'compute_loop;fpwork_mix ' "$last"
 check agent-sent-file-bytes grep -qE '[1-9][0-9]* bytes of files' "$TMP/agent.log"
+# The sparse copy carries the CFI sections: the unwind table stored for
+# the fetched binary is the one the whole file compiles to.
+bid=$(readelf -n "$WORKLOAD" | awk '/Build ID/ { print $3; exit }')
+"$FP" symbolize --unwind-table -e "$WORKLOAD" -o "$TMP/full.unwind"
+"$FP" symbolize --unwind-table --build-id "$bid" --cache "$TMP/cache" -o "$TMP/fetched.unwind"
+check unwind-table-from-device cmp "$TMP/full.unwind" "$TMP/fetched.unwind"
 tail -n 8 "$TMP/symb.log" "$TMP/agent.log" >&2
