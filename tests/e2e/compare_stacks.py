@@ -32,7 +32,11 @@ fleetprof prints the return address (subtracted here), perf's DWARF
 unwinder prints the return address minus one already (libunwind steps
 back into the call instruction; --perf-callgraph fp: the kernel's walk
 prints return addresses, subtracted here).  A leaf without a symbol, or
-a frame outside any mapping, is no function at all.
+a frame outside any mapping, is no function at all.  One exception: a
+return address at the first byte of a function is where a signal frame
+returns to (glibc's __restore_rt, a symbol of size 0 that perf cannot
+name once it stepped back a byte); it is named from the module's symbol
+tables and its debug file (/usr/lib/debug/.build-id/) on both sides.
 
 --pclntab MODULE=ELF names the unknown frames of MODULE (a stripped Go
 binary: no .symtab, but its .gopclntab, which the Go runtime itself needs,
@@ -165,33 +169,100 @@ def norm(name):
 
 # ---- stripped Go binaries: the function table in .gopclntab ----
 
-class GoFuncs:
-    """Function names of a Go binary from its .gopclntab (Go 1.18+)."""
+class Elf:
+    """The little of a 64-bit little-endian ELF file this needs: its
+    loadable segments and its sections by name."""
 
     def __init__(self, path):
-        data = open(path, "rb").read()
+        self.data = data = open(path, "rb").read()
         if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
             raise ValueError(f"{path}: not a 64-bit little-endian ELF")
-        shoff, = struct.unpack_from("<Q", data, 0x28)
-        phoff, = struct.unpack_from("<Q", data, 0x20)
+        phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
         phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 0x36)
         self.loads = []  # (file offset, vaddr, file size)
         for i in range(phnum):
             p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
             if p_type == 1:
                 self.loads.append((p_offset, p_vaddr, p_filesz))
-        sections = []
-        for i in range(shnum):
-            sections.append(struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize))
-        strtab = sections[shstrndx]
-        pcln, text_addr = None, 0
-        for sh_name, _, _, sh_addr, sh_offset, sh_size in sections:
-            end = data.index(b"\0", strtab[4] + sh_name)
-            name = data[strtab[4] + sh_name:end]
-            if name == b".gopclntab":
-                pcln = data[sh_offset:sh_offset + sh_size]
-            elif name == b".text":
-                text_addr = sh_addr
+        raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+        self.sections = {}  # name -> (type, addr, offset, size, link, entsize)
+        self.by_index = raw
+        names = raw[shstrndx][4] if raw else 0
+        for sh_name, sh_type, _, sh_addr, sh_offset, sh_size, sh_link, _, _, sh_entsize in raw:
+            name = data[names + sh_name:data.index(b"\0", names + sh_name)].decode(errors="replace")
+            self.sections[name] = (sh_type, sh_addr, sh_offset, sh_size, sh_link, sh_entsize)
+
+    def section(self, name):
+        sh = self.sections.get(name)
+        return None if sh is None or sh[0] == 8 else self.data[sh[2]:sh[2] + sh[3]]  # 8: NOBITS
+
+    def vaddr(self, off):
+        for p_offset, p_vaddr, p_filesz in self.loads:
+            if p_offset <= off < p_offset + p_filesz:
+                return off - p_offset + p_vaddr
+        return None
+
+    def build_id(self):
+        note = self.section(".note.gnu.build-id")
+        if not note or len(note) < 16:
+            return None
+        namesz, descsz, _ = struct.unpack_from("<III", note, 0)
+        start = 12 + (namesz + 3) // 4 * 4
+        return note[start:start + descsz].hex()
+
+    def function_starts(self):
+        """{vaddr: name} of the FUNC symbols in .symtab and .dynsym."""
+        out = {}
+        for _, (sh_type, _, sh_offset, sh_size, sh_link, _) in self.sections.items():
+            if sh_type not in (2, 11):  # SYMTAB, DYNSYM
+                continue
+            strs = self.by_index[sh_link][4]
+            for off in range(sh_offset, sh_offset + sh_size, 24):
+                st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", self.data, off)
+                if st_info & 0xF == 2 and st_shndx != 0 and st_value:
+                    name = self.data[strs + st_name:self.data.index(b"\0", strs + st_name)]
+                    out.setdefault(st_value, name.decode(errors="replace"))
+        return out
+
+
+class EntryNames:
+    """Names of the functions that start at a file offset of a module, from
+    its own symbol tables and its debug file (/usr/lib/debug/.build-id).
+    A return address at a function's first byte is no call's: it is where
+    a signal frame returns to (glibc's __restore_rt, a symbol of size 0
+    that perf leaves "[unknown]" once it has stepped back a byte)."""
+
+    def __init__(self):
+        self.modules = {}
+
+    def name(self, path, off):
+        if path not in self.modules:
+            table = {}
+            try:
+                elf = Elf(path)
+                starts = elf.function_starts()
+                bid = elf.build_id()
+                debug = bid and f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug"
+                if debug and os.path.exists(debug):
+                    starts.update(Elf(debug).function_starts())
+                for p_offset, p_vaddr, p_filesz in elf.loads:
+                    for v, n in starts.items():
+                        if p_vaddr <= v < p_vaddr + p_filesz:
+                            table[v - p_vaddr + p_offset] = n
+            except (OSError, ValueError, struct.error, IndexError):
+                pass
+            self.modules[path] = table
+        return self.modules[path].get(off)
+
+
+class GoFuncs:
+    """Function names of a Go binary from its .gopclntab (Go 1.18+)."""
+
+    def __init__(self, path):
+        elf = Elf(path)
+        self.loads = elf.loads
+        pcln = elf.section(".gopclntab")
+        text_addr = elf.sections.get(".text", (0, 0))[1]
         if pcln is None:
             raise ValueError(f"{path}: no .gopclntab")
         magic, = struct.unpack_from("<I", pcln, 0)
@@ -230,6 +301,10 @@ class GoFuncs:
         return self.names[lo]
 
 
+ENTRY_NAMES = EntryNames()
+MODULE_PATHS = {}  # module file name -> path, from perf's frames (read perf first)
+
+
 # ---- reading both profiles: lists of (root-first user frames, count) ----
 # A frame is a normalised function name, or None when unknown.
 
@@ -254,7 +329,10 @@ def read_folded(path, pcln):
                 off = int(m.group(2), 16) - (0 if i == len(user) - 1 else 1)
                 out.append(norm(pcln[m.group(1)].name_at_offset(off) or "[unknown]"))
             elif m and m.group(1) != "[unknown]" and i != len(user) - 1:
-                out.append(f"{m.group(1)}+0x{int(m.group(2), 16) - 1:x}")  # a call site
+                ret = int(m.group(2), 16)
+                path = MODULE_PATHS.get(m.group(1))
+                entry = path and ENTRY_NAMES.name(path, ret)
+                out.append(norm(entry) if entry else f"{m.group(1)}+0x{ret - 1:x}")  # a call site
             elif m:
                 out.append(None)  # no symbol: a leaf, or outside any mapping
             else:
@@ -304,7 +382,9 @@ def read_perf(path, pcln, callers_minus_one):
             sym = pcln[base].name_at_offset(site) or "[unknown]"
         name = norm(sym)
         if name is None and not leaf and not dso.startswith("[unknown"):
-            name = f"{base}+0x{site:x}"
+            MODULE_PATHS.setdefault(base, dso)
+            entry = ENTRY_NAMES.name(dso, site + 1)
+            name = norm(entry) if entry else f"{base}+0x{site:x}"
         frames.append(name)
         leaf = False
     flush()
@@ -434,7 +514,8 @@ def self_test():
             open(fp, "w").write(folded_text(folded_stacks))
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf):
-                compare("t", read_folded(fp, {}), read_perf(pp, {}, True), 100)
+                perf = read_perf(pp, {}, True)
+                compare("t", read_folded(fp, {}), perf, 100)
             return {m.group(2): m.group(1) == "PASS"
                     for m in re.finditer(r"^(PASS|FAIL): unwind:t:([a-z-]+)", buf.getvalue(), re.M)}
 
@@ -489,8 +570,8 @@ def main():
         mod, _, path = spec.partition("=")
         pcln[mod] = GoFuncs(path)
     try:
-        ours = read_folded(a.folded, pcln)
         perf = read_perf(a.perf, pcln, a.perf_callgraph == "dwarf")
+        ours = read_folded(a.folded, pcln)
     except OSError as e:
         print(f"FAIL: unwind:{a.workload}:inputs ({e})")
         return 1
