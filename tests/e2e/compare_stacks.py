@@ -58,6 +58,10 @@ root-reach  at least 97% of fleetprof's user stacks (weighted by count)
 shares      every function on >= 5% of perf's complete stacks has an
             inclusive share (fraction of stacks that contain it at least
             once) in fleetprof's user stacks within 5 points of perf's.
+no-extra-frames
+            the converse: every other function on >= 5% of fleetprof's
+            stacks is within 5 points of its share in perf's (an unwinder
+            that steps wrong lands on real functions too).
 
 Roots.  ROOT_CANDIDATES are the outermost frames a thread can have: the
 process entry (_start, __libc_start_main, __libc_start_call_main), a
@@ -446,6 +450,21 @@ def compare(w, ours, perf, min_samples, verbose=False):
     report("shares", bool(checked) and worst <= SHARE_TOLERANCE,
            f"{len(checked)} functions on >= {SHARE_MIN:.0f}% of perf's stacks; worst gap "
            f"{worst:.1f} points ({worst_f}); perf denominator {len(complete)} complete of {tot_p}")
+    # The other way round: what fleetprof shows on >= 5% of its stacks is
+    # on about as many of perf's (a wrong step of an unwinder lands on some
+    # real function just as well as on garbage).
+    extra = sorted((f for f, s in sh_o.items() if s >= SHARE_MIN and f not in checked),
+                   key=lambda f: -sh_o[f])
+    worst_x, worst_xf = 0.0, "-"
+    for f in extra:
+        gap = abs(sh_o[f] - sh_p.get(f, 0.0))
+        if gap > worst_x:
+            worst_x, worst_xf = gap, f
+    report("no-extra-frames", worst_x <= SHARE_TOLERANCE,
+           f"{len(extra)} other functions on >= {SHARE_MIN:.0f}% of fleetprof's stacks; worst gap "
+           f"{worst_x:.1f} points ({worst_xf})")
+    if worst_x > worst:
+        worst, worst_f = worst_x, worst_xf
 
     # For scale: two independent samplings of the same process differ by
     # about this much (one standard deviation) at the worst function.
@@ -529,7 +548,8 @@ def self_test():
 
     perf = [(perf_a, 140), (perf_b, 60)]
     expect("same stacks, other spellings", run(perf, [(fold_a, 140), (fold_b, 60)]),
-           {"samples": True, "perf-root-reach": True, "root-reach": True, "shares": True})
+           {"samples": True, "perf-root-reach": True, "root-reach": True, "shares": True,
+            "no-extra-frames": True})
     leaf_only = [(["prog+0x1234"], 140), (["ns::A<int>::f(int) const"], 60)]
     expect("stacks cut after the leaf", run(perf, leaf_only),
            {"perf-root-reach": True, "root-reach": False, "shares": False})
@@ -540,6 +560,9 @@ def self_test():
            {"root-reach": True, "shares": True})
     expect("stops at __libc_start_call_main where perf goes on",
            run(perf, [(fold_a[2:], 140), (fold_b[2:], 60)]), {"root-reach": False})
+    bogus = FOLDED_ROOT + ["main", "free"]  # a wrong step lands in free()
+    expect("a made-up caller on 10%", run(perf, [(fold_a, 140), (fold_b, 40), (bogus + fold_b[4:], 20)]),
+           {"root-reach": True, "shares": True, "no-extra-frames": False})
     junk = ["[unknown]+0x8558939f49478b00_[k]"]  # a walk past the root
     expect("a frame above the root", run(perf, [(junk + fold_a, 140), (junk + fold_b, 60)]),
            {"root-reach": False, "shares": True})

@@ -9,6 +9,7 @@
 #   unwind:W:root-reach       >= 97% of fleetprof's stacks reach a root
 #   unwind:W:shares           functions on >= 5% of perf's stacks: inclusive
 #                             shares within 5 points of perf's
+#   unwind:W:no-extra-frames  the same for functions on >= 5% of fleetprof's
 # Workloads: redis (redis-server under redis-benchmark, io-threads), throw
 # (C++ exceptions, g++ -O2), sigwork (a signal handler on the stack, gcc
 # -O2), python3 and xz (distro binaries), go (a stripped Go binary), qsort
