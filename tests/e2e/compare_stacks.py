@@ -19,8 +19,9 @@ user frame left is not a user stack and counts on neither side.
 
 Names are normalised before comparing (norm()): perf's "+0x..." offsets
 and "@GLIBC..." versions, compiler clone suffixes (.isra.0, .part.0,
-.constprop.0, .cold, [clone ...]), C++ parameter lists (perf and fleetprof
-both demangle; "ns::f(int)" and "ns::f" are the same function) and glibc's
+.constprop.0, .cold, [clone ...]), mangled C++ names (through binutils'
+c++filt), C++ parameter lists (perf and fleetprof both demangle;
+"ns::f(int)" and "ns::f" are the same function) and glibc's
 alias spellings of one entry point (__libc_start_main_impl,
 __libc_start_main_alias_2, __GI___clone3 ...).  A frame without a symbol
 (perf's "[unknown]", fleetprof's "module+0xOFFSET" or "[unknown]+0x...")
@@ -101,6 +102,7 @@ import collections
 import os
 import re
 import struct
+import subprocess
 import sys
 
 ROOT_CANDIDATES = {
@@ -147,11 +149,31 @@ def strip_params(name):
     return name
 
 
+_DEMANGLED = {}
+
+
+def demangle(name):
+    """A mangled C++ name (both profilers demangle, but a name read here
+    from a symbol table, or one a demangler gave up on, may still be
+    mangled) through binutils' c++filt; unchanged if that fails."""
+    if not name.startswith("_Z"):
+        return name
+    if name not in _DEMANGLED:
+        try:
+            out = subprocess.run(["c++filt", "--", name], capture_output=True, text=True, timeout=10)
+            _DEMANGLED[name] = out.stdout.strip() or name
+        except (OSError, subprocess.SubprocessError):
+            _DEMANGLED[name] = name
+    return _DEMANGLED[name]
+
+
 def norm(name):
     """A function name as both sides can agree on it, or None if unknown."""
     name = name.strip()
     if not name or name.startswith("[unknown]"):
         return None
+    name = re.sub(r"@+[A-Za-z_][A-Za-z0-9_.]*$", "", name)  # versions, before demangling
+    name = demangle(name)
     name = re.sub(r"\+0x[0-9a-fA-F]+$", "", name)  # perf's symoff
     name = re.sub(r"@+[A-Za-z_][A-Za-z0-9_.]*$", "", name)  # symbol versions
     name = re.sub(r" \[clone [^]]*\]", "", name)  # c++filt's clone suffix
@@ -505,7 +527,7 @@ def self_test():
 
     # Two paths, 70/30, under main: perf's and fleetprof's spellings of
     # the same functions (parameters, clones, versions, __libc_ aliases,
-    # inline and kernel frames, unnamed call sites).
+    # mangled names, inline and kernel frames, unnamed call sites).
     perf_a = [("ffffffff81000000", "do_syscall_64", "[kernel.kallsyms]"),
               ("f1234", "__libc_write", LIBC),
               ("1200", "wl::level2(int) [clone .cold]", "/w/prog"),
@@ -514,7 +536,8 @@ def self_test():
     fold_a = FOLDED_ROOT + ["main", "liblzma.so.5+0x2234", "wl::level2(int) (.cold)",
                             "write", "__GI___libc_write_[i]", "entry_SYSCALL_64_[k]", "do_syscall_64_[k]"]
     perf_b = [("1300", "ns::A<int>::f(int) const", "/w/prog"), ("1100", "main", "/w/prog")] + PERF_ROOT
-    fold_b = FOLDED_ROOT + ["main", "ns::A<int>::f(int) const", "ns::g(double)_[i]"]
+    perf_b.insert(1, ("1400", "ns::B::~B()", "/w/prog"))
+    fold_b = FOLDED_ROOT + ["main", "_ZN2ns1BD2Ev", "ns::A<int>::f(int) const", "ns::g(double)_[i]"]
 
     def perf_text(stacks):
         out = []
