@@ -297,6 +297,18 @@ static struct fp_procmaps *proc_maps(struct fp_collector *c, struct proc_entry *
 	return pe->pe_maps;
 }
 
+int fp_collector_adopt(struct fp_collector *c, uint32_t pid)
+{
+	struct proc_entry *pe = proc_get(c, pid);
+
+	if (!pe)
+		return -ENOMEM;
+	if (!proc_maps(c, pe, pid, 1))
+		return -ESRCH;
+	set_known(c, pe, pid, 1);
+	return 0;
+}
+
 static int mapping_get(struct fp_collector *c, uint8_t kind, const struct fp_build_id *bid,
 		       const char *path, uint32_t *id)
 {

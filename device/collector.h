@@ -66,6 +66,12 @@ typedef int (*fp_file_fn)(const struct fp_build_id *id, const char *path, uint32
  * 0, or what fn returned. */
 int fp_collector_new_files(struct fp_collector *c, fp_file_fn fn, void *arg);
 
+/* fp_collector_adopt: read pid's mappings now, as its first sample would,
+ * so that the hooks see them before any sample (`fleetprof record -p`
+ * installs the process's unwind tables before it is sampled).  0, -ESRCH
+ * (no such process) or -ENOMEM. */
+int fp_collector_adopt(struct fp_collector *c, uint32_t pid);
+
 /* fp_collector_add: account one sample (the sampler's callback). */
 void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,
 		      const void *kstack);

@@ -83,12 +83,13 @@ void fp_server_log_stats(const struct fp_server *s)
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
 		", duplicates %" PRIu64 ", unknown sessions %" PRIu64 "; rejected: malformed %" PRIu64
 		", version %" PRIu64 ", type %" PRIu64 ", content %" PRIu64
-		"; write errors %" PRIu64 "; agents lost %" PRIu64 " samples; file parts %" PRIu64,
+		"; write errors %" PRIu64 "; agents lost %" PRIu64 " samples; file parts %" PRIu64
+		"; unwind table bytes sent %" PRIu64,
 		t->sv_messages, t->sv_bytes, t->sv_hellos, t->sv_batches, t->sv_ksyms,
 		t->sv_samples, t->sv_profiles, t->sv_duplicates, t->sv_need_hello,
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
 		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples,
-		t->sv_file_parts);
+		t->sv_file_parts, t->sv_table_bytes);
 	fp_resolver_stats(s->sv_resolver, &rs);
 	fp_devfetch_stats(s->sv_devfetch, &ds);
 	fp_info("symbols: tables built %" PRIu64 ", no source %" PRIu64 ", kallsyms stored %" PRIu64
@@ -144,10 +145,7 @@ static int reply_encode(struct fp_reply *r, char **buf, size_t *len)
 {
 	int err = fp_wire_encode_reply(r, buf, len);
 
-	free(r->fr_want);
-	free(r->fr_ranges);
-	r->fr_want = NULL;
-	r->fr_ranges = NULL;
+	fp_reply_fini(r);
 	return err;
 }
 
@@ -322,15 +320,18 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 			err = fp_devfetch_want(s->sv_devfetch, b.fb_session, &m->fm_build_id,
 					       &r.fr_ranges, &r.fr_nranges);
 	}
+	if (!err)
+		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r.fr_tables, &r.fr_ntables);
 	if (err)
 		goto out;
+	for (i = 0; i < r.fr_ntables; i++)
+		s->sv_stats.sv_table_bytes += r.fr_tables[i].tp_len;
 reply:
 	err = reply_encode(&r, buf, rlen);
 out:
 	fp_profile_free(p);
 	fp_batch_fini(&b);
-	free(r.fr_want);
-	free(r.fr_ranges);
+	fp_reply_fini(&r);
 	return err;
 }
 

@@ -24,6 +24,7 @@ struct fp_server_stats {
 	uint64_t sv_write_errors;
 	uint64_t sv_profiles;
 	uint64_t sv_file_parts;         /* file bytes fetched from devices */
+	uint64_t sv_table_bytes;        /* unwind table bytes sent to agents */
 };
 
 struct fp_server;

@@ -1,6 +1,7 @@
 /* session.c: definitions by id, validation, resolution into a profile. */
 #include "session.h"
 #include "intern.h"
+#include "unwind_table.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,14 @@ struct sess_mapping {
 	uint8_t sm_asked;
 	struct fp_build_id sm_build_id;
 	char *sm_path;
+};
+
+/* An unwind table the agent may need, by distinct user build-ID. */
+enum { TABLE_PENDING, TABLE_SENDING, TABLE_DONE };
+
+struct sess_table {
+	uint8_t tb_state;
+	uint32_t tb_sent;               /* bytes sent (TABLE_SENDING) */
 };
 
 struct sess_thread {
@@ -48,6 +57,10 @@ struct fp_session {
 	uint32_t se_gen;
 	uint64_t se_last_seq;
 	uint8_t se_kernel_asked;
+	struct fp_intern *se_table_ids; /* build-ID -> index into se_tables */
+	struct sess_table *se_tables;
+	size_t se_tables_cap;
+	size_t se_tables_scanned;       /* mappings looked at for tables */
 };
 
 static int defs_init(struct defs *d, size_t elem)
@@ -121,7 +134,8 @@ int fp_session_alloc(struct fp_session **out, const struct fp_hello *h)
 	}
 	if (defs_init(&s->se_mappings, sizeof(struct sess_mapping)) ||
 	    defs_init(&s->se_threads, sizeof(struct sess_thread)) ||
-	    defs_init(&s->se_nodes, sizeof(struct sess_node)))
+	    defs_init(&s->se_nodes, sizeof(struct sess_node)) ||
+	    fp_intern_alloc(&s->se_table_ids))
 		goto fail;
 	*out = s;
 	return 0;
@@ -145,6 +159,8 @@ void fp_session_free(struct fp_session *s)
 	fp_intern_free(s->se_mappings.d_ids);
 	fp_intern_free(s->se_threads.d_ids);
 	fp_intern_free(s->se_nodes.d_ids);
+	fp_intern_free(s->se_table_ids);
+	free(s->se_tables);
 	free(s->se_mappings.d_items);
 	free(s->se_threads.d_items);
 	free(s->se_nodes.d_items);
@@ -474,6 +490,102 @@ int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_buil
 	}
 	*ids = out;
 	*n = count;
+	return 0;
+}
+
+/* tables_scan: note the build-IDs of user mappings defined since the last
+ * call. */
+static int tables_scan(struct fp_session *s)
+{
+	size_t n = defs_count(&s->se_mappings);
+	uint32_t idx;
+	int added;
+
+	for (; s->se_tables_scanned < n; s->se_tables_scanned++) {
+		const struct sess_mapping *m = defs_at(&s->se_mappings, s->se_tables_scanned);
+		if (m->sm_kind != FP_MAP_USER || !m->sm_build_id.fb_len)
+			continue;
+		if (fp_intern_get(s->se_table_ids, m->sm_build_id.fb_data, m->sm_build_id.fb_len,
+				  &idx, &added))
+			return -ENOMEM;
+		if (idx >= s->se_tables_cap) {
+			size_t cap = s->se_tables_cap ? s->se_tables_cap * 2 : 16;
+			struct sess_table *t = realloc(s->se_tables, cap * sizeof(*t));
+			if (!t)
+				return -ENOMEM; /* retried: the build-ID stays interned */
+			s->se_tables = t, s->se_tables_cap = cap;
+		}
+		if (added)
+			s->se_tables[idx] = (struct sess_table){ TABLE_PENDING, 0 };
+	}
+	return 0;
+}
+
+int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
+		      size_t *nparts)
+{
+	struct fp_table_part *out = NULL;
+	size_t budget = FP_TABLE_REPLY_MAX, n = 0, max = FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX;
+	uint32_t i, count;
+	int err = tables_scan(s);
+
+	count = (uint32_t)fp_intern_count(s->se_table_ids);
+	for (i = 0; !err && i < count && i < s->se_tables_cap && n < max && budget; i++) {
+		struct sess_table *t = &s->se_tables[i];
+		struct fp_build_id id = { 0 };
+		const void *key;
+		size_t klen, blen, part;
+		void *blob;
+
+		if (t->tb_state == TABLE_DONE)
+			continue;
+		key = fp_intern_key(s->se_table_ids, i, &klen);
+		id.fb_len = (uint8_t)klen;
+		memcpy(id.fb_data, key, klen);
+		if (fp_resolver_unwind(r, &id, &blob, &blen)) {
+			/* Symbols but no table: the file has no CFI.  Neither
+			 * yet: a fetch from the device may bring it. */
+			if (fp_resolver_has(r, &id))
+				t->tb_state = TABLE_DONE;
+			continue;
+		}
+		if (!fp_unwind_table_needed(blob, blen) || blen > FP_TABLE_MAX ||
+		    t->tb_sent >= blen) {
+			t->tb_state = TABLE_DONE;
+			free(blob);
+			continue;
+		}
+		if (!out && !(out = calloc(max, sizeof(*out)))) {
+			free(blob);
+			return -ENOMEM;
+		}
+		part = blen - t->tb_sent;
+		if (part > FP_TABLE_PART_MAX)
+			part = FP_TABLE_PART_MAX;
+		if (part > budget)
+			part = budget;
+		out[n] = (struct fp_table_part){ .tp_build_id = id, .tp_offset = t->tb_sent,
+						 .tp_total = (uint32_t)blen,
+						 .tp_len = (uint32_t)part };
+		if (!(out[n].tp_data = malloc(part))) {
+			err = -ENOMEM;
+		} else {
+			memcpy(out[n].tp_data, (const char *)blob + t->tb_sent, part);
+			n++;
+			budget -= part;
+			t->tb_sent += (uint32_t)part;
+			t->tb_state = t->tb_sent == blen ? TABLE_DONE : TABLE_SENDING;
+		}
+		free(blob);
+	}
+	if (err) {
+		while (n)
+			free(out[--n].tp_data);
+		free(out);
+		return err;
+	}
+	*parts = out;
+	*nparts = n;
 	return 0;
 }
 

@@ -40,6 +40,17 @@ int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct
 int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_build_id **ids,
 		     size_t *n);
 
+/* fp_session_tables: the next parts of the unwind tables the agent needs:
+ * for each distinct build-ID of the session's user mappings, its table
+ * (fp_resolver_unwind) when the code needs one (fp_unwind_table_needed),
+ * once per session, in parts (struct fp_table_part) of at most
+ * FP_TABLE_PART_MAX bytes and FP_TABLE_REPLY_MAX bytes in all; a table
+ * larger than that goes on in the next replies.  A build-ID whose file is
+ * not here yet is tried again at the next call.  The caller frees *parts
+ * and their data.  0 or -ENOMEM. */
+int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
+		      size_t *n);
+
 /* fp_session_seen: whether seq was already applied (a resend after a lost
  * reply); fp_session_done records it. */
 int fp_session_seen(const struct fp_session *s, uint64_t seq);

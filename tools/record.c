@@ -9,10 +9,13 @@
 #include "kernel.h"
 #include "log.h"
 #include "output.h"
+#include "procmaps.h"
 #include "otlp.h"
 #include "resolver.h"
 #include "sampler.h"
 #include "session.h"
+#include "unwind_maps.h"
+#include "unwind_table.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -36,7 +39,7 @@ static void record_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fleetprof record [-d SECONDS] [-F HZ] [-p PID] [--by-thread] [-o DIR]\n"
-		"                        [--cache DIR] [-v]\n"
+		"                        [--cache DIR] [--unwind-mem MB] [-v]\n"
 		"\n"
 		"Profiles this machine (or one process) with eBPF for SECONDS and writes\n"
 		"DIR/profile.folded, DIR/profile.pb.gz (pprof), DIR/profile.otlp.pb\n"
@@ -50,7 +53,9 @@ static void record_usage(FILE *f)
 		"  -o, --output DIR        output directory (default out)\n"
 		"      --cache DIR         symbol cache (default $XDG_CACHE_HOME/fleetprof or\n"
 		"                          ~/.cache/fleetprof)\n"
-		"  -v, --verbose           log debug messages\n");
+		"      --unwind-mem MB     memory for unwind tables of code built without\n"
+		"                          frame pointers (default %u; 0: frame pointers only)\n"
+		"  -v, --verbose           log debug messages\n", FP_UNWIND_MEM_DEFAULT_MB);
 }
 
 static void on_known(uint32_t pid, int known, void *arg)
@@ -69,6 +74,56 @@ static void on_sample(const struct fp_bpf_sample *s, const void *u, const void *
 static int feed_ksyms(const struct fp_ksyms *part, void *arg)
 {
 	return fp_resolver_ksyms(arg, part);
+}
+
+/* Unwind tables: each file that samples show gets its table from the
+ * resolver (compiled from the local file on first use), the two halves
+ * the agent and the symbolizer play apart. */
+struct record_unwind {
+	struct fp_unwind *ru_tables;
+	struct fp_resolver *ru_res;
+	int ru_added;
+};
+
+static int on_file(const struct fp_build_id *id, const char *path, uint32_t pid, void *arg)
+{
+	struct record_unwind *ru = arg;
+	size_t len;
+	void *blob;
+	int err;
+
+	if (fp_resolver_note_path(ru->ru_res, id, path, pid) ||
+	    fp_resolver_unwind(ru->ru_res, id, &blob, &len))
+		return 0;
+	if (fp_unwind_table_needed(blob, len)) {
+		err = fp_unwind_add(ru->ru_tables, id, blob, len);
+		if (err)
+			fp_debug("unwind table of %s: %s", path, strerror(-err));
+		else
+			ru->ru_added++;
+	}
+	free(blob);
+	return 0;
+}
+
+/* compile_tables: the unwind tables of pid's files, into the cache. */
+static void compile_tables(struct fp_resolver *res, uint32_t pid)
+{
+	struct fp_procmaps *pm;
+	size_t i, len;
+	void *blob;
+
+	if (fp_procmaps_read("/proc", pid, &pm))
+		return;
+	for (i = 0; i < pm->pm_nvmas; i++) {
+		struct fp_vma *v = &pm->pm_vmas[i];
+		if (v->fv_path[0] != '/' || fp_procmaps_build_id("/proc", pm, v) ||
+		    fp_resolver_note_path(res, &v->fv_build_id, v->fv_path, pid) ||
+		    fp_resolver_unwind(res, &v->fv_build_id, &blob, &len))
+			continue;
+		free(blob);
+	}
+	fp_procmaps_free(pm);
 }
 
 static void default_cache(char *buf, size_t len)
@@ -90,11 +145,13 @@ int fp_cmd_record(int argc, char **argv)
 		{ "by-thread", no_argument, NULL, 't' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "cache", required_argument, NULL, 'C' },
+		{ "unwind-mem", required_argument, NULL, 'U' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	uint32_t duration = 10, frequency = 99, pid = 0;
+	uint32_t duration = 10, frequency = 99, pid = 0, unwind_mb = FP_UNWIND_MEM_DEFAULT_MB;
+	struct record_unwind ru = { 0 };
 	const char *outdir = "out";
 	char cache[4096], path[4200], host[256] = "", title[512];
 	int by_thread = 0, verbose = 0, c, err;
@@ -120,6 +177,7 @@ int fp_cmd_record(int argc, char **argv)
 		case 't': by_thread = 1; break;
 		case 'o': outdir = optarg; break;
 		case 'C': snprintf(cache, sizeof(cache), "%s", optarg); break;
+		case 'U': if (fp_parse_u32("fleetprof record", "unwind-mem", optarg, 0, FP_UNWIND_MEM_MAX_MB, &unwind_mb)) return 2; break;
 		case 'v': verbose++; break;
 		case 'h': record_usage(stdout); return 0;
 		default: record_usage(stderr); return 2;
@@ -141,20 +199,33 @@ int fp_cmd_record(int argc, char **argv)
 	if (!err)
 		err = fp_collector_alloc(&col, "/proc", "/var/lib/docker", &kernel);
 	if (!err) {
-		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pid = pid,
-					      .so_ringbuf_bytes = 0, .so_fn = on_sample,
-					      .so_arg = col };
-		err = fp_sampler_open(&smp, &so);
-		if (!err)
-			fp_collector_set_known_fn(col, on_known, smp);
-	}
-	if (!err) {
 		struct fp_resolver_opts ro = { .ro_cache_dir = cache, .ro_debug_dir = "/usr/lib/debug",
 					       .ro_local_files = 1, .ro_proc_root = 1 };
 		err = fp_resolver_open(&res, &ro);
 	}
+	/* One process: its tables are compiled before sampling starts and
+	 * installed before its first sample, so that none of its stacks is
+	 * walked by frame pointer while a table compiles. */
+	if (!err && pid && unwind_mb)
+		compile_tables(res, pid);
+	if (!err) {
+		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pid = pid,
+					      .so_ringbuf_bytes = 0,
+					      .so_unwind_bytes = (size_t)unwind_mb << 20,
+					      .so_fn = on_sample, .so_arg = col };
+		err = fp_sampler_open(&smp, &so);
+		if (!err)
+			fp_collector_set_known_fn(col, on_known, smp);
+		if (!err && unwind_mb && !(err = fp_unwind_alloc(&ru.ru_tables, smp)))
+			fp_collector_set_maps_fn(col, fp_unwind_on_maps, ru.ru_tables);
+	}
 	if (err)
 		goto out;
+	ru.ru_res = res;
+	if (pid && ru.ru_tables && fp_collector_adopt(col, pid) == 0) {
+		fp_collector_new_files(col, on_file, &ru);
+		fp_collector_remap(col);
+	}
 
 	/* Sample */
 	fp_info("sampling %s at %u Hz for %u s", pid ? "one process" : "all CPUs", frequency,
@@ -172,6 +243,12 @@ int fp_cmd_record(int argc, char **argv)
 		if (pid && kill((pid_t)pid, 0) && errno == ESRCH) {
 			fp_info("process %u exited", pid);
 			break;
+		}
+		if (ru.ru_tables) {
+			ru.ru_added = 0;
+			fp_collector_new_files(col, on_file, &ru);
+			if (ru.ru_added)
+				fp_collector_remap(col);
 		}
 	}
 	fp_sampler_poll(smp, 0);
@@ -237,6 +314,7 @@ out:
 	fp_session_free(sess);
 	fp_interval_fini(&iv);
 	fp_resolver_close(res);
+	fp_unwind_free(ru.ru_tables);
 	fp_sampler_close(smp);
 	fp_collector_free(col);
 	fp_kernel_fini(&kernel);
