@@ -30,8 +30,9 @@
 #define ARM64_X30 30
 #define ARM64_SP 31
 
-#define MAX_REGS 34       /* columns tracked: every register a row can name */
 #define MAX_REMEMBER 32   /* DW_CFA_remember_state depth; GCC nests 2 or 3 */
+#define MAX_CIE_INSNS 1024 /* a CIE's initial instructions: real ones take a dozen bytes */
+#define CIE_CACHE 16      /* CIEs parsed and run, direct-mapped by offset */
 #define MAX_SEGS 64       /* PT_LOAD segments looked at */
 #define MAX_ALIGN 0x10000 /* code and data alignment factors: real ones are 1, 4 or -8 */
 #define MAX_DEBUG_FRAME (256u << 20) /* a compressed .debug_frame's size once inflated */
@@ -48,11 +49,15 @@ struct reg_rule {
 	int64_t rr_off;
 };
 
+/* The rules a row can say anything about: the CFA, the return address
+ * column and the frame pointer.  Other registers' rules are read and
+ * dropped, which keeps remember_state copies small. */
 struct cfa_state {
 	uint8_t cs_cfa;       /* enum cfa_kind */
 	uint32_t cs_cfa_reg;
 	int64_t cs_cfa_off;
-	struct reg_rule cs_regs[MAX_REGS];
+	struct reg_rule cs_ra;
+	struct reg_rule cs_fp;
 };
 
 struct cfi_section {
@@ -70,6 +75,16 @@ struct cie {
 	uint8_t ci_has_z;
 	uint8_t ci_signal;
 	const uint8_t *ci_insns, *ci_insns_end;
+};
+
+/* A CIE, parsed once, with the rules its initial instructions set. */
+struct cie_entry {
+	uint64_t ce_off;
+	uint32_t ce_sec;
+	int ce_used;
+	int ce_ok;
+	struct cie ce_cie;
+	struct cfa_state ce_init;
 };
 
 struct segment {
@@ -110,7 +125,10 @@ struct cfi_ctx {
 	uint32_t cx_grow_fdes;       /* FDEs that move the CFA off the entry rule */
 	uint32_t cx_fp_fdes;         /* of them, those that keep a frame pointer */
 	struct fp_cfi_stats cx_stats;
+	struct cie_entry cx_cies[CIE_CACHE];
 };
+
+static const struct cie_entry *cie_get(struct cfi_ctx *x, uint32_t si, uint64_t off);
 
 /* A cursor over untrusted bytes: reads past the end return 0 and set
  * cu_bad, so a parser checks once after a group of reads. */
@@ -397,7 +415,8 @@ static int parse_cie(const struct cfi_section *sec, uint64_t off, struct cie *ci
 		ci->ci_fde_enc = 0; /* .debug_frame addresses are plain target addresses */
 	ci->ci_insns = c.cu_p;
 	ci->ci_insns_end = c.cu_end;
-	return 0;
+	/* Run for every FDE (once per cache miss): bounded. */
+	return c.cu_end - c.cu_p > MAX_CIE_INSNS ? -EINVAL : 0;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -422,13 +441,12 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 static int collect(struct cfi_ctx *x, uint32_t si)
 {
 	const struct cfi_section *sec = &x->cx_secs[si];
-	uint64_t off = 0, next, cached_cie = ~0ull;
-	struct cie ci;
-	int cie_ok = 0;
+	uint64_t off = 0, next;
 
 	/* Each entry takes at least 4 bytes: the loop ends. */
 	while (off < sec->se_size) {
 		uint64_t cie_off = 0, vstart, vlen;
+		const struct cie_entry *ce;
 		const struct segment *s;
 		struct fde_ref *f;
 		struct cur c;
@@ -438,18 +456,15 @@ static int collect(struct cfi_ctx *x, uint32_t si)
 		if (err)
 			break; /* terminator, or a length that cannot be trusted */
 		kind = entry_id(sec, &c, is64, &cie_off);
-		if (kind != 0)
-			goto next_entry;
-		if (cie_off != cached_cie) {
-			cached_cie = cie_off;
-			cie_ok = parse_cie(sec, cie_off, &ci) == 0;
-		}
-		if (!cie_ok || read_encoded(x, sec, &c, ci.ci_fde_enc, &vstart) ||
-		    read_encoded(x, sec, &c, ci.ci_fde_enc & 0x0f, &vlen)) {
+		if (kind == 1)
+			goto next_entry; /* a CIE: parsed when an FDE names it */
+		ce = kind == 0 ? cie_get(x, si, cie_off) : NULL;
+		if (!ce || read_encoded(x, sec, &c, ce->ce_cie.ci_fde_enc, &vstart) ||
+		    read_encoded(x, sec, &c, ce->ce_cie.ci_fde_enc & 0x0f, &vlen)) {
 			x->cx_stats.cs_skipped++;
 			goto next_entry;
 		}
-		if (ci.ci_has_z) {
+		if (ce->ce_cie.ci_has_z) {
 			uint64_t zlen = rd_uleb(&c);
 			if (c.cu_bad || zlen > (uint64_t)(c.cu_end - c.cu_p)) {
 				x->cx_stats.cs_skipped++;
@@ -538,15 +553,10 @@ static struct fp_unwind_row to_row(const struct cfi_ctx *x, const struct cie *ci
 	int arm = x->cx_arch == FP_UNWIND_ARCH_ARM64;
 	uint32_t sp = arm ? ARM64_SP : X86_RSP, fpreg = arm ? ARM64_X29 : X86_RBP;
 	struct fp_unwind_row row = { 0 };
-	const struct reg_rule *ra, *fp = &st->cs_regs[fpreg];
+	const struct reg_rule *ra = &st->cs_ra, *fp = &st->cs_fp;
 	uint8_t rule;
 	int8_t ra_slot = 0, fp_slot = 0;
 
-	if (ci->ci_ra >= MAX_REGS) {
-		row.ur_rule = FP_UNWIND_INVALID;
-		return row;
-	}
-	ra = &st->cs_regs[ci->ci_ra];
 	if (ra->rr_kind == REG_UNDEF) {
 		row.ur_rule = FP_UNWIND_STOP;
 		return row;
@@ -611,10 +621,31 @@ static int64_t uscaled(uint64_t v, int64_t factor, int neg)
 	return scaled(neg ? -(int64_t)v : (int64_t)v, factor);
 }
 
-static void set_reg(struct cfa_state *st, uint64_t reg, uint8_t kind, int64_t off)
+static uint64_t fp_column(const struct cfi_ctx *x)
 {
-	if (reg < MAX_REGS)
-		st->cs_regs[reg] = (struct reg_rule){ kind, off };
+	return x->cx_arch == FP_UNWIND_ARCH_ARM64 ? ARM64_X29 : X86_RBP;
+}
+
+static void set_reg(const struct cfi_ctx *x, const struct cie *ci, struct cfa_state *st,
+		    uint64_t reg, uint8_t kind, int64_t off)
+{
+	if (reg == ci->ci_ra)
+		st->cs_ra = (struct reg_rule){ kind, off };
+	if (reg == fp_column(x))
+		st->cs_fp = (struct reg_rule){ kind, off };
+}
+
+/* restore: DW_CFA_restore*: reg's rule as the CIE left it (init NULL:
+ * inside the CIE itself, where it means nothing). */
+static void restore(const struct cfi_ctx *x, const struct cie *ci, struct cfa_state *st,
+		    const struct cfa_state *init, uint64_t reg)
+{
+	if (!init)
+		return;
+	if (reg == ci->ci_ra)
+		st->cs_ra = init->cs_ra;
+	if (reg == fp_column(x))
+		st->cs_fp = init->cs_fp;
 }
 
 /* run: execute instructions [p, end) on st.  With emit, a row goes out for
@@ -641,12 +672,10 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 			advance = 1;
 			break;
 		case 0x80: /* DW_CFA_offset */
-			set_reg(st, op & 0x3f, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
+			set_reg(x, ci, st, op & 0x3f, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
 			break;
 		case 0xc0: /* DW_CFA_restore */
-			reg = op & 0x3f;
-			if (init && reg < MAX_REGS)
-				st->cs_regs[reg] = init->cs_regs[reg];
+			restore(x, ci, st, init, op & 0x3f);
 			break;
 		default:
 			switch (op) {
@@ -665,19 +694,17 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 			case 0x04: delta = rd_uint(&c, 4); advance = 1; break;
 			case 0x05: /* DW_CFA_offset_extended */
 				reg = rd_uleb(&c);
-				set_reg(st, reg, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
+				set_reg(x, ci, st, reg, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
 				break;
 			case 0x06: /* DW_CFA_restore_extended */
-				reg = rd_uleb(&c);
-				if (init && reg < MAX_REGS)
-					st->cs_regs[reg] = init->cs_regs[reg];
+				restore(x, ci, st, init, rd_uleb(&c));
 				break;
-			case 0x07: set_reg(st, rd_uleb(&c), REG_UNDEF, 0); break;
-			case 0x08: set_reg(st, rd_uleb(&c), REG_SAME, 0); break;
+			case 0x07: set_reg(x, ci, st, rd_uleb(&c), REG_UNDEF, 0); break;
+			case 0x08: set_reg(x, ci, st, rd_uleb(&c), REG_SAME, 0); break;
 			case 0x09: /* DW_CFA_register */
 				reg = rd_uleb(&c);
 				rd_uleb(&c);
-				set_reg(st, reg, REG_REGISTER, 0);
+				set_reg(x, ci, st, reg, REG_REGISTER, 0);
 				break;
 			case 0x0a: /* DW_CFA_remember_state */
 				if (depth == MAX_REMEMBER) {
@@ -731,11 +758,11 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 					break;
 				}
 				c.cu_p += len;
-				set_reg(st, reg, REG_EXPR, 0);
+				set_reg(x, ci, st, reg, REG_EXPR, 0);
 				break;
 			case 0x11: /* DW_CFA_offset_extended_sf */
 				reg = rd_uleb(&c);
-				set_reg(st, reg, REG_OFFSET, scaled(rd_sleb(&c), ci->ci_data_align));
+				set_reg(x, ci, st, reg, REG_OFFSET, scaled(rd_sleb(&c), ci->ci_data_align));
 				break;
 			case 0x12: /* DW_CFA_def_cfa_sf */
 				st->cs_cfa = CFA_REG;
@@ -749,11 +776,11 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 				break;
 			case 0x14: /* DW_CFA_val_offset */
 				reg = rd_uleb(&c);
-				set_reg(st, reg, REG_VAL_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
+				set_reg(x, ci, st, reg, REG_VAL_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
 				break;
 			case 0x15: /* DW_CFA_val_offset_sf */
 				reg = rd_uleb(&c);
-				set_reg(st, reg, REG_VAL_OFFSET, scaled(rd_sleb(&c), ci->ci_data_align));
+				set_reg(x, ci, st, reg, REG_VAL_OFFSET, scaled(rd_sleb(&c), ci->ci_data_align));
 				break;
 			case 0x2d: /* DW_CFA_AARCH64_negate_ra_state; SPARC's window save */
 				/* Return addresses are signed: the walker strips the
@@ -766,7 +793,7 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 				break;
 			case 0x2f: /* DW_CFA_GNU_negative_offset_extended */
 				reg = rd_uleb(&c);
-				set_reg(st, reg, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 1));
+				set_reg(x, ci, st, reg, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 1));
 				break;
 			default:
 				/* Operands of unknown size: nothing after can be read. */
@@ -849,37 +876,54 @@ static void count_fp(struct cfi_ctx *x)
 	x->cx_fp_fdes += grows && keeps;
 }
 
+/* cie_get: the CIE at off of section si, parsed and its initial
+ * instructions run; NULL when it is malformed.  Cached: FDEs sorted by
+ * address take turns between a few CIEs, and a hostile file must not make
+ * each of its FDEs re-read a large one. */
+static const struct cie_entry *cie_get(struct cfi_ctx *x, uint32_t si, uint64_t off)
+{
+	struct cie_entry *ce = &x->cx_cies[(off ^ (off >> 7) ^ si) % CIE_CACHE];
+	const struct cfi_section *sec = &x->cx_secs[si];
+
+	if (ce->ce_used && ce->ce_off == off && ce->ce_sec == si)
+		return ce->ce_ok ? ce : NULL;
+	memset(ce, 0, sizeof(*ce));
+	ce->ce_used = 1, ce->ce_off = off, ce->ce_sec = si;
+	if (parse_cie(sec, off, &ce->ce_cie))
+		return NULL;
+	/* Until the CIE says otherwise, registers keep their values (the
+	 * DWARF default is "undefined", but every producer we know means
+	 * "same value" for the callee-saved ones, and an undefined frame
+	 * pointer would make every row INVALID). */
+	ce->ce_init.cs_cfa = CFA_BAD;
+	if (run(x, &ce->ce_cie, sec, ce->ce_cie.ci_insns, ce->ce_cie.ci_insns_end, &ce->ce_init,
+		NULL, 0, 0, 0))
+		ce->ce_init.cs_cfa = CFA_BAD;
+	ce->ce_ok = 1;
+	return ce;
+}
+
 /* compile_fde: step 3 for one FDE, merged into the table.  Code already
  * covered by an earlier FDE keeps that FDE's rows. */
-static int compile_fde(struct cfi_ctx *x, const struct fde_ref *f, struct cie *ci,
-		       uint64_t *cached_cie, uint32_t *cached_sec, int *cie_ok)
+static int compile_fde(struct cfi_ctx *x, const struct fde_ref *f)
 {
 	const struct cfi_section *sec = &x->cx_secs[f->fr_sec];
-	struct cfa_state init = { 0 }, st;
+	const struct cie_entry *ce;
 	uint64_t vend = f->fr_vstart + (f->fr_end - f->fr_start);
+	struct cfa_state st;
 	size_t i;
 	int err;
 
 	if (f->fr_end <= x->cx_cursor)
 		return 0;
-	if (f->fr_cie != *cached_cie || f->fr_sec != *cached_sec) {
-		*cached_cie = f->fr_cie, *cached_sec = f->fr_sec;
-		*cie_ok = parse_cie(sec, f->fr_cie, ci) == 0;
-	}
-	if (!*cie_ok)
+	ce = cie_get(x, f->fr_sec, f->fr_cie);
+	if (!ce)
 		return 0;
-	/* Until a CIE says otherwise, registers keep their values (the
-	 * DWARF default is "undefined", but every producer we know means
-	 * "same value" for the callee-saved ones, and an undefined frame
-	 * pointer would make every row INVALID). */
-	init.cs_cfa = CFA_BAD;
-	if (ci->ci_ra < MAX_REGS)
-		init.cs_regs[ci->ci_ra].rr_kind = REG_SAME;
-	if (run(x, ci, sec, ci->ci_insns, ci->ci_insns_end, &init, NULL, 0, 0, 0))
-		init.cs_cfa = CFA_BAD;
-	st = init;
+	st = ce->ce_init;
 	x->cx_ntmp = 0;
-	if ((err = run(x, ci, sec, f->fr_insns, f->fr_insns_end, &st, &init, f->fr_vstart, vend, 1)))
+	err = run(x, &ce->ce_cie, sec, f->fr_insns, f->fr_insns_end, &st, &ce->ce_init,
+		  f->fr_vstart, vend, 1);
+	if (err)
 		return err;
 	count_fp(x);
 	x->cx_stats.cs_fdes++;
@@ -1016,10 +1060,8 @@ static int finish_blob(struct cfi_ctx *x, int keeps_fp, void **blob, size_t *len
 int fp_cfi_compile_stats(int fd, void **blob, size_t *len, struct fp_cfi_stats *st)
 {
 	struct cfi_ctx x = { 0 };
-	uint64_t cached_cie = ~0ull;
-	uint32_t cached_sec = ~0u, si;
-	struct cie ci;
-	int err, go = 0, cie_ok = 0, keeps_fp;
+	uint32_t si;
+	int err, go = 0, keeps_fp;
 	size_t i;
 	Elf *elf;
 
@@ -1040,7 +1082,7 @@ int fp_cfi_compile_stats(int fd, void **blob, size_t *len, struct fp_cfi_stats *
 	}
 	qsort(x.cx_fdes, x.cx_nfdes, sizeof(*x.cx_fdes), fde_cmp);
 	for (i = 0; i < x.cx_nfdes && !err; i++)
-		err = compile_fde(&x, &x.cx_fdes[i], &ci, &cached_cie, &cached_sec, &cie_ok);
+		err = compile_fde(&x, &x.cx_fdes[i]);
 	if (!err && x.cx_nrows)
 		err = append(&x, x.cx_cursor, (struct fp_unwind_row){ 0 });
 	if (!err && !x.cx_nrows)

@@ -46,14 +46,15 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
 
 /* fp_resolver_add_file: ingest the ELF file open at fd (an upload, a file
  * from a store) into the cache, under the build-ID read from the file
- * itself, which is written to *id; also its unwind table when the file
- * has CFI and its table has more FDEs than a stored one (a debug file
- * without CFI never replaces the binary's).  When the build-ID is cached already,
+ * itself, which is written to *id.  When the build-ID is cached already,
  * the richer table stays (a debug file after a stripped binary replaces
- * its table; the other way round changes nothing).  Clears the "no source had it" mark, so frames of that
- * build-ID resolve from the next look-up on.  Safe to call from any
- * thread.  0, -ENOENT (no build-ID or no symbols), -EINVAL (not ELF or
- * malformed) or a negative errno. */
+ * its table; the other way round changes nothing).  Its unwind table is
+ * compiled and stored too when the file has CFI and the table has more
+ * FDEs than a stored one (a debug file, whose .eh_frame is NOBITS, never
+ * replaces the binary's).  Clears the "no source had it" mark, so frames
+ * of that build-ID resolve from the next look-up on.  Safe to call from
+ * any thread.  0, -ENOENT (no build-ID or no symbols), -EINVAL (not ELF
+ * or malformed) or a negative errno. */
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *id);
 
 /* fp_resolver_unwind: a copy of the unwind table (bpf/unwind.h) of id in
