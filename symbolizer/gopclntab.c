@@ -372,6 +372,8 @@ int fp_gopclntab_ingest(const void *data, size_t len, uint64_t text, int what,
 	struct pcln p = { 0 };
 	int err;
 
+	if (st)
+		*st = s;
 	if ((err = parse_header(&p, data, len)))
 		return err;
 	if (text)

@@ -585,6 +585,67 @@ static void test_damaged(void)
 	free(pcln);
 }
 
+/* The fuzz seeds are small tables of every layout we read, written by
+ * hand: each must give its three functions, files and lines. */
+static void test_seeds(void)
+{
+	static const char *const seeds[] = { "v116_le64", "v118_le64", "v118_le32",
+					     "v120_le64", "v120_be64", "v120_q4" };
+	static const struct {
+		uint64_t addr;
+		const char *func, *file;
+		unsigned line;
+	} want[] = {
+		{ 0x401000, "main.main", "main.go", 10 },
+		{ 0x40101f, "main.main", "main.go", 11 },
+		{ 0x401030, "main.main", "main.go", 12 },
+		{ 0x401040, "main.leaf", "leaf.go", 20 },
+		{ 0x401048, "main.leaf", "leaf.go", 21 },
+		{ 0x401079, "main.leaf", "leaf.go", 22 },
+		{ 0x4010bf, "runtime.gogo", "asm.s", 30 },
+	};
+
+	if (access("tests/fuzz/corpus/fuzz_gopclntab", F_OK)) {
+		printf("SKIP: %s:test_seeds (run from the repository)\n", __FILE__);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		char path[128];
+		uint8_t buf[4096];
+		struct fp_symtab t;
+		void *blob = NULL;
+		size_t blen, n;
+		FILE *f;
+		int before = check_failures;
+
+		snprintf(path, sizeof(path), "tests/fuzz/corpus/fuzz_gopclntab/%s", seeds[i]);
+		f = fopen(path, "rb");
+		CHECK(f != NULL);
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		CHECK_EQ_INT(table_from(buf, n, 0x401000, &blob, &blen, &t), 0);
+		for (size_t k = 0; blob && k < sizeof(want) / sizeof(want[0]); k++) {
+			struct answer a;
+
+			ours(&t, want[k].addr, &a);
+			CHECK(!strcmp(a.an_func, want[k].func));
+			CHECK(!strcmp(a.an_file, want[k].file));
+			CHECK_EQ_INT(a.an_line, want[k].line);
+		}
+		if (blob) {
+			struct answer a;
+
+			ours(&t, 0x4010c0, &a); /* past the last function */
+			CHECK(!a.an_func[0]);
+		}
+		free(blob);
+		if (check_failures != before)
+			fprintf(stderr, "  seed %s\n", seeds[i]);
+	}
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gopclntab_test.XXXXXX");
@@ -592,6 +653,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	RUN(test_seeds);
 	if (find_go()) {
 		if (getenv("CI")) {
 			printf("FAIL: %s:go (no Go toolchain: /usr/local/go/bin/go or go in PATH)\n",
