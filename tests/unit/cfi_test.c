@@ -431,6 +431,55 @@ out:
 	CHECK_EQ_INT(system(cmd), 0);
 }
 
+/* The frame-pointer flag: set for code built with frame pointers, not
+ * without. */
+static void test_frame_pointer_flag(void)
+{
+	static const char *const flags[] = { "-fno-omit-frame-pointer", "-fomit-frame-pointer" };
+	char dir[] = "/tmp/cfi_fp.XXXXXX", cmd[512], c_file[64], so[64];
+	struct fp_cfi_stats st;
+	const struct fp_unwind_header *h;
+	void *blob;
+	size_t len, i;
+	FILE *f;
+	int k;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(c_file, sizeof(c_file), "%s/fp.c", dir);
+	f = fopen(c_file, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	/* Functions with a frame each: a local array the next one fills. */
+	fprintf(f, "void sink(volatile int *p);\nint f0(int n) { volatile int a[8]; sink(a); return a[n & 7]; }\n");
+	for (k = 1; k < 24; k++)
+		fprintf(f, "int f%d(int n) { volatile int a[8]; a[n & 7] = f%d(n + 1); sink(a); return a[1]; }\n",
+			k, k - 1);
+	fclose(f);
+	for (i = 0; i < 2; i++) {
+		snprintf(so, sizeof(so), "%s/fp%zu.so", dir, i);
+		snprintf(cmd, sizeof(cmd), "cc -O2 -fPIC -shared -nostdlib %s -o %s %s 2>/dev/null",
+			 flags[i], so, c_file);
+		if (system(cmd) != 0) {
+			printf("  no C compiler: the frame-pointer flag not tested\n");
+			break;
+		}
+		CHECK_EQ_INT(compile_path(so, &blob, &len, &st), 0);
+		if (!blob)
+			continue;
+		h = blob;
+		printf("  %s: %u FDEs, flags %u\n", flags[i], st.cs_fdes, h->uh_flags);
+		CHECK_EQ_INT(h->uh_flags & FP_UNWIND_F_FRAME_POINTERS, i == 0);
+		free(blob);
+		blob = NULL;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ_INT(system(cmd), 0);
+}
+
 /* A tiny ELF64 file in memory. */
 struct buf {
 	uint8_t b[4096];
@@ -859,6 +908,7 @@ int main(void)
 	RUN(test_oracle_x86);
 	RUN(test_special_rows);
 	RUN(test_debug_frame);
+	RUN(test_frame_pointer_flag);
 	RUN(test_arm64);
 	RUN(test_hostile);
 	RUN(test_isolated);
