@@ -33,7 +33,8 @@ struct fp_cfi_stats {
  * FP_UNWIND_NONE row.  uh_flags has FP_UNWIND_F_FRAME_POINTERS when the
  * code keeps frame pointers: a Go binary, or one where nearly all FDEs
  * that set up a frame use the frame pointer (the heuristic is spelled out
- * in cfi.c).  The caller frees *blob; it passes fp_unwind_table_check.  Same signature as fp_build_fn (isolate.h).
+ * in cfi.c).  The caller frees *blob; it passes fp_unwind_table_check.
+ * Same signature as fp_build_fn (isolate.h).
  * 0, -ENOENT (no CFI section with content, or no FDE in executable code),
  * -EINVAL (not ELF, not 64-bit little-endian, not x86-64 or arm64),
  * -E2BIG (more than FP_UNWIND_MAX_ROWS rows), -ENOMEM. */
