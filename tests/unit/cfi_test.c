@@ -879,6 +879,28 @@ static void test_resolver(void)
 	fp_resolver_stats(r, &st);
 	CHECK_EQ_INT(st.rs_unwind_compiled, 1);
 	CHECK_EQ_INT(st.rs_unwind_bytes, dlen);
+	/* The symbols' miss path compiles the table on its way, from the
+	 * mapping's own path. */
+	{
+		struct fp_resolver *r2 = NULL;
+		struct fp_lookup *l = NULL;
+		struct fp_resolved out;
+		char cache2[80];
+
+		snprintf(cache2, sizeof(cache2), "%s/cache2", dir);
+		o.ro_cache_dir = cache2;
+		CHECK_EQ_INT(fp_resolver_open(&r2, &o), 0);
+		CHECK_EQ_INT(fp_resolver_begin(r2, &l), 0);
+		if (l)
+			fp_resolver_frame(l, FP_MAP_USER, &id, path, 0, 0x1000, &out);
+		fp_resolver_end(l);
+		fp_resolver_stats(r2, &st);
+		CHECK_EQ_INT(st.rs_unwind_compiled, 1);
+		CHECK_EQ_INT(fp_resolver_unwind(r2, &id, &blob, &len), 0);
+		CHECK(len == dlen && blob && !memcmp(blob, direct, len));
+		free(blob);
+		fp_resolver_close(r2);
+	}
 	/* A detached debug file: its .eh_frame is NOBITS. */
 	snprintf(cmd, sizeof(cmd), "objcopy --only-keep-debug %s %s 2>/dev/null", path, dbg);
 	if (system(cmd) == 0 && (fd = open(dbg, O_RDONLY)) >= 0) {
