@@ -269,7 +269,7 @@ static int read_encoded(const struct cfi_ctx *x, const struct cfi_section *sec, 
 	return 0;
 }
 
-/* encoded_size_only: skip a pointer of encoding enc without evaluating it
+/* skip_encoded: skip a pointer of encoding enc without evaluating it
  * (personality routines). */
 static int skip_encoded(struct cur *c, uint8_t enc)
 {
