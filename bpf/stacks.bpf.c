@@ -412,6 +412,12 @@ int fp_sample(void *ctx)
 				return walk(ctx, e);
 			}
 			count(FP_CNT_WALK_LOST);
+			/* The kernel finds the user registers (on an IRQ
+			 * stack, say) but walks by frame pointer, which this
+			 * process's code may not keep: only its first frame,
+			 * the interrupted PC, is sure. */
+			ubytes = bpf_get_stack(ctx, e->stacks, 8, BPF_F_USER_STACK);
+			return finish(ctx, e, ubytes);
 		}
 		ubytes = bpf_get_stack(ctx, e->stacks, FP_STACK_DEPTH * 8, BPF_F_USER_STACK);
 	} else {

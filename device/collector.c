@@ -562,6 +562,12 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 		for (i = 0; i < s->ustack_bytes / 8 && n < FP_MAX_FRAMES; i++) {
 			uint64_t ip;
 			memcpy(&ip, (const char *)ustack + i * 8, 8);
+			/* Past the leaf, an address outside every executable
+			 * mapping is no return address: a frame-pointer walk
+			 * through code without frame pointers read a stack
+			 * word.  The stack ends there. */
+			if (i && pe && pe->pe_maps && !fp_procmaps_find(pe->pe_maps, ip))
+				break;
 			if (user_frame_by_ip(c, pe, s->pid, ip, &c->cl_frames[n++]))
 				goto oom;
 		}
