@@ -128,6 +128,7 @@ ALIASES = {
     "__malloc": "malloc",
     "__write": "write",
     "__read": "read",
+    "__qsort_r": "qsort_r",
 }
 
 
