@@ -196,8 +196,8 @@ static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes
 static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w)
 {
 	struct fp_regs r;
-	__u64 top;
-	int pad;
+	__u64 top, prev;
+	int pad, stack;
 
 	/* Read the context once, each field at a constant offset: the
 	 * verifier refuses context loads through a moved pointer. */
@@ -205,18 +205,27 @@ static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w)
 	if (USER_MODE(ctx))
 		return 0;
 	top = (w->sp & ~(thread_size - 1)) + thread_size;
-	for (pad = 0; pad <= 16; pad += 16) {
-		if (bpf_probe_read_kernel(&r, sizeof(r), (void *)(top - pad - sizeof(r))))
-			continue;
+	for (stack = 0; stack < 2; stack++) {
+		for (pad = 0; pad <= 16; pad += 16) {
+			if (bpf_probe_read_kernel(&r, sizeof(r), (void *)(top - pad - sizeof(r))))
+				continue;
 #if defined(__TARGET_ARCH_arm64)
-		if (!USER_MODE(&r))
-			continue;
+			if (!USER_MODE(&r))
+				continue;
 #else
-		if (r.cs != 0x33 || r.ss != 0x2b) /* __USER_CS, __USER_DS */
-			continue;
+			if (r.cs != 0x33 || r.ss != 0x2b) /* __USER_CS, __USER_DS */
+				continue;
 #endif
-		w->ip = REG_IP(&r), w->sp = REG_SP(&r), w->fp = REG_FP(&r), w->lr = REG_LR(&r);
-		return 0;
+			w->ip = REG_IP(&r), w->sp = REG_SP(&r), w->fp = REG_FP(&r);
+			w->lr = REG_LR(&r);
+			return 0;
+		}
+		/* Not the task's stack but the CPU's IRQ stack (a sample in
+		 * an interrupt or softirq): its top word is the interrupted
+		 * stack pointer (x86-64 saves it there when it switches). */
+		if (bpf_probe_read_kernel(&prev, sizeof(prev), (void *)(top - 8)) || !prev)
+			return -1;
+		top = (prev & ~(thread_size - 1)) + thread_size;
 	}
 	return -1;
 }
