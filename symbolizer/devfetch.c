@@ -157,12 +157,14 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_bu
 	return ask(fe, 0, sizeof(Elf64_Ehdr), ranges, n) == -ENOMEM ? -ENOMEM : 0;
 }
 
-/* The sections worth fetching: symbols, their strings, notes (build-ID),
- * MiniDebugInfo. */
+/* The sections worth fetching: symbols, their strings, notes (build-ID,
+ * Go build ID), MiniDebugInfo, Go's function table (all a stripped Go
+ * binary has). */
 static int wanted_section(const char *name, const GElf_Shdr *sh)
 {
 	static const char *const names[] = { ".symtab", ".strtab", ".dynsym", ".dynstr",
-					     ".gnu_debugdata", ".gnu_debuglink" };
+					     ".gnu_debugdata", ".gnu_debuglink", ".gopclntab",
+					     ".data.rel.ro.gopclntab" };
 	size_t i;
 
 	if (sh->sh_type == SHT_NOBITS || !sh->sh_size)

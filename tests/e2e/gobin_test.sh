@@ -79,7 +79,24 @@ cat "$TMP"/out/*/*.folded > "$TMP/remote.folded" 2>/dev/null
 check remote-names grep -qE ';main\.main\.func1;main\.hashLoop' "$TMP/remote.folded"
 check remote-sort grep -qE ';main\.main\.func2;main\.sortLoop' "$TMP/remote.folded"
 
-# 3. A C program linked without any build-ID note (like some Python
+# 3. No access to the binary: the symbolizer asks the agent for its
+# sections (notes and .gopclntab) and checks the Go-derived id on them.
+port=$(free_port)
+"$SYMB" --listen "tcp://127.0.0.1:$port" --cache "$TMP/fcache" --out "$TMP/fout" \
+	--debug-dir "$TMP/nodebug" --no-local-files > "$TMP/fsymb.log" 2>&1 &
+symb=$!
+PIDS+=($symb)
+"$AGENT" --server "tcp://127.0.0.1:$port" --interval 1 -p "$wl" > "$TMP/fagent.log" 2>&1 &
+agent=$!
+PIDS+=($agent)
+wait_for 30 bash -c "[ \$(ls '$TMP'/fout/*/*.folded 2>/dev/null | wc -l) -ge 5 ]"
+kill -INT "$agent"; wait "$agent"
+kill -TERM "$symb"; wait "$symb"
+check devfetch-fetched grep -q 'fetched from the device' "$TMP/fsymb.log"
+ls "$TMP"/fout/*/*.folded | tail -n 2 | xargs cat > "$TMP/fetched.folded"
+check devfetch-names grep -qE ';main\.main\.func1;main\.hashLoop' "$TMP/fetched.folded"
+
+# 4. A C program linked without any build-ID note (like some Python
 # extension modules): its id comes from its contents.
 cat > "$TMP/nobid.c" <<'EOF_C'
 #include <stdlib.h>
@@ -115,4 +132,4 @@ if cc -O1 -g -fno-omit-frame-pointer -Wl,--build-id=none -o "$TMP/bin/nobid" "$T
 else
 	fail c-build "cc -Wl,--build-id=none"
 fi
-tail -n 3 "$TMP/record.log" "$TMP/symb.log" "$TMP/agent.log" >&2
+tail -n 3 "$TMP/record.log" "$TMP/symb.log" "$TMP/agent.log" "$TMP/fsymb.log" >&2
