@@ -8,10 +8,16 @@ same run.  `make bench` runs it as root.
    sample, BPF map memory and wire bytes per sample.
 2. At 999 Hz: the workload's throughput with no profiler, under the agent,
    under perf.
+3. Unwinding code without frame pointers: a 30-frame stack (gcc -O2)
+   under the agent, `perf record --call-graph dwarf` and `perf record -g`
+   at once: BPF time per sample, agent memory and maps, wire bytes, how
+   many intervals until stacks are whole; table size and compile time for
+   libc and python3.
 
 Prints a table with ratios and writes it to BUILD/bench.txt.
 """
 import argparse
+import glob
 import os
 import threading
 import re
@@ -169,6 +175,83 @@ def throughput(args, tmp):
             "perf_loss": 100.0 * (1 - med["perf"] / med["base"]), "runs": runs}
 
 
+def section_size(path, name):
+    out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = line.replace("[ ", "[").split()
+        if len(f) > 5 and f[1] == name:
+            return int(f[5], 16)
+    return 0
+
+
+def unwind_bench(args, tmp):
+    deep = f"{tmp}/deep"
+    subprocess.run(["gcc", "-O2", "-g", "tests/workload/deep.c", "-o", deep], check=True)
+    secs = args.unwind_seconds
+    wl = subprocess.Popen([deep, str(secs + 6)])
+    symb = Symbolizer(args.build, f"{tmp}/unwind")
+    perfs = {}
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        agent = subprocess.Popen(
+            [f"{args.build}/fleetprof-agent", "--server", symb.addr, "-F", "99", "--interval", "1",
+             "-p", str(wl.pid), "-v"], stderr=subprocess.PIPE, text=True)
+        agent_rss = PeakRss(agent.pid)
+        for name, cg in (("dwarf", ["--call-graph", "dwarf"]), ("fp", ["-g"])):
+            perfs[name] = subprocess.Popen(
+                ["perf", "record", "-q", "-F", "99", *cg, "-p", str(wl.pid), "-o",
+                 f"{tmp}/perf-{name}.data", "--", "sleep", str(secs)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        perf_rss = {n: PeakRss(p.pid) for n, p in perfs.items()}
+        perf_cpu = {n: wait_cpu(p) for n, p in perfs.items()}
+        agent_cpu, log = stop_agent(agent)
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("0")
+        wl.kill()
+        wl.wait()
+        symb.stop()
+    perf_bytes = {}
+    for n in perfs:
+        data = f"{tmp}/perf-{n}.data"
+        nsamp = sum(1 for l in subprocess.run(["perf", "script", "-i", data, "-F", "period"],
+                                              capture_output=True, text=True).stdout.splitlines()
+                    if l.strip())
+        perf_bytes[n] = os.path.getsize(data) / nsamp if nsamp else float("nan")
+    m = re.search(r"bpf: (\d+) runs, (\d+) ns/run, maps (\d+) bytes", log)
+    ns_per_run, map_bytes = (int(m.group(2)), int(m.group(3))) if m else (0, 0)
+    tables = re.search(r"(\d+) bytes of unwind tables", log)
+    rows = re.search(r"of (\d+) rows\)", log)
+    rows_bytes = 8 * int(rows.group(1)) if rows else 0
+    # Per 1 s interval from the first sample: the share of whole stacks
+    # (all 30 frames down to _start).
+    whole = []
+    for path in sorted(glob.glob(f"{tmp}/unwind/out/*/*.folded"))[:4]:
+        total = good = 0
+        for line in open(path):
+            stack, _, n = line.rstrip().rpartition(" ")
+            if "spin" in stack:
+                total += int(n)
+                good += int(n) if ";_start;" in stack and stack.count(";down") == 28 else 0
+        whole.append(f"{100 * good // total}%" if total else "-")
+    files = {}
+    for name, path in (("libc", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+                       ("python3", os.path.realpath("/usr/bin/python3"))):
+        t0 = time.perf_counter()
+        subprocess.run([f"{args.build}/fleetprof", "symbolize", "-e", path, "--unwind-table",
+                        "-o", f"{tmp}/{name}.table"], check=True, capture_output=True)
+        ms = 1000 * (time.perf_counter() - t0)
+        files[name] = (os.path.getsize(f"{tmp}/{name}.table"), section_size(path, ".eh_frame"), ms)
+    return {"ns_per_run": ns_per_run, "map_bytes": map_bytes, "agent_cpu": agent_cpu,
+            "agent_rss_kb": agent_rss.kib, "perf_cpu": perf_cpu,
+            "perf_rss_kb": {n: r.kib for n, r in perf_rss.items()}, "perf_bytes": perf_bytes,
+            "steady": steady_bytes_per_sample(log),
+            "table_bytes": int(tables.group(1)) if tables else 0, "whole": whole,
+            "rows_bytes": rows_bytes,
+            "files": files}
+
+
 def libc_debug_file():
     out = subprocess.run(["readelf", "-n", "/lib/x86_64-linux-gnu/libc.so.6"],
                          capture_output=True, text=True).stdout
@@ -276,6 +359,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--throughput-seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--unwind-seconds", type=int, default=20)
     args = ap.parse_args()
     args.workload = f"{args.build}/tests/workload"
     if os.geteuid() != 0:
@@ -284,6 +368,7 @@ def main():
         fp = footprint(args, tmp)
         tp = throughput(args, tmp)
         sb = symbolizer_bench(args, tmp)
+        uw = unwind_bench(args, tmp)
         enc = dict(l.split("=") for l in subprocess.run(
             [f"{args.build}/bench/encode_bench"], capture_output=True, text=True).stdout.split())
     ncpu = os.cpu_count()
@@ -329,6 +414,24 @@ def main():
               f"{float(enc['otlp_bytes_per_sample']):6.2f} bytes/sample",
               f"  pprof {float(enc['pprof_ms']):7.2f} ms  {int(enc['pprof_bytes']):>9} bytes  "
               f"{float(enc['pprof_bytes_per_sample']):6.2f} bytes/sample (uncompressed)"]
+    lines += ["", f"Unwinding a 30-frame stack without frame pointers (gcc -O2), {args.unwind_seconds} s "
+              "at 99 Hz, one process, all three at once:",
+              f"{'':52} {'fleetprof':>12} {'perf dwarf':>12} {'perf -g':>12}",
+              f"{'BPF program run time per sample, ns':52} {uw['ns_per_run']:>12} {'-':>12} {'-':>12}",
+              f"{'process CPU time, s':52} {uw['agent_cpu']:>12.3f} {uw['perf_cpu']['dwarf']:>12.3f} "
+              f"{uw['perf_cpu']['fp']:>12.3f}",
+              f"{'peak RSS, KiB':52} {uw['agent_rss_kb']:>12} {uw['perf_rss_kb']['dwarf']:>12} "
+              f"{uw['perf_rss_kb']['fp']:>12}",
+              f"{'RSS + BPF maps, table rows counted once, MiB':52} "
+              f"{(uw['agent_rss_kb'] * 1024 + uw['map_bytes'] - uw['rows_bytes']) / 2**20:>12.2f} "
+              f"{'-':>12} {'-':>12}",
+              f"{'bytes per sample: wire steady state / perf.data':52} {uw['steady']:>12.2f} "
+              f"{uw['perf_bytes']['dwarf']:>12.0f} {uw['perf_bytes']['fp']:>12.0f}",
+              f"{'unwind table bytes sent to the agent, once':52} {uw['table_bytes']:>12} {'-':>12} {'-':>12}",
+              f"whole stacks in the first 1 s intervals from the first sample: {', '.join(uw['whole'])}"]
+    for name, (tb, eh, ms) in uw["files"].items():
+        lines.append(f"table of {name}: {tb} bytes, {tb / eh:.2f}x its .eh_frame ({eh} bytes); "
+                     f"fleetprof symbolize --unwind-table: {ms:.0f} ms, start-up included")
     text = "\n".join(lines)
     print(text)
     with open(f"{args.build}/bench.txt", "w") as f:
