@@ -19,6 +19,7 @@
 #include "fileid.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -216,6 +217,56 @@ static int hash_contents(int fd, uint64_t size, struct sip *s)
 	return err;
 }
 
+/* Content ids of the last files hashed, so that a file mapped by many
+ * processes (or read again with each new mapping list) is hashed once
+ * while it stays the same file: same device, inode, size, modification
+ * and change time.  (A file rewritten in place, to the same size, within
+ * one tick of the file system's clock after it was hashed would keep its
+ * old id; files that are mapped for execution are not rewritten so.) */
+#define CACHE_SLOTS 64
+
+struct cached_id {
+	struct stat ci_stat;
+	struct fp_build_id ci_id;
+	int ci_used;
+};
+
+static struct cached_id id_cache[CACHE_SLOTS];
+static pthread_mutex_t id_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct cached_id *cache_slot(const struct stat *st)
+{
+	uint64_t h = (uint64_t)st->st_ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)st->st_dev;
+
+	return &id_cache[(h >> 32) % CACHE_SLOTS];
+}
+
+static int cache_get(const struct stat *st, struct fp_build_id *id)
+{
+	struct cached_id *c;
+	int hit;
+
+	pthread_mutex_lock(&id_cache_lock);
+	c = cache_slot(st);
+	hit = c->ci_used && same_file(&c->ci_stat, st);
+	if (hit)
+		*id = c->ci_id;
+	pthread_mutex_unlock(&id_cache_lock);
+	return hit;
+}
+
+static void cache_put(const struct stat *st, const struct fp_build_id *id)
+{
+	struct cached_id *c;
+
+	pthread_mutex_lock(&id_cache_lock);
+	c = cache_slot(st);
+	c->ci_stat = *st;
+	c->ci_id = *id;
+	c->ci_used = 1;
+	pthread_mutex_unlock(&id_cache_lock);
+}
+
 int fp_fileid(int fd, const void *go_build_id, size_t go_len, struct fp_build_id *id)
 {
 	struct stat before, after;
@@ -235,6 +286,8 @@ int fp_fileid(int fd, const void *go_build_id, size_t go_len, struct fp_build_id
 		return -errno;
 	if (!S_ISREG(before.st_mode) || before.st_size <= 0)
 		return -EINVAL;
+	if (cache_get(&before, id))
+		return 0;
 	sip_init(&s, fileid_key, 16);
 	sip_update(&s, tag_content, sizeof(tag_content));
 	if ((err = hash_contents(fd, (uint64_t)before.st_size, &s)))
@@ -244,6 +297,7 @@ int fp_fileid(int fd, const void *go_build_id, size_t go_len, struct fp_build_id
 	if (!same_file(&before, &after))
 		return -EAGAIN;
 	fileid_set(id, FP_FILEID_CONTENT, &s);
+	cache_put(&after, id);
 	return 0;
 }
 

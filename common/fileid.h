@@ -52,7 +52,9 @@
  * that Go build ID and does not read fd (which may then be -1); without
  * (NULL), from the file's contents, read with pread.  The contents are
  * read between two fstat() calls: a file that changes size, inode,
- * modification or change time meanwhile gets no id.
+ * modification or change time meanwhile gets no id.  The last 64 content
+ * ids are remembered by (device, inode, size, modification and change
+ * time), so a file is hashed once while it stays the same.
  * 0, -EINVAL (empty file, not a regular file, bad go_len), -EAGAIN (the
  * file changed while it was read), -EIO (short read) or a negative errno
  * from fstat/pread. */
