@@ -410,24 +410,26 @@ int fp_sample(void *ctx)
 	e->hdr.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
 
-	if (bpf_map_lookup_elem(&known_pids, &pid)) {
+	/* A process with unwind tables is walked here.  Its entry goes on
+	 * exec and exit, like known_pids', so its addresses are the current
+	 * image's even while the agent refreshes what it knows. */
+	if (bpf_map_lookup_elem(&unwind_procs, &pid)) {
 		e->hdr.flags = FP_SAMPLE_USER_RAW;
-		if (bpf_map_lookup_elem(&unwind_procs, &pid)) {
-			__builtin_memset(&e->walk, 0, sizeof(e->walk));
-			e->walk.exact = 1;
-			if (user_regs(ctx, &e->walk) == 0) {
-				e->hdr.flags |= FP_SAMPLE_WALKED;
-				count(FP_CNT_WALKS);
-				return walk(ctx, e);
-			}
-			count(FP_CNT_WALK_LOST);
-			/* The kernel finds the user registers (on an IRQ
-			 * stack, say) but walks by frame pointer, which this
-			 * process's code may not keep: only its first frame,
-			 * the interrupted PC, is sure. */
-			ubytes = bpf_get_stack(ctx, e->stacks, 8, BPF_F_USER_STACK);
-			return finish(ctx, e, ubytes);
+		__builtin_memset(&e->walk, 0, sizeof(e->walk));
+		e->walk.exact = 1;
+		if (user_regs(ctx, &e->walk) == 0) {
+			e->hdr.flags |= FP_SAMPLE_WALKED;
+			count(FP_CNT_WALKS);
+			return walk(ctx, e);
 		}
+		count(FP_CNT_WALK_LOST);
+		/* The kernel finds the user registers (on an IRQ stack,
+		 * say) but walks by frame pointer, which this process's
+		 * code may not keep: only its first frame, the interrupted
+		 * PC, is sure. */
+		ubytes = bpf_get_stack(ctx, e->stacks, 8, BPF_F_USER_STACK);
+	} else if (bpf_map_lookup_elem(&known_pids, &pid)) {
+		e->hdr.flags = FP_SAMPLE_USER_RAW;
 		ubytes = bpf_get_stack(ctx, e->stacks, FP_STACK_DEPTH * 8, BPF_F_USER_STACK);
 	} else {
 		e->hdr.flags = 0;

@@ -47,7 +47,7 @@ for f in "${files[@]}"; do
 done
 check intervals test ${#files[@]} -ge 6
 check samples test "$total_after_two" -ge 300
-check whole-from-third-interval test $((whole_after_two * 100)) -ge $((total_after_two * 95))
+check whole-from-third-interval test $((whole_after_two * 100)) -ge $((total_after_two * 97))
 sent=$(sed -n 's/.*unwind table bytes sent \([0-9]*\).*/\1/p' "$TMP/symb.log" | tail -n 1)
 got=$(sed -n 's/.* \([0-9]*\) bytes of unwind tables.*/\1/p' "$TMP/agent.log")
 echo "table bytes: sent $sent, received $got" >&2
