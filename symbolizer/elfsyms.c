@@ -870,10 +870,44 @@ int fp_elf_debuglink_crc(int fd, uint32_t *crc)
 
 /* add_gopclntab: what (FP_GOPCLNTAB_*) of Go's pc-line table.  A broken
  * table is no error: the rest of the file still counts. */
+/* go_image: the file-backed parts of the PT_LOAD segments, where Go's
+ * inline trees and moduledata are.  The caller frees *segs. */
+static int go_image(const struct elf_file *f, struct fp_gopclntab_segment **segs, size_t *n)
+{
+	const uint8_t *raw;
+	size_t phnum, rawlen = 0;
+
+	*segs = NULL;
+	*n = 0;
+	raw = (const uint8_t *)elf_rawfile(f->ef_elf, &rawlen);
+	if (!raw || rawlen < f->ef_size || elf_getphdrnum(f->ef_elf, &phnum) != 0 || !phnum ||
+	    phnum > f->ef_size / sizeof(Elf32_Phdr))
+		return 0;
+	*segs = calloc(phnum, sizeof(**segs));
+	if (!*segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(f->ef_elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !in_file(f, ph.p_offset, ph.p_filesz))
+			continue;
+		(*segs)[(*n)++] = (struct fp_gopclntab_segment){
+			.gg_vaddr = ph.p_vaddr,
+			.gg_data = raw + ph.p_offset,
+			.gg_len = (size_t)ph.p_filesz,
+			.gg_writable = !!(ph.p_flags & PF_W),
+		};
+	}
+	return 0;
+}
+
 static int add_gopclntab(const struct elf_file *f, struct fp_symtab_builder *b, int what,
 			 struct fp_gopclntab_stats *gs)
 {
 	Elf_Scn *scn = named_section(f, ".gopclntab");
+	struct fp_gopclntab_image image = { 0 };
+	struct fp_gopclntab_segment *segs = NULL;
 	GElf_Shdr shdr, text_shdr;
 	Elf_Data *data;
 	uint64_t text = 0;
@@ -887,7 +921,13 @@ static int add_gopclntab(const struct elf_file *f, struct fp_symtab_builder *b, 
 	scn = named_section(f, ".text");
 	if (scn && gelf_getshdr(scn, &text_shdr))
 		text = text_shdr.sh_addr;
-	err = fp_gopclntab_ingest(data->d_buf, data->d_size, text, what, b, gs);
+	if ((what & FP_GOPCLNTAB_INLINES) && (err = go_image(f, &segs, &image.gi_nsegments)))
+		return err;
+	image.gi_pclntab = shdr.sh_addr;
+	image.gi_segments = segs;
+	err = fp_gopclntab_ingest(data->d_buf, data->d_size, text, what, segs ? &image : NULL, b,
+				  gs);
+	free(segs);
 	return err == -ENOMEM ? err : 0;
 }
 
@@ -949,9 +989,9 @@ int fp_elf_symtab_stats(int fd, void **blob, size_t *len, struct fp_dwarf_stats 
 	err = fp_dwarf_ingest(f.ef_elf, f.ef_size, b, &ds);
 	if (err)
 		goto out;
-	/* Go's lines only without DWARF's, which come with inline chains. */
+	/* Go's lines and inline chains only without DWARF's. */
 	if (gs.gs_functions && !ds.ds_sequences) {
-		err = add_gopclntab(&f, b, FP_GOPCLNTAB_LINES, &gl);
+		err = add_gopclntab(&f, b, FP_GOPCLNTAB_LINES | FP_GOPCLNTAB_INLINES, &gl);
 		if (err)
 			goto out;
 	}

@@ -23,10 +23,16 @@
  *   the function's slice of cutab, whose u32 entries are offsets of
  *   NUL-terminated names in the file table (~0: none).
  *
- * We do not read the inline tree (it hangs off funcdata, relative to
- * moduledata's go:func.* base, which the header does not give): a pc in
- * inlined code gets its innermost file:line under the outer function's
- * name, as `go tool addr2line` prints it.
+ * Inlining (1.20+): pcdata table 2 gives, per pc, an index into the
+ * function's inline tree (-1: not inlined), found at funcdata 3, an
+ * offset from moduledata's go:func.* base.  The header does not give that
+ * base: the moduledata is found in a writable segment by its first
+ * words, pointers to the table and to its function names.  An entry
+ * names the inlined function and a pc whose position is the call site
+ * (and whose index is the parent's).  Without the base (PIE, where those
+ * pointers are relocations) a pc in inlined code gets its innermost
+ * file:line under the outer function's name, as `go tool addr2line`
+ * prints it.
  */
 #include "gopclntab.h"
 
@@ -47,6 +53,19 @@
 #define READ_FLOOR (4u << 20)
 #define MAX_NAME_LEN 8192
 #define MAX_FILE_LEN 4096
+#define PCDATA_INLTREE 2
+#define FUNCDATA_INLTREE 3
+#define MAX_INLINE_INDEX 8192 /* entries of one function's inline tree */
+#define MAX_INLINE_DEPTH 64
+#define MODULEDATA_TEXT 22   /* word of moduledata.text (1.20+) */
+#define MODULEDATA_GOFUNC 40 /* word of moduledata.gofunc (1.20+) */
+
+/* One inline tree entry's scope, for the function being read. */
+struct inl {
+	uint32_t in_gen;    /* function it belongs to; stale otherwise */
+	uint32_t in_scope;  /* FP_SYMTAB_NONE: being built or unusable */
+	int32_t in_parent;  /* parent entry, -1: the function itself */
+};
 
 struct pcln {
 	const uint8_t *pl_data;
@@ -61,11 +80,15 @@ struct pcln {
 	size_t pl_funcnames, pl_cutab, pl_filetab, pl_pctab, pl_functab;
 	uint64_t pl_budget;    /* bytes left to read */
 	uint32_t *pl_files;    /* builder file index + 1 per cutab entry, 0: not yet */
+	const struct fp_gopclntab_image *pl_image;
+	uint64_t pl_gofunc;    /* moduledata.gofunc, 0: unknown (no inlines) */
+	struct inl *pl_inl;    /* MAX_INLINE_INDEX entries */
+	uint32_t pl_gen;
+	uint32_t pl_inlined;
 };
 
-static uint64_t get_uint(const struct pcln *p, size_t off, unsigned size)
+static uint64_t get_at(const struct pcln *p, const uint8_t *q, unsigned size)
 {
-	const uint8_t *q = p->pl_data + off;
 	uint64_t v = 0;
 
 	if (p->pl_big_endian)
@@ -75,6 +98,58 @@ static uint64_t get_uint(const struct pcln *p, size_t off, unsigned size)
 		for (unsigned i = size; i-- > 0;)
 			v = v << 8 | q[i];
 	return v;
+}
+
+static uint64_t get_uint(const struct pcln *p, size_t off, unsigned size)
+{
+	return get_at(p, p->pl_data + off, size);
+}
+
+/* mem_at: len bytes of the image at vaddr, or NULL. */
+static const uint8_t *mem_at(const struct pcln *p, uint64_t vaddr, size_t len)
+{
+	const struct fp_gopclntab_image *im = p->pl_image;
+
+	for (size_t i = 0; im && i < im->gi_nsegments; i++) {
+		const struct fp_gopclntab_segment *g = &im->gi_segments[i];
+
+		if (vaddr >= g->gg_vaddr && vaddr - g->gg_vaddr <= g->gg_len &&
+		    len <= g->gg_len - (vaddr - g->gg_vaddr))
+			return g->gg_data + (vaddr - g->gg_vaddr);
+	}
+	return NULL;
+}
+
+/* find_gofunc: moduledata.gofunc, from the moduledata whose first words
+ * point at the table and its function names and whose text is ours. */
+static void find_gofunc(struct pcln *p)
+{
+	const struct fp_gopclntab_image *im = p->pl_image;
+	unsigned ps = p->pl_ptrsize;
+	size_t need = (size_t)(MODULEDATA_GOFUNC + 1) * ps;
+
+	if (!im || p->pl_version != 120 || !p->pl_text)
+		return;
+	for (size_t i = 0; i < im->gi_nsegments; i++) {
+		const struct fp_gopclntab_segment *g = &im->gi_segments[i];
+
+		if (!g->gg_writable)
+			continue;
+		for (size_t off = 0; g->gg_len >= need && off <= g->gg_len - need; off += ps) {
+			const uint8_t *m = g->gg_data + off;
+			uint64_t gofunc;
+
+			if (get_at(p, m, ps) != im->gi_pclntab ||
+			    get_at(p, m + ps, ps) != im->gi_pclntab + p->pl_funcnames ||
+			    get_at(p, m + (size_t)MODULEDATA_TEXT * ps, ps) != p->pl_text)
+				continue;
+			gofunc = get_at(p, m + (size_t)MODULEDATA_GOFUNC * ps, ps);
+			if (gofunc && mem_at(p, gofunc, 1)) {
+				p->pl_gofunc = gofunc;
+				return;
+			}
+		}
+	}
 }
 
 /* in_table: [off, off + size) lies in the table. */
@@ -187,6 +262,8 @@ struct func {
 	uint64_t fn_entry, fn_end;
 	const char *fn_name;
 	uint32_t fn_pcfile, fn_pcln, fn_cu;
+	size_t fn_rec;                /* the record's offset in the table */
+	uint32_t fn_npcdata, fn_nfuncdata;
 };
 
 static int read_func(struct pcln *p, uint64_t i, struct func *fn)
@@ -207,6 +284,10 @@ static int read_func(struct pcln *p, uint64_t i, struct func *fn)
 	fn->fn_pcfile = (uint32_t)get_uint(p, (size_t)at + pre + 16, 4);
 	fn->fn_pcln = (uint32_t)get_uint(p, (size_t)at + pre + 20, 4);
 	fn->fn_cu = (uint32_t)get_uint(p, (size_t)at + pre + 28, 4);
+	fn->fn_npcdata = (uint32_t)get_uint(p, (size_t)at + pre + 24, 4);
+	fn->fn_rec = (size_t)at;
+	/* nfuncdata is the fixed part's last byte (1.20+: 44 bytes). */
+	fn->fn_nfuncdata = p->pl_version == 120 && in_table(p, at, 44) ? p->pl_data[at + 43] : 0;
 	fn->fn_name = string_at(p, p->pl_funcnames, nameoff, MAX_NAME_LEN);
 	return fn->fn_name ? 0 : -EINVAL;
 }
@@ -270,6 +351,21 @@ static void pcvalue_start(struct pcvalue *v, struct pcln *p, uint32_t off, const
 	v->pv_done = off == 0 || off >= p->pl_len - p->pl_pctab;
 	v->pv_pos = p->pl_pctab + off;
 	pcvalue_step(v);
+}
+
+/* pcvalue_at: the value of fn's table at off for pc; 0 or -ENOENT. */
+static int pcvalue_at(struct pcln *p, uint32_t off, const struct func *fn, uint64_t pc,
+		      int64_t *val)
+{
+	struct pcvalue v;
+
+	pcvalue_start(&v, p, off, fn);
+	while (!v.pv_done && v.pv_next <= pc)
+		pcvalue_step(&v);
+	if (v.pv_done || pc < v.pv_pc)
+		return -ENOENT;
+	*val = v.pv_val;
+	return 0;
 }
 
 /* file_index: the builder's file for value val of fn's pcfile table. */
@@ -364,8 +460,130 @@ static int add_lines(struct pcln *p, struct fp_symtab_builder *b, const struct f
 	return err;
 }
 
+/* inline_tree: where fn's inline tree is and its pc-to-index table. */
+static int inline_tree(struct pcln *p, const struct func *fn, uint64_t *tree, uint32_t *table)
+{
+	size_t arrays = fn->fn_rec + 44;
+	uint32_t off;
+
+	if (!p->pl_gofunc || fn->fn_npcdata <= PCDATA_INLTREE ||
+	    fn->fn_nfuncdata <= FUNCDATA_INLTREE ||
+	    !in_table(p, arrays, ((uint64_t)fn->fn_npcdata + fn->fn_nfuncdata) * 4))
+		return -ENOENT;
+	*table = (uint32_t)get_uint(p, arrays + PCDATA_INLTREE * 4, 4);
+	off = (uint32_t)get_uint(p, arrays + (size_t)fn->fn_npcdata * 4 + FUNCDATA_INLTREE * 4, 4);
+	if (!*table || off == UINT32_MAX)
+		return -ENOENT;
+	*tree = p->pl_gofunc + off;
+	return 0;
+}
+
+struct inl_ctx {
+	const struct func *ic_fn;
+	uint64_t ic_tree;
+	uint32_t ic_table;
+	uint32_t ic_outer;  /* the function's own scope, NONE until needed */
+};
+
+/* inl_scope: the scope of inline tree entry k (and its parents, first).
+ * 0, -EINVAL (unusable entry) or -ENOMEM. */
+static int inl_scope(struct pcln *p, struct fp_symtab_builder *b, struct inl_ctx *c, int64_t k,
+		     int depth, uint32_t *scope)
+{
+	const struct func *fn = c->ic_fn;
+	uint32_t parent = c->ic_outer, file = FP_SYMTAB_NONE, line = 0;
+	const uint8_t *e;
+	const char *name;
+	int64_t parent_k = -1, v;
+	uint64_t call_pc;
+	struct inl *in;
+	int err;
+
+	if (k < 0 || k >= MAX_INLINE_INDEX || depth > MAX_INLINE_DEPTH)
+		return -EINVAL;
+	in = &p->pl_inl[k];
+	if (in->in_gen == p->pl_gen) {
+		*scope = in->in_scope;
+		return in->in_scope == FP_SYMTAB_NONE ? -EINVAL : 0;
+	}
+	in->in_gen = p->pl_gen;
+	in->in_scope = FP_SYMTAB_NONE; /* a loop back here finds it unusable */
+	in->in_parent = -1;
+	/* funcID, 3 bytes of padding, nameOff, parentPc, startLine */
+	e = mem_at(p, c->ic_tree + (uint64_t)k * 16, 16);
+	if (!e || spend(p, 16))
+		return -EINVAL;
+	name = string_at(p, p->pl_funcnames, (uint32_t)get_at(p, e + 4, 4), MAX_NAME_LEN);
+	call_pc = fn->fn_entry + (uint64_t)(int64_t)(int32_t)get_at(p, e + 8, 4);
+	if (!name || call_pc < fn->fn_entry || call_pc >= fn->fn_end)
+		return -EINVAL;
+	if (pcvalue_at(p, c->ic_table, fn, call_pc, &parent_k) == 0 && parent_k >= 0) {
+		if ((err = inl_scope(p, b, c, parent_k, depth + 1, &parent)))
+			return err;
+	} else {
+		parent_k = -1;
+	}
+	if (pcvalue_at(p, fn->fn_pcfile, fn, call_pc, &v) == 0 &&
+	    (err = file_index(p, b, fn, v, &file)))
+		return err;
+	if (pcvalue_at(p, fn->fn_pcln, fn, call_pc, &v) == 0 && v > 0 && v <= INT32_MAX)
+		line = (uint32_t)v;
+	err = fp_symtab_builder_add_scope(b, parent, name, NULL, file, line, 0, scope);
+	if (err)
+		return err;
+	in->in_scope = *scope;
+	in->in_parent = (int32_t)parent_k;
+	p->pl_inlined++;
+	return 0;
+}
+
+/* add_inlines: fn's inlined calls as scopes, each with the code of its
+ * runs of the pc-to-index table, and that code also in every enclosing
+ * call's scope and in the function's own. */
+static int add_inlines(struct pcln *p, struct fp_symtab_builder *b, const struct func *fn)
+{
+	struct inl_ctx c = { .ic_fn = fn, .ic_outer = FP_SYMTAB_NONE };
+	struct pcvalue v;
+	int err = 0;
+
+	if (inline_tree(p, fn, &c.ic_tree, &c.ic_table))
+		return 0;
+	p->pl_gen++;
+	pcvalue_start(&v, p, c.ic_table, fn);
+	for (; !v.pv_done && !err; pcvalue_step(&v)) {
+		uint32_t scope;
+		int64_t k = v.pv_val;
+
+		if (k < 0 || v.pv_next <= v.pv_pc)
+			continue;
+		if (c.ic_outer == FP_SYMTAB_NONE) {
+			err = fp_symtab_builder_add_scope(b, FP_SYMTAB_NONE, fn->fn_name, NULL,
+							  FP_SYMTAB_NONE, 0, 0, &c.ic_outer);
+			if (!err)
+				err = fp_symtab_builder_add_range(b, c.ic_outer, fn->fn_entry,
+								  fn->fn_end);
+			if (err)
+				break;
+		}
+		err = inl_scope(p, b, &c, k, 0, &scope);
+		if (err == -EINVAL) {
+			err = 0;
+			continue;
+		}
+		for (int depth = 0; !err && depth <= MAX_INLINE_DEPTH; depth++) {
+			err = fp_symtab_builder_add_range(b, scope, v.pv_pc, v.pv_next);
+			k = p->pl_inl[k].in_parent;
+			if (k < 0)
+				break;
+			scope = p->pl_inl[k].in_scope;
+		}
+	}
+	return err == -EINVAL ? 0 : err;
+}
+
 int fp_gopclntab_ingest(const void *data, size_t len, uint64_t text, int what,
-			struct fp_symtab_builder *b, struct fp_gopclntab_stats *st)
+			const struct fp_gopclntab_image *image, struct fp_symtab_builder *b,
+			struct fp_gopclntab_stats *st)
 {
 	struct fp_gopclntab_stats s = { 0 };
 	struct rows r = { 0 };
@@ -383,6 +601,16 @@ int fp_gopclntab_ingest(const void *data, size_t len, uint64_t text, int what,
 		p.pl_files = calloc(p.pl_ncu, sizeof(*p.pl_files));
 		if (!p.pl_files)
 			return -ENOMEM;
+	}
+	if ((what & FP_GOPCLNTAB_LINES) && (what & FP_GOPCLNTAB_INLINES) && image) {
+		p.pl_image = image;
+		find_gofunc(&p);
+		if (p.pl_gofunc && !(p.pl_inl = calloc(MAX_INLINE_INDEX, sizeof(*p.pl_inl)))) {
+			free(p.pl_files);
+			return -ENOMEM;
+		}
+		if (!p.pl_inl)
+			p.pl_gofunc = 0;
 	}
 	for (uint64_t i = 0; i < p.pl_nfunc && !err; i++) {
 		struct func fn;
@@ -404,9 +632,13 @@ int fp_gopclntab_ingest(const void *data, size_t len, uint64_t text, int what,
 		}
 		if (!err && (what & FP_GOPCLNTAB_LINES))
 			err = add_lines(&p, b, &fn, &r, &s.gs_sequences);
+		if (!err && p.pl_gofunc)
+			err = add_inlines(&p, b, &fn);
 	}
+	s.gs_inlined = p.pl_inlined;
 	free(r.r_v);
 	free(p.pl_files);
+	free(p.pl_inl);
 	if (st)
 		*st = s;
 	return err;

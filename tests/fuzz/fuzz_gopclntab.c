@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fp_symtab_builder_alloc(&b))
 		fail("builder", -ENOMEM);
 	err = fp_gopclntab_ingest(data, size, 0x401000, FP_GOPCLNTAB_FUNCTIONS | FP_GOPCLNTAB_LINES,
-				  b, &st);
+				  NULL, b, &st);
 	if (err && err != -EINVAL && err != -E2BIG)
 		fail("unexpected error", err);
 	if (st.gs_functions > size / 8 || st.gs_sequences > st.gs_functions)
