@@ -605,20 +605,71 @@ static void test_older_layouts(void)
 	free(pcln);
 }
 
-/* Cut and scribbled copies: anything may come out but a crash, and every
- * function added lies where the table says text is. */
+/* load_image: the whole file at path and its PT_LOAD segments, as
+ * elfsyms.c hands them over for inline trees. */
+static uint8_t *load_image(const char *path, size_t *len, struct fp_gopclntab_segment *segs,
+			   size_t *nsegs)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	uint8_t *buf = NULL;
+	Elf *e;
+	size_t phnum, n = 0;
+
+	if (fd < 0 || fstat(fd, &st) || !(buf = malloc((size_t)st.st_size)) ||
+	    pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	*len = (size_t)st.st_size;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e && elf_getphdrnum(e, &phnum) == 0)
+		for (size_t i = 0; i < phnum && n < *nsegs; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    ph.p_offset + ph.p_filesz <= *len)
+				segs[n++] = (struct fp_gopclntab_segment){ ph.p_vaddr, buf + ph.p_offset,
+									   ph.p_filesz,
+									   !!(ph.p_flags & PF_W) };
+		}
+	elf_end(e);
+	close(fd);
+	*nsegs = n;
+	return buf;
+}
+
+/* Cut and scribbled copies of the table, and scribbled images: anything
+ * may come out but a crash or an error other than the documented ones,
+ * and what is built must open. */
 static void test_damaged(void)
 {
+	struct fp_gopclntab_segment segs[8], moved[8];
+	struct fp_gopclntab_image image;
 	char bin[128];
-	size_t len = 0;
-	uint64_t addr;
-	uint8_t *pcln, *copy;
+	size_t len = 0, flen = 0, tlen = 0, nsegs = 8, inlined = 0;
+	uint64_t addr, text = 0;
+	uint8_t *pcln, *copy, *file, *img;
+	void *tx;
 
 	snprintf(bin, sizeof(bin), "%s/stripped", tmpdir);
 	pcln = section(bin, ".gopclntab", &len, &addr);
-	CHECK(pcln != NULL);
-	if (!pcln)
+	tx = section(bin, ".text", &tlen, &text);
+	free(tx);
+	file = load_image(bin, &flen, segs, &nsegs);
+	img = file ? malloc(flen) : NULL;
+	CHECK(pcln && file && img && nsegs >= 2 && tlen);
+	if (!pcln || !file || !img || !tlen) {
+		free(pcln), free(file), free(img);
 		return;
+	}
+	for (size_t i = 0; i < nsegs; i++) {
+		moved[i] = segs[i];
+		moved[i].gg_data = img + (segs[i].gg_data - file);
+	}
+	image = (struct fp_gopclntab_image){ addr, moved, nsegs };
 	for (int round = 0; round < 300; round++) {
 		size_t cut = round < 100 ? (size_t)(rnd() % len) : len;
 		struct fp_symtab_builder *b;
@@ -631,25 +682,40 @@ static void test_damaged(void)
 		if (!copy)
 			break;
 		memcpy(copy, pcln, cut);
-		for (int k = 0; round >= 100 && k < 1 + round % 16; k++)
+		memcpy(img, file, flen);
+		for (int k = 0; round >= 100 && round < 200 && k < 1 + round % 16; k++)
 			copy[rnd() % cut] = (uint8_t)rnd();
+		for (int k = 0; round >= 200 && k < 1 + round % 64; k++)
+			img[rnd() % flen] = (uint8_t)rnd();
 		if (fp_symtab_builder_alloc(&b)) {
 			free(copy);
 			break;
 		}
-		err = fp_gopclntab_ingest(copy, cut, 0x401000,
-					  FP_GOPCLNTAB_FUNCTIONS | FP_GOPCLNTAB_LINES, NULL, b, &st);
+		err = fp_gopclntab_ingest(copy, cut, text,
+					  FP_GOPCLNTAB_FUNCTIONS | FP_GOPCLNTAB_LINES |
+						  FP_GOPCLNTAB_INLINES,
+					  &image, b, &st);
 		CHECK(err == 0 || err == -EINVAL || err == -E2BIG);
+		inlined += st.gs_inlined;
 		if (fp_symtab_builder_finish(b, &blob, &blen) == 0) {
 			struct fp_symtab t;
 
 			CHECK_EQ_INT(fp_symtab_open(&t, blob, blen), 0);
+			for (int k = 0; k < 64; k++) {
+				struct answer a;
+
+				ours(&t, text + rnd() % tlen, &a);
+			}
 			free(blob);
 		}
 		fp_symtab_builder_free(b);
 		free(copy);
 	}
+	/* The undamaged rounds did read inline trees through the image. */
+	CHECK(inlined > 0);
 	free(pcln);
+	free(file);
+	free(img);
 }
 
 /* The fuzz seeds are small tables of every layout we read, written by
