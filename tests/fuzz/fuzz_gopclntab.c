@@ -1,10 +1,12 @@
 /* fuzz_gopclntab.c: libFuzzer target for symbolizer/gopclntab.c, Go's
  * pc-line table as found in an untrusted binary's .gopclntab.
  *
- * The input is the section's contents; text is fixed at 0x401000, where
- * the seeds (small tables of the 1.16, 1.18 and 1.20 layouts, both byte
- * orders, 4- and 8-byte pointers, pc quantum 1 and 4) put their
- * functions.  Whatever the input, ingestion ends with 0, -EINVAL or
+ * The input is the section's contents, and also the whole image: one
+ * writable segment at 0x500000, the table's address, where moduledata and
+ * inline trees are looked for.  Text is fixed at 0x401000, where the
+ * seeds (small tables of the 1.16, 1.18 and 1.20 layouts, both byte
+ * orders, 4- and 8-byte pointers, pc quantum 1 and 4, and one with a
+ * moduledata and an inline tree) put their functions.  Whatever the input, ingestion ends with 0, -EINVAL or
  * -E2BIG, the table builds and opens, and look-ups at every function give
  * well-formed frames; anything else calls abort() so libFuzzer records it.
  */
@@ -25,21 +27,26 @@ static void fail(const char *what, int err)
 
 static void check_frames(const struct fp_symtab *t, uint64_t addr)
 {
-	struct fp_symframe fr[4];
-	int n = fp_symtab_lookup_frames(t, addr, fr, 4);
+	struct fp_symframe fr[8];
+	int n = fp_symtab_lookup_frames(t, addr, fr, 8);
 
-	if (n < 0 || n > 4)
+	if (n < 0 || n > 8)
 		fail("frame count out of range", n);
-	for (int k = 0; k < n; k++)
+	for (int k = 0; k < n; k++) {
 		if ((fr[k].sf_function && !fr[k].sf_function[0]) ||
 		    (fr[k].sf_file && !fr[k].sf_file[0]))
 			fail("empty name in a frame", k);
+		if (!fr[k].sf_inlined && k + 1 < n)
+			fail("a real function inside the chain", k);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct fp_gopclntab_segment seg = { 0x500000, data, size, 1 };
+	struct fp_gopclntab_image image = { 0x500000, &seg, 1 };
 	struct fp_symtab_builder *b;
 	struct fp_gopclntab_stats st;
 	struct fp_symtab t;
@@ -49,8 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (fp_symtab_builder_alloc(&b))
 		fail("builder", -ENOMEM);
-	err = fp_gopclntab_ingest(data, size, 0x401000, FP_GOPCLNTAB_FUNCTIONS | FP_GOPCLNTAB_LINES,
-				  NULL, b, &st);
+	err = fp_gopclntab_ingest(data, size, 0x401000,
+				  FP_GOPCLNTAB_FUNCTIONS | FP_GOPCLNTAB_LINES | FP_GOPCLNTAB_INLINES,
+				  &image, b, &st);
 	if (err && err != -EINVAL && err != -E2BIG)
 		fail("unexpected error", err);
 	if (st.gs_functions > size / 8 || st.gs_sequences > st.gs_functions)

@@ -777,6 +777,50 @@ static void test_seeds(void)
 		if (check_failures != before)
 			fprintf(stderr, "  seed %s\n", seeds[i]);
 	}
+	/* A 1.20 table followed by a moduledata and an inline tree: main.small
+	 * inlined into main.leaf, called from leaf.go:20, its code at
+	 * [0x401048, 0x401078). */
+	{
+		uint8_t buf[4096];
+		size_t n = 0;
+		FILE *f = fopen("tests/fuzz/corpus/fuzz_gopclntab/v120_inline", "rb");
+		struct fp_gopclntab_segment seg;
+		struct fp_gopclntab_image image;
+		struct fp_symtab_builder *b;
+		struct fp_gopclntab_stats st;
+		struct fp_symframe fr[4];
+		struct fp_symtab t;
+		void *blob = NULL;
+		size_t blen;
+
+		CHECK(f != NULL);
+		if (f) {
+			n = fread(buf, 1, sizeof(buf), f);
+			fclose(f);
+		}
+		seg = (struct fp_gopclntab_segment){ 0x500000, buf, n, 1 };
+		image = (struct fp_gopclntab_image){ 0x500000, &seg, 1 };
+		CHECK_EQ_INT(fp_symtab_builder_alloc(&b), 0);
+		CHECK_EQ_INT(fp_gopclntab_ingest(buf, n, 0x401000,
+						 FP_GOPCLNTAB_FUNCTIONS | FP_GOPCLNTAB_LINES |
+							 FP_GOPCLNTAB_INLINES,
+						 &image, b, &st),
+			     0);
+		CHECK_EQ_INT(st.gs_inlined, 1);
+		CHECK_EQ_INT(fp_symtab_builder_finish(b, &blob, &blen), 0);
+		fp_symtab_builder_free(b);
+		if (blob && fp_symtab_open(&t, blob, blen) == 0) {
+			CHECK_EQ_INT(fp_symtab_lookup_frames(&t, 0x401050, fr, 4), 2);
+			CHECK(fr[0].sf_function && !strcmp(fr[0].sf_function, "main.small"));
+			CHECK(fr[0].sf_file && !strcmp(fr[0].sf_file, "leaf.go"));
+			CHECK_EQ_INT(fr[0].sf_line, 21);
+			CHECK(fr[1].sf_function && !strcmp(fr[1].sf_function, "main.leaf"));
+			CHECK_EQ_INT(fr[1].sf_line, 20);
+			CHECK_EQ_INT(fp_symtab_lookup_frames(&t, 0x401044, fr, 4), 1);
+			CHECK_EQ_INT(fp_symtab_lookup_frames(&t, 0x401078, fr, 4), 1);
+		}
+		free(blob);
+	}
 }
 
 int main(void)
