@@ -44,6 +44,8 @@ check record-ok test $? -eq 0
 folded=$TMP/rec/profile.folded
 check record-hash-chain grep -qE '^gowork;runtime\.goexit;main\.main\.func1;main\.hashLoop;crypto/sha256\.Sum256' "$folded"
 check record-sort-chain grep -qE '^gowork;runtime\.goexit;main\.main\.func2;main\.sortLoop;sort\.Ints' "$folded"
+# Inlined calls from Go's inline trees (sort.Ints inlines slices.Sort).
+check record-inline-frames grep -qE ';main\.sortLoop;sort\.Ints;[^ ]*_\[i\]' "$folded"
 # Frames without a name (gowork+0x...) in at most 2% of the samples.
 total=$(folded_total "$folded")
 unnamed=$(grep 'gowork+0x' "$folded" | awk '{ n += $NF } END { print n + 0 }')
