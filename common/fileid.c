@@ -154,6 +154,9 @@ static void fileid_set(struct fp_build_id *id, uint8_t kind, struct sip *s)
 	id->fb_data[2] = kind;
 	id->fb_data[3] = 1;
 	sip_final(s, id->fb_data + 4, 16);
+	/* Never a zero last byte: code that trims the kernel's zero padding
+	 * off build-IDs must keep a synthetic id whole. */
+	id->fb_data[FP_FILEID_LEN - 1] |= 1;
 }
 
 static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off)

@@ -11,7 +11,9 @@
  *   bytes 0-1  0xfb 0x1d            marks the id as synthetic
  *   byte  2    FP_FILEID_GO or FP_FILEID_CONTENT: what it was derived from
  *   byte  3    1, the version of the derivation
- *   bytes 4-19 SipHash-2-4-128, fixed public key, of a tag and:
+ *   bytes 4-19 SipHash-2-4-128, fixed public key (the last bit set, so
+ *              that no code trimming the kernel's zero padding cuts it), of
+ *              a tag and:
  *     GO       the Go build ID string of the .note.go.buildid note (Go
  *              derives it from the build's inputs and output, so it is
  *              already a content identity; reading it costs one note);

@@ -1,5 +1,6 @@
 /* debuginfod.c: the resolver's fetch hook on libdebuginfod. */
 #include "debuginfod.h"
+#include "fileid.h"
 #include "files.h"
 #include "log.h"
 
@@ -84,7 +85,8 @@ int fp_debuginfod_fetch(const struct fp_build_id *id, void *arg)
 	 * one. */
 	while (trimmed.fb_len > 1 && !trimmed.fb_data[trimmed.fb_len - 1])
 		trimmed.fb_len--;
-	if (!trimmed.fb_len)
+	/* Our synthetic ids (fileid.h) are unknown to every other server. */
+	if (!trimmed.fb_len || fp_fileid_kind(id))
 		return -ENOENT;
 	fp_build_id_hex(&trimmed, hex);
 	pthread_mutex_lock(&d->dc_lock);
