@@ -196,7 +196,7 @@ static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes
 static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w)
 {
 	struct fp_regs r;
-	__u64 top, prev;
+	__u64 top, prev, ksp;
 	int pad, stack;
 
 	/* Read the context once, each field at a constant offset: the
@@ -204,8 +204,22 @@ static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w)
 	w->ip = REG_IP(ctx), w->sp = REG_SP(ctx), w->fp = REG_FP(ctx), w->lr = REG_LR(ctx);
 	if (USER_MODE(ctx))
 		return 0;
-	top = (w->sp & ~(thread_size - 1)) + thread_size;
-	for (stack = 0; stack < 2; stack++) {
+	/* First the stack the sample interrupted, as the task's stack; then,
+	 * as an IRQ stack (a sample in an interrupt or a softirq): its top
+	 * word holds the interrupted stack pointer, which x86-64 saves there
+	 * when it switches.  IRQ stacks are only page-aligned, so each of the
+	 * next pages' boundaries is tried as its top; the saved CS and SS
+	 * confirm a find. */
+	ksp = w->sp;
+	for (stack = 0; stack < 5; stack++) {
+		if (stack == 0) {
+			top = (ksp & ~(thread_size - 1)) + thread_size;
+		} else {
+			__u64 end = (ksp & ~4095ull) + 4096 * (__u64)stack;
+			if (bpf_probe_read_kernel(&prev, sizeof(prev), (void *)(end - 8)) || !prev)
+				continue;
+			top = (prev & ~(thread_size - 1)) + thread_size;
+		}
 		for (pad = 0; pad <= 16; pad += 16) {
 			if (bpf_probe_read_kernel(&r, sizeof(r), (void *)(top - pad - sizeof(r))))
 				continue;
@@ -220,12 +234,6 @@ static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w)
 			w->lr = REG_LR(&r);
 			return 0;
 		}
-		/* Not the task's stack but the CPU's IRQ stack (a sample in
-		 * an interrupt or softirq): its top word is the interrupted
-		 * stack pointer (x86-64 saves it there when it switches). */
-		if (bpf_probe_read_kernel(&prev, sizeof(prev), (void *)(top - 8)) || !prev)
-			return -1;
-		top = (prev & ~(thread_size - 1)) + thread_size;
 	}
 	return -1;
 }
