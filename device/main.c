@@ -471,7 +471,14 @@ static void log_footprint(struct agent *a)
 		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes,
 		fp_collector_bytes(a->ag_collector), a->ag_resets, line);
 	if (a->ag_unwind) {
+		uint64_t c[FP_CNT_MAX] = { 0 };
 		struct fp_unwind_stats us;
+		fp_sampler_counters(a->ag_sampler, c);
+		fp_info("stack walks: %" PRIu64 ", %" PRIu64 " to the root; %" PRIu64
+			" with no user registers found (leaf only); steps by table %" PRIu64
+			", by frame pointer %" PRIu64,
+			c[FP_CNT_WALKS], c[FP_CNT_WALK_ROOT], c[FP_CNT_WALK_LOST], c[FP_CNT_WALK_TABLE],
+			c[FP_CNT_WALK_FP]);
 		fp_unwind_stats(a->ag_unwind, &us);
 		fp_info("unwind tables: %u installed now (%" PRIu64 " of %" PRIu64 " rows), %" PRIu64
 			" installed in all, %" PRIu64 " evicted, %" PRIu64 " too big, %" PRIu64

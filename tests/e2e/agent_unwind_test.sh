@@ -62,3 +62,8 @@ steady=$(grep -o 'acknowledged: [0-9]* samples in [0-9]* bytes' "$TMP/agent.log"
 	awk '{ s += $2; b += $5 } END { if (s) printf "%.2f", b / s }')
 echo "steady-state wire bytes per sample: $steady" >&2
 check steady-bytes-per-sample awk -v b="${steady:-99}" 'BEGIN { exit !(b <= 3) }'
+# The BPF program's own counters agree: nearly every walk reached the root.
+read -r walks roots < <(sed -n 's/.*stack walks: \([0-9]*\), \([0-9]*\) to the root.*/\1 \2/p' "$TMP/agent.log")
+echo "BPF walks $walks, to the root $roots" >&2
+check bpf-walks test "${walks:-0}" -ge 300
+check bpf-walks-reach-root test $((${roots:-0} * 100)) -ge $((${walks:-1} * 95))
