@@ -88,6 +88,8 @@ struct fp_collector {
 	fp_maps_fn cl_maps_fn;
 	void *cl_maps_arg;
 	uint32_t cl_files_listed; /* cl_paths ids passed to fp_collector_new_files */
+	uint32_t *cl_announce; /* mappings to define before any frame uses them */
+	size_t cl_nannounce, cl_announce_cap;
 	struct fp_frame cl_frames[FP_MAX_FRAMES]; /* the sample being added */
 	uint32_t *cl_chain; /* scratch for fp_collector_batch */
 };
@@ -196,6 +198,7 @@ void fp_collector_free(struct fp_collector *c)
 	free(c->cl_pathpid);
 	free(c->cl_counts);
 	free(c->cl_touched);
+	free(c->cl_announce);
 	free(c);
 }
 
@@ -235,8 +238,15 @@ static struct proc_entry *proc_get(struct fp_collector *c, uint32_t pid)
 static const char *remember_file(struct fp_collector *c, const struct fp_build_id *bid,
 				 uint32_t pid, const char *path);
 
+static int mapping_get(struct fp_collector *c, uint8_t kind, const struct fp_build_id *bid,
+		       const char *path, uint32_t *id);
+
 /* maps_read: pass a fresh copy of pid's mappings to the hook, every
- * build-ID read, so that it can name each mapping's file. */
+ * build-ID read, so that it can name each mapping's file.  The mappings
+ * are also defined to the symbolizer in the next batch, frames or not:
+ * it sends unwind tables for the files it is told of, and a library that
+ * only a whole walk would reach (libc below main) gets its table without
+ * waiting for a walk that needs it. */
 static void maps_read(struct fp_collector *c, uint32_t pid, struct fp_procmaps *pm)
 {
 	size_t i;
@@ -245,8 +255,15 @@ static void maps_read(struct fp_collector *c, uint32_t pid, struct fp_procmaps *
 		return;
 	for (i = 0; i < pm->pm_nvmas; i++) {
 		struct fp_vma *v = &pm->pm_vmas[i];
-		if (v->fv_path[0] == '/' && fp_procmaps_build_id(c->cl_proc, pm, v) == 0)
-			remember_file(c, &v->fv_build_id, pid, v->fv_path);
+		if (v->fv_path[0] != '/' || fp_procmaps_build_id(c->cl_proc, pm, v))
+			continue;
+		remember_file(c, &v->fv_build_id, pid, v->fv_path);
+		if (v->fv_cookie == UINT32_MAX &&
+		    mapping_get(c, FP_MAP_USER, &v->fv_build_id, v->fv_path, &v->fv_cookie))
+			continue;
+		if (!grow(&c->cl_announce, &c->cl_announce_cap, c->cl_nannounce + 1,
+			  sizeof(*c->cl_announce)))
+			c->cl_announce[c->cl_nannounce++] = v->fv_cookie;
 	}
 	c->cl_maps_fn(pid, pm, c->cl_maps_arg);
 }
@@ -723,6 +740,9 @@ int fp_collector_batch(struct fp_collector *c, const struct fp_interval *iv, uin
 		    batch_nodes(c, iv->fi_counts[i].fc_node, b, &ncap, &mcap))
 			goto oom;
 	}
+	for (i = 0; i < c->cl_nannounce; i++)
+		if (batch_mapping(c, c->cl_announce[i], b, &mcap))
+			goto oom;
 	return 0;
 oom:
 	fp_collector_batch_release(c, b);
@@ -755,7 +775,14 @@ void fp_collector_batch_release(struct fp_collector *c, struct fp_batch *b)
 
 void fp_collector_sent(struct fp_collector *c, const struct fp_batch *b)
 {
+	size_t i, j;
+
 	set_states(c, b, DEF_IN_FLIGHT, DEF_KNOWN);
+	/* Keep what was announced after b was built. */
+	for (i = j = 0; i < c->cl_nannounce; i++)
+		if (c->cl_mstate[c->cl_announce[i]] != DEF_KNOWN)
+			c->cl_announce[j++] = c->cl_announce[i];
+	c->cl_nannounce = j;
 }
 
 void fp_collector_forget(struct fp_collector *c)

@@ -19,7 +19,9 @@ enum { TABLE_PENDING, TABLE_SENDING, TABLE_DONE };
 
 struct sess_table {
 	uint8_t tb_state;
+	uint8_t tb_noted;               /* its path was given to the resolver */
 	uint32_t tb_sent;               /* bytes sent (TABLE_SENDING) */
+	uint32_t tb_mapping;            /* the first mapping with the build-ID */
 };
 
 struct sess_thread {
@@ -516,7 +518,8 @@ static int tables_scan(struct fp_session *s)
 			s->se_tables = t, s->se_tables_cap = cap;
 		}
 		if (added)
-			s->se_tables[idx] = (struct sess_table){ TABLE_PENDING, 0 };
+			s->se_tables[idx] = (struct sess_table){ TABLE_PENDING, 0, 0,
+								 (uint32_t)s->se_tables_scanned };
 	}
 	return 0;
 }
@@ -532,6 +535,7 @@ int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_tab
 	count = (uint32_t)fp_intern_count(s->se_table_ids);
 	for (i = 0; !err && i < count && i < s->se_tables_cap && n < max && budget; i++) {
 		struct sess_table *t = &s->se_tables[i];
+		const struct sess_mapping *m;
 		struct fp_build_id id = { 0 };
 		const void *key;
 		size_t klen, blen, part;
@@ -542,6 +546,12 @@ int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_tab
 		key = fp_intern_key(s->se_table_ids, i, &klen);
 		id.fb_len = (uint8_t)klen;
 		memcpy(id.fb_data, key, klen);
+		/* A mapping no frame named yet: where its file may be found
+		 * (once: noting a path again restarts the search). */
+		m = defs_at(&s->se_mappings, t->tb_mapping);
+		if (!t->tb_noted && m->sm_path && m->sm_path[0] == '/')
+			fp_resolver_note_path(r, &id, m->sm_path, 0);
+		t->tb_noted = 1;
 		if (fp_resolver_unwind(r, &id, &blob, &blen)) {
 			/* Symbols but no table: the file has no CFI.  Neither
 			 * yet: a fetch from the device may bring it. */
