@@ -12,38 +12,12 @@
 #define MAX_PHDRS 256
 #define MAX_NOTE_BYTES 4096
 
-int fp_elfnote_find(const void *notes, size_t len, struct fp_build_id *id)
-{
-	const unsigned char *p = notes;
-	size_t pos = 0;
-
-	while (len - pos >= sizeof(Elf64_Nhdr)) {
-		Elf64_Nhdr nh;
-		size_t name_sz, desc_sz, desc_at;
-
-		memcpy(&nh, p + pos, sizeof(nh));
-		pos += sizeof(nh);
-		name_sz = NOTE_ALIGN((size_t)nh.n_namesz);
-		desc_sz = NOTE_ALIGN((size_t)nh.n_descsz);
-		if (nh.n_namesz > len || nh.n_descsz > len || name_sz > len - pos ||
-		    desc_sz > len - pos - name_sz)
-			return -ENOENT;
-		desc_at = pos + name_sz;
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    memcmp(p + pos, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-		    nh.n_descsz <= FP_BUILD_ID_MAX) {
-			id->fb_len = (uint8_t)nh.n_descsz;
-			memcpy(id->fb_data, p + desc_at, nh.n_descsz);
-			return 0;
-		}
-		pos = desc_at + desc_sz;
-	}
-	return -ENOENT;
-}
-
-/* go_note: the Go build ID string of the first Go note in a buffer of raw
- * notes, copied to out (FP_FILEID_GO_MAX bytes); its length, or 0. */
-static size_t go_note(const unsigned char *p, size_t len, unsigned char *out)
+/* note_desc: the descriptor of the first note in a buffer of raw notes
+ * with this type and name whose descriptor is 1 to max_desc bytes, or
+ * NULL (none, or the notes are malformed before it); *desc_len its size. */
+static const unsigned char *note_desc(const unsigned char *p, size_t len, uint32_t type,
+				      const char *name, uint32_t namesz, size_t max_desc,
+				      size_t *desc_len)
 {
 	size_t pos = 0;
 
@@ -57,16 +31,43 @@ static size_t go_note(const unsigned char *p, size_t len, unsigned char *out)
 		desc_sz = NOTE_ALIGN((size_t)nh.n_descsz);
 		if (nh.n_namesz > len || nh.n_descsz > len || name_sz > len - pos ||
 		    desc_sz > len - pos - name_sz)
-			return 0;
-		if (nh.n_type == FP_GO_NOTE_TYPE && nh.n_namesz == FP_GO_NOTE_NAMESZ &&
-		    memcmp(p + pos, FP_GO_NOTE_NAME, FP_GO_NOTE_NAMESZ) == 0 && nh.n_descsz > 0 &&
-		    nh.n_descsz <= FP_FILEID_GO_MAX) {
-			memcpy(out, p + pos + name_sz, nh.n_descsz);
-			return nh.n_descsz;
+			return NULL;
+		if (nh.n_type == type && nh.n_namesz == namesz &&
+		    memcmp(p + pos, name, namesz) == 0 && nh.n_descsz > 0 &&
+		    nh.n_descsz <= max_desc) {
+			*desc_len = nh.n_descsz;
+			return p + pos + name_sz;
 		}
 		pos += name_sz + desc_sz;
 	}
+	return NULL;
+}
+
+int fp_elfnote_find(const void *notes, size_t len, struct fp_build_id *id)
+{
+	size_t n;
+	const unsigned char *d = note_desc(notes, len, NT_GNU_BUILD_ID, "GNU", 4,
+					   FP_BUILD_ID_MAX, &n);
+
+	if (!d)
+		return -ENOENT;
+	id->fb_len = (uint8_t)n;
+	memcpy(id->fb_data, d, n);
 	return 0;
+}
+
+/* go_note: the Go build ID string of the first Go note in a buffer of raw
+ * notes, copied to out (FP_FILEID_GO_MAX bytes); its length, or 0. */
+static size_t go_note(const unsigned char *p, size_t len, unsigned char *out)
+{
+	size_t n;
+	const unsigned char *d = note_desc(p, len, FP_GO_NOTE_TYPE, FP_GO_NOTE_NAME,
+					   FP_GO_NOTE_NAMESZ, FP_FILEID_GO_MAX, &n);
+
+	if (!d)
+		return 0;
+	memcpy(out, d, n);
+	return n;
 }
 
 static int read_exact(int fd, void *buf, size_t len, off_t off)
