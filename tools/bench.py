@@ -85,10 +85,22 @@ class Symbolizer:
         self.proc.wait()
 
 
-def start_agent(build, addr, hz, interval):
+def start_agent(build, addr, hz, interval, pid=None):
     return subprocess.Popen(
         [f"{build}/fleetprof-agent", "--server", addr, "-F", str(hz), "--interval", str(interval),
-         "-v"], stderr=subprocess.PIPE, text=True)
+         *(["-p", str(pid)] if pid else []), "-v"], stderr=subprocess.PIPE, text=True)
+
+
+def bpf_stats(on):
+    """The kernel's BPF run-time accounting, which the agent reports."""
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1" if on else "0")
+
+
+def perf_samples(data):
+    return sum(1 for line in subprocess.run(
+        ["perf", "script", "-i", data, "-F", "period"], capture_output=True,
+        text=True).stdout.splitlines() if line.strip())
 
 
 def stop_agent(agent):
@@ -115,8 +127,7 @@ def footprint(args, tmp):
         warm = start_agent(args.build, symb.addr, 99, 1)
         time.sleep(3)
         warm_cpu, warm_log = stop_agent(warm)
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1")
+        bpf_stats(True)
         agent = start_agent(args.build, symb.addr, 99, 5)
         agent_rss = PeakRss(agent.pid)
         perf = subprocess.Popen(["perf", "record", "-q", "-a", "-g", "-F", "99", "-o",
@@ -126,14 +137,11 @@ def footprint(args, tmp):
         perf_cpu = wait_cpu(perf)
         agent_cpu, log = stop_agent(agent)
     finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("0")
+        bpf_stats(False)
         wl.kill()
         wl.wait()
         symb.stop()
-    perf_samples = sum(1 for line in subprocess.run(
-        ["perf", "script", "-i", f"{tmp}/perf.data", "-F", "period"], capture_output=True,
-        text=True).stdout.splitlines() if line.strip())
+    nperf = perf_samples(f"{tmp}/perf.data")
     m = re.search(r"bpf: (\d+) runs, (\d+) ns/run, maps (\d+) bytes", log)
     runs, ns_per_run, map_bytes = (int(x) for x in m.groups()) if m else (0, 0, 0)
     sampled = int(re.search(r"sampled (\d+) samples", log).group(1))
@@ -144,7 +152,7 @@ def footprint(args, tmp):
         "agent_cpu": agent_cpu, "perf_cpu": perf_cpu,
         "agent_rss_kb": agent_rss.kib, "perf_rss_kb": perf_rss.kib,
         "map_bytes": map_bytes, "ns_per_run": ns_per_run, "runs": runs,
-        "agent_samples": sampled, "perf_samples": perf_samples,
+        "agent_samples": sampled, "perf_samples": nperf,
         "bytes_per_sample_all": float(wire.group(2)) if wire else float("nan"),
         "bytes_per_sample_steady": steady_bytes_per_sample(log),
         "kallsyms_bytes": int(ksyms.group(1)) if ksyms else 0,
@@ -194,11 +202,8 @@ def unwind_bench(args, tmp):
     symb = Symbolizer(args.build, f"{tmp}/unwind")
     perfs = {}
     try:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1")
-        agent = subprocess.Popen(
-            [f"{args.build}/fleetprof-agent", "--server", symb.addr, "-F", "99", "--interval", "1",
-             "-p", str(wl.pid), "-v"], stderr=subprocess.PIPE, text=True)
+        bpf_stats(True)
+        agent = start_agent(args.build, symb.addr, 99, 1, wl.pid)
         agent_rss = PeakRss(agent.pid)
         for name, cg in (("dwarf", ["--call-graph", "dwarf"]), ("fp", ["-g"])):
             perfs[name] = subprocess.Popen(
@@ -209,17 +214,14 @@ def unwind_bench(args, tmp):
         perf_cpu = {n: wait_cpu(p) for n, p in perfs.items()}
         agent_cpu, log = stop_agent(agent)
     finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("0")
+        bpf_stats(False)
         wl.kill()
         wl.wait()
         symb.stop()
     perf_bytes = {}
     for n in perfs:
         data = f"{tmp}/perf-{n}.data"
-        nsamp = sum(1 for l in subprocess.run(["perf", "script", "-i", data, "-F", "period"],
-                                              capture_output=True, text=True).stdout.splitlines()
-                    if l.strip())
+        nsamp = perf_samples(data)
         perf_bytes[n] = os.path.getsize(data) / nsamp if nsamp else float("nan")
     m = re.search(r"bpf: (\d+) runs, (\d+) ns/run, maps (\d+) bytes", log)
     ns_per_run, map_bytes = (int(m.group(2)), int(m.group(3))) if m else (0, 0)
