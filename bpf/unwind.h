@@ -46,12 +46,14 @@ struct fp_unwind_row {
 #define FP_UNWIND_RA_SLOT(r) ((__s8)((r)->ur_rule & 0xf0) >> 4)
 
 /* A compiled table as stored (LMDB) and sent (wire): this header, then
- * uh_nrows rows sorted by ur_pc with no two equal pcs, little-endian. */
+ * uh_nrows rows sorted by ur_pc with no two equal pcs, then, with
+ * FP_UNWIND_F_CPYTHON, one struct fp_unwind_cpython; little-endian. */
 #define FP_UNWIND_MAGIC "FPUW"
-#define FP_UNWIND_VERSION 1
+#define FP_UNWIND_VERSION 2
 #define FP_UNWIND_ARCH_X86_64 1
 #define FP_UNWIND_ARCH_ARM64 2
 #define FP_UNWIND_F_FRAME_POINTERS 1 /* code keeps frame pointers: no table needed */
+#define FP_UNWIND_F_CPYTHON 2        /* the file holds a CPython interpreter */
 #define FP_UNWIND_MAX_ROWS (1u << 23) /* per file: OT#230's largest had 2.8 M */
 
 struct fp_unwind_header {
@@ -61,6 +63,25 @@ struct fp_unwind_header {
 	__u8 uh_flags;
 	__u32 uh_nrows;
 	__u32 uh_fdes;  /* FDEs the table came from (statistics) */
+};
+
+/* Where a file that holds a CPython interpreter keeps what the walker
+ * needs (bpf/python.h), found by the symbolizer in its symbol tables so
+ * that the device never reads them.
+ * uc_version: major << 8 | minor (0x030b for 3.11); 0 when unknown.
+ * uc_runtime: _PyRuntime's address minus the load bias of the segment the
+ *             eval loop is in, as a file offset there would be: the agent
+ *             adds the executable mapping's start minus its page offset.
+ * uc_eval:    file offsets [start, end) of _PyEval_EvalFrameDefault and of
+ *             its .cold part; unused entries are [0, 0). */
+#define FP_UNWIND_CPYTHON_RANGES 2
+struct fp_unwind_cpython {
+	__u32 uc_version;
+	__u32 uc_pad;
+	__s64 uc_runtime;
+	struct {
+		__u32 start, end;
+	} uc_eval[FP_UNWIND_CPYTHON_RANGES];
 };
 
 /* What the BPF program knows of a process it unwinds: its mappings that

@@ -100,13 +100,24 @@ void fp_hello_fini(struct fp_hello *h)
 	memset(h, 0, sizeof(*h));
 }
 
+void fp_pycode_free(struct fp_pycode *c)
+{
+	if (!c)
+		return;
+	free(c->pc_qualname);
+	free(c->pc_linetable);
+	free(c);
+}
+
 void fp_batch_fini(struct fp_batch *b)
 {
 	size_t i;
 
 	if (b->fb_mappings)
-		for (i = 0; i < b->fb_nmappings; i++)
+		for (i = 0; i < b->fb_nmappings; i++) {
 			free(b->fb_mappings[i].fm_path);
+			fp_pycode_free(b->fb_mappings[i].fm_py);
+		}
 	if (b->fb_threads)
 		for (i = 0; i < b->fb_nthreads; i++)
 			free(b->fb_threads[i].ft_container);

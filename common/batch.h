@@ -23,6 +23,8 @@ enum fp_mapping_kind {
 	FP_MAP_USER = 0,    /* ELF file mapped into a process; offset = file offset */
 	FP_MAP_KERNEL = 1,  /* vmlinux; offset = address - _text */
 	FP_MAP_KMODULE = 2, /* kernel module; offset = address - module base */
+	FP_MAP_PYTHON = 3,  /* a CPython code object; offset = byte offset of the
+			     * instruction in its bytecode */
 };
 
 struct fp_build_id {
@@ -30,11 +32,32 @@ struct fp_build_id {
 	uint8_t fb_data[FP_BUILD_ID_MAX];
 };
 
+/* How a code object's line table is encoded (CPython's own formats). */
+enum fp_py_lines {
+	FP_PY_LNOTAB = 1,     /* co_lnotab, 3.9: (byte offset, line) increments */
+	FP_PY_LOCATIONS = 2,  /* co_linetable, 3.11 and later: location entries in
+			       * code units of 2 bytes */
+};
+
+#define FP_PY_NAME_MAX 1024        /* bytes of a qualified name */
+#define FP_PY_LINETABLE_MAX 65536  /* bytes of a line table */
+
+/* What a Python code object tells (FP_MAP_PYTHON mappings only). */
+struct fp_pycode {
+	char *pc_qualname;          /* owned; co_qualname (co_name before 3.11), UTF-8 */
+	uint32_t pc_firstlineno;
+	uint8_t pc_lines;           /* enum fp_py_lines */
+	uint32_t pc_linetable_len;  /* <= FP_PY_LINETABLE_MAX */
+	uint8_t *pc_linetable;      /* owned; NULL when pc_linetable_len is 0 */
+};
+
 struct fp_mapping {
 	uint32_t fm_id;
 	uint8_t fm_kind;            /* enum fp_mapping_kind */
-	struct fp_build_id fm_build_id;
-	char *fm_path;              /* owned; path, or module name; never NULL */
+	struct fp_build_id fm_build_id; /* empty for FP_MAP_PYTHON */
+	char *fm_path;              /* owned; path, module name, or a code object's
+				     * co_filename; never NULL */
+	struct fp_pycode *fm_py;    /* owned; FP_MAP_PYTHON only, else NULL */
 };
 
 struct fp_thread {
@@ -196,6 +219,9 @@ int fp_build_id_eq(const struct fp_build_id *a, const struct fp_build_id *b);
 /* fp_build_id_match: like fp_build_id_eq, but the longer one may have
  * trailing zeros: the kernel pads build-IDs shorter than 20 bytes. */
 int fp_build_id_match(const struct fp_build_id *a, const struct fp_build_id *b);
+
+/* fp_pycode_free: free c and what it owns; NULL is fine. */
+void fp_pycode_free(struct fp_pycode *c);
 
 /* *_fini release what the structure owns (not the structure itself). */
 void fp_hello_fini(struct fp_hello *h);
