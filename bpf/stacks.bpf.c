@@ -19,6 +19,7 @@
 #include <bpf/bpf_helpers.h>
 #include "stacks.h"
 #include "unwind.h"
+#include "python.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -71,16 +72,24 @@ struct fp_regs {
 /* Where one user stack walk stands between tail calls. */
 struct fp_walk {
 	__u64 ip, sp, fp, lr;
-	__u32 n;       /* frames written */
+	__u32 n;       /* slots written */
 	__u32 calls;   /* tail calls made */
 	__u32 exact;   /* ip is where the code was, not a return address */
-	__u32 pad;
+	__u32 frames;  /* frames written (a Python frame takes two slots) */
+	__u64 py_frame;   /* the next Python frame to write; 0: none left */
+	__u32 py_pending; /* an eval loop activation's frames are being written */
+	__u32 py_seen;    /* an activation was met: the interpreter's own frames
+			   * between activations are not written */
+	__u32 py_nothread; /* activations met without the thread's state */
+	__u32 py_pad;
 };
 
 struct fp_bpf_event {
 	struct fp_bpf_sample hdr;
 	__u8 stacks[FP_USTACK_BYTES + FP_KSTACK_BYTES];
 	struct fp_walk walk; /* not sent */
+	__u8 py_frame_buf[FP_PY_FRAME_WINDOW]; /* not sent */
+	__u8 py_code_buf[FP_PY_CODE_WINDOW];
 };
 
 struct {
@@ -133,6 +142,22 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fp_unwind_row);
 } unwind_rows SEC(".maps");
+
+/* Per Python process: where its interpreter keeps its state. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FP_PY_PROCS);
+	__type(key, __u32);
+	__type(value, struct fp_py_proc);
+} py_procs SEC(".maps");
+
+/* Per thread: its PyThreadState, found once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FP_PY_THREADS);
+	__type(key, __u32);
+	__type(value, struct fp_py_thread);
+} py_threads SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -356,21 +381,190 @@ out:
 	return STEP_NEXT;
 }
 
+/* read_ptr: the 8 bytes at user address a; 0 when unreadable. */
+static __always_inline __u64 read_ptr(__u64 a)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)a))
+		return 0;
+	return v;
+}
+
+/* py_is_thread: whether thread state ts belongs to kernel thread tid. */
+static __always_inline int py_is_thread(const struct fp_py_proc *py, __u64 ts, __u32 tid)
+{
+	__u64 id = read_ptr(ts + py->pp_ts_tid);
+	__u32 t = 0;
+
+	if (py->pp_tid_kind == FP_PY_TID_NATIVE)
+		return id == tid;
+	/* thread_id is pthread_self(): the C library's thread descriptor */
+	if (!id || bpf_probe_read_user(&t, sizeof(t), (void *)(id + py->pp_pthread_tid)))
+		return 0;
+	return t == tid;
+}
+
+/* py_thread_state: the sampled thread's PyThreadState, 0 if it has none.
+ * Remembered per thread and checked on every use; a thread without one
+ * is searched for again after FP_PY_RETRY_NS. */
+static __always_inline __u64 py_thread_state(const struct fp_py_proc *py, __u32 pid, __u32 tid)
+{
+	struct fp_py_thread *t = bpf_map_lookup_elem(&py_threads, &tid), v = { 0 };
+	__u64 now = bpf_ktime_get_ns(), ts;
+	int i;
+
+	if (t && t->pt_pid == pid) {
+		if (t->pt_tstate && py_is_thread(py, t->pt_tstate, tid))
+			return t->pt_tstate;
+		if (!t->pt_tstate && now - t->pt_checked_ns < FP_PY_RETRY_NS)
+			return 0;
+	}
+	ts = read_ptr(py->pp_runtime + py->pp_rt_interp_head); /* the main interpreter */
+	ts = ts ? read_ptr(ts + py->pp_is_threads_head) : 0;
+	for (i = 0; i < FP_PY_THREAD_SCAN && ts; i++) {
+		if (py_is_thread(py, ts, tid))
+			break;
+		ts = read_ptr(ts + py->pp_ts_next);
+	}
+	if (i == FP_PY_THREAD_SCAN)
+		ts = 0;
+	v.pt_tstate = ts, v.pt_checked_ns = now, v.pt_pid = pid;
+	bpf_map_update_elem(&py_threads, &tid, &v, BPF_ANY);
+	return ts;
+}
+
+/* py_start: point the walk at the sampled thread's current Python frame. */
+static __always_inline void py_start(const struct fp_py_proc *py, struct fp_bpf_event *e)
+{
+	__u64 ts = py_thread_state(py, e->hdr.pid, e->hdr.tid), f = 0;
+
+	if (ts) {
+		f = read_ptr(ts + py->pp_ts_frame);
+		if (f && py->pp_cf_frame != FP_PY_NO_OFFSET)
+			f = read_ptr(f + py->pp_cf_frame); /* _PyCFrame -> current_frame */
+	}
+	e->walk.py_frame = f;
+}
+
+static __always_inline int in_eval(const struct fp_py_proc *py, __u64 ip)
+{
+	return (ip >= py->pp_eval_start[0] && ip < py->pp_eval_end[0]) ||
+	       (ip >= py->pp_eval_start[1] && ip < py->pp_eval_end[1]);
+}
+
+#define FIELD(buf, off, type) (*(type *)&(buf)[(off) & (sizeof(buf) - sizeof(type))])
+
+enum py_result { PY_MORE, PY_DONE, PY_FULL };
+
+/* py_frames: write at most FP_PY_BATCH Python frames of the eval loop
+ * activation being replaced; PY_DONE once its first frame is written. */
+#define FP_PY_BATCH 4
+static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_event *e)
+{
+	struct fp_walk *w = &e->walk;
+	int i;
+
+	for (i = 0; i < FP_PY_BATCH; i++) {
+		__u64 f = w->py_frame, code, prev, lasti, slot, name, file;
+		__u32 n = w->n, line;
+		__u8 entry;
+
+		if (!f) {
+			/* an activation without frames: the stacks disagree */
+			e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
+			return PY_DONE;
+		}
+		if (bpf_probe_read_user(e->py_frame_buf, sizeof(e->py_frame_buf), (void *)f)) {
+			count(FP_CNT_PY_READ_ERR);
+			e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
+			w->py_frame = 0;
+			return PY_DONE;
+		}
+		prev = FIELD(e->py_frame_buf, py->pp_fr_previous, __u64);
+		code = FIELD(e->py_frame_buf, py->pp_fr_code, __u64);
+		entry = FIELD(e->py_frame_buf, py->pp_fr_entry, __u8);
+		w->py_frame = prev;
+		if (py->pp_model == FP_PY_SHIM && entry == FP_PY_OWNED_BY_CSTACK)
+			return PY_DONE; /* the activation's entry shim: not a Python frame */
+		if (n >= FP_USER_SLOTS - 1 || w->frames >= FP_STACK_DEPTH)
+			return PY_FULL;
+		if (bpf_probe_read_user(e->py_code_buf, sizeof(e->py_code_buf), (void *)code)) {
+			count(FP_CNT_PY_READ_ERR);
+			e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
+			w->py_frame = 0;
+			return PY_DONE;
+		}
+		name = FIELD(e->py_code_buf, py->pp_co_name, __u64);
+		file = FIELD(e->py_code_buf, py->pp_co_filename, __u64);
+		line = FIELD(e->py_code_buf, py->pp_co_firstlineno, __u32);
+		if (py->pp_instr_kind == FP_PY_LASTI) {
+			__s32 l = FIELD(e->py_frame_buf, py->pp_fr_instr, __s32);
+			lasti = l < 0 ? FP_PY_LASTI_NONE : (__u64)l;
+		} else {
+			lasti = FIELD(e->py_frame_buf, py->pp_fr_instr, __u64) - code - py->pp_co_code;
+		}
+		if (lasti > FP_PY_LASTI_NONE)
+			lasti = FP_PY_LASTI_NONE;
+		slot = FP_PY_SLOT_FRAME | lasti << 32 | fp_py_tag(name, file, line);
+		*(__u64 *)&e->stacks[(n & 255) * 8] = slot;
+		*(__u64 *)&e->stacks[((n + 1) & 255) * 8] = code;
+		w->n = n + 2;
+		w->frames++;
+		e->hdr.flags |= FP_SAMPLE_PYTHON;
+		count(FP_CNT_PY_FRAMES);
+		if (py->pp_model == FP_PY_FRAMEOBJECT ||
+		    (py->pp_model == FP_PY_IS_ENTRY && entry))
+			return PY_DONE;
+	}
+	return PY_MORE;
+}
+
 /* walk: FP_WALK_FRAMES frames, then again in a tail call, then out. */
 static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
 {
 	struct fp_walk *w = &e->walk;
 	struct fp_unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &e->hdr.pid);
-	int i, r = STEP_END;
+	struct fp_py_proc *py = bpf_map_lookup_elem(&py_procs, &e->hdr.pid);
+	int i, r = STEP_NEXT;
 
 	if (!p)
 		return finish(ctx, e, w->n * 8);
 	for (i = 0; i < FP_WALK_FRAMES; i++) {
 		__u32 n = w->n;
-		if (n >= FP_STACK_DEPTH)
-			return finish(ctx, e, n * 8);
-		*(__u64 *)&e->stacks[(n & 127) * 8] = w->ip;
-		w->n = n + 1;
+		if (!w->py_pending) {
+			if (n >= FP_USER_SLOTS || w->frames >= FP_STACK_DEPTH)
+				return finish(ctx, e, n * 8);
+			if (py && w->py_frame && in_eval(py, w->ip)) {
+				/* replaced by its Python frames, kept in case
+				 * they do not match */
+				*(__u64 *)&e->stacks[(n & 255) * 8] = FP_PY_SLOT_EVAL | w->ip;
+				w->n = n + 1;
+				w->py_pending = w->py_seen = 1;
+			} else if (py && !w->py_frame && in_eval(py, w->ip)) {
+				/* an activation with no Python frame left for it */
+				if (w->py_seen)
+					e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
+				else if (!w->py_nothread++)
+					count(FP_CNT_PY_NO_THREAD);
+				*(__u64 *)&e->stacks[(n & 255) * 8] = w->ip;
+				w->n = n + 1;
+				w->frames++;
+			} else if (!(py && w->py_seen && w->ip >= py->pp_interp_start &&
+				     w->ip < py->pp_interp_end)) {
+				*(__u64 *)&e->stacks[(n & 255) * 8] = w->ip;
+				w->n = n + 1;
+				w->frames++;
+			} /* else the interpreter calling itself between activations */
+		}
+		if (w->py_pending && py) {
+			int pr = py_frames(py, e);
+			if (pr == PY_FULL)
+				return finish(ctx, e, w->n * 8);
+			if (pr == PY_MORE)
+				continue;
+			w->py_pending = 0;
+		}
 		r = step(p, w);
 		if (r != STEP_NEXT)
 			break;
@@ -382,7 +576,12 @@ static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
 	if (r == STEP_ROOT) {
 		e->hdr.flags |= FP_SAMPLE_ROOT;
 		count(FP_CNT_WALK_ROOT);
+		/* Python frames left over: some activation was not seen */
+		if (w->py_seen && w->py_frame && !(e->hdr.flags & FP_SAMPLE_PY_MISMATCH))
+			e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
 	}
+	if (e->hdr.flags & FP_SAMPLE_PY_MISMATCH)
+		count(FP_CNT_PY_MISMATCH);
 	return finish(ctx, e, w->n * 8);
 }
 
@@ -426,8 +625,11 @@ int fp_sample(void *ctx)
 		__builtin_memset(&e->walk, 0, sizeof(e->walk));
 		e->walk.exact = 1;
 		if (user_regs(ctx, &e->walk) == 0) {
+			struct fp_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
 			e->hdr.flags |= FP_SAMPLE_WALKED;
 			count(FP_CNT_WALKS);
+			if (py)
+				py_start(py, e);
 			return walk(ctx, e);
 		}
 		count(FP_CNT_WALK_LOST);
@@ -455,6 +657,7 @@ int fp_exec(void *ctx)
 
 	bpf_map_delete_elem(&known_pids, &pid);
 	bpf_map_delete_elem(&unwind_procs, &pid);
+	bpf_map_delete_elem(&py_procs, &pid);
 	return 0;
 }
 
@@ -468,6 +671,7 @@ int fp_exit(void *ctx)
 	if (pid == (__u32)id) {
 		bpf_map_delete_elem(&known_pids, &pid);
 		bpf_map_delete_elem(&unwind_procs, &pid);
+		bpf_map_delete_elem(&py_procs, &pid);
 	}
 	return 0;
 }

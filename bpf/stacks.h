@@ -18,17 +18,25 @@ enum fp_bpf_counter {
 	FP_CNT_WALK_TABLE = 6,  /* frames unwound by a table row */
 	FP_CNT_WALK_FP = 7,     /* frames unwound by the frame pointer */
 	FP_CNT_WALK_LOST = 8,   /* walks that could not start (no user registers) */
-	FP_CNT_MAX = 9,
+	FP_CNT_PY_FRAMES = 9,   /* Python frames written */
+	FP_CNT_PY_NO_THREAD = 10, /* eval loop sampled, but the thread's state not found */
+	FP_CNT_PY_MISMATCH = 11,  /* native and Python stacks disagree: Python frames dropped */
+	FP_CNT_PY_READ_ERR = 12,  /* interpreter memory could not be read mid-walk */
+	FP_CNT_MAX = 13,
 };
 
 #define FP_KNOWN_PIDS 8192
 #define FP_WALK_FRAMES 6        /* frames per program run; then a tail call */
 #define FP_WALK_CALLS 24        /* tail calls per walk: 6 * (24 + 1) > 127 */
+#define FP_USER_SLOTS (2 * FP_STACK_DEPTH) /* walked stacks: a Python frame takes 2 */
 
 /* fp_bpf_sample.flags */
 #define FP_SAMPLE_USER_RAW 1    /* user stack is __u64 addresses, not build-IDs */
 #define FP_SAMPLE_WALKED 2      /* ... walked with unwind tables */
 #define FP_SAMPLE_ROOT 4        /* ... up to the outermost frame */
+#define FP_SAMPLE_PYTHON 8      /* ... with Python frames (bpf/python.h slots) */
+#define FP_SAMPLE_PY_MISMATCH 16 /* ... whose Python frames do not match its eval
+				  * loop activations: keep the native frames */
 
 /* One ring buffer record: this header, then ustack_bytes of user frames
  * (struct bpf_stack_build_id, or __u64 addresses with FP_SAMPLE_USER_RAW;

@@ -6,6 +6,7 @@
 #include "elfnote.h"
 #include "intern.h"
 #include "procmaps.h"
+#include "python.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,6 +88,11 @@ struct fp_collector {
 	void *cl_known_arg;
 	fp_maps_fn cl_maps_fn;
 	void *cl_maps_arg;
+	fp_pycode_fn cl_pycode_fn;
+	void *cl_pycode_arg;
+	struct fp_pycode **cl_pycode; /* by mapping id: Python code objects */
+	char **cl_pyfile;
+	size_t cl_pycode_cap, cl_pyfile_cap, cl_py_bytes;
 	uint32_t cl_files_listed; /* cl_paths ids passed to fp_collector_new_files */
 	uint32_t *cl_announce; /* mappings to define before any frame uses them */
 	size_t cl_nannounce, cl_announce_cap;
@@ -148,6 +154,12 @@ void fp_collector_set_maps_fn(struct fp_collector *c, fp_maps_fn fn, void *arg)
 	c->cl_maps_arg = arg;
 }
 
+void fp_collector_set_pycode_fn(struct fp_collector *c, fp_pycode_fn fn, void *arg)
+{
+	c->cl_pycode_fn = fn;
+	c->cl_pycode_arg = arg;
+}
+
 static void set_known(struct fp_collector *c, struct proc_entry *pe, uint32_t pid, int known)
 {
 	if (pe->pe_known == known || !c->cl_known_fn)
@@ -182,6 +194,12 @@ void fp_collector_free(struct fp_collector *c)
 		free(c->cl_tinfo[i].ti_container);
 	for (i = 0; c->cl_paths && i < fp_intern_count(c->cl_paths); i++)
 		free(c->cl_pathv[i]);
+	for (i = 0; i < c->cl_pycode_cap; i++)
+		fp_pycode_free(c->cl_pycode[i]);
+	for (i = 0; i < c->cl_pyfile_cap; i++)
+		free(c->cl_pyfile[i]);
+	free(c->cl_pycode);
+	free(c->cl_pyfile);
 	fp_intern_free(c->cl_mappings);
 	fp_intern_free(c->cl_threads);
 	fp_intern_free(c->cl_nodes);
@@ -466,6 +484,43 @@ static int kernel_frame(struct fp_collector *c, uint64_t ip, struct fp_frame *f)
 	return 0;
 }
 
+/* python_frame: the frame of a Python code object: a mapping per (pid,
+ * address, tag), read once, "[unknown]" when it cannot be read. */
+static int python_frame(struct fp_collector *c, uint32_t pid, uint64_t addr, uint32_t tag,
+			uint32_t lasti, struct fp_frame *f)
+{
+	struct fp_build_id key = { .fb_len = 16 };
+	struct fp_pycode *code = NULL;
+	char *file = NULL;
+	uint32_t before = (uint32_t)fp_intern_count(c->cl_mappings);
+
+	memcpy(key.fb_data, &pid, 4);
+	memcpy(key.fb_data + 4, &addr, 8);
+	memcpy(key.fb_data + 12, &tag, 4);
+	if (mapping_get(c, FP_MAP_PYTHON, &key, "", &f->ff_mapping))
+		return -ENOMEM;
+	f->ff_offset = lasti;
+	if (f->ff_mapping < before)
+		return 0; /* read before */
+	if (grow(&c->cl_pycode, &c->cl_pycode_cap, (size_t)f->ff_mapping + 1,
+		 sizeof(*c->cl_pycode)) ||
+	    grow(&c->cl_pyfile, &c->cl_pyfile_cap, (size_t)f->ff_mapping + 1,
+		 sizeof(*c->cl_pyfile)))
+		return -ENOMEM;
+	if (!c->cl_pycode_fn || c->cl_pycode_fn(pid, addr, tag, &code, &file, c->cl_pycode_arg)) {
+		if (!(code = calloc(1, sizeof(*code))) || !(code->pc_qualname = strdup("[unknown]"))) {
+			fp_pycode_free(code);
+			return -ENOMEM;
+		}
+		code->pc_lines = FP_PY_LOCATIONS;
+	}
+	c->cl_pycode[f->ff_mapping] = code;
+	c->cl_pyfile[f->ff_mapping] = file;
+	c->cl_py_bytes += sizeof(*code) + strlen(code->pc_qualname) + code->pc_linetable_len +
+			  (file ? strlen(file) : 0);
+	return 0;
+}
+
 static int thread_get(struct fp_collector *c, const struct fp_bpf_sample *s, uint32_t *id)
 {
 	struct thread_key key;
@@ -576,17 +631,39 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 	}
 	if (s->flags & FP_SAMPLE_USER_RAW) {
 		struct proc_entry *pe = proc_get(c, s->pid);
-		for (i = 0; i < s->ustack_bytes / 8 && n < FP_MAX_FRAMES; i++) {
-			uint64_t ip;
+		uint32_t nslots = s->ustack_bytes / 8, user = 0;
+		/* Python frames that do not match the eval loop activations
+		 * they replace are dropped; the activations stay. */
+		int py_ok = !(s->flags & FP_SAMPLE_PY_MISMATCH);
+		for (i = 0; i < nslots && n < FP_MAX_FRAMES; i++) {
+			uint64_t ip, code;
 			memcpy(&ip, (const char *)ustack + i * 8, 8);
+			if (ip & FP_PY_SLOT_FRAME) {
+				if (++i >= nslots)
+					break;
+				memcpy(&code, (const char *)ustack + i * 8, 8);
+				if (!py_ok)
+					continue;
+				if (python_frame(c, s->pid, code, FP_PY_SLOT_TAG(ip),
+						 FP_PY_SLOT_LASTI(ip), &c->cl_frames[n++]))
+					goto oom;
+				user++;
+				continue;
+			}
+			if (ip & FP_PY_SLOT_EVAL) {
+				if (py_ok)
+					continue;
+				ip &= ~FP_PY_SLOT_EVAL;
+			}
 			/* Past the leaf, an address outside every executable
 			 * mapping is no return address: a frame-pointer walk
 			 * through code without frame pointers read a stack
 			 * word.  The stack ends there. */
-			if (i && pe && pe->pe_maps && !fp_procmaps_find(pe->pe_maps, ip))
+			if (user && pe && pe->pe_maps && !fp_procmaps_find(pe->pe_maps, ip))
 				break;
 			if (user_frame_by_ip(c, pe, s->pid, ip, &c->cl_frames[n++]))
 				goto oom;
+			user++;
 		}
 	} else {
 		if (add_build_id_frames(c, s, ustack, &n))
@@ -688,8 +765,15 @@ static int batch_mapping(struct fp_collector *c, uint32_t m, struct fp_batch *b,
 		return 0;
 	mk = fp_intern_key(c->cl_mappings, m, &len);
 	fm = (struct fp_mapping){ .fm_id = m, .fm_kind = mk->mk_kind, .fm_path = (char *)mk->mk_path };
-	fm.fm_build_id.fb_len = mk->mk_build_id_len;
-	memcpy(fm.fm_build_id.fb_data, mk->mk_build_id, mk->mk_build_id_len);
+	if (mk->mk_kind == FP_MAP_PYTHON) {
+		/* the key's build-ID is (pid, address, tag): not sent */
+		fm.fm_py = m < c->cl_pycode_cap ? c->cl_pycode[m] : NULL;
+		if (m < c->cl_pyfile_cap && c->cl_pyfile[m])
+			fm.fm_path = c->cl_pyfile[m];
+	} else {
+		fm.fm_build_id.fb_len = mk->mk_build_id_len;
+		memcpy(fm.fm_build_id.fb_data, mk->mk_build_id, mk->mk_build_id_len);
+	}
 	c->cl_mstate[m] = DEF_IN_FLIGHT;
 	return push(&b->fb_mappings, &b->fb_nmappings, cap, sizeof(fm), &fm);
 }
@@ -802,5 +886,6 @@ size_t fp_collector_bytes(const struct fp_collector *c)
 	       fp_intern_bytes(c->cl_procs) +
 	       fp_intern_bytes(c->cl_paths) + c->cl_counts_cap * sizeof(*c->cl_counts) +
 	       c->cl_mstate_cap + c->cl_tstate_cap + c->cl_nstate_cap +
-	       c->cl_tinfo_cap * sizeof(*c->cl_tinfo);
+	       c->cl_tinfo_cap * sizeof(*c->cl_tinfo) + c->cl_py_bytes +
+	       (c->cl_pycode_cap + c->cl_pyfile_cap) * sizeof(void *);
 }

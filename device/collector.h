@@ -52,6 +52,18 @@ typedef void (*fp_maps_fn)(uint32_t pid, const struct fp_procmaps *pm, void *arg
  * build-IDs are read only for the mappings samples fall in). */
 void fp_collector_set_maps_fn(struct fp_collector *c, fp_maps_fn fn, void *arg);
 
+/* A Python code object the walker saw (bpf/python.h): read it from
+ * process pid.  On success *code and *filename are malloc'd and become the
+ * collector's.  A negative errno otherwise (device/cpython.h). */
+typedef int (*fp_pycode_fn)(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pycode **code,
+			    char **filename, void *arg);
+
+/* fp_collector_set_pycode_fn: install that hook (default: none, and every
+ * Python frame is "[unknown]").  Each distinct code object (pid, address,
+ * tag) is read once per collector; one that cannot be read is defined as
+ * "[unknown]", never under another code object's name. */
+void fp_collector_set_pycode_fn(struct fp_collector *c, fp_pycode_fn fn, void *arg);
+
 /* fp_collector_remap: call the maps hook again for every process whose
  * mappings are held (new unwind tables arrived). */
 void fp_collector_remap(struct fp_collector *c);

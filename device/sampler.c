@@ -370,5 +370,6 @@ int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u)
 	u->su_nrows = s->sm_nrows;
 	u->su_tables_fd = bpf_map__fd(s->sm_skel->maps.unwind_tables);
 	u->su_procs_fd = bpf_map__fd(s->sm_skel->maps.unwind_procs);
+	u->su_py_procs_fd = bpf_map__fd(s->sm_skel->maps.py_procs);
 	return 0;
 }

@@ -52,6 +52,7 @@ struct fp_sampler_unwind {
 	size_t su_nrows;
 	int su_tables_fd;              /* unwind_tables: index -> rows */
 	int su_procs_fd;               /* unwind_procs: pid -> mappings */
+	int su_py_procs_fd;            /* py_procs: pid -> struct fp_py_proc */
 };
 
 /* fp_sampler_unwind_maps: those maps.  0, or -ENOENT when the sampler was
