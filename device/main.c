@@ -7,6 +7,7 @@
 #include "log.h"
 #include "sampler.h"
 #include "unwind_maps.h"
+#include "cpython.h"
 #include "uplink.h"
 #include "wire.h"
 
@@ -51,6 +52,7 @@ struct agent {
 	struct fp_sampler *ag_sampler;
 	struct fp_uplink *ag_uplink;
 	struct fp_unwind *ag_unwind; /* NULL with --unwind-mem 0 */
+	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
 	struct fp_hello ag_hello;
 	int ag_hello_ok;
 	uint64_t ag_session;
@@ -110,8 +112,12 @@ static int collector_open(struct agent *a)
 	if (err)
 		return err;
 	fp_collector_set_known_fn(a->ag_collector, on_known, a);
-	if (a->ag_unwind)
+	if (a->ag_python) {
+		fp_collector_set_maps_fn(a->ag_collector, fp_python_on_maps, a->ag_python);
+		fp_collector_set_pycode_fn(a->ag_collector, fp_python_read_code, a->ag_python);
+	} else if (a->ag_unwind) {
 		fp_collector_set_maps_fn(a->ag_collector, fp_unwind_on_maps, a->ag_unwind);
+	}
 	return 0;
 }
 
@@ -448,6 +454,23 @@ static int agent_flush(struct agent *a)
 }
 
 /* What the benchmark reads: wire bytes, BPF cost and memory. */
+static void log_python(const struct agent *a, const uint64_t c[FP_CNT_MAX])
+{
+	struct fp_python_stats ps;
+
+	if (!a->ag_python)
+		return;
+	fp_python_stats(a->ag_python, &ps);
+	fp_info("python: %" PRIu64 " processes walked, %" PRIu64 " of unknown versions, %" PRIu64
+		" with offsets that do not fit; frames %" PRIu64 ", samples whose thread state was "
+		"not found %" PRIu64 ", whose Python and native stacks disagreed %" PRIu64
+		" (native kept), memory unreadable mid-walk %" PRIu64 "; code objects read %" PRIu64
+		" (%" PRIu64 " reused since sampled, %" PRIu64 " unreadable), %" PRIu64 " bytes",
+		ps.ps_procs, ps.ps_unknown_version, ps.ps_bad_offsets, c[FP_CNT_PY_FRAMES],
+		c[FP_CNT_PY_NO_THREAD], c[FP_CNT_PY_MISMATCH], c[FP_CNT_PY_READ_ERR],
+		ps.ps_code_reads, ps.ps_code_stale, ps.ps_code_errors, ps.ps_bytes_read);
+}
+
 static void log_footprint(struct agent *a)
 {
 	struct fp_sampler_stats st = { 0 };
@@ -487,6 +510,7 @@ static void log_footprint(struct agent *a)
 			us.us_tables, us.us_rows_used, us.us_rows_total, us.us_installed,
 			us.us_evicted, us.us_too_big, us.us_rejected, us.us_parts_dropped,
 			us.us_procs, us.us_procs_full);
+		log_python(a, c);
 	}
 }
 
@@ -637,6 +661,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (a.ag_o.ao_unwind_mb && (err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)))
 		goto cleanup;
+	if (a.ag_unwind && (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind, "/proc")))
+		goto cleanup;
 	if ((err = collector_open(&a)))
 		goto cleanup;
 	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
@@ -679,6 +705,7 @@ int main(int argc, char **argv)
 	log_footprint(&a);
 cleanup:
 	fp_collector_free(a.ag_collector);
+	fp_python_free(a.ag_python);
 	fp_unwind_free(a.ag_unwind);
 	fp_sampler_close(a.ag_sampler);
 	fp_uplink_close(a.ag_uplink);

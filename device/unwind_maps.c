@@ -25,6 +25,8 @@ struct table {
 	uint32_t t_first, t_nrows;
 	uint64_t t_used;  /* u_tick at the last use */
 	int t_live;
+	int t_has_py;     /* the file holds a CPython interpreter: */
+	struct fp_unwind_cpython t_py;
 };
 
 struct fp_unwind {
@@ -75,6 +77,14 @@ static int find(const struct fp_unwind *u, const struct fp_build_id *id)
 int fp_unwind_has(const struct fp_unwind *u, const struct fp_build_id *id)
 {
 	return find(u, id) >= 0;
+}
+
+const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
+						  const struct fp_build_id *id)
+{
+	int t = find(u, id);
+
+	return t >= 0 && u->u_tables[t].t_has_py ? &u->u_tables[t].t_py : NULL;
 }
 
 /* scrub: drop slot t from every process list that names it. */
@@ -153,6 +163,7 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 		  size_t len)
 {
 	const struct fp_unwind_header *h = blob;
+	const struct fp_unwind_cpython *py;
 	struct fp_unwind_table where;
 	int64_t first;
 	uint32_t n;
@@ -186,7 +197,11 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 	where = (struct fp_unwind_table){ (uint32_t)first, n };
 	if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where, BPF_ANY))
 		return -errno;
-	u->u_tables[t] = (struct table){ *id, (uint32_t)first, n, ++u->u_tick, 1 };
+	u->u_tables[t] = (struct table){ *id, (uint32_t)first, n, ++u->u_tick, 1, 0, { 0 } };
+	if ((py = fp_unwind_table_cpython(blob, len))) {
+		u->u_tables[t].t_has_py = 1;
+		u->u_tables[t].t_py = *py;
+	}
 	u->u_stats.us_installed++;
 	u->u_stats.us_tables++;
 	u->u_stats.us_rows_used += n;
@@ -212,7 +227,8 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 		if (fp_unwind_has(u, &p->tp_build_id))
 			return 0; /* sent again in a new session */
 		if (p->tp_total > sizeof(struct fp_unwind_header) +
-					  u->u_maps.su_nrows * sizeof(struct fp_unwind_row)) {
+					  u->u_maps.su_nrows * sizeof(struct fp_unwind_row) +
+					  sizeof(struct fp_unwind_cpython)) {
 			u->u_stats.us_too_big++;
 			return 0;
 		}

@@ -65,6 +65,11 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p);
 /* fp_unwind_has: whether a table for id is installed. */
 int fp_unwind_has(const struct fp_unwind *u, const struct fp_build_id *id);
 
+/* fp_unwind_cpython: what the installed table of id says of the CPython
+ * interpreter in its file (bpf/unwind.h), or NULL. */
+const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
+						  const struct fp_build_id *id);
+
 /* fp_unwind_set_proc: tell the BPF program which mappings of pid have a
  * table (pm's mappings whose build-ID was read); none: pid is walked by
  * the kernel's frame-pointer walker.  Marks those tables used.  0, or a

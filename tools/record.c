@@ -15,6 +15,7 @@
 #include "sampler.h"
 #include "session.h"
 #include "unwind_maps.h"
+#include "cpython.h"
 #include "unwind_table.h"
 
 #include <errno.h>
@@ -152,6 +153,7 @@ int fp_cmd_record(int argc, char **argv)
 	};
 	uint32_t duration = 10, frequency = 99, pid = 0, unwind_mb = FP_UNWIND_MEM_DEFAULT_MB;
 	struct record_unwind ru = { 0 };
+	struct fp_python *py = NULL;
 	const char *outdir = "out";
 	char cache[4096], path[4200], host[256] = "", title[512];
 	int by_thread = 0, verbose = 0, c, err;
@@ -216,8 +218,11 @@ int fp_cmd_record(int argc, char **argv)
 		err = fp_sampler_open(&smp, &so);
 		if (!err)
 			fp_collector_set_known_fn(col, on_known, smp);
-		if (!err && unwind_mb && !(err = fp_unwind_alloc(&ru.ru_tables, smp)))
-			fp_collector_set_maps_fn(col, fp_unwind_on_maps, ru.ru_tables);
+		if (!err && unwind_mb && !(err = fp_unwind_alloc(&ru.ru_tables, smp)) &&
+		    !(err = fp_python_alloc(&py, smp, ru.ru_tables, "/proc"))) {
+			fp_collector_set_maps_fn(col, fp_python_on_maps, py);
+			fp_collector_set_pycode_fn(col, fp_python_read_code, py);
+		}
 	}
 	if (err)
 		goto out;
@@ -314,6 +319,7 @@ out:
 	fp_session_free(sess);
 	fp_interval_fini(&iv);
 	fp_resolver_close(res);
+	fp_python_free(py);
 	fp_unwind_free(ru.ru_tables);
 	fp_sampler_close(smp);
 	fp_collector_free(col);
