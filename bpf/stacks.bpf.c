@@ -89,7 +89,7 @@ struct fp_bpf_event {
 	__u8 stacks[FP_USTACK_BYTES + FP_KSTACK_BYTES];
 	struct fp_walk walk; /* not sent */
 	__u8 py_frame_buf[FP_PY_FRAME_WINDOW]; /* not sent */
-	__u8 py_code_buf[FP_PY_CODE_WINDOW];
+	__u8 py_code_buf[256]; /* FP_PY_CODE_WINDOW read; a power of two for FIELD */
 };
 
 struct {
@@ -453,6 +453,8 @@ static __always_inline int in_eval(const struct fp_py_proc *py, __u64 ip)
 	       (ip >= py->pp_eval_start[1] && ip < py->pp_eval_end[1]);
 }
 
+/* FIELD: the field at off of a buffer whose size is a power of two: the
+ * mask keeps it inside and aligned, as the verifier wants to see. */
 #define FIELD(buf, off, type) (*(type *)&(buf)[(off) & (sizeof(buf) - sizeof(type))])
 
 enum py_result { PY_MORE, PY_DONE, PY_FULL };
@@ -489,7 +491,7 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 			return PY_DONE; /* the activation's entry shim: not a Python frame */
 		if (n >= FP_USER_SLOTS - 1 || w->frames >= FP_STACK_DEPTH)
 			return PY_FULL;
-		if (bpf_probe_read_user(e->py_code_buf, sizeof(e->py_code_buf), (void *)code)) {
+		if (bpf_probe_read_user(e->py_code_buf, FP_PY_CODE_WINDOW, (void *)code)) {
 			count(FP_CNT_PY_READ_ERR);
 			e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
 			w->py_frame = 0;
