@@ -95,6 +95,7 @@ enum {
 
 /* Minimum lengths of the array records; later revisions may append. */
 #define MAPPING_FIELDS 4 /* id, kind, build_id, path */
+#define PY_MAPPING_FIELDS 8 /* + qualname, firstlineno, line-table format, line table */
 #define THREAD_FIELDS 7  /* id, pid, tid, cgroup, comm, process, container */
 #define LOST_FIELDS 4    /* samples, stack_errors, batches, samples_dropped */
 
@@ -133,7 +134,13 @@ const char *fp_wire_strerror(int err)
 
 static int kind_ok(uint64_t kind)
 {
-	return kind == FP_MAP_USER || kind == FP_MAP_KERNEL || kind == FP_MAP_KMODULE;
+	return kind == FP_MAP_USER || kind == FP_MAP_KERNEL || kind == FP_MAP_KMODULE ||
+	       kind == FP_MAP_PYTHON;
+}
+
+static int py_lines_ok(uint64_t format)
+{
+	return format == FP_PY_LNOTAB || format == FP_PY_LOCATIONS;
 }
 
 static int ksyms_kind_ok(uint64_t kind)
@@ -303,17 +310,42 @@ int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len)
 	return enc_finish(&e, buf, len);
 }
 
+/* A Python mapping carries its code object; no other kind carries one, and
+ * a code object has no build-ID. */
+static int py_mapping_ok(const struct fp_mapping *m)
+{
+	const struct fp_pycode *c = m->fm_py;
+
+	if (m->fm_kind != FP_MAP_PYTHON)
+		return c == NULL;
+	return c && !m->fm_build_id.fb_len && py_lines_ok(c->pc_lines) &&
+	       (!c->pc_qualname ||
+		strnlen(c->pc_qualname, FP_PY_NAME_MAX + 1) <= FP_PY_NAME_MAX) &&
+	       c->pc_linetable_len <= FP_PY_LINETABLE_MAX &&
+	       (!c->pc_linetable_len || c->pc_linetable);
+}
+
 static void enc_mapping(struct enc *e, const struct fp_mapping *m)
 {
-	if (m->fm_id == FP_MAPPING_NONE || !kind_ok(m->fm_kind)) {
+	const struct fp_pycode *c = m->fm_py;
+
+	if (m->fm_id == FP_MAPPING_NONE || !kind_ok(m->fm_kind) || !py_mapping_ok(m)) {
 		enc_fail(e, -EINVAL);
 		return;
 	}
-	enc_array(e, MAPPING_FIELDS);
+	enc_array(e, m->fm_kind == FP_MAP_PYTHON ? PY_MAPPING_FIELDS : MAPPING_FIELDS);
 	enc_uint(e, m->fm_id);
 	enc_uint(e, m->fm_kind);
 	enc_build_id(e, &m->fm_build_id);
 	enc_str(e, m->fm_path);
+	if (m->fm_kind != FP_MAP_PYTHON)
+		return;
+	enc_str(e, c->pc_qualname);
+	enc_uint(e, c->pc_firstlineno);
+	enc_uint(e, c->pc_lines);
+	enc_check(e, msgpack_pack_bin(&e->e_pk, c->pc_linetable_len));
+	if (c->pc_linetable_len)
+		enc_check(e, msgpack_pack_bin_body(&e->e_pk, c->pc_linetable, c->pc_linetable_len));
 }
 
 static void enc_thread(struct enc *e, const struct fp_thread *t)
@@ -991,6 +1023,36 @@ static int hello_from_body(const msgpack_object *body, struct fp_hello *h)
 	return 0;
 }
 
+/* pycode_from_obj: elements 4..7 of a Python mapping record. */
+static int pycode_from_obj(const msgpack_object *a, struct fp_pycode **out)
+{
+	struct fp_pycode *c = calloc(1, sizeof(*c));
+	uint64_t format;
+	uint32_t len;
+	int err;
+
+	if (!c)
+		return FP_WIRE_ENOMEM;
+	*out = c; /* freed with the mapping, whatever happens below */
+	if ((err = obj_str_check(&a[4], FP_PY_NAME_MAX)) ||
+	    (err = obj_strdup(&a[4], &c->pc_qualname)) ||
+	    (err = obj_u32(&a[5], &c->pc_firstlineno)) || (err = obj_u64(&a[6], &format)))
+		return err;
+	if (!py_lines_ok(format) || a[7].type != MSGPACK_OBJECT_BIN)
+		return FP_WIRE_EFIELD;
+	c->pc_lines = (uint8_t)format;
+	len = a[7].via.bin.size;
+	if (len > FP_PY_LINETABLE_MAX)
+		return FP_WIRE_ETOOBIG;
+	if (len) {
+		if (!(c->pc_linetable = malloc(len)))
+			return FP_WIRE_ENOMEM;
+		memcpy(c->pc_linetable, a[7].via.bin.ptr, len);
+	}
+	c->pc_linetable_len = len;
+	return 0;
+}
+
 static int mapping_from_obj(const msgpack_object *o, struct fp_mapping *m)
 {
 	const msgpack_object *a;
@@ -1001,11 +1063,18 @@ static int mapping_from_obj(const msgpack_object *o, struct fp_mapping *m)
 	if ((err = obj_array(o, MAPPING_FIELDS, &a, &n)) || (err = obj_u32(&a[0], &m->fm_id)) ||
 	    (err = obj_u64(&a[1], &kind)) || (err = obj_build_id(&a[2], &m->fm_build_id)))
 		return err;
-	/* FP_MAPPING_NONE as an id could never be referred to by a frame. */
+	/* FP_MAPPING_NONE as an id could never be referred to by a frame.
+	 * Elements 4..7 are a Python code object's: required for kind 3,
+	 * refused on the others (they would be silently dropped). */
 	if (m->fm_id == FP_MAPPING_NONE || !kind_ok(kind))
 		return FP_WIRE_EFIELD;
+	if (kind == FP_MAP_PYTHON ? n < PY_MAPPING_FIELDS || m->fm_build_id.fb_len
+				  : n > MAPPING_FIELDS)
+		return FP_WIRE_EFIELD;
 	m->fm_kind = (uint8_t)kind;
-	return obj_strdup(&a[3], &m->fm_path);
+	if ((err = obj_strdup(&a[3], &m->fm_path)))
+		return err;
+	return kind == FP_MAP_PYTHON ? pycode_from_obj(a, &m->fm_py) : 0;
 }
 
 static int thread_from_obj(const msgpack_object *o, struct fp_thread *t)

@@ -47,6 +47,16 @@ static int hello_eq(const struct fp_hello *a, const struct fp_hello *b)
 	return 1;
 }
 
+static int pycode_eq(const struct fp_pycode *a, const struct fp_pycode *b)
+{
+	if (!a || !b)
+		return a == b;
+	return str_eq(a->pc_qualname, b->pc_qualname) && a->pc_firstlineno == b->pc_firstlineno &&
+	       a->pc_lines == b->pc_lines && a->pc_linetable_len == b->pc_linetable_len &&
+	       (!a->pc_linetable_len ||
+		memcmp(a->pc_linetable, b->pc_linetable, a->pc_linetable_len) == 0);
+}
+
 static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 {
 	size_t i;
@@ -62,7 +72,8 @@ static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 		const struct fp_mapping *x = &a->fb_mappings[i], *y = &b->fb_mappings[i];
 
 		if (x->fm_id != y->fm_id || x->fm_kind != y->fm_kind ||
-		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) || !str_eq(x->fm_path, y->fm_path))
+		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) || !str_eq(x->fm_path, y->fm_path) ||
+		    !pycode_eq(x->fm_py, y->fm_py))
 			return 0;
 	}
 	for (i = 0; i < a->fb_nthreads; i++) {

@@ -178,6 +178,18 @@ static void make_batch(struct fp_batch *b)
 	b->fb_lost = (struct fp_lost){ 3, 0, 1, 4242 };
 }
 
+/* Python code objects; a NULL qualname encodes as "". */
+static int pycode_eq(const struct fp_pycode *a, const struct fp_pycode *b)
+{
+	if (!a || !b)
+		return a == b;
+	return str_eq(a->pc_qualname ? a->pc_qualname : "", b->pc_qualname ? b->pc_qualname : "") &&
+	       a->pc_firstlineno == b->pc_firstlineno && a->pc_lines == b->pc_lines &&
+	       a->pc_linetable_len == b->pc_linetable_len &&
+	       (!a->pc_linetable_len ||
+		memcmp(a->pc_linetable, b->pc_linetable, a->pc_linetable_len) == 0);
+}
+
 static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 {
 	size_t i;
@@ -193,7 +205,8 @@ static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 		const struct fp_mapping *x = &a->fb_mappings[i], *y = &b->fb_mappings[i];
 
 		if (x->fm_id != y->fm_id || x->fm_kind != y->fm_kind ||
-		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) || !str_eq(x->fm_path, y->fm_path))
+		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) || !str_eq(x->fm_path, y->fm_path) ||
+		    !pycode_eq(x->fm_py, y->fm_py))
 			return 0;
 	}
 	for (i = 0; i < a->fb_nthreads; i++) {
@@ -1078,12 +1091,46 @@ static const struct body_case body_cases[] = {
 	{ FP_MSG_SAMPLES, 5, "01 01 02 d0 01 03 00 04 00 05 00", 0, "seq as int8" },
 	{ FP_MSG_SAMPLES, 5, "01 01 02 d0 ff 03 00 04 00 05 00", FP_WIRE_EFIELD, "seq -1" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 00 c4 00 a1 70", 0, "one mapping" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 95 01 00 c4 00 a1 70 c0", 0,
-	  "mapping with an extra element" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 95 01 00 c4 00 a1 70 c0", FP_WIRE_EFIELD,
+	  "user mapping with a fifth element (positions 4-7 are Python's)" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 00 c4 00 a1 70 a1 66 01 02 c4 00",
+	  FP_WIRE_EFIELD, "user mapping with Python fields" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 01 c4 00 a1 70 a1 66 01 02 c4 00",
+	  FP_WIRE_EFIELD, "kernel mapping with Python fields" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 02 c4 00", 0,
+	  "Python mapping" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a0 00 01 c4 02 01 00", 0,
+	  "Python mapping, lnotab, empty qualname, line 0" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 99 01 03 c4 00 a1 70 a1 66 01 02 c4 00 c0", 0,
+	  "Python mapping with a ninth element" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 03 c4 00 a1 70", FP_WIRE_EFIELD,
+	  "Python mapping of 4 elements" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 97 01 03 c4 00 a1 70 a1 66 01 02", FP_WIRE_EFIELD,
+	  "Python mapping without its table" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 01 aa a1 70 a1 66 01 02 c4 00",
+	  FP_WIRE_EFIELD, "Python mapping with a build-ID" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 00 c4 00",
+	  FP_WIRE_EFIELD, "Python line-table format 0" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 03 c4 00",
+	  FP_WIRE_EFIELD, "Python line-table format 3" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 cf 00 00 00 01 00 00 00 02 c4 00",
+	  FP_WIRE_EFIELD, "Python line-table format 2 + 2^32" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 02 a1 00",
+	  FP_WIRE_EFIELD, "Python line table as str" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 c4 01 66 01 02 c4 00",
+	  FP_WIRE_EFIELD, "Python qualname as bin" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a2 66 00 01 02 c4 00",
+	  FP_WIRE_EFIELD, "Python qualname with a NUL" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 ff 02 c4 00",
+	  FP_WIRE_EFIELD, "Python firstlineno -1" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 cf 00 00 00 01 00 00 00 00 02 c4 00",
+	  FP_WIRE_EFIELD, "Python firstlineno 2^32" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 c0 02 c4 00",
+	  FP_WIRE_EFIELD, "Python firstlineno nil" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 93 01 00 c4 00", FP_WIRE_EFIELD,
 	  "mapping too short" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 03 c4 00 a1 70", FP_WIRE_EFIELD,
-	  "mapping kind 3" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 04 c4 00 a1 70", FP_WIRE_EFIELD,
+	  "mapping kind 4" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 ce ff ff ff ff 00 c4 00 a1 70", FP_WIRE_EFIELD,
 	  "mapping id FP_MAPPING_NONE" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 00 c4 00 07", FP_WIRE_EFIELD,
@@ -1751,6 +1798,240 @@ static void test_encode_rejects(void)
 	free(long_str);
 }
 
+/* ---- Python code objects (FP_MAP_PYTHON mappings) ---------------------- */
+
+static struct fp_pycode *make_pycode(const char *qualname, uint32_t first, uint8_t format,
+				     const uint8_t *table, uint32_t len)
+{
+	struct fp_pycode *c = xcalloc(1, sizeof(*c));
+
+	c->pc_qualname = qualname ? xstrdup(qualname) : NULL;
+	c->pc_firstlineno = first;
+	c->pc_lines = format;
+	c->pc_linetable_len = len;
+	if (len) {
+		c->pc_linetable = xcalloc(len, 1);
+		memcpy(c->pc_linetable, table, len);
+	}
+	return c;
+}
+
+/* The example of PROTOCOL.md, byte for byte: Worker.run as CPython 3.11
+ * compiles it, one node at offset 6. */
+static void test_python_mapping_bytes(void)
+{
+	static const uint8_t table[] = { 0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x88,
+					 0x01, 0xd8, 0x0f, 0x10, 0x88, 0x08 };
+	static const uint8_t expect[] = {
+		0x93, 0x01, 0x02, 0x87,                         /* [1, SAMPLES, {7 keys */
+		0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0x05, 0x00,
+		0x06, 0x91,                                     /* mappings: 1 */
+		0x98, 0x07, 0x03, 0xc4, 0x00,                   /* [8: id 7, kind 3, bin 0 */
+		0xad, '/', 's', 'r', 'v', '/', 'a', 'p', 'p', '/', 'w', '.', 'p', 'y',
+		0xaa, 'W', 'o', 'r', 'k', 'e', 'r', '.', 'r', 'u', 'n',
+		0x03, 0x02,                                     /* line 3, co_linetable */
+		0xc4, 0x0c, 0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x88, 0x01, 0xd8, 0x0f, 0x10, 0x88, 0x08,
+		0x08, 0x94, 0x01, 0x00, 0x07, 0x06,             /* node 1, root, mapping 7, 6 */
+	};
+	struct fp_mapping m = { 0 };
+	struct fp_node node = { 1, FP_NODE_NONE, { 7, 6 } };
+	struct fp_batch b, d;
+	char *buf;
+	size_t len;
+
+	memset(&b, 0, sizeof(b));
+	m.fm_id = 7;
+	m.fm_kind = FP_MAP_PYTHON;
+	m.fm_path = xstrdup("/srv/app/w.py");
+	m.fm_py = make_pycode("Worker.run", 3, FP_PY_LOCATIONS, table, sizeof(table));
+	b.fb_nmappings = 1;
+	b.fb_mappings = &m;
+	b.fb_nnodes = 1;
+	b.fb_nodes = &node;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	CHECK_EQ_INT(len, sizeof(expect));
+	CHECK(len == sizeof(expect) && memcmp(buf, expect, len) == 0);
+	CHECK_EQ_INT(fp_wire_decode_batch(buf, len, &d), 0);
+	CHECK(batch_eq(&b, &d));
+	CHECK_EQ_INT(d.fb_mappings[0].fm_kind, FP_MAP_PYTHON);
+	CHECK(d.fb_mappings[0].fm_py && !strcmp(d.fb_mappings[0].fm_py->pc_qualname, "Worker.run"));
+	CHECK_EQ_INT(d.fb_mappings[0].fm_py->pc_firstlineno, 3);
+	CHECK_EQ_INT(d.fb_mappings[0].fm_py->pc_lines, FP_PY_LOCATIONS);
+	CHECK_EQ_INT(d.fb_mappings[0].fm_py->pc_linetable_len, sizeof(table));
+	fp_batch_fini(&d);
+	free(buf);
+	free(m.fm_path);
+	fp_pycode_free(m.fm_py);
+}
+
+/* Python mappings of both formats and at their limits, among the others;
+ * re-encoding gives the same bytes. */
+static void test_python_roundtrip(void)
+{
+	static const uint8_t lnotab[] = { 6, 1, 44, 5, 255, 0, 45, 127, 0, 73, 11, 0xff };
+	char *name = xcalloc(FP_PY_NAME_MAX + 1, 1);
+	uint8_t *big = xcalloc(FP_PY_LINETABLE_MAX, 1);
+	struct fp_batch b, d;
+	char *buf, *buf2;
+	size_t len, len2, i;
+
+	memset(name, 'q', FP_PY_NAME_MAX);
+	for (i = 0; i < FP_PY_LINETABLE_MAX; i++)
+		big[i] = (uint8_t)(i * 13);
+	make_batch(&b);
+	b.fb_mappings = realloc(b.fb_mappings, 8 * sizeof(struct fp_mapping));
+	if (!b.fb_mappings)
+		abort();
+	memset(&b.fb_mappings[4], 0, 4 * sizeof(struct fp_mapping));
+	for (i = 4; i < 8; i++) {
+		b.fb_mappings[i].fm_id = 100 + (uint32_t)i;
+		b.fb_mappings[i].fm_kind = FP_MAP_PYTHON;
+		b.fb_mappings[i].fm_path = xstrdup(i == 7 ? "" : "/usr/lib/python3.9/threading.py");
+	}
+	b.fb_mappings[4].fm_py = make_pycode("Thread._bootstrap_inner", 926, FP_PY_LNOTAB, lnotab,
+					     sizeof(lnotab));
+	b.fb_mappings[5].fm_py = make_pycode(name, UINT32_MAX, FP_PY_LOCATIONS, big,
+					     FP_PY_LINETABLE_MAX);
+	b.fb_mappings[6].fm_py = make_pycode("caf\xc3\xa9.<locals>.<lambda>", 0, FP_PY_LOCATIONS,
+					     NULL, 0);
+	b.fb_mappings[7].fm_py = make_pycode(NULL, 1, FP_PY_LNOTAB, NULL, 0);
+	b.fb_nmappings = 8;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	CHECK_EQ_INT(fp_wire_decode_batch(buf, len, &d), 0);
+	CHECK(batch_eq(&b, &d));
+	for (i = 0; i < 4; i++)
+		CHECK(d.fb_mappings[i].fm_py == NULL);
+	CHECK_EQ_INT(d.fb_mappings[5].fm_py->pc_linetable_len, FP_PY_LINETABLE_MAX);
+	CHECK_EQ_INT(strlen(d.fb_mappings[5].fm_py->pc_qualname), FP_PY_NAME_MAX);
+	CHECK(d.fb_mappings[6].fm_py->pc_linetable == NULL);
+	CHECK(d.fb_mappings[7].fm_py->pc_qualname && !d.fb_mappings[7].fm_py->pc_qualname[0]);
+	CHECK_EQ_INT(fp_wire_encode_batch(&d, &buf2, &len2), 0);
+	CHECK(len == len2 && memcmp(buf, buf2, len) == 0);
+	fp_batch_fini(&d);
+	fp_batch_fini(&b);
+	free(buf);
+	free(buf2);
+	free(name);
+	free(big);
+}
+
+/* A batch of one Python mapping record packed by hand, qualname and table
+ * of the given sizes. */
+static void pack_python(msgpack_sbuffer *sb, size_t name_len, size_t table_len)
+{
+	msgpack_packer pk;
+	char *name = xcalloc(name_len + 1, 1);
+	uint8_t *table = xcalloc(table_len + 1, 1);
+
+	memset(name, 'n', name_len);
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint8(&pk, FP_PROTO_VERSION);
+	msgpack_pack_uint8(&pk, FP_MSG_SAMPLES);
+	msgpack_pack_map(&pk, 6);
+	for (int k = 1; k <= 5; k++) {
+		msgpack_pack_uint8(&pk, (uint8_t)k);
+		msgpack_pack_uint8(&pk, 0);
+	}
+	msgpack_pack_uint8(&pk, 6);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_array(&pk, 8);
+	msgpack_pack_uint8(&pk, 1);
+	msgpack_pack_uint8(&pk, FP_MAP_PYTHON);
+	msgpack_pack_bin(&pk, 0);
+	msgpack_pack_str(&pk, 4);
+	msgpack_pack_str_body(&pk, "a.py", 4);
+	msgpack_pack_str(&pk, name_len);
+	msgpack_pack_str_body(&pk, name, name_len);
+	msgpack_pack_uint8(&pk, 1);
+	msgpack_pack_uint8(&pk, FP_PY_LOCATIONS);
+	msgpack_pack_bin(&pk, table_len);
+	msgpack_pack_bin_body(&pk, table, table_len);
+	free(name);
+	free(table);
+}
+
+static void test_python_limits(void)
+{
+	static const struct {
+		size_t name, table;
+		int err;
+	} cases[] = {
+		{ FP_PY_NAME_MAX, FP_PY_LINETABLE_MAX, 0 },
+		{ FP_PY_NAME_MAX + 1, 10, FP_WIRE_ETOOBIG },
+		{ 10, FP_PY_LINETABLE_MAX + 1, FP_WIRE_ETOOBIG },
+		{ 4097, 10, FP_WIRE_ETOOBIG },
+	};
+	struct fp_batch b, untouched;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		msgpack_sbuffer sb;
+
+		pack_python(&sb, cases[i].name, cases[i].table);
+		memset(&b, 0x5a, sizeof(b));
+		untouched = b;
+		CHECK_EQ_INT(fp_wire_decode_batch(sb.data, sb.size, &b), cases[i].err);
+		if (!cases[i].err) {
+			CHECK_EQ_INT(b.fb_mappings[0].fm_py->pc_linetable_len, cases[i].table);
+			fp_batch_fini(&b);
+		} else {
+			CHECK(memcmp(&b, &untouched, sizeof(b)) == 0);
+		}
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+
+/* Encoders refuse what decoders would. */
+static void test_python_encode_rejects(void)
+{
+	static const uint8_t t[] = { 0x80, 0x00 };
+	char *long_name = xcalloc(FP_PY_NAME_MAX + 2, 1);
+	struct fp_mapping m = { 0 };
+	struct fp_batch b;
+	char *buf = (char *)"untouched";
+	size_t len = 12345;
+
+	memset(long_name, 'x', FP_PY_NAME_MAX + 1);
+	memset(&b, 0, sizeof(b));
+	b.fb_nmappings = 1;
+	b.fb_mappings = &m;
+	m.fm_id = 1;
+	m.fm_path = (char *)"a.py";
+	m.fm_kind = FP_MAP_PYTHON;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL); /* no code object */
+	m.fm_py = make_pycode("f", 1, FP_PY_LOCATIONS, t, sizeof(t));
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	free(buf);
+	buf = (char *)"untouched";
+	len = 12345;
+	m.fm_kind = FP_MAP_USER; /* a code object on an ELF mapping */
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	m.fm_kind = FP_MAP_PYTHON;
+	build_id_fill(&m.fm_build_id, 20, 3);
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	m.fm_build_id.fb_len = 0;
+	m.fm_py->pc_lines = 0;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	m.fm_py->pc_lines = 3;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	m.fm_py->pc_lines = FP_PY_LNOTAB;
+	m.fm_py->pc_linetable_len = FP_PY_LINETABLE_MAX + 1;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	m.fm_py->pc_linetable_len = 1;
+	free(m.fm_py->pc_linetable);
+	m.fm_py->pc_linetable = NULL;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	m.fm_py->pc_linetable_len = 0;
+	free(m.fm_py->pc_qualname);
+	m.fm_py->pc_qualname = long_name;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), -EINVAL);
+	CHECK(strcmp(buf, "untouched") == 0);
+	CHECK_EQ_INT(len, 12345);
+	fp_pycode_free(m.fm_py);
+}
+
 static void test_strerror(void)
 {
 	static const int codes[] = { FP_WIRE_EMALFORMED, FP_WIRE_EVERSION, FP_WIRE_ETYPE,
@@ -1869,6 +2150,10 @@ int main(void)
 	RUN(test_want_limit);
 	RUN(test_message_size_limit);
 	RUN(test_encode_rejects);
+	RUN(test_python_mapping_bytes);
+	RUN(test_python_roundtrip);
+	RUN(test_python_limits);
+	RUN(test_python_encode_rejects);
 	RUN(test_strerror);
 	return CHECK_DONE();
 }
