@@ -9,14 +9,27 @@
 #include "unwind.h"
 
 /* fp_unwind_table_check: 0 when blob is a well-formed table of this
- * format version (header, row count matching len, at most
- * FP_UNWIND_MAX_ROWS rows, pcs strictly increasing, known rules), else
- * -EINVAL. */
+ * format version, else -EINVAL.  Well-formed: the header (magic, version,
+ * a known arch, no flags but FP_UNWIND_F_FRAME_POINTERS and
+ * FP_UNWIND_F_CPYTHON, at most FP_UNWIND_MAX_ROWS rows); len exactly the
+ * header, the rows and, with FP_UNWIND_F_CPYTHON, one struct
+ * fp_unwind_cpython; pcs strictly increasing; known rules; in the
+ * trailer, uc_pad 0, every range's start at or before its end, and the
+ * eval loop's range (uc_eval[0]) not empty.  The version in the trailer
+ * is not checked: the agent decides what it can walk. */
 int fp_unwind_table_check(const void *blob, size_t len);
 
 /* fp_unwind_table_needed: whether a checked table is worth sending and
- * installing: it has rows, and its code does not keep frame pointers
- * (where the frame-pointer walk works, a table only costs memory). */
+ * installing: it has the CPython trailer (the BPF walker must run for the
+ * interpreter's processes, frame pointers or not), or it has rows and its
+ * code does not keep frame pointers (where the frame-pointer walk works,
+ * a table only costs memory). */
 int fp_unwind_table_needed(const void *blob, size_t len);
+
+/* fp_unwind_table_cpython: the CPython trailer of a table (little-endian,
+ * as stored; 8-byte aligned when blob is), or NULL when it has none: no
+ * FP_UNWIND_F_CPYTHON, or len is not that of a table with the trailer.
+ * It checks the length only: check the table first. */
+const struct fp_unwind_cpython *fp_unwind_table_cpython(const void *blob, size_t len);
 
 #endif

@@ -14,6 +14,7 @@
  * even its range cannot be trusted; it never fails the file.
  */
 #include "cfi.h"
+#include "pyinterp.h"
 #include "unwind_table.h"
 
 #include <endian.h>
@@ -1022,19 +1023,22 @@ static int load_elf(struct cfi_ctx *x, Elf *elf, int *go)
 	return x->cx_nsecs ? 0 : -ENOENT;
 }
 
-static int finish_blob(struct cfi_ctx *x, int keeps_fp, void **blob, size_t *len)
+/* finish_blob: the table as stored and sent: header, rows and, when py
+ * is not NULL, the CPython trailer; little-endian. */
+static int finish_blob(struct cfi_ctx *x, int keeps_fp, const struct fp_unwind_cpython *py,
+		       void **blob, size_t *len)
 {
 	struct fp_unwind_header *h;
 	struct fp_unwind_row *out;
 	size_t size = sizeof(*h) + x->cx_nrows * sizeof(*out), i;
 
-	h = calloc(1, size);
+	h = calloc(1, size + (py ? sizeof(*py) : 0));
 	if (!h)
 		return -ENOMEM;
 	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
 	h->uh_version = htole16(FP_UNWIND_VERSION);
 	h->uh_arch = x->cx_arch;
-	h->uh_flags = keeps_fp ? FP_UNWIND_F_FRAME_POINTERS : 0;
+	h->uh_flags = (keeps_fp ? FP_UNWIND_F_FRAME_POINTERS : 0) | (py ? FP_UNWIND_F_CPYTHON : 0);
 	h->uh_nrows = htole32((uint32_t)x->cx_nrows);
 	h->uh_fdes = htole32(x->cx_stats.cs_fdes);
 	out = (struct fp_unwind_row *)(h + 1);
@@ -1043,6 +1047,19 @@ static int finish_blob(struct cfi_ctx *x, int keeps_fp, void **blob, size_t *len
 		out[i].ur_pc = htole32(out[i].ur_pc);
 		out[i].ur_cfa = htole16(out[i].ur_cfa);
 		x->cx_stats.cs_invalid += FP_UNWIND_RULE(&out[i]) == FP_UNWIND_INVALID;
+	}
+	if (py) {
+		struct fp_unwind_cpython le = { 0 };
+
+		le.uc_version = htole32(py->uc_version);
+		le.uc_runtime = (int64_t)htole64((uint64_t)py->uc_runtime);
+		for (i = 0; i < FP_UNWIND_CPYTHON_RANGES; i++) {
+			le.uc_eval[i].start = htole32(py->uc_eval[i].start);
+			le.uc_eval[i].end = htole32(py->uc_eval[i].end);
+		}
+		memcpy(out + x->cx_nrows, &le, sizeof(le));
+		size += sizeof(le);
+		x->cx_stats.cs_cpython = 1;
 	}
 	x->cx_stats.cs_rows = (uint32_t)x->cx_nrows;
 	*blob = h;
@@ -1059,6 +1076,7 @@ static int finish_blob(struct cfi_ctx *x, int keeps_fp, void **blob, size_t *len
  * such FDEs say too little and are taken as not keeping them. */
 int fp_cfi_compile_stats(int fd, void **blob, size_t *len, struct fp_cfi_stats *st)
 {
+	struct fp_unwind_cpython py;
 	struct cfi_ctx x = { 0 };
 	uint32_t si;
 	int err, go = 0, keeps_fp;
@@ -1091,7 +1109,8 @@ int fp_cfi_compile_stats(int fd, void **blob, size_t *len, struct fp_cfi_stats *
 		goto out;
 	keeps_fp = go || (x.cx_grow_fdes >= FP_MIN_FDES &&
 			  (uint64_t)x.cx_fp_fdes * 100 >= (uint64_t)x.cx_grow_fdes * FP_SHARE_PERCENT);
-	err = finish_blob(&x, keeps_fp, blob, len);
+	/* A file that holds a CPython interpreter tells the walker where. */
+	err = finish_blob(&x, keeps_fp, fp_pyinterp_find(elf, &py) == 1 ? &py : NULL, blob, len);
 	if (!err && st)
 		*st = x.cx_stats;
 out:

@@ -24,6 +24,7 @@ struct fp_cfi_stats {
 	uint32_t cs_rows;      /* rows in the table */
 	uint32_t cs_invalid;   /* of them FP_UNWIND_INVALID */
 	uint64_t cs_cfi_bytes; /* bytes of .eh_frame and .debug_frame read */
+	uint32_t cs_cpython;   /* 1: the table has the CPython trailer */
 };
 
 /* fp_cfi_compile: the unwind table (bpf/unwind.h: header, then rows sorted
@@ -33,7 +34,11 @@ struct fp_cfi_stats {
  * FP_UNWIND_NONE row.  uh_flags has FP_UNWIND_F_FRAME_POINTERS when the
  * code keeps frame pointers: a Go binary, or one where nearly all FDEs
  * that set up a frame use the frame pointer (the heuristic is spelled out
- * in cfi.c).  The caller frees *blob; it passes fp_unwind_table_check.
+ * in cfi.c).  When the file holds a CPython interpreter (pyinterp.h), the
+ * table has FP_UNWIND_F_CPYTHON and the trailer after its rows, whatever
+ * its other flags; a CPython file without CFI still gets no table
+ * (-ENOENT): the interpreters we know all have .eh_frame.
+ * The caller frees *blob; it passes fp_unwind_table_check.
  * Same signature as fp_build_fn (isolate.h).
  * 0, -ENOENT (no CFI section with content, or no FDE in executable code),
  * -EINVAL (not ELF, not 64-bit little-endian, not x86-64 or arm64),

@@ -849,6 +849,115 @@ static void test_store(void)
 	CHECK_EQ_INT(system(cmd), 0);
 }
 
+/* make_table: a table of nrows rows (pcs 0x100, 0x110, ...) with flags,
+ * and the trailer py when not NULL; *len its size.  The caller frees. */
+static void *make_table(uint32_t nrows, uint8_t flags, const struct fp_unwind_cpython *py,
+			size_t *len)
+{
+	struct fp_unwind_header *h;
+	struct fp_unwind_row *r;
+	uint32_t i;
+
+	*len = sizeof(*h) + nrows * sizeof(*r) + (py ? sizeof(*py) : 0);
+	h = calloc(1, *len);
+	if (!h)
+		return NULL;
+	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
+	h->uh_version = FP_UNWIND_VERSION;
+	h->uh_arch = FP_UNWIND_ARCH_X86_64;
+	h->uh_flags = flags;
+	h->uh_nrows = nrows;
+	r = (struct fp_unwind_row *)(h + 1);
+	for (i = 0; i < nrows; i++)
+		r[i] = (struct fp_unwind_row){ 0x100 + 0x10 * i, 1, FP_UNWIND_SP, 0 };
+	if (py)
+		memcpy(r + nrows, py, sizeof(*py));
+	return h;
+}
+
+/* The CPython trailer: what fp_unwind_table_check takes and refuses, what
+ * fp_unwind_table_needed says, where fp_unwind_table_cpython finds it. */
+static void test_cpython_trailer(void)
+{
+	const struct fp_unwind_cpython good = { 0x030b, 0, 0x65b740, { { 0x1000, 0x2000 }, { 0, 0 } } };
+	struct fp_unwind_cpython py;
+	struct fp_unwind_header *h;
+	size_t len;
+	void *t;
+	int i;
+
+	/* Well-formed, with rows, without rows, with a .cold range, any version. */
+	t = make_table(3, FP_UNWIND_F_CPYTHON, &good, &len);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len), 0);
+	CHECK(fp_unwind_table_cpython(t, len) == (const void *)((char *)t + 16 + 3 * 8));
+	CHECK(!memcmp(fp_unwind_table_cpython(t, len), &good, sizeof(good)));
+	CHECK(fp_unwind_table_needed(t, len));
+	/* Past the rows: fp_cfi_row still answers from the rows only. */
+	CHECK(fp_cfi_row(t, len, 0x1000000) && fp_cfi_row(t, len, 0x1000000)->ur_pc == 0x120);
+	/* One byte short or long, or the flag without the trailer. */
+	CHECK_EQ_INT(fp_unwind_table_check(t, len - 1), -EINVAL);
+	CHECK(fp_unwind_table_cpython(t, len - 1) == NULL);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len - sizeof(good)), -EINVAL);
+	CHECK(fp_unwind_table_cpython(t, len - sizeof(good)) == NULL);
+	free(t);
+	t = make_table(0, FP_UNWIND_F_CPYTHON | FP_UNWIND_F_FRAME_POINTERS, &good, &len);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len), 0);
+	/* Frame pointers and no rows: still needed, for the Python walk. */
+	CHECK(fp_unwind_table_needed(t, len));
+	free(t);
+	py = good;
+	py.uc_version = 0;
+	py.uc_eval[1].start = py.uc_eval[1].end = 0x3000;
+	t = make_table(2, FP_UNWIND_F_CPYTHON, &py, &len);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len), 0);
+	free(t);
+	py.uc_version = 0xffffffffu;
+	py.uc_eval[1].end = 0x3100;
+	t = make_table(2, FP_UNWIND_F_CPYTHON, &py, &len);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len), 0);
+	free(t);
+	/* The trailer's bytes without the flag: a length that does not fit. */
+	t = make_table(2, 0, &good, &len);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len), -EINVAL);
+	CHECK(fp_unwind_table_cpython(t, len) == NULL);
+	free(t);
+	/* Garbage in the trailer. */
+	for (i = 0; i < 5; i++) {
+		py = good;
+		switch (i) {
+		case 0: py.uc_eval[0].start = 0x2001; break;            /* start after end */
+		case 1: py.uc_eval[1].start = 5, py.uc_eval[1].end = 4; break;
+		case 2: py.uc_eval[0].start = py.uc_eval[0].end = 0; break; /* no eval loop */
+		case 3: py.uc_pad = 1; break;
+		case 4: py.uc_eval[0].end = 0; break;
+		}
+		t = make_table(2, FP_UNWIND_F_CPYTHON, &py, &len);
+		CHECK_EQ_INT(fp_unwind_table_check(t, len), -EINVAL);
+		free(t);
+	}
+	/* An unknown flag. */
+	t = make_table(2, 0x80, NULL, &len);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len), -EINVAL);
+	free(t);
+	/* Without the trailer: frame pointers, or no rows, are not needed. */
+	t = make_table(2, FP_UNWIND_F_FRAME_POINTERS, NULL, &len);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len), 0);
+	CHECK(!fp_unwind_table_needed(t, len));
+	CHECK(fp_unwind_table_cpython(t, len) == NULL);
+	free(t);
+	t = make_table(0, 0, NULL, &len);
+	CHECK(!fp_unwind_table_needed(t, len));
+	free(t);
+	t = make_table(1, 0, NULL, &len);
+	CHECK(fp_unwind_table_needed(t, len));
+	h = t;
+	h->uh_nrows = 0xffffffffu; /* a count whose size would wrap */
+	CHECK(fp_unwind_table_cpython(t, len) == NULL);
+	CHECK_EQ_INT(fp_unwind_table_check(t, len), -EINVAL);
+	free(t);
+	CHECK(fp_unwind_table_cpython(NULL, 100) == NULL);
+}
+
 /* The resolver: tables from the files it ingests and from the paths it
  * saw; a debug file without CFI does not replace a table. */
 static void test_resolver(void)
@@ -943,5 +1052,6 @@ int main(void)
 	RUN(test_isolated);
 	RUN(test_store);
 	RUN(test_resolver);
+	RUN(test_cpython_trailer);
 	return CHECK_DONE();
 }
