@@ -12,13 +12,19 @@
  *
  * Representation choices:
  * - Frames map to Locations one to one unless two frames end up identical
- *   (same mapping, address, function and frame type).  A resolved frame has
+ *   (same mapping, address, function and frame type; and line, for Python
+ *   frames, whose address is 0).  A resolved frame has
  *   one Line; an unresolved one none, keeping its mapping and address, so a
  *   backend can symbolize it from the build-ID.
  * - Function names are the demangled names, system names the mangled ones
  *   (the demangled name again when there is none, as in the pprof output).
  *   Kernel functions carry no "_[k]" suffix: the location attribute
  *   profile.frame.type says which frames are the kernel's.
+ * - profile.frame.type (semantic conventions' values): "kernel", "native",
+ *   and "cpython" for Python frames.  Python frames have no Mapping (index
+ *   0, the zero entry) and address 0; their one Line names a Function with
+ *   the qualified name, the .py file and the code's first line
+ *   (start_line), and carries the line.
  * - Attribute values are plain AnyValue strings and integers, each distinct
  *   (key, value) once in the attribute table; string values are not in the
  *   string table, which holds only what a *_strindex refers to.
@@ -196,11 +202,13 @@ struct mapping_key {
 
 struct function_key {
 	int32_t name, system_name, filename;
+	int64_t start_line;
 };
 
 struct location_key {
 	int32_t mapping, function, type; /* mapping, function, attribute index */
 	uint64_t address;
+	uint32_t py_line;               /* Python frames (address 0): the line */
 	uint32_t first_line, nlines;   /* in en->lines, not part of the identity */
 };
 
@@ -267,7 +275,7 @@ struct encoder {
 	/* strings and attributes every encoding uses */
 	int32_t s_samples, s_count, s_cpu, s_ns;
 	int32_t k_pid, k_exe, k_tid, k_thread, k_container, k_build_id, k_frame_type;
-	int32_t a_kernel, a_native;
+	int32_t a_kernel, a_native, a_cpython;
 };
 
 /* str: the string table index of s.  0 or -ENOMEM / -EINVAL. */
@@ -391,13 +399,14 @@ static int function_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct function_key *f = &((const struct encoder *)ctx)->functions[i], *k = key;
 
-	return f->name == k->name && f->system_name == k->system_name && f->filename == k->filename;
+	return f->name == k->name && f->system_name == k->system_name && f->filename == k->filename &&
+	       f->start_line == k->start_line;
 }
 
 static int function(struct encoder *en, const struct function_key *k, int32_t *index)
 {
-	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(2, (uint64_t)k->name), (uint64_t)k->system_name),
-				   (uint64_t)k->filename));
+	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(2, (uint64_t)k->name), (uint64_t)k->system_name),
+				   (uint64_t)k->filename), (uint64_t)k->start_line));
 	size_t slot;
 	uint32_t found = set_find(&en->function_set, hash, function_eq, en, k, &slot);
 
@@ -422,14 +431,14 @@ static int location_eq(const void *ctx, uint32_t i, const void *key)
 	const struct location_key *l = &((const struct encoder *)ctx)->locations[i], *k = key;
 
 	return l->mapping == k->mapping && l->function == k->function && l->type == k->type &&
-	       l->address == k->address;
+	       l->address == k->address && l->py_line == k->py_line;
 }
 
 static int location(struct encoder *en, const struct location_key *k, int32_t *index)
 {
-	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(3, (uint64_t)k->mapping), (uint64_t)k->function),
+	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(3, (uint64_t)k->mapping), (uint64_t)k->function),
 				       (uint64_t)k->type),
-				   k->address));
+				   k->address), k->py_line));
 	size_t slot;
 	uint32_t found = set_find(&en->location_set, hash, location_eq, en, k, &slot);
 
@@ -533,7 +542,8 @@ static int add_common(struct encoder *en)
 	    (err = str(en, K_FRAME_TYPE, &en->k_frame_type)))
 		return err;
 	if ((err = attr_string(en, en->k_frame_type, "kernel", 6, &en->a_kernel)) ||
-	    (err = attr_string(en, en->k_frame_type, "native", 6, &en->a_native)))
+	    (err = attr_string(en, en->k_frame_type, "native", 6, &en->a_native)) ||
+	    (err = attr_string(en, en->k_frame_type, "cpython", 7, &en->a_cpython)))
 		return err;
 	return 0;
 }
@@ -563,9 +573,11 @@ static int add_mappings(struct encoder *en)
 
 /* add_line: one Line of the location being built: a function and its line. */
 static int add_line(struct encoder *en, const char *name, const char *system_name,
-		    const char *file, uint32_t line, int32_t *function_index)
+		    const char *file, uint32_t line, uint32_t start_line, int32_t *function_index)
 {
 	struct function_key fk = { 0 };
+
+	fk.start_line = start_line;
 	int err;
 
 	if ((err = str(en, name, &fk.name)))
@@ -593,7 +605,11 @@ static int add_frames(struct encoder *en)
 
 		k.mapping = f->pf_mapping < p->pr_nmappings ? en->mapping_of[f->pf_mapping] : 0;
 		k.address = f->pf_address;
-		k.type = f->pf_kind == FP_FRAME_KERNEL ? en->a_kernel : en->a_native;
+		/* Python frames differ by line, not by address. */
+		k.py_line = f->pf_kind == FP_FRAME_PYTHON ? f->pf_line : 0;
+		k.type = f->pf_kind == FP_FRAME_KERNEL   ? en->a_kernel
+			 : f->pf_kind == FP_FRAME_PYTHON ? en->a_cpython
+							 : en->a_native;
 		k.first_line = (uint32_t)en->nlines;
 		if (f->pf_function && f->pf_function[0]) {
 			/* Lines: the functions inlined here, innermost first, then
@@ -601,11 +617,11 @@ static int add_frames(struct encoder *en)
 			for (uint32_t j = 0; j < f->pf_ninline; j++) {
 				const struct fp_pinline *in = &f->pf_inline[j];
 				if ((err = add_line(en, in->pi_function, in->pi_system_name,
-						    in->pi_file, in->pi_line, &fn)))
+						    in->pi_file, in->pi_line, 0, &fn)))
 					return err;
 			}
 			if ((err = add_line(en, f->pf_function, f->pf_system_name, f->pf_file,
-					    f->pf_line, &k.function)))
+					    f->pf_line, f->pf_start_line, &k.function)))
 				return err;
 		}
 		k.nlines = (uint32_t)en->nlines - k.first_line;
@@ -923,6 +939,7 @@ static int build_dictionary(struct encoder *en, struct tree *t)
 		f->name_strindex = en->functions[i].name;
 		f->system_name_strindex = en->functions[i].system_name;
 		f->filename_strindex = en->functions[i].filename;
+		f->start_line = en->functions[i].start_line;
 		t->function_ptrs[i] = f;
 	}
 

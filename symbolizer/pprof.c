@@ -13,6 +13,12 @@
  * - Kernel functions carry the "_[k]" suffix, as in the folded and SVG
  *   outputs: pprof has no notion of kernel frames and the suffix keeps a
  *   kernel and a user function of the same name apart.
+ * - Python frames (FP_FRAME_PYTHON) are Locations without a Mapping
+ *   (mapping_id 0) and address 0: a code object is no file, and the frame
+ *   is already resolved.  Their one Line names a Function with the
+ *   qualified name as name and system name (no suffix: the .py filename
+ *   tells them apart), the .py path as filename, the code's first line as
+ *   start_line, and the line in Line.line.
  * - Samples are not merged further than the profile merged them: each keeps
  *   its pid, tid, thread, process and container as labels.
  */
@@ -128,7 +134,7 @@ static int intern(struct encoder *en, const char *s, int copy, int64_t *index)
 }
 
 struct function_key {
-	int64_t name, system_name, filename;
+	int64_t name, system_name, filename, start_line;
 };
 
 static int function_eq(const void *ctx, uint32_t index, const void *key)
@@ -137,19 +143,21 @@ static int function_eq(const void *ctx, uint32_t index, const void *key)
 	const struct function_key *k = key;
 
 	return f->name == k->name && f->system_name == k->system_name &&
-	       f->filename == k->filename;
+	       f->filename == k->filename && f->start_line == k->start_line;
 }
 
-/* function_id: the id of the Function (name, system_name, filename), added
- * if new.  en_functions has room for one per Line, the most there can be. */
+/* function_id: the id of the Function (name, system_name, filename,
+ * start_line), added if new.  en_functions has room for one per Line, the
+ * most there can be. */
 static int function_id(struct encoder *en, int64_t name, int64_t system_name, int64_t filename,
-		       uint64_t *id)
+		       int64_t start_line, uint64_t *id)
 {
 	struct fp_indexset *set = &en->en_function_set;
-	struct function_key key = { name, system_name, filename };
+	struct function_key key = { name, system_name, filename, start_line };
 	uint32_t hash = fp_hash_finish(((uint64_t)name << 32) ^ (uint64_t)system_name ^
 				       ((uint64_t)system_name >> 32) ^
-				       ((uint64_t)filename * 0x9e3779b97f4a7c15ull));
+				       ((uint64_t)filename * 0x9e3779b97f4a7c15ull) ^
+				       ((uint64_t)start_line << 17));
 	size_t slot;
 	uint32_t found = fp_indexset_find(set, hash, function_eq, en, &key, &slot);
 
@@ -165,6 +173,7 @@ static int function_id(struct encoder *en, int64_t name, int64_t system_name, in
 	f->name = name;
 	f->system_name = system_name;
 	f->filename = filename;
+	f->start_line = start_line;
 	en->en_function_ptrs[en->en_nfunctions] = f;
 	fp_indexset_insert(set, slot, hash, (uint32_t)en->en_nfunctions++);
 	*id = f->id;
@@ -195,7 +204,7 @@ static int frame_function(struct encoder *en, uint32_t i, uint64_t *id)
 	}
 	if (err)
 		return err;
-	return function_id(en, name, system_name, filename, id);
+	return function_id(en, name, system_name, filename, f->pf_start_line, id);
 }
 
 /* inline_function: the Function of function k inlined at frame i. */
@@ -211,7 +220,7 @@ static int inline_function(struct encoder *en, uint32_t i, uint32_t k, uint64_t 
 	if ((in->pi_system_name && (err = intern(en, in->pi_system_name, 0, &system_name))) ||
 	    (in->pi_file && (err = intern(en, in->pi_file, 0, &filename))))
 		return err;
-	return function_id(en, name, system_name, filename, id);
+	return function_id(en, name, system_name, filename, 0, id);
 }
 
 static void hex(const struct fp_build_id *id, char *buf)

@@ -169,10 +169,14 @@ int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_b
 
 /* Frames */
 
+/* Native frames are keyed by (mapping, address, kind), Python frames by
+ * (qualname, file, line): one table, the kind tells which key applies. */
 struct frame_key {
 	uint32_t mapping;
 	uint64_t address;
 	uint8_t kind;
+	const char *py_name, *py_file;  /* FP_FRAME_PYTHON */
+	uint32_t py_line;
 };
 
 static int frame_eq(const void *ctx, uint32_t index, const void *key)
@@ -181,7 +185,12 @@ static int frame_eq(const void *ctx, uint32_t index, const void *key)
 	const struct frame_key *k = key;
 	const struct fp_pframe *f = &p->pr_frames[index];
 
-	return f->pf_mapping == k->mapping && f->pf_address == k->address && f->pf_kind == k->kind;
+	if (f->pf_kind != k->kind)
+		return 0;
+	if (k->kind == FP_FRAME_PYTHON)
+		return f->pf_line == k->py_line && !strcmp(f->pf_function, k->py_name) &&
+		       !strcmp(f->pf_file, k->py_file);
+	return f->pf_mapping == k->mapping && f->pf_address == k->address;
 }
 
 /* frame_names: the copies a frame stores.  A lone system_name is promoted to
@@ -211,11 +220,12 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 	struct fp_profile_index *ix = p->pr_index;
 	char *fn, *sn;
 
-	/* The writers index pr_mappings with pf_mapping: never store a bad one. */
-	if (mapping != FP_INDEX_NONE && mapping >= p->pr_nmappings)
+	/* The writers index pr_mappings with pf_mapping: never store a bad one.
+	 * Python frames have their own key (fp_profile_add_python_frame). */
+	if ((mapping != FP_INDEX_NONE && mapping >= p->pr_nmappings) || kind == FP_FRAME_PYTHON)
 		return -EINVAL;
 
-	struct frame_key key = { mapping, address, kind };
+	struct frame_key key = { mapping, address, kind, NULL, NULL, 0 };
 	uint64_t h = fp_hash_word(FP_HASH_SEED, mapping);
 	h = fp_hash_word(h, address);
 	uint32_t hash = fp_hash_finish(fp_hash_word(h, kind));
@@ -251,8 +261,55 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 	f->pf_kind = kind;
 	f->pf_file = NULL;
 	f->pf_line = 0;
+	f->pf_start_line = 0;
 	f->pf_ninline = 0;
 	f->pf_inline = NULL;
+	fp_indexset_insert(&ix->pi_frames, slot, hash, n);
+	p->pr_nframes++;
+	*idx = n;
+	return 0;
+}
+
+int fp_profile_add_python_frame(struct fp_profile *p, const char *qualname, const char *file,
+				uint32_t line, uint32_t first_line, uint32_t *idx)
+{
+	struct fp_profile_index *ix = p->pr_index;
+
+	if (!qualname || !file)
+		return -EINVAL;
+
+	struct frame_key key = { FP_INDEX_NONE, 0, FP_FRAME_PYTHON, qualname, file, line };
+	uint64_t h = fp_hash_word(FP_HASH_SEED, FP_FRAME_PYTHON);
+	h = fp_hash_string(h, qualname);
+	h = fp_hash_string(h, file);
+	uint32_t hash = fp_hash_finish(fp_hash_word(h, line));
+	size_t slot;
+	uint32_t found = fp_indexset_find(&ix->pi_frames, hash, frame_eq, p, &key, &slot);
+	if (found != FP_INDEXSET_NONE) {
+		*idx = found;
+		return 0;
+	}
+
+	if (grow_array((void **)&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
+		       sizeof(*p->pr_frames)) ||
+	    fp_indexset_make_room(&ix->pi_frames, hash, &slot))
+		return -ENOMEM;
+	char *fn = strdup(qualname), *fl = strdup(file);
+	if (!fn || !fl) {
+		free(fn);
+		free(fl);
+		return -ENOMEM;
+	}
+
+	uint32_t n = (uint32_t)p->pr_nframes;
+	struct fp_pframe *f = &p->pr_frames[n];
+	memset(f, 0, sizeof(*f));
+	f->pf_mapping = FP_INDEX_NONE;
+	f->pf_function = fn;
+	f->pf_kind = FP_FRAME_PYTHON;
+	f->pf_file = fl;
+	f->pf_line = line;
+	f->pf_start_line = first_line;
 	fp_indexset_insert(&ix->pi_frames, slot, hash, n);
 	p->pr_nframes++;
 	*idx = n;
@@ -441,7 +498,9 @@ int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf
 		return -EINVAL;
 
 	const struct fp_pframe *f = &p->pr_frames[frame];
-	const char *suffix = f->pf_kind == FP_FRAME_KERNEL ? "_[k]" : "";
+	const char *suffix = f->pf_kind == FP_FRAME_KERNEL   ? "_[k]"
+			     : f->pf_kind == FP_FRAME_PYTHON ? "_[py]"
+							     : "";
 	if (f->pf_function)
 		return snprintf(buf, len, "%s%s", f->pf_function, suffix);
 

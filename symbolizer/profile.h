@@ -17,6 +17,7 @@
 enum fp_frame_kind {
 	FP_FRAME_USER = 0,
 	FP_FRAME_KERNEL = 1,
+	FP_FRAME_PYTHON = 2,        /* a CPython frame: function, file and line only */
 };
 
 struct fp_pmapping {
@@ -42,6 +43,7 @@ struct fp_pframe {
 	uint8_t pf_kind;            /* enum fp_frame_kind */
 	char *pf_file;              /* pf_function's source file, NULL if unknown */
 	uint32_t pf_line;           /* its line here: the call site when code is inlined */
+	uint32_t pf_start_line;     /* FP_FRAME_PYTHON: the code's first line; else 0 */
 	uint32_t pf_ninline;
 	struct fp_pinline *pf_inline; /* functions inlined here, innermost first; each
 				       * pi_line is the line inside that function */
@@ -91,6 +93,15 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 			 uint8_t kind, const char *function, const char *system_name,
 			 uint32_t *idx);
 
+/* fp_profile_add_python_frame: intern a CPython frame (key: qualname,
+ * file, line; not its code object or offset, so that every instruction of
+ * a line is one frame).  No mapping (pf_mapping FP_INDEX_NONE), address 0,
+ * pf_function = qualname, pf_file = file, pf_line = line (0: unknown),
+ * pf_start_line = first_line (that of the first add).  0, -EINVAL (NULL
+ * qualname or file) or -ENOMEM. */
+int fp_profile_add_python_frame(struct fp_profile *p, const char *qualname, const char *file,
+				uint32_t line, uint32_t first_line, uint32_t *idx);
+
 /* fp_profile_set_source: source lines and inlined functions of frame
  * (strings copied), unless it has them already.  0, -EINVAL or -ENOMEM. */
 int fp_profile_set_source(struct fp_profile *p, uint32_t frame, const char *file, uint32_t line,
@@ -105,7 +116,7 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 /* fp_profile_frame_label: the frame's name as the folded and SVG outputs
  * show it: the function, or "module+0xOFFSET" when unresolved (module is
  * the mapping's file name, "[unknown]" without a mapping), with "_[k]"
- * appended for kernel frames.  Always NUL-terminates; returns the length
+ * appended for kernel frames and "_[py]" for Python frames.  Always NUL-terminates; returns the length
  * it wanted to write (like snprintf). */
 int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf, size_t len);
 

@@ -443,12 +443,18 @@ static int one_service(const struct fp_profile *prof, const size_t *order, size_
 									     pm->pm_path, &mapping_map[m]);
 					nm = mapping_map[m];
 				}
-				if (!err)
+				/* Python frames: their own key, no mapping. */
+				if (!err && pf->pf_kind == FP_FRAME_PYTHON)
+					err = fp_profile_add_python_frame(
+						sub, pf->pf_function, pf->pf_file, pf->pf_line,
+						pf->pf_start_line, &frame_map[f]);
+				else if (!err)
 					err = fp_profile_add_frame(
 						sub, nm, pf->pf_address, pf->pf_kind,
 						pf->pf_function, pf->pf_system_name, &frame_map[f]);
 				/* Source lines and inlined functions come along. */
-				if (!err && (pf->pf_file || pf->pf_line || pf->pf_ninline))
+				if (!err && pf->pf_kind != FP_FRAME_PYTHON &&
+				    (pf->pf_file || pf->pf_line || pf->pf_ninline))
 					err = fp_profile_set_source(sub, frame_map[f], pf->pf_file,
 								    pf->pf_line, pf->pf_inline,
 								    pf->pf_ninline);

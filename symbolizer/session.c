@@ -1,6 +1,7 @@
 /* session.c: definitions by id, validation, resolution into a profile. */
 #include "session.h"
 #include "intern.h"
+#include "pyline.h"
 #include "unwind_table.h"
 
 #include <errno.h>
@@ -12,7 +13,19 @@ struct sess_mapping {
 	uint8_t sm_asked;
 	struct fp_build_id sm_build_id;
 	char *sm_path;
+	struct fp_pycode *sm_py;        /* FP_MAP_PYTHON: the code object (owned) */
+	uint32_t sm_py_bytes;           /* its cost, counted in se_py_bytes */
 };
+
+/* py_bytes: what a Python mapping definition costs the session. */
+static uint64_t py_bytes(const struct fp_mapping *m)
+{
+	if (m->fm_kind != FP_MAP_PYTHON || !m->fm_py)
+		return 0;
+	return (m->fm_path ? strlen(m->fm_path) : 0) +
+	       (m->fm_py->pc_qualname ? strlen(m->fm_py->pc_qualname) : 0) +
+	       m->fm_py->pc_linetable_len + sizeof(struct fp_pycode);
+}
 
 /* An unwind table the agent may need, by distinct user build-ID. */
 enum { TABLE_PENDING, TABLE_SENDING, TABLE_DONE };
@@ -58,6 +71,7 @@ struct fp_session {
 	size_t se_memo_cap;
 	uint32_t se_gen;
 	uint64_t se_last_seq;
+	uint64_t se_py_bytes;           /* held by Python mappings (sm_py_bytes) */
 	uint8_t se_kernel_asked;
 	struct fp_intern *se_table_ids; /* build-ID -> index into se_tables */
 	struct sess_table *se_tables;
@@ -153,8 +167,11 @@ void fp_session_free(struct fp_session *s)
 	if (!s)
 		return;
 	for (i = 0; s->se_mappings.d_ids && i < defs_count(&s->se_mappings) &&
-		    i < s->se_mappings.d_cap; i++)
-		free(((struct sess_mapping *)defs_at(&s->se_mappings, i))->sm_path);
+		    i < s->se_mappings.d_cap; i++) {
+		struct sess_mapping *m = defs_at(&s->se_mappings, i);
+		free(m->sm_path);
+		fp_pycode_free(m->sm_py);
+	}
 	for (i = 0; s->se_threads.d_ids && i < defs_count(&s->se_threads) &&
 		    i < s->se_threads.d_cap; i++)
 		free(((struct sess_thread *)defs_at(&s->se_threads, i))->st_container);
@@ -203,11 +220,17 @@ static int defined(const struct defs *d, const struct fp_intern *batch, uint32_t
  * redefined (that would change the stacks of all its descendants). */
 static int check_batch(struct fp_session *s, const struct fp_batch *b, struct batch_ids *bi)
 {
+	uint64_t py = 0;
 	uint32_t idx;
 	size_t i;
 	int added;
 
 	if (defs_count(&s->se_nodes) + b->fb_nnodes > FP_SESSION_MAX_NODES)
+		return -E2BIG;
+	/* Counted as if nothing were replaced: a bound, not an account. */
+	for (i = 0; i < b->fb_nmappings; i++)
+		py += py_bytes(&b->fb_mappings[i]);
+	if (s->se_py_bytes + py > FP_SESSION_MAX_PY_BYTES)
 		return -E2BIG;
 	if (fp_intern_alloc(&bi->bi_mappings) || fp_intern_alloc(&bi->bi_threads) ||
 	    fp_intern_alloc(&bi->bi_nodes) ||
@@ -254,6 +277,28 @@ static int check_batch(struct fp_session *s, const struct fp_batch *b, struct ba
 	return 0;
 }
 
+/* pycode_dup: a copy of c.  NULL on ENOMEM. */
+static struct fp_pycode *pycode_dup(const struct fp_pycode *c)
+{
+	struct fp_pycode *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	*d = *c;
+	d->pc_qualname = strdup(c->pc_qualname ? c->pc_qualname : "");
+	d->pc_linetable = NULL;
+	if (c->pc_linetable_len && c->pc_linetable &&
+	    (d->pc_linetable = malloc(c->pc_linetable_len)))
+		memcpy(d->pc_linetable, c->pc_linetable, c->pc_linetable_len);
+	if (!d->pc_linetable)
+		d->pc_linetable_len = 0;
+	if (!d->pc_qualname || (c->pc_linetable_len && c->pc_linetable && !d->pc_linetable)) {
+		fp_pycode_free(d);
+		return NULL;
+	}
+	return d;
+}
+
 int fp_session_apply(struct fp_session *s, const struct fp_batch *b)
 {
 	struct batch_ids bi = { 0 };
@@ -268,12 +313,18 @@ int fp_session_apply(struct fp_session *s, const struct fp_batch *b)
 		const struct fp_mapping *m = &b->fb_mappings[i];
 		struct sess_mapping *sm = defs_slot(&s->se_mappings, m->fm_id, &added);
 		char *path = strdup(m->fm_path ? m->fm_path : "");
-		if (!sm || !path) {
+		struct fp_pycode *py = NULL;
+		if (!sm || !path ||
+		    (m->fm_kind == FP_MAP_PYTHON && m->fm_py && !(py = pycode_dup(m->fm_py)))) {
 			free(path);
 			goto out;
 		}
 		free(sm->sm_path);
-		*sm = (struct sess_mapping){ m->fm_kind, 0, m->fm_build_id, path };
+		fp_pycode_free(sm->sm_py);
+		s->se_py_bytes -= sm->sm_py_bytes;
+		*sm = (struct sess_mapping){ m->fm_kind, 0, m->fm_build_id, path, py,
+					     (uint32_t)py_bytes(m) };
+		s->se_py_bytes += sm->sm_py_bytes;
 	}
 	for (i = 0; i < b->fb_nthreads; i++) {
 		const struct fp_thread *t = &b->fb_threads[i];
@@ -313,12 +364,15 @@ out:
 	return err;
 }
 
+/* is_user_node: a frame of user code: an ELF file's or Python's. */
 static int is_user_node(const struct fp_session *s, const struct sess_node *n)
 {
+	uint8_t kind;
+
 	if (n->sn_mapping == FP_MAPPING_NONE)
 		return n->sn_offset < (1ull << 63);
-	return ((const struct sess_mapping *)defs_at(&s->se_mappings, n->sn_mapping))->sm_kind ==
-	       FP_MAP_USER;
+	kind = ((const struct sess_mapping *)defs_at(&s->se_mappings, n->sn_mapping))->sm_kind;
+	return kind == FP_MAP_USER || kind == FP_MAP_PYTHON;
 }
 
 struct profile_ctx {
@@ -343,6 +397,24 @@ static int add_source(struct fp_profile *p, uint32_t frame, const struct fp_reso
 				     (uint32_t)res->rs_ninline);
 }
 
+/* python_frame: the frame of a node of a Python code object: its qualified
+ * name, file and the line of the instruction at offset, the code's first
+ * line when the offset is unknown or has no line.  Every frame of a Python
+ * function is at an instruction (a call, for callers), so no "- 1". */
+static int python_frame(struct fp_profile *p, const struct sess_mapping *m, uint64_t offset,
+			uint32_t *out)
+{
+	const struct fp_pycode *c = m->sm_py;
+	const char *name = c && c->pc_qualname && c->pc_qualname[0] ? c->pc_qualname : "[unknown]";
+	uint32_t first = c ? c->pc_firstlineno : 0, line = 0;
+
+	if (c && offset != FP_PY_OFFSET_UNKNOWN)
+		line = fp_pyline(c->pc_lines, c->pc_linetable, c->pc_linetable_len, first, offset);
+	if (!line)
+		line = first;
+	return fp_profile_add_python_frame(p, name, m->sm_path ? m->sm_path : "", line, first, out);
+}
+
 /* profile_frame: the profile's frame for a node, resolved once per profile
  * and role: a leaf is looked up at its address, a caller at its return
  * address - 1, since the call may be the last instruction of a function. */
@@ -361,6 +433,16 @@ static int profile_frame(struct profile_ctx *pc, uint32_t node, int leaf, uint32
 
 	if (memo->nm_gen[leaf] == s->se_gen) {
 		*out = memo->nm_frame[leaf];
+		return 0;
+	}
+	if (n->sn_mapping != FP_MAPPING_NONE &&
+	    ((const struct sess_mapping *)defs_at(&s->se_mappings, n->sn_mapping))->sm_kind ==
+		    FP_MAP_PYTHON) {
+		if ((err = python_frame(pc->pc_profile, defs_at(&s->se_mappings, n->sn_mapping),
+					n->sn_offset, out)))
+			return err;
+		memo->nm_gen[leaf] = s->se_gen;
+		memo->nm_frame[leaf] = *out;
 		return 0;
 	}
 	if (n->sn_mapping != FP_MAPPING_NONE) {
@@ -469,7 +551,7 @@ int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_buil
 			asked = &s->se_kernel_asked;
 		} else {
 			struct sess_mapping *m = defs_at(&s->se_mappings, i);
-			if (m->sm_kind == FP_MAP_USER)
+			if (m->sm_kind != FP_MAP_KERNEL && m->sm_kind != FP_MAP_KMODULE)
 				continue;
 			id = &m->sm_build_id;
 			asked = &m->sm_asked;

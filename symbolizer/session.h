@@ -12,6 +12,9 @@
 #include "resolver.h"
 
 #define FP_SESSION_MAX_NODES (1u << 21)  /* stack trie nodes kept per session */
+/* Bytes of Python code-object definitions (qualified names, paths and line
+ * tables) kept per session. */
+#define FP_SESSION_MAX_PY_BYTES (64u << 20)
 
 struct fp_session;
 
@@ -26,7 +29,12 @@ const struct fp_hello *fp_session_hello(const struct fp_session *s);
  * Nothing is kept unless all of it is valid.  0, -ESTALE (a reference to a
  * definition this session never received: the agent must start over),
  * -EINVAL (a node redefined, defined after its child, or deeper than
- * FP_MAX_FRAMES), -E2BIG (session too large) or -ENOMEM. */
+ * FP_MAX_FRAMES), -E2BIG (session too large: FP_SESSION_MAX_NODES nodes or
+ * FP_SESSION_MAX_PY_BYTES of Python code objects) or -ENOMEM.
+ *
+ * Nodes of FP_MAP_PYTHON mappings become Python frames in the profile
+ * (FP_FRAME_PYTHON): the code's qualified name, file, and the line its
+ * line table gives for the node's offset (pyline.h). */
 int fp_session_apply(struct fp_session *s, const struct fp_batch *b);
 
 /* fp_session_profile: the resolved profile of an applied batch.  0 or

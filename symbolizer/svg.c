@@ -37,6 +37,7 @@ enum node_kind {
 	NODE_USER_UNRESOLVED,
 	NODE_KERNEL,
 	NODE_KERNEL_UNRESOLVED,
+	NODE_PYTHON,
 };
 
 struct node {
@@ -223,6 +224,8 @@ static int frame_kind(const struct fp_pframe *f)
 {
 	if (f->pf_kind == FP_FRAME_KERNEL)
 		return f->pf_function ? NODE_KERNEL : NODE_KERNEL_UNRESOLVED;
+	if (f->pf_kind == FP_FRAME_PYTHON)
+		return NODE_PYTHON;
 	return f->pf_function ? NODE_USER : NODE_USER_UNRESOLVED;
 }
 
@@ -414,6 +417,9 @@ static void color(const char *name, uint8_t kind, int rgb[3])
 		break;
 	case NODE_USER_UNRESOLVED:
 		hue = 25 + 15 * v1, sat = 0.15 + 0.1 * v2, light = 0.68 + 0.06 * v3;
+		break;
+	case NODE_PYTHON: /* green, between the warm native and the cool kernel */
+		hue = 95 + 40 * v1, sat = 0.45 + 0.2 * v2, light = 0.55 + 0.1 * v3;
 		break;
 	default: /* warm: red through orange to yellow */
 		hue = 0 + 52 * v1, sat = 0.75 + 0.2 * v2, light = 0.55 + 0.1 * v3;

@@ -330,8 +330,9 @@ static void frame_names(const pb_dictionary *d, int32_t stack, char *buf, size_t
 		const pb_location *l = d->location_table[s->location_indices[i]];
 		const pb_any *type = attr_value(d, l->attribute_indices, l->n_attribute_indices,
 						"profile.frame.type");
-		const char *kind = is_string(type, "kernel") ? "[k]" :
-				   is_string(type, "native") ? "" : "[?]";
+		const char *kind = is_string(type, "kernel")  ? "[k]" :
+				   is_string(type, "native")  ? "" :
+				   is_string(type, "cpython") ? "[py]" : "[?]";
 
 		if (l->n_lines)
 			off += snprintf(buf + off, len - off, "%s%s%s", i ? ";" : "",
@@ -698,6 +699,99 @@ static void test_large(void)
 	fp_profile_free(p);
 }
 
+/* Python frames: frame type "cpython", no mapping, address 0, one Line
+ * with the line; the Function has the qualified name, the .py file and
+ * the first line.  Two lines of one function share the Function. */
+static void test_python(void)
+{
+	struct fp_profile *p = NULL;
+	uint32_t py, kernel, fr[5];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err = 0;
+
+	CHECK_EQ_INT(fp_profile_alloc(&p, "host-py", 1700000000000000000ULL, 10000000000ULL, PERIOD),
+		     0);
+	if (!p)
+		return;
+	err |= fp_profile_add_mapping(p, FP_MAP_USER, &app_id, "/usr/bin/python3.11", &py);
+	err |= fp_profile_add_mapping(p, FP_MAP_KERNEL, &kernel_id, "vmlinux", &kernel);
+	err |= fp_profile_add_frame(p, py, 0x1000, FP_FRAME_USER, "main", NULL, &fr[0]);
+	err |= fp_profile_add_python_frame(p, "Worker.run", "/srv/app/w.py", 5, 3, &fr[1]);
+	err |= fp_profile_add_python_frame(p, "work", "/srv/app/w.py", 21, 20, &fr[2]);
+	err |= fp_profile_add_python_frame(p, "work", "/srv/app/w.py", 22, 20, &fr[3]);
+	err |= fp_profile_add_frame(p, kernel, 0x40, FP_FRAME_KERNEL, "read", NULL, &fr[4]);
+	uint32_t s1[] = { fr[2], fr[1], fr[0] }, s2[] = { fr[4], fr[3], fr[1], fr[0] };
+	err |= fp_profile_add_sample(p, s1, 3, 400, 400, "py", "py", "", 6);
+	err |= fp_profile_add_sample(p, s2, 4, 400, 400, "py", "py", "", 2);
+	CHECK_EQ_INT(err, 0);
+	CHECK_EQ_INT(fp_otlp_encode(p, NULL, &buf, &len), 0);
+	pb_request *r = unpack(buf, len);
+	CHECK(r != NULL);
+	if (!r)
+		goto out;
+	check_tables(r);
+	const pb_dictionary *d = r->dictionary;
+	const pb_profile *prof = r->n_resource_profiles == 1 ? only_profile(r->resource_profiles[0])
+							     : NULL;
+	CHECK(prof != NULL && prof->n_samples == 2);
+	int seen = 0;
+	for (size_t j = 0; prof && j < prof->n_samples; j++) {
+		const pb_sample *sm = prof->samples[j];
+		const pb_stack *st = d->stack_table[sm->stack_index];
+		char names[512];
+
+		frame_names(d, sm->stack_index, names, sizeof(names));
+		if (sm->values[0] == 6) {
+			seen |= 1;
+			if (strcmp(names, "work[py];Worker.run[py];main")) {
+				fprintf(stderr, "  got %s\n", names);
+				CHECK(0);
+			}
+		} else {
+			seen |= 2;
+			if (strcmp(names, "read[k];work[py];Worker.run[py];main")) {
+				fprintf(stderr, "  got %s\n", names);
+				CHECK(0);
+			}
+			if (st->n_location_indices != 4)
+				continue;
+			const pb_location *w = d->location_table[st->location_indices[1]];
+			const pb_location *run = d->location_table[st->location_indices[2]];
+			CHECK_EQ_INT(w->mapping_index, 0);
+			CHECK_EQ_INT(w->address, 0);
+			CHECK_EQ_INT(w->n_lines, 1);
+			CHECK_EQ_INT(w->lines[0]->line, 22);
+			CHECK_EQ_INT(run->lines[0]->line, 5);
+			const pb_function *f = d->function_table[w->lines[0]->function_index];
+			CHECK(!strcmp(s_at(d, f->name_strindex), "work"));
+			CHECK(!strcmp(s_at(d, f->system_name_strindex), "work"));
+			CHECK(!strcmp(s_at(d, f->filename_strindex), "/srv/app/w.py"));
+			CHECK_EQ_INT(f->start_line, 20);
+			f = d->function_table[run->lines[0]->function_index];
+			CHECK(!strcmp(s_at(d, f->name_strindex), "Worker.run"));
+			CHECK_EQ_INT(f->start_line, 3);
+			/* work at line 21 (the other stack) is another Location of
+			 * the same Function. */
+			const pb_stack *other = d->stack_table[prof->samples[1 - j]->stack_index];
+			const pb_location *w21 = d->location_table[other->location_indices[0]];
+			CHECK(w21 != w);
+			CHECK_EQ_INT(w21->lines[0]->line, 21);
+			CHECK_EQ_INT(w21->lines[0]->function_index, w->lines[0]->function_index);
+			/* The native frame keeps its mapping. */
+			const pb_location *m = d->location_table[st->location_indices[3]];
+			CHECK(m->mapping_index != 0);
+			CHECK(!strcmp(s_at(d, d->mapping_table[m->mapping_index]->filename_strindex),
+				      "/usr/bin/python3.11"));
+		}
+	}
+	CHECK_EQ_INT(seen, 3);
+	unpack_free(r);
+out:
+	free(buf);
+	fp_profile_free(p);
+}
+
 int main(void)
 {
 	RUN(test_encode);
@@ -705,5 +799,6 @@ int main(void)
 	RUN(test_empty);
 	RUN(test_write);
 	RUN(test_large);
+	RUN(test_python);
 	return CHECK_DONE();
 }

@@ -629,6 +629,167 @@ static void test_large(void)
 	fp_profile_free(p);
 }
 
+/* A Python program: python3's native frames, then Python frames on top.
+ *   py/py  pid 400  python3+main;run (Worker.run:5);work (w.py:21)         6
+ *   py/py  pid 400  python3+main;run (Worker.run:5);work (w.py:22);read_[k] 2
+ *   py/py  pid 400  python3+main;run (Worker.run:4)                        1
+ * The two lines of work are two frames, one Function. */
+static struct fp_profile *python_profile(uint32_t *fr)
+{
+	struct fp_profile *p = NULL;
+	uint32_t py, kernel;
+	int err = 0;
+
+	if (fp_profile_alloc(&p, "host-py", 1700000000000000000ULL, 10000000000ULL, PERIOD))
+		return NULL;
+	err |= fp_profile_add_mapping(p, FP_MAP_USER, &app_id, "/usr/bin/python3.11", &py);
+	err |= fp_profile_add_mapping(p, FP_MAP_KERNEL, &kernel_id, "vmlinux", &kernel);
+	err |= fp_profile_add_frame(p, py, 0x1000, FP_FRAME_USER, "main", NULL, &fr[0]);
+	err |= fp_profile_add_python_frame(p, "Worker.run", "/srv/app/w.py", 5, 3, &fr[1]);
+	err |= fp_profile_add_python_frame(p, "work", "/srv/app/w.py", 21, 20, &fr[2]);
+	err |= fp_profile_add_python_frame(p, "work", "/srv/app/w.py", 22, 20, &fr[3]);
+	err |= fp_profile_add_frame(p, kernel, 0x40, FP_FRAME_KERNEL, "read", NULL, &fr[4]);
+	err |= fp_profile_add_python_frame(p, "Worker.run", "/srv/app/w.py", 4, 3, &fr[5]);
+
+	uint32_t s1[] = { fr[2], fr[1], fr[0] };
+	uint32_t s2[] = { fr[4], fr[3], fr[1], fr[0] };
+	uint32_t s3[] = { fr[5], fr[0] };
+	err |= fp_profile_add_sample(p, s1, 3, 400, 400, "py", "py", "", 6);
+	err |= fp_profile_add_sample(p, s2, 4, 400, 400, "py", "py", "", 2);
+	err |= fp_profile_add_sample(p, s3, 2, 400, 400, "py", "py", "", 1);
+	if (err) {
+		fp_profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void test_python_folded(void)
+{
+	uint32_t fr[6];
+	struct fp_profile *p = python_profile(fr);
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	char *text = folded_text(p, 0);
+	check_text(text, "py;main;Worker.run_[py] 1\n"
+			 "py;main;Worker.run_[py];work_[py] 6\n"
+			 "py;main;Worker.run_[py];work_[py];read_[k] 2\n");
+	free(text);
+	fp_profile_free(p);
+}
+
+/* pprof: a Python frame is a Location without Mapping whose Line names the
+ * qualified name, the .py file, the first line, and carries its line. */
+static void test_python_pprof(void)
+{
+	uint32_t fr[6];
+	struct fp_profile *p = python_profile(fr);
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_EQ_INT(fp_pprof_encode(p, &buf, &len), 0);
+	pb_profile *pp = perftools__profiles__profile__unpack(NULL, len, buf);
+	CHECK(pp != NULL);
+	if (!pp)
+		goto out;
+	CHECK_EQ_INT(pp->n_mapping, 2);
+	CHECK_EQ_INT(pp->n_location, 6);
+	if (pp->n_location != 6)
+		goto unpack;
+	static const struct {
+		int frame;
+		const char *name, *file;
+		int64_t start, line;
+	} want[] = {
+		{ 1, "Worker.run", "/srv/app/w.py", 3, 5 },
+		{ 2, "work", "/srv/app/w.py", 20, 21 },
+		{ 3, "work", "/srv/app/w.py", 20, 22 },
+		{ 5, "Worker.run", "/srv/app/w.py", 3, 4 },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const Perftools__Profiles__Location *l = pp->location[fr[want[i].frame]];
+		const Perftools__Profiles__Function *f = function_of(pp, l->id);
+
+		CHECK_EQ_INT(l->mapping_id, 0);
+		CHECK_EQ_INT(l->address, 0);
+		CHECK(f != NULL);
+		if (!f)
+			continue;
+		CHECK(!strcmp(str(pp, f->name), want[i].name));
+		CHECK(!strcmp(str(pp, f->system_name), want[i].name));
+		CHECK(!strcmp(str(pp, f->filename), want[i].file));
+		CHECK_EQ_INT(f->start_line, want[i].start);
+		CHECK_EQ_INT(l->line[0]->line, want[i].line);
+	}
+	/* One Function per Python function, whatever its lines. */
+	CHECK(function_of(pp, fr[2] + 1) == function_of(pp, fr[3] + 1));
+	CHECK(function_of(pp, fr[1] + 1) == function_of(pp, fr[5] + 1));
+	CHECK(function_of(pp, fr[1] + 1) != function_of(pp, fr[2] + 1));
+	/* The native and kernel frames keep their mappings and names. */
+	CHECK_EQ_INT(pp->location[fr[0]]->mapping_id, 1);
+	CHECK(!strcmp(str(pp, function_of(pp, fr[4] + 1)->name), "read_[k]"));
+	CHECK_EQ_INT(function_of(pp, fr[0] + 1)->start_line, 0);
+	/* The stack of 2 samples: read, work:22, Worker.run:5, main. */
+	int found = 0;
+	for (size_t i = 0; i < pp->n_sample; i++) {
+		const Perftools__Profiles__Sample *sm = pp->sample[i];
+		if (sm->value[0] != 2)
+			continue;
+		found = 1;
+		CHECK_EQ_INT(sm->n_location_id, 4);
+		if (sm->n_location_id == 4) {
+			CHECK_EQ_INT(sm->location_id[1], fr[3] + 1);
+			CHECK_EQ_INT(sm->location_id[2], fr[1] + 1);
+		}
+	}
+	CHECK(found);
+unpack:
+	perftools__profiles__profile__free_unpacked(pp, NULL);
+out:
+	free(buf);
+	fp_profile_free(p);
+}
+
+/* SVG: Python boxes are green, native ones warm, kernel ones cool. */
+static void box_rgb(const char *svg, const char *name, int rgb[3])
+{
+	char title[128];
+	const char *at;
+
+	rgb[0] = rgb[1] = rgb[2] = -1;
+	snprintf(title, sizeof(title), "<title>%s (", name);
+	at = svg ? strstr(svg, title) : NULL;
+	if (at && (at = strstr(at, "fill=\"rgb(")))
+		CHECK_EQ_INT(sscanf(at, "fill=\"rgb(%d,%d,%d)", &rgb[0], &rgb[1], &rgb[2]), 3);
+}
+
+static void test_python_svg(void)
+{
+	uint32_t fr[6];
+	struct fp_profile *p = python_profile(fr);
+	int py[3], native[3], kernel[3];
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	char *text = svg_text(p, "py", 0);
+	box_rgb(text, "work_[py]", py);
+	box_rgb(text, "main", native);
+	box_rgb(text, "read_[k]", kernel);
+	CHECK(py[1] > py[0] && py[1] > py[2]);       /* green */
+	CHECK(native[0] > native[1] && native[0] > native[2]); /* red to yellow */
+	CHECK(kernel[2] > kernel[0]);                /* blue-green */
+	box_rgb(text, "Worker.run_[py]", py);
+	CHECK(py[1] > py[0] && py[1] > py[2]);
+	free(text);
+	fp_profile_free(p);
+}
+
 int main(void)
 {
 	RUN(test_folded);
@@ -640,5 +801,8 @@ int main(void)
 	RUN(test_svg_names);
 	RUN(test_long_names);
 	RUN(test_large);
+	RUN(test_python_folded);
+	RUN(test_python_pprof);
+	RUN(test_python_svg);
 	return CHECK_DONE();
 }

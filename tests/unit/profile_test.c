@@ -380,11 +380,70 @@ out:
 	fp_profile_free(p);
 }
 
+/* Python frames are interned by (qualname, file, line): not by address,
+ * and never mixed up with a native frame of the same name. */
+static void test_python_frames(void)
+{
+	struct fp_profile *p = new_profile();
+	uint32_t m, a, b, c, d, e, f, nat;
+	char label[64];
+
+	if (!p)
+		return;
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "Worker.run", "/srv/w.py", 5, 3, &a), 0);
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "Worker.run", "/srv/w.py", 5, 3, &b), 0);
+	CHECK_EQ_INT(a, b);
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "Worker.run", "/srv/w.py", 6, 3, &c), 0);
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "Worker.run", "/srv/x.py", 5, 3, &d), 0);
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "Worker.stop", "/srv/w.py", 5, 3, &e), 0);
+	/* The first line is not part of the key: the first add's stays. */
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "Worker.run", "/srv/w.py", 5, 99, &f), 0);
+	CHECK_EQ_INT(f, a);
+	CHECK_EQ_INT(p->pr_frames[a].pf_start_line, 3);
+	CHECK(a != c && a != d && a != e && c != d && d != e);
+	CHECK_EQ_INT(p->pr_nframes, 4);
+	CHECK_EQ_INT(p->pr_frames[c].pf_kind, FP_FRAME_PYTHON);
+	CHECK_EQ_INT(p->pr_frames[c].pf_mapping, FP_INDEX_NONE);
+	CHECK_EQ_INT(p->pr_frames[c].pf_address, 0);
+	CHECK(!strcmp(p->pr_frames[c].pf_function, "Worker.run"));
+	CHECK(!strcmp(p->pr_frames[c].pf_file, "/srv/w.py"));
+	CHECK_EQ_INT(p->pr_frames[c].pf_line, 6);
+	/* A native frame with the same name and line is another frame. */
+	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_USER, &libc_id, "/bin/app", &m), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, m, 0, FP_FRAME_USER, "Worker.run", NULL, &nat), 0);
+	CHECK(nat != a && nat != c);
+	CHECK_EQ_INT(fp_profile_set_source(p, nat, "/srv/w.py", 5, NULL, 0), 0);
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "Worker.run", "/srv/w.py", 5, 3, &f), 0);
+	CHECK_EQ_INT(f, a);
+	/* Python frames only through their own function. */
+	CHECK_EQ_INT(fp_profile_add_frame(p, FP_INDEX_NONE, 0, FP_FRAME_PYTHON, "x", NULL, &f),
+		     -EINVAL);
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, NULL, "/srv/w.py", 1, 1, &f), -EINVAL);
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "x", NULL, 1, 1, &f), -EINVAL);
+	/* Labels: "_[py]". */
+	CHECK_EQ_INT(fp_profile_frame_label(p, c, label, sizeof(label)), 15);
+	CHECK(!strcmp(label, "Worker.run_[py]"));
+	CHECK_EQ_INT(fp_profile_frame_label(p, nat, label, sizeof(label)), 10);
+	CHECK(!strcmp(label, "Worker.run"));
+	/* Many lines of many functions: the index keeps them apart. */
+	for (uint32_t i = 0; i < 2000; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "f%u", i % 50);
+		CHECK_EQ_INT(fp_profile_add_python_frame(p, name, "/srv/many.py", i / 50, 1, &f), 0);
+	}
+	CHECK_EQ_INT(p->pr_nframes, 5 + 2000);
+	CHECK_EQ_INT(fp_profile_add_python_frame(p, "f7", "/srv/many.py", 3, 1, &f), 0);
+	CHECK(!strcmp(p->pr_frames[f].pf_function, "f7") && p->pr_frames[f].pf_line == 3);
+	fp_profile_free(p);
+}
+
 int main(void)
 {
 	RUN(test_alloc);
 	RUN(test_mapping_interning);
 	RUN(test_frame_interning);
+	RUN(test_python_frames);
 	RUN(test_sample_merging);
 	RUN(test_labels);
 	RUN(test_label_buf);

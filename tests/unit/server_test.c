@@ -3,6 +3,8 @@
  * hostile messages, and the session sequence surviving a restart. */
 #include "check.h"
 #include "server.h"
+#include "session.h"
+#include "pyline.h"
 #include "wire.h"
 
 #include <dirent.h>
@@ -303,6 +305,202 @@ static void test_hostile_messages(void)
 	fp_resolver_close(res);
 }
 
+/* ---- Python frames ------------------------------------------------------ */
+
+/* Worker.run as CPython 3.11 compiles it (PROTOCOL.md's example): offset 6
+ * is on line 5. */
+static const uint8_t worker_run_table[] = { 0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x88,
+					    0x01, 0xd8, 0x0f, 0x10, 0x88, 0x08 };
+/* A 3.9 co_lnotab: bytes 0-5 on line 870, 6-49 on 871, 50 on 876. */
+static const uint8_t thread_run_lnotab[] = { 6, 1, 44, 5 };
+
+/* A Python program's batch: python3 (no symbols) calls Worker.run, which
+ * calls Thread.run, sampled at two instructions: one known (offset 50,
+ * line 876), one the agent could not read (0x3fffffff: the first line).
+ * Trie: 1 python3 -> 2 Worker.run@6 -> 3 Thread.run@50
+ *                                   \-> 4 Thread.run@unknown */
+static void python_batch(struct fp_batch *b, struct fp_mapping m[3], struct fp_pycode py[2],
+			 struct fp_node nodes[4], struct fp_thread *t, struct fp_count c[3])
+{
+	memset(b, 0, sizeof(*b));
+	m[0] = (struct fp_mapping){ .fm_id = 1, .fm_kind = FP_MAP_USER,
+				    .fm_path = "/opt/none/python3" };
+	py[0] = (struct fp_pycode){ "Worker.run", 3, FP_PY_LOCATIONS, sizeof(worker_run_table),
+				    (uint8_t *)worker_run_table };
+	py[1] = (struct fp_pycode){ "Thread.run", 870, FP_PY_LNOTAB, sizeof(thread_run_lnotab),
+				    (uint8_t *)thread_run_lnotab };
+	m[1] = (struct fp_mapping){ .fm_id = 7, .fm_kind = FP_MAP_PYTHON, .fm_path = "/srv/app/w.py",
+				    .fm_py = &py[0] };
+	m[2] = (struct fp_mapping){ .fm_id = 8, .fm_kind = FP_MAP_PYTHON,
+				    .fm_path = "/usr/lib/python3.9/threading.py", .fm_py = &py[1] };
+	nodes[0] = (struct fp_node){ 1, FP_NODE_NONE, { 1, 0x1000 } };
+	nodes[1] = (struct fp_node){ 2, 1, { 7, 6 } };
+	nodes[2] = (struct fp_node){ 3, 2, { 8, 50 } };
+	nodes[3] = (struct fp_node){ 4, 2, { 8, FP_PY_OFFSET_UNKNOWN } };
+	*t = (struct fp_thread){ .ft_id = 3, .ft_pid = 100, .ft_tid = 100, .ft_comm = "python3",
+				 .ft_process = "python3", .ft_container = "" };
+	c[0] = (struct fp_count){ 3, 3, 4 };
+	c[1] = (struct fp_count){ 3, 4, 2 };
+	c[2] = (struct fp_count){ 3, 2, 1 };
+	b->fb_session = 99;
+	b->fb_seq = 1;
+	b->fb_start_ns = 1700000000000000000ull;
+	b->fb_end_ns = 1700000001000000000ull;
+	b->fb_period_ns = 10101010;
+	b->fb_nmappings = 3, b->fb_mappings = m;
+	b->fb_nthreads = 1, b->fb_threads = t;
+	b->fb_nnodes = 4, b->fb_nodes = nodes;
+	b->fb_ncounts = 3, b->fb_counts = c;
+}
+
+/* The session turns Python nodes into Python frames: qualname, file, the
+ * line of the offset (the first line when unknown), no mapping. */
+static void test_python_session(void)
+{
+	struct fp_resolver *res = open_resolver();
+	struct fp_hello h = test_hello(99);
+	struct fp_session *se = NULL;
+	struct fp_profile *p = NULL;
+	struct fp_mapping m[3];
+	struct fp_pycode py[2];
+	struct fp_node nodes[4];
+	struct fp_thread t;
+	struct fp_count c[3];
+	struct fp_batch b;
+	int seen = 0;
+
+	CHECK(res != NULL);
+	CHECK_EQ_INT(fp_session_alloc(&se, &h), 0);
+	if (!res || !se)
+		goto out;
+	python_batch(&b, m, py, nodes, &t, c);
+	CHECK_EQ_INT(fp_session_apply(se, &b), 0);
+	CHECK_EQ_INT(fp_session_profile(se, res, &b, &p), 0);
+	if (!p)
+		goto out;
+	CHECK_EQ_INT(p->pr_nsamples, 3);
+	/* Python code objects are no mappings of the profile. */
+	CHECK_EQ_INT(p->pr_nmappings, 1);
+	for (size_t i = 0; i < p->pr_nsamples; i++) {
+		const struct fp_psample *sm = &p->pr_samples[i];
+		const struct fp_pframe *leaf = &p->pr_frames[sm->ps_frames[0]];
+		const struct fp_pframe *root = &p->pr_frames[sm->ps_frames[sm->ps_nframes - 1]];
+
+		CHECK_EQ_INT(root->pf_kind, FP_FRAME_USER);
+		CHECK_EQ_INT(root->pf_address, 0x1000);
+		CHECK_EQ_INT(leaf->pf_kind, FP_FRAME_PYTHON);
+		CHECK_EQ_INT(leaf->pf_mapping, FP_INDEX_NONE);
+		if (sm->ps_count == 4 || sm->ps_count == 2) {
+			const struct fp_pframe *caller = &p->pr_frames[sm->ps_frames[1]];
+
+			CHECK_EQ_INT(sm->ps_nframes, 3);
+			CHECK(!strcmp(leaf->pf_function, "Thread.run"));
+			CHECK(!strcmp(leaf->pf_file, "/usr/lib/python3.9/threading.py"));
+			CHECK_EQ_INT(leaf->pf_start_line, 870);
+			CHECK_EQ_INT(leaf->pf_line, sm->ps_count == 4 ? 876 : 870);
+			/* The caller is looked up at its own offset, not - 1. */
+			CHECK(!strcmp(caller->pf_function, "Worker.run"));
+			CHECK(!strcmp(caller->pf_file, "/srv/app/w.py"));
+			CHECK_EQ_INT(caller->pf_line, 5);
+			CHECK_EQ_INT(caller->pf_start_line, 3);
+			seen |= sm->ps_count;
+		} else {
+			CHECK_EQ_INT(sm->ps_count, 1);
+			CHECK_EQ_INT(sm->ps_nframes, 2);
+			CHECK(!strcmp(leaf->pf_function, "Worker.run"));
+			CHECK_EQ_INT(leaf->pf_line, 5);
+			/* The same frame as the callers' Worker.run. */
+			CHECK_EQ_INT(sm->ps_frames[0], p->pr_samples[i ? 0 : 1].ps_frames[1]);
+			seen |= 1;
+		}
+	}
+	CHECK_EQ_INT(seen, 7);
+	fp_profile_free(p);
+	p = NULL;
+
+	/* A definition again replaces the code object: line 870 + 1 now. */
+	py[1].pc_firstlineno = 900;
+	struct fp_batch again = { .fb_session = 99, .fb_seq = 2, .fb_nmappings = 1,
+				  .fb_mappings = &m[2], .fb_ncounts = 1, .fb_counts = &c[0] };
+	CHECK_EQ_INT(fp_session_apply(se, &again), 0);
+	CHECK_EQ_INT(fp_session_profile(se, res, &again, &p), 0);
+	if (p && p->pr_nsamples == 1)
+		CHECK_EQ_INT(p->pr_frames[p->pr_samples[0].ps_frames[0]].pf_line, 906);
+	fp_profile_free(p);
+	p = NULL;
+
+	/* Python definitions are bounded per session: a batch that would go
+	 * past FP_SESSION_MAX_PY_BYTES is refused whole. */
+	size_t n = FP_SESSION_MAX_PY_BYTES / FP_PY_LINETABLE_MAX + 1;
+	uint8_t *table = calloc(1, FP_PY_LINETABLE_MAX);
+	struct fp_mapping *many = calloc(n, sizeof(*many));
+	struct fp_pycode big = { "f", 1, FP_PY_LOCATIONS, FP_PY_LINETABLE_MAX, table };
+	CHECK(table && many);
+	if (table && many) {
+		for (size_t i = 0; i < n; i++)
+			many[i] = (struct fp_mapping){ .fm_id = 1000 + (uint32_t)i,
+						       .fm_kind = FP_MAP_PYTHON, .fm_path = "x.py",
+						       .fm_py = &big };
+		struct fp_batch huge = { .fb_session = 99, .fb_seq = 3, .fb_nmappings = n,
+					 .fb_mappings = many };
+		CHECK_EQ_INT(fp_session_apply(se, &huge), -E2BIG);
+		/* Nothing of it was kept; the session goes on. */
+		CHECK_EQ_INT(fp_session_apply(se, &again), 0);
+		CHECK_EQ_INT(fp_session_profile(se, res, &again, &p), 0);
+		if (p && p->pr_nsamples == 1)
+			CHECK_EQ_INT(p->pr_frames[p->pr_samples[0].ps_frames[0]].pf_line, 906);
+		fp_profile_free(p);
+		p = NULL;
+	}
+	free(table);
+	free(many);
+out:
+	fp_profile_free(p);
+	fp_session_free(se);
+	fp_resolver_close(res);
+}
+
+/* Over the wire to the written outputs: the folded lines name the Python
+ * functions. */
+static void test_python_conversation(void)
+{
+	struct fp_resolver *res = open_resolver();
+	struct fp_server *s = NULL;
+	struct fp_reply r;
+	struct fp_mapping m[3];
+	struct fp_pycode py[2];
+	struct fp_node nodes[4];
+	struct fp_thread t;
+	struct fp_count c[3];
+	struct fp_batch b;
+	char *buf;
+	size_t len;
+
+	CHECK(res != NULL);
+	CHECK_EQ_INT(fp_server_alloc(&s, res, out_dir, tmpdir), 0);
+	if (!res || !s)
+		goto out;
+	CHECK_EQ_INT(send_hello(s, 99, &r), 0);
+	fp_reply_fini(&r);
+	python_batch(&b, m, py, nodes, &t, c);
+	b.fb_seq = 10;
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+	CHECK_EQ_INT(call(s, buf, len, &r), 0);
+	free(buf);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	/* No kallsyms or tables for code objects. */
+	for (size_t i = 0; i < r.fr_nwant; i++)
+		CHECK(r.fr_want[i].fb_len != 0);
+	CHECK_EQ_INT(r.fr_ntables, 0);
+	fp_reply_fini(&r);
+	const char *folded = read_folded();
+	CHECK(strstr(folded, "python3;python3+0x1000;Worker.run_[py];Thread.run_[py] 6\n") != NULL);
+	CHECK(strstr(folded, "python3;python3+0x1000;Worker.run_[py] 1\n") != NULL);
+out:
+	fp_server_free(s);
+	fp_resolver_close(res);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -315,6 +513,8 @@ int main(void)
 	snprintf(out_dir, sizeof(out_dir), "%s/out", tmpdir);
 	RUN(test_full_conversation);
 	RUN(test_hostile_messages);
+	RUN(test_python_session);
+	RUN(test_python_conversation);
 	rc = CHECK_DONE();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
