@@ -70,10 +70,12 @@ struct fp_py_proc {
 	__u16 pp_co_filename;     /* -> co_filename */
 	__u16 pp_co_name;         /* -> co_qualname, or co_name before 3.11 */
 	__u16 pp_co_code;         /* -> first bytecode unit (FP_PY_INSTR_PTR) */
+	__u16 pp_str_length;      /* str -> length */
+	__u16 pp_str_data;        /* str -> the characters of an ASCII str */
 	__u8 pp_model;            /* enum fp_py_model */
 	__u8 pp_tid_kind;         /* enum fp_py_tid */
 	__u8 pp_instr_kind;       /* enum fp_py_instr */
-	__u8 pp_pad[3];
+	__u8 pp_pad[7];
 };
 
 /* A remembered thread state (map py_threads, key tid). */
@@ -91,19 +93,28 @@ struct fp_py_thread {
  *  - FP_PY_SLOT_FRAME | lasti << 32 | tag, then the code object's address:
  *    one Python frame, two slots.  lasti is the byte offset of the
  *    instruction in the bytecode (FP_PY_LASTI_NONE when unknown); tag is
- *    fp_py_tag of the code object's name, file name and first line, which
- *    the agent checks when it reads the code object, so that a code object
- *    freed and its memory reused is never named after the new one. */
+ *    fp_py_tag of the code object's name (its address, its length and its
+ *    first 16 bytes of characters), file name and first line, which the
+ *    agent checks when it reads the code object, so that a code object
+ *    freed and its memory reused by another is never named after the
+ *    other: the allocator tends to put the new one, and its name, where the
+ *    old ones were, so addresses alone do not tell them apart. */
 #define FP_PY_SLOT_FRAME (1ull << 63)
 #define FP_PY_SLOT_EVAL (1ull << 62)
 #define FP_PY_LASTI_NONE 0x3fffffffu
 #define FP_PY_SLOT_LASTI(s) ((__u32)((s) >> 32) & FP_PY_LASTI_NONE)
 #define FP_PY_SLOT_TAG(s) ((__u32)(s))
 
-static inline __u32 fp_py_tag(__u64 name, __u64 filename, __u32 firstlineno)
+#define FP_PY_NAME_WINDOW 64 /* bytes of a name read: its length, its first characters */
+
+static inline __u32 fp_py_tag(__u64 name, __u64 filename, __u32 firstlineno, __u64 length,
+			      __u64 chars0, __u64 chars1)
 {
 	__u64 h = (name ^ (filename << 17) ^ (filename >> 47) ^ firstlineno) * 0x9e3779b97f4a7c15ull;
 
+	h = (h ^ length ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ chars0 ^ (h >> 31)) * 0x94d049bb133111ebull;
+	h = (h ^ chars1 ^ (h >> 29)) * 0x9e3779b97f4a7c15ull;
 	return (__u32)(h >> 32);
 }
 

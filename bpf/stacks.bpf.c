@@ -79,7 +79,7 @@ struct fp_walk {
 	__u64 py_frame;   /* the next Python frame to write; 0: none left */
 	__u32 py_pending; /* an eval loop activation's frames are being written */
 	__u32 py_seen;    /* an activation was met: the interpreter's own frames
-			   * between activations are not written */
+			   * between it and the next are not written */
 	__u32 py_nothread; /* activations met without the thread's state */
 	__u32 py_pad;
 };
@@ -90,6 +90,7 @@ struct fp_bpf_event {
 	struct fp_walk walk; /* not sent */
 	__u8 py_frame_buf[FP_PY_FRAME_WINDOW]; /* not sent */
 	__u8 py_code_buf[256]; /* FP_PY_CODE_WINDOW read; a power of two for FIELD */
+	__u8 py_name_buf[FP_PY_NAME_WINDOW];
 };
 
 struct {
@@ -500,6 +501,10 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 		name = FIELD(e->py_code_buf, py->pp_co_name, __u64);
 		file = FIELD(e->py_code_buf, py->pp_co_filename, __u64);
 		line = FIELD(e->py_code_buf, py->pp_co_firstlineno, __u32);
+		/* the name's length and first characters: see fp_py_tag */
+		if (bpf_probe_read_user(e->py_name_buf, sizeof(e->py_name_buf),
+					(void *)(name + py->pp_str_length)))
+			__builtin_memset(e->py_name_buf, 0, sizeof(e->py_name_buf));
 		if (py->pp_instr_kind == FP_PY_LASTI) {
 			__s32 l = FIELD(e->py_frame_buf, py->pp_fr_instr, __s32);
 			lasti = l < 0 ? FP_PY_LASTI_NONE : (__u64)l;
@@ -508,7 +513,11 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 		}
 		if (lasti > FP_PY_LASTI_NONE)
 			lasti = FP_PY_LASTI_NONE;
-		slot = FP_PY_SLOT_FRAME | lasti << 32 | fp_py_tag(name, file, line);
+		slot = FP_PY_SLOT_FRAME | lasti << 32 |
+		       fp_py_tag(name, file, line, FIELD(e->py_name_buf, 0, __u64),
+				 FIELD(e->py_name_buf, py->pp_str_data - py->pp_str_length, __u64),
+				 FIELD(e->py_name_buf, py->pp_str_data - py->pp_str_length + 8,
+				       __u64));
 		*(__u64 *)&e->stacks[(n & 255) * 8] = slot;
 		*(__u64 *)&e->stacks[((n + 1) & 255) * 8] = code;
 		w->n = n + 2;
@@ -552,12 +561,13 @@ static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
 				*(__u64 *)&e->stacks[(n & 255) * 8] = w->ip;
 				w->n = n + 1;
 				w->frames++;
-			} else if (!(py && w->py_seen && w->ip >= py->pp_interp_start &&
-				     w->ip < py->pp_interp_end)) {
+			} else if (!(py && w->py_seen && w->py_frame &&
+				     w->ip >= py->pp_interp_start && w->ip < py->pp_interp_end)) {
 				*(__u64 *)&e->stacks[(n & 255) * 8] = w->ip;
 				w->n = n + 1;
 				w->frames++;
-			} /* else the interpreter calling itself between activations */
+			} /* else the interpreter calling itself between two activations:
+			   * frames below the outermost one (main, Py_RunMain) stay */
 		}
 		if (w->py_pending && py) {
 			int pr = py_frames(py, e);

@@ -189,7 +189,8 @@ struct fp_table_part {
 
 #define FP_TABLE_PART_MAX (1u << 20)
 #define FP_TABLE_REPLY_MAX (4u << 20)
-#define FP_TABLE_MAX (16u + 8u * (1u << 23)) /* header + FP_UNWIND_MAX_ROWS rows */
+#define FP_TABLE_MAX (16u + 8u * (1u << 23) + 32u) /* header + FP_UNWIND_MAX_ROWS rows
+						   * + the CPython trailer */
 
 enum fp_reply_status {
 	FP_REPLY_OK = 0,

@@ -8,6 +8,7 @@
 
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,9 @@ static int fits(const struct fp_py_offsets *o)
 	       o->po_co_linetable % 8 == 0 && o->po_co_linetable + 8 <= FP_PY_CODE_WINDOW &&
 	       o->po_bytes_size + 8 <= 64 && o->po_bytes_data <= 64 &&
 	       o->po_str_state < 128 && o->po_str_length + 8 <= 128 &&
+	       o->po_str_length % 8 == 0 && o->po_str_ascii_size % 8 == 0 &&
+	       o->po_str_ascii_size >= o->po_str_length + 8 &&
+	       o->po_str_ascii_size - o->po_str_length + 16 <= FP_PY_NAME_WINDOW &&
 	       o->po_str_ascii_size <= 128 && o->po_str_compact_size <= 128 &&
 	       (o->po_instr_kind == FP_PY_LASTI || o->po_instr_kind == FP_PY_INSTR_PTR) &&
 	       o->po_model >= FP_PY_FRAMEOBJECT && o->po_model <= FP_PY_SHIM;
@@ -205,6 +209,8 @@ static void fill(struct fp_py_proc *pp, const struct fp_py_offsets *o)
 	pp->pp_co_filename = o->po_co_filename;
 	pp->pp_co_name = o->po_co_name;
 	pp->pp_co_code = o->po_co_code;
+	pp->pp_str_length = o->po_str_length;
+	pp->pp_str_data = o->po_str_ascii_size;
 	pp->pp_model = o->po_model;
 	pp->pp_tid_kind = o->po_tid_kind;
 	pp->pp_instr_kind = o->po_instr_kind;
@@ -402,8 +408,8 @@ int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pyc
 	struct fp_python *py = arg;
 	struct proc *p = proc_get(py, pid, 0);
 	const struct fp_py_offsets *o;
-	uint8_t co[FP_PY_CODE_WINDOW];
-	uint64_t name, file, lines;
+	uint8_t co[FP_PY_CODE_WINDOW], nb[FP_PY_NAME_WINDOW];
+	uint64_t name, file, lines, len, c0, c1;
 	uint32_t first;
 	struct fp_pycode *c;
 	int err;
@@ -418,7 +424,13 @@ int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pyc
 	memcpy(&file, co + o->po_co_filename, 8);
 	memcpy(&lines, co + o->po_co_linetable, 8);
 	memcpy(&first, co + o->po_co_firstlineno, 4);
-	if (fp_py_tag(name, file, first) != tag) {
+	/* as the walker read it: zeros when it could not */
+	if (peek(py, pid, name + o->po_str_length, nb, sizeof(nb)))
+		memset(nb, 0, sizeof(nb));
+	memcpy(&len, nb, 8);
+	memcpy(&c0, nb + (o->po_str_ascii_size - o->po_str_length), 8);
+	memcpy(&c1, nb + (o->po_str_ascii_size - o->po_str_length) + 8, 8);
+	if (fp_py_tag(name, file, first, len, c0, c1) != tag) {
 		py->py_stats.ps_code_stale++;
 		return -ESTALE;
 	}
@@ -449,4 +461,18 @@ void fp_python_stats(const struct fp_python *py, struct fp_python_stats *st)
 size_t fp_python_bytes(const struct fp_python *py)
 {
 	return sizeof(*py) + fp_intern_bytes(py->py_pids) + py->py_procv_cap * sizeof(struct proc);
+}
+
+void fp_python_log(const struct fp_python *py, const uint64_t c[FP_CNT_MAX])
+{
+	const struct fp_python_stats *ps = &py->py_stats;
+
+	fp_info("python: %" PRIu64 " processes walked, %" PRIu64 " of unknown versions, %" PRIu64
+		" with offsets that do not fit; frames %" PRIu64 ", samples whose thread state was "
+		"not found %" PRIu64 ", whose Python and native stacks disagreed %" PRIu64
+		" (native kept), memory unreadable mid-walk %" PRIu64 "; code objects read %" PRIu64
+		" (%" PRIu64 " reused since sampled, %" PRIu64 " unreadable), %" PRIu64 " bytes",
+		ps->ps_procs, ps->ps_unknown_version, ps->ps_bad_offsets, c[FP_CNT_PY_FRAMES],
+		c[FP_CNT_PY_NO_THREAD], c[FP_CNT_PY_MISMATCH], c[FP_CNT_PY_READ_ERR],
+		ps->ps_code_reads, ps->ps_code_stale, ps->ps_code_errors, ps->ps_bytes_read);
 }

@@ -71,6 +71,10 @@ int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pyc
 
 void fp_python_stats(const struct fp_python *py, struct fp_python_stats *st);
 
+/* fp_python_log: log the statistics and the walker's Python counters c
+ * (fp_sampler_counters). */
+void fp_python_log(const struct fp_python *py, const uint64_t c[FP_CNT_MAX]);
+
 /* fp_python_bytes: the module's own memory. */
 size_t fp_python_bytes(const struct fp_python *py);
 

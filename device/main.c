@@ -39,6 +39,7 @@ struct agent_opts {
 	uint32_t ao_buffer;      /* intervals kept while the server is away */
 	uint32_t ao_timeout_ms;  /* for one reply */
 	uint32_t ao_unwind_mb;   /* unwind table rows in BPF maps */
+	int ao_no_python;        /* leave CPython's eval loop as native frames */
 	uint32_t ao_max_mem_mb;  /* heap above which the agent starts over */
 	size_t ao_nlabels;
 	char *ao_label_keys[64];
@@ -454,23 +455,6 @@ static int agent_flush(struct agent *a)
 }
 
 /* What the benchmark reads: wire bytes, BPF cost and memory. */
-static void log_python(const struct agent *a, const uint64_t c[FP_CNT_MAX])
-{
-	struct fp_python_stats ps;
-
-	if (!a->ag_python)
-		return;
-	fp_python_stats(a->ag_python, &ps);
-	fp_info("python: %" PRIu64 " processes walked, %" PRIu64 " of unknown versions, %" PRIu64
-		" with offsets that do not fit; frames %" PRIu64 ", samples whose thread state was "
-		"not found %" PRIu64 ", whose Python and native stacks disagreed %" PRIu64
-		" (native kept), memory unreadable mid-walk %" PRIu64 "; code objects read %" PRIu64
-		" (%" PRIu64 " reused since sampled, %" PRIu64 " unreadable), %" PRIu64 " bytes",
-		ps.ps_procs, ps.ps_unknown_version, ps.ps_bad_offsets, c[FP_CNT_PY_FRAMES],
-		c[FP_CNT_PY_NO_THREAD], c[FP_CNT_PY_MISMATCH], c[FP_CNT_PY_READ_ERR],
-		ps.ps_code_reads, ps.ps_code_stale, ps.ps_code_errors, ps.ps_bytes_read);
-}
-
 static void log_footprint(struct agent *a)
 {
 	struct fp_sampler_stats st = { 0 };
@@ -510,7 +494,8 @@ static void log_footprint(struct agent *a)
 			us.us_tables, us.us_rows_used, us.us_rows_total, us.us_installed,
 			us.us_evicted, us.us_too_big, us.us_rejected, us.us_parts_dropped,
 			us.us_procs, us.us_procs_full);
-		log_python(a, c);
+		if (a->ag_python)
+			fp_python_log(a->ag_python, c);
 	}
 }
 
@@ -520,7 +505,7 @@ static void usage(FILE *f)
 		"usage: fleetprof-agent --server ADDR [-F HZ] [--interval SECONDS]\n"
 		"                       [--label KEY=VALUE]... [-p PID] [--buffer N]\n"
 		"                       [--timeout SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
-		"                       [-v] [--syslog]\n"
+		"                       [--no-python] [-v] [--syslog]\n"
 		"\n"
 		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
 		"as build-IDs and file offsets, to a fleetprof-symbolizer.\n"
@@ -536,6 +521,9 @@ static void usage(FILE *f)
 		"      --unwind-mem MB     BPF map memory for the unwind tables of code built\n"
 		"                          without frame pointers (default %u; 0: frame\n"
 		"                          pointers only); least recently used tables go first\n"
+		"      --no-python         show CPython processes as the interpreter's native\n"
+		"                          frames, not as Python functions (Python frames\n"
+		"                          need unwind memory: --unwind-mem 0 turns them off)\n"
 		"      --max-mem MB        the agent's own memory (heap); above it the agent\n"
 		"                          forgets every process and stack and starts a new\n"
 		"                          session (default %u, 8-4096)\n"
@@ -557,6 +545,7 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "unwind-mem", required_argument, NULL, 'U' },
+		{ "no-python", no_argument, NULL, 'P' },
 		{ "max-mem", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "syslog", no_argument, NULL, 'S' },
@@ -575,6 +564,7 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		case 'p': if (fp_parse_u32("fleetprof-agent", "pid", optarg, 1, INT_MAX, &o->ao_pid)) return 2; break;
 		case 'b': if (fp_parse_u32("fleetprof-agent", "buffer", optarg, 1, 100000, &o->ao_buffer)) return 2; break;
 		case 't': if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s)) return 2; break;
+		case 'P': o->ao_no_python = 1; break;
 		case 'U': if (fp_parse_u32("fleetprof-agent", "unwind-mem", optarg, 0, FP_UNWIND_MEM_MAX_MB, &o->ao_unwind_mb)) return 2; break;
 		case 'M': if (fp_parse_u32("fleetprof-agent", "max-mem", optarg, 8, 4096, &o->ao_max_mem_mb)) return 2; break;
 		case 'l': {
@@ -661,7 +651,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (a.ag_o.ao_unwind_mb && (err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)))
 		goto cleanup;
-	if (a.ag_unwind && (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind, "/proc")))
+	if (a.ag_unwind && !a.ag_o.ao_no_python &&
+	    (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind, "/proc")))
 		goto cleanup;
 	if ((err = collector_open(&a)))
 		goto cleanup;

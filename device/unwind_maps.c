@@ -25,8 +25,7 @@ struct table {
 	uint32_t t_first, t_nrows;
 	uint64_t t_used;  /* u_tick at the last use */
 	int t_live;
-	int t_has_py;     /* the file holds a CPython interpreter: */
-	struct fp_unwind_cpython t_py;
+	struct fp_unwind_cpython *t_py; /* owned; the file's CPython interpreter */
 };
 
 struct fp_unwind {
@@ -59,8 +58,13 @@ int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
 
 void fp_unwind_free(struct fp_unwind *u)
 {
-	if (u)
-		free(u->u_part_buf);
+	int t;
+
+	if (!u)
+		return;
+	for (t = 0; t < FP_UNWIND_TABLES; t++)
+		free(u->u_tables[t].t_py);
+	free(u->u_part_buf);
 	free(u);
 }
 
@@ -84,7 +88,7 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
 {
 	int t = find(u, id);
 
-	return t >= 0 && u->u_tables[t].t_has_py ? &u->u_tables[t].t_py : NULL;
+	return t >= 0 ? u->u_tables[t].t_py : NULL;
 }
 
 /* scrub: drop slot t from every process list that names it. */
@@ -118,6 +122,7 @@ static void evict(struct fp_unwind *u, uint32_t t)
 	scrub(u, t);
 	u->u_stats.us_rows_used -= u->u_tables[t].t_nrows;
 	u->u_stats.us_tables--;
+	free(u->u_tables[t].t_py);
 	memset(&u->u_tables[t], 0, sizeof(u->u_tables[t]));
 }
 
@@ -197,11 +202,10 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 	where = (struct fp_unwind_table){ (uint32_t)first, n };
 	if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where, BPF_ANY))
 		return -errno;
-	u->u_tables[t] = (struct table){ *id, (uint32_t)first, n, ++u->u_tick, 1, 0, { 0 } };
-	if ((py = fp_unwind_table_cpython(blob, len))) {
-		u->u_tables[t].t_has_py = 1;
-		u->u_tables[t].t_py = *py;
-	}
+	u->u_tables[t] = (struct table){ *id, (uint32_t)first, n, ++u->u_tick, 1, NULL };
+	if ((py = fp_unwind_table_cpython(blob, len)) &&
+	    (u->u_tables[t].t_py = malloc(sizeof(*py))))
+		*u->u_tables[t].t_py = *py;
 	u->u_stats.us_installed++;
 	u->u_stats.us_tables++;
 	u->u_stats.us_rows_used += n;

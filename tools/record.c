@@ -40,7 +40,7 @@ static void record_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fleetprof record [-d SECONDS] [-F HZ] [-p PID] [--by-thread] [-o DIR]\n"
-		"                        [--cache DIR] [--unwind-mem MB] [-v]\n"
+		"                        [--cache DIR] [--unwind-mem MB] [--no-python] [-v]\n"
 		"\n"
 		"Profiles this machine (or one process) with eBPF for SECONDS and writes\n"
 		"DIR/profile.folded, DIR/profile.pb.gz (pprof), DIR/profile.otlp.pb\n"
@@ -56,6 +56,8 @@ static void record_usage(FILE *f)
 		"                          ~/.cache/fleetprof)\n"
 		"      --unwind-mem MB     memory for unwind tables of code built without\n"
 		"                          frame pointers (default %u; 0: frame pointers only)\n"
+		"      --no-python         CPython processes as the interpreter's native frames,\n"
+		"                          not as Python functions\n"
 		"  -v, --verbose           log debug messages\n", FP_UNWIND_MEM_DEFAULT_MB);
 }
 
@@ -147,6 +149,7 @@ int fp_cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "cache", required_argument, NULL, 'C' },
 		{ "unwind-mem", required_argument, NULL, 'U' },
+		{ "no-python", no_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -156,7 +159,7 @@ int fp_cmd_record(int argc, char **argv)
 	struct fp_python *py = NULL;
 	const char *outdir = "out";
 	char cache[4096], path[4200], host[256] = "", title[512];
-	int by_thread = 0, verbose = 0, c, err;
+	int by_thread = 0, verbose = 0, no_python = 0, c, err;
 	struct fp_kernel kernel = { 0 };
 	struct fp_collector *col = NULL;
 	struct fp_sampler *smp = NULL;
@@ -179,6 +182,7 @@ int fp_cmd_record(int argc, char **argv)
 		case 't': by_thread = 1; break;
 		case 'o': outdir = optarg; break;
 		case 'C': snprintf(cache, sizeof(cache), "%s", optarg); break;
+		case 'P': no_python = 1; break;
 		case 'U': if (fp_parse_u32("fleetprof record", "unwind-mem", optarg, 0, FP_UNWIND_MEM_MAX_MB, &unwind_mb)) return 2; break;
 		case 'v': verbose++; break;
 		case 'h': record_usage(stdout); return 0;
@@ -218,10 +222,13 @@ int fp_cmd_record(int argc, char **argv)
 		err = fp_sampler_open(&smp, &so);
 		if (!err)
 			fp_collector_set_known_fn(col, on_known, smp);
-		if (!err && unwind_mb && !(err = fp_unwind_alloc(&ru.ru_tables, smp)) &&
-		    !(err = fp_python_alloc(&py, smp, ru.ru_tables, "/proc"))) {
-			fp_collector_set_maps_fn(col, fp_python_on_maps, py);
-			fp_collector_set_pycode_fn(col, fp_python_read_code, py);
+		if (!err && unwind_mb && !(err = fp_unwind_alloc(&ru.ru_tables, smp))) {
+			if (!no_python && !(err = fp_python_alloc(&py, smp, ru.ru_tables, "/proc"))) {
+				fp_collector_set_maps_fn(col, fp_python_on_maps, py);
+				fp_collector_set_pycode_fn(col, fp_python_read_code, py);
+			} else {
+				fp_collector_set_maps_fn(col, fp_unwind_on_maps, ru.ru_tables);
+			}
 		}
 	}
 	if (err)
@@ -258,6 +265,12 @@ int fp_cmd_record(int argc, char **argv)
 	}
 	fp_sampler_poll(smp, 0);
 	fp_sampler_counters(smp, bpf);
+	if (py) {
+		struct fp_python_stats ps;
+		fp_python_stats(py, &ps);
+		if (ps.ps_procs || ps.ps_unknown_version || verbose)
+			fp_python_log(py, bpf);
+	}
 	if ((err = fp_collector_cut(col, 1, fp_now_ns(CLOCK_REALTIME), &iv)))
 		goto out;
 

@@ -70,7 +70,8 @@ measure() {
 	perf record -q -a -F "$HZ" --call-graph "$cg" -m 8192 -o "$d/perf.data" \
 		-- sleep "$DUR" > "$d/perf.log" 2>&1 &
 	local perfpid=$!
-	"$FP" record -d "$DUR" -F "$HZ" -p "$pid" -o "$d/out" --cache "$TMP/cache" > "$d/record.log" 2>&1
+	"$FP" record -d "$DUR" -F "$HZ" -p "$pid" -o "$d/out" --cache "$TMP/cache" $RECORD_OPTS \
+		> "$d/record.log" 2>&1
 	rc=$?
 	wait $perfpid
 	check "$name:record-exit" test $rc -eq 0
@@ -155,7 +156,9 @@ def outer(end):
 outer(time.monotonic() + float(sys.argv[1]))' $RUN & wl=$!
 	PIDS+=($wl)
 	sleep 0.5
-	measure python3 $wl dwarf,65528
+	# the interpreter's native frames, as perf sees them (python_test.sh
+	# checks its Python frames)
+	RECORD_OPTS=--no-python measure python3 $wl dwarf,65528
 	stop $wl
 fi
 if want xz; then
