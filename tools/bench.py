@@ -13,8 +13,18 @@ same run.  `make bench` runs it as root.
    at once: BPF time per sample, agent memory and maps, wire bytes, how
    many intervals until stacks are whole; table size and compile time for
    libc and python3.
+4. Python (Debian's python3.11, no frame pointers): a 30-deep recursion
+   (tests/workload/pydeep.py) under the agent and, when installed,
+   `py-spy record --nonblocking` at once: BPF time and CPU per sample, Python
+   frames per sample; then ten daemon-like processes
+   (tests/workload/pydaemon.py, a different variant each) under the agent
+   at its default frequency and interval: agent CPU, peak RSS, heap, BPF
+   maps, wire bytes per sample and code object reads per second (the
+   agent's process_vm_readv calls to the daemons, recorded by `perf record`
+   on the syscall's tracepoint) in steady state, the second half of the run.
 
-Prints a table with ratios and writes it to BUILD/bench.txt.
+Prints a table with ratios and writes it to BUILD/bench.txt.  --only runs
+some parts (footprint includes the 999 Hz throughput rows).
 """
 import argparse
 import glob
@@ -22,6 +32,7 @@ import os
 import threading
 import re
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,13 +57,14 @@ def wait_cpu(proc):
 
 
 class PeakRss(threading.Thread):
-    """Follows a process's VmHWM until it exits.  (getrusage's ru_maxrss is
-    no good here: a child forked from this Python process inherits its
-    high-water mark across exec.)"""
+    """Follows a process's VmHWM (kib) and the peak of its RssAnon, the heap
+    and other private memory (anon_kib), until it exits.  (getrusage's
+    ru_maxrss is no good here: a child forked from this Python process
+    inherits its high-water mark across exec.)"""
 
     def __init__(self, pid):
         super().__init__(daemon=True)
-        self.pid, self.kib = pid, 0
+        self.pid, self.kib, self.anon_kib = pid, 0, 0
         self.start()
 
     def run(self):
@@ -62,9 +74,25 @@ class PeakRss(threading.Thread):
                     for line in f:
                         if line.startswith("VmHWM:"):
                             self.kib = max(self.kib, int(line.split()[1]))
+                        elif line.startswith("RssAnon:"):
+                            self.anon_kib = max(self.anon_kib, int(line.split()[1]))
             except (OSError, ValueError):
                 return
             time.sleep(0.2)
+
+
+def cpu_ns(pid):
+    """CPU time pid has used so far, ns: the sum over its threads of
+    /proc/PID/task/TID/schedstat (utime + stime in /proc/PID/stat count
+    10 ms ticks)."""
+    total = 0
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(path) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
 
 
 def workload_iterations(workload, seconds):
@@ -103,10 +131,60 @@ def perf_samples(data):
         text=True).stdout.splitlines() if line.strip())
 
 
-def stop_agent(agent):
+class AgentLog(threading.Thread):
+    """Reads an agent's log as it comes; at the end of each interval, notes
+    (samples of the interval, time, [cpu_ns(p) for p in pids])."""
+
+    def __init__(self, agent, pids):
+        super().__init__(daemon=True)
+        self.agent, self.pids, self.lines, self.marks = agent, pids, [], []
+        self.start()
+
+    def run(self):
+        for line in self.agent.stderr:
+            m = re.search(r"interval \d+: (\d+) samples", line)
+            if m:
+                self.marks.append((int(m.group(1)), time.monotonic(), [cpu_ns(p) for p in self.pids]))
+            self.lines.append(line)
+
+
+def stop_agent(agent, tail=None):
+    """SIGINT; the CPU seconds the agent used and its log (as tail, an
+    AgentLog, read it when given)."""
     agent.send_signal(signal.SIGINT)
-    log = agent.stderr.read()
+    if tail:
+        tail.join()
+        log = "".join(tail.lines)
+    else:
+        log = agent.stderr.read()
     return wait_cpu(agent), log
+
+
+def bpf_figures(log):
+    """(runs, ns per run, map bytes) of the agent's "bpf:" line."""
+    m = re.search(r"bpf: (\d+) runs, (\d+) ns/run, maps (\d+) bytes", log)
+    return tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
+
+
+def samples_taken(log):
+    m = re.search(r"sampled (\d+) samples", log)
+    return int(m.group(1)) if m else 0
+
+
+PY_COUNTERS = ("procs", "unknown_version", "bad_offsets", "frames", "no_thread", "mismatch",
+               "read_err", "code_reads", "code_stale", "code_errors", "bytes_read")
+
+
+def python_counters(log):
+    """The numbers of the agent's "python:" line (log_python), by PY_COUNTERS."""
+    m = re.search(r"python: (\d+) processes walked, (\d+) of unknown versions, (\d+) with offsets "
+                  r"that do not fit; frames (\d+), samples whose thread state was not found (\d+), "
+                  r"whose Python and native stacks disagreed (\d+) \(native kept\), memory "
+                  r"unreadable mid-walk (\d+); code objects read (\d+) \((\d+) reused since "
+                  r"sampled, (\d+) unreadable\), (\d+) bytes", log)
+    c = dict(zip(PY_COUNTERS, (int(x) for x in m.groups()) if m else [0] * len(PY_COUNTERS)))
+    c["rehello"] = log.count("symbolizer lost our session")
+    return c
 
 
 def steady_bytes_per_sample(log):
@@ -142,9 +220,8 @@ def footprint(args, tmp):
         wl.wait()
         symb.stop()
     nperf = perf_samples(f"{tmp}/perf.data")
-    m = re.search(r"bpf: (\d+) runs, (\d+) ns/run, maps (\d+) bytes", log)
-    runs, ns_per_run, map_bytes = (int(x) for x in m.groups()) if m else (0, 0, 0)
-    sampled = int(re.search(r"sampled (\d+) samples", log).group(1))
+    runs, ns_per_run, map_bytes = bpf_figures(log)
+    sampled = samples_taken(log)
     wire = re.search(r"wire: (\d+) bytes of batches \(([\d.]+) bytes/sample\)", log)
     ksyms = re.search(r"(\d+) bytes of kallsyms", warm_log)
     rows = re.search(r"of (\d+) rows\)", log)
@@ -223,8 +300,7 @@ def unwind_bench(args, tmp):
         data = f"{tmp}/perf-{n}.data"
         nsamp = perf_samples(data)
         perf_bytes[n] = os.path.getsize(data) / nsamp if nsamp else float("nan")
-    m = re.search(r"bpf: (\d+) runs, (\d+) ns/run, maps (\d+) bytes", log)
-    ns_per_run, map_bytes = (int(m.group(2)), int(m.group(3))) if m else (0, 0)
+    _, ns_per_run, map_bytes = bpf_figures(log)
     tables = re.search(r"(\d+) bytes of unwind tables", log)
     rows = re.search(r"of (\d+) rows\)", log)
     rows_bytes = 8 * int(rows.group(1)) if rows else 0
@@ -254,6 +330,159 @@ def unwind_bench(args, tmp):
             "table_bytes": int(tables.group(1)) if tables else 0, "whole": whole,
             "rows_bytes": rows_bytes,
             "files": files}
+
+
+PYDEEP = "tests/workload/pydeep.py"
+PYDAEMON = "tests/workload/pydaemon.py"
+
+
+def py_spy():
+    spy = shutil.which("py-spy") or "/usr/local/bin/py-spy"
+    return spy if os.access(spy, os.X_OK) else None
+
+
+def folded_stacks(out_dir, since=0.0):
+    """(stack, samples) of the symbolizer's folded files written since."""
+    for path in glob.glob(f"{out_dir}/*/*.folded"):
+        if os.path.getmtime(path) >= since:
+            for line in open(path):
+                stack, _, n = line.rstrip().rpartition(" ")
+                yield stack, int(n)
+
+
+def hottest_stack(out_dir):
+    """The stack on most samples over all the symbolizer's folded files."""
+    counts = {}
+    for stack, n in folded_stacks(out_dir):
+        counts[stack] = counts.get(stack, 0) + n
+    return max(counts, key=counts.get) if counts else ""
+
+
+def warm_symbolizer(args, symb, pid=None):
+    """The fleet's steady state: kallsyms and the unwind tables of the
+    binaries running are with the symbolizer already (a new agent still
+    gets the tables in its replies).  Gives the symbolizer the time to
+    build them: on a loaded host, the first reply can take longer than the
+    agent's timeout."""
+    warm = start_agent(args.build, symb.addr, 99, 1, pid)
+    time.sleep(3)
+    stop_agent(warm)
+
+
+def python_deep(args, tmp, symb):
+    """pydeep.py (30 Python frames deep) under the agent, -p, and py-spy at once."""
+    secs = args.python_seconds
+    wl = subprocess.Popen([args.python, PYDEEP, str(secs + 10)], stdout=subprocess.DEVNULL)
+    spy, spy_cpu, spy_samples, spy_pid = py_spy(), 0.0, 0, 0
+    try:
+        time.sleep(1)
+        warm_symbolizer(args, symb, wl.pid)
+        bpf_stats(True)
+        agent = start_agent(args.build, symb.addr, 99, 5, wl.pid)
+        agent_rss = PeakRss(agent.pid)
+        if spy:
+            sp = subprocess.Popen([spy, "record", "--nonblocking", "-r", "99", "-p", str(wl.pid),
+                                   "-d", str(secs), "-f", "raw", "-o", f"{tmp}/spy.raw"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            spy_pid = sp.pid
+        tail = AgentLog(agent, [agent.pid, spy_pid])
+        if spy:
+            spy_out = sp.stdout.read()
+            spy_cpu = wait_cpu(sp)
+            m = re.search(r"Samples: (\d+)", spy_out)
+            spy_samples = int(m.group(1)) if m else 0
+        else:
+            time.sleep(secs)
+        agent_cpu, log = stop_agent(agent, tail)
+    finally:
+        bpf_stats(False)
+        wl.kill()
+        wl.wait()
+    runs, ns_per_run, _ = bpf_figures(log)
+    # Steady state: from the end of the first interval to the last one
+    # closed while py-spy ran (its samples: its rate times the window).
+    marks = [m for m in tail.marks if m[2][1] or not spy]
+    first, last = (marks[0], marks[-1]) if len(marks) > 1 else (None, None)
+    steady = {}
+    if first:
+        window = last[1] - first[1]
+        steady = {"agent_s": (last[2][0] - first[2][0]) / 1e9,
+                  "samples": sum(m[0] for m in marks[1:]),
+                  "spy_s": (last[2][1] - first[2][1]) / 1e9,
+                  "spy_samples": spy_samples * window / secs, "window": window}
+    walks = re.search(r"stack walks: (\d+)", log)
+    return {"runs": runs, "ns_per_run": ns_per_run, "samples": samples_taken(log),
+            "walks": int(walks.group(1)) if walks else 0, "steady_wire": steady_bytes_per_sample(log),
+            "agent_cpu": agent_cpu, "agent_rss_kb": agent_rss.kib, "py": python_counters(log),
+            "hot_py_frames": hottest_stack(f"{tmp}/python/out").count("_[py]"),
+            "spy": spy, "spy_cpu": spy_cpu, "spy_samples": spy_samples, "steady": steady}
+
+
+def python_daemons(args, tmp, symb):
+    """Ten pydaemon.py variants under the agent, all processes, default
+    frequency and interval; the second half of the run is the steady state."""
+    secs = args.daemon_seconds
+    daemons = [subprocess.Popen([args.python, PYDAEMON, str(v), str(secs + 10)])
+               for v in range(10)]
+    try:
+        time.sleep(1)
+        warm_symbolizer(args, symb)
+        started = time.time()
+        bpf_stats(True)
+        agent = start_agent(args.build, symb.addr, 99, 10)
+        t0 = time.monotonic()
+        rss = PeakRss(agent.pid)
+        # Every code object read is a few process_vm_readv calls: each
+        # one's time and target pid from the syscall's tracepoint.
+        rec = subprocess.Popen(["perf", "record", "-q", "-k", "mono", "-e",
+                                "syscalls:sys_enter_process_vm_readv", "-p", str(agent.pid),
+                                "-o", f"{tmp}/readv.data", "--", "sleep", str(secs)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(secs - secs // 2)
+        cpu0, t1 = cpu_ns(agent.pid), time.monotonic()
+        rec.wait()
+        cpu1, t2 = cpu_ns(agent.pid), time.monotonic()
+        agent_cpu, log = stop_agent(agent)
+        elapsed = time.monotonic() - t0
+    finally:
+        bpf_stats(False)
+        for d in daemons:
+            d.kill()
+            d.wait()
+    trace = subprocess.run(["perf", "script", "-i", f"{tmp}/readv.data"], capture_output=True,
+                           text=True).stdout
+    readv = [(float(t), int(p, 16)) for t, p in re.findall(
+        r" ([\d.]+): syscalls:sys_enter_process_vm_readv: pid: 0x([0-9a-f]+)", trace)]
+    mine = {d.pid for d in daemons}
+    runs, ns_per_run, map_bytes = bpf_figures(log)
+    wire = re.search(r"wire: (\d+) bytes of batches \(([\d.]+) bytes/sample\)", log)
+    # The host runs other processes too: the daemons' share of the samples.
+    total = py = 0
+    for stack, n in folded_stacks(f"{tmp}/python/out", started):
+        total += n
+        py += n if stack.startswith(os.path.basename(args.python) + ";") else 0
+    return {"agent_cpu": agent_cpu, "elapsed": elapsed, "steady_s": t2 - t1,
+            "steady_cpu_s": (cpu1 - cpu0) / 1e9, "rss_kb": rss.kib, "anon_kb": rss.anon_kib,
+            "map_bytes": map_bytes, "runs": runs, "ns_per_run": ns_per_run,
+            "samples": samples_taken(log), "share": 100.0 * py / total if total else 0.0,
+            "steady": steady_bytes_per_sample(log),
+            "all": float(wire.group(2)) if wire else float("nan"),
+            "readv_per_s": sum(p in mine for t, p in readv if t >= t1) / (t2 - t1),
+            "readv_other_per_s": sum(p not in mine for t, p in readv if t >= t1) / (t2 - t1),
+            # per 10 s interval from the agent's start, to the daemons
+            "readv_per_10s": [sum(p in mine for t, p in readv if t0 + k <= t < t0 + k + 10) / 10
+                              for k in range(0, secs - 9, 10)],
+            "py": python_counters(log)}
+
+
+def python_bench(args, tmp):
+    symb = Symbolizer(args.build, f"{tmp}/python")
+    try:
+        deep = python_deep(args, tmp, symb)
+        daemons = python_daemons(args, tmp, symb)
+    finally:
+        symb.stop()
+    return {"deep": deep, "daemons": daemons}
 
 
 def libc_debug_file():
@@ -357,24 +586,7 @@ def symbolizer_bench(args, tmp):
             "frames_per_s": float(fig["frames_per_s"]), "dwarf_bytes": dwarf}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--seconds", type=int, default=30)
-    ap.add_argument("--throughput-seconds", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--unwind-seconds", type=int, default=20)
-    args = ap.parse_args()
-    args.workload = f"{args.build}/tests/workload"
-    if os.geteuid() != 0:
-        sys.exit("bench: needs root (BPF and perf -a)")
-    with tempfile.TemporaryDirectory(prefix="fleetprof-bench.") as tmp:
-        fp = footprint(args, tmp)
-        tp = throughput(args, tmp)
-        sb = symbolizer_bench(args, tmp)
-        uw = unwind_bench(args, tmp)
-        enc = dict(l.split("=") for l in subprocess.run(
-            [f"{args.build}/bench/encode_bench"], capture_output=True, text=True).stdout.split())
+def footprint_lines(args, fp, tp):
     ncpu = os.cpu_count()
     agent_pct = 100.0 * fp["agent_cpu"] / args.seconds
     perf_pct = 100.0 * fp["perf_cpu"] / args.seconds
@@ -401,48 +613,155 @@ def main():
          f"{tp['agent_loss']:.1f}", f"{tp['perf_loss']:.1f}", ""),
     ]
     lines = [f"{'':52} {'fleetprof':>12} {'perf':>12} {'ratio':>8}"]
-    lines += [f"{a:52} {b:>12} {c:>12} {d:>8}" for a, b, c, d in rows]
-    lines += ["", "Symbolizer: 20,000 random addresses in libc's debug file "
-              "(time per address, microseconds; agreement with llvm-symbolizer: "
-              "function and line of every frame, inline chains included)",
-              f"{'':22} {'cold (1 run)':>14} {'warm':>10} {'startup ms':>11} {'agree %':>8}"]
+    return lines + [f"{a:52} {b:>12} {c:>12} {d:>8}" for a, b, c, d in rows]
+
+
+def symbolizer_lines(sb):
+    lines = ["Symbolizer: 20,000 random addresses in libc's debug file "
+             "(time per address, microseconds; agreement with llvm-symbolizer: "
+             "function and line of every frame, inline chains included)",
+             f"{'':22} {'cold (1 run)':>14} {'warm':>10} {'startup ms':>11} {'agree %':>8}"]
     for name, (cold, warm, one) in sb["rows"].items():
         lines.append(f"{name:22} {cold:>14.2f} {warm:>10.3f} {one:>11.1f} {sb['agree'][name]:>8.2f}")
     llvm_warm = sb["rows"]["llvm-symbolizer"][1]
-    lines += [f"fleetprof in-process warm look-up: {sb['frames_per_s'] / 1e6:.1f} M frames/s on one core "
-              f"({1e6 / sb['frames_per_s']:.3f} us/frame; llvm-symbolizer {llvm_warm:.2f} us/address, "
-              f"{llvm_warm * sb['frames_per_s'] / 1e6:.0f}x)",
-              f"ingest of libc's debug file: {sb['ingest_ms']:.0f} ms; table {sb['table_bytes'] / 2**20:.2f} MiB "
-              f"vs DWARF {sb['dwarf_bytes'] / 2**20:.2f} MiB as stored",
-              "", f"Encoding one interval of {enc['stacks']} distinct stacks ({enc['samples']} samples, "
-              f"{enc['frames']} frames):",
-              f"  OTLP  {float(enc['otlp_ms']):7.2f} ms  {int(enc['otlp_bytes']):>9} bytes  "
-              f"{float(enc['otlp_bytes_per_sample']):6.2f} bytes/sample",
-              f"  pprof {float(enc['pprof_ms']):7.2f} ms  {int(enc['pprof_bytes']):>9} bytes  "
-              f"{float(enc['pprof_bytes_per_sample']):6.2f} bytes/sample (uncompressed)"]
-    lines += ["", f"Unwinding a 30-frame stack without frame pointers (gcc -O2), {args.unwind_seconds} s "
-              "at 99 Hz, one process, all three at once:",
-              f"{'':52} {'fleetprof':>12} {'perf dwarf':>12} {'perf -g':>12}",
-              f"{'BPF program run time per sample, ns':52} {uw['ns_per_run']:>12} {'-':>12} {'-':>12}",
-              f"{'process CPU time, s':52} {uw['agent_cpu']:>12.3f} {uw['perf_cpu']['dwarf']:>12.3f} "
-              f"{uw['perf_cpu']['fp']:>12.3f}",
-              f"{'peak RSS, KiB':52} {uw['agent_rss_kb']:>12} {uw['perf_rss_kb']['dwarf']:>12} "
-              f"{uw['perf_rss_kb']['fp']:>12}",
-              f"{'RSS + BPF maps, table rows counted once, MiB':52} "
-              f"{(uw['agent_rss_kb'] * 1024 + uw['map_bytes'] - uw['rows_bytes']) / 2**20:>12.2f} "
-              f"{'-':>12} {'-':>12}",
-              f"{'bytes per sample: wire steady state / perf.data':52} {uw['steady']:>12.2f} "
-              f"{uw['perf_bytes']['dwarf']:>12.0f} {uw['perf_bytes']['fp']:>12.0f}",
-              f"{'unwind table bytes sent to the agent, once':52} {uw['table_bytes']:>12} {'-':>12} {'-':>12}",
-              f"whole stacks in the first 1 s intervals from the first sample: {', '.join(uw['whole'])}"]
+    return lines + [
+        f"fleetprof in-process warm look-up: {sb['frames_per_s'] / 1e6:.1f} M frames/s on one core "
+        f"({1e6 / sb['frames_per_s']:.3f} us/frame; llvm-symbolizer {llvm_warm:.2f} us/address, "
+        f"{llvm_warm * sb['frames_per_s'] / 1e6:.0f}x)",
+        f"ingest of libc's debug file: {sb['ingest_ms']:.0f} ms; table {sb['table_bytes'] / 2**20:.2f} MiB "
+        f"vs DWARF {sb['dwarf_bytes'] / 2**20:.2f} MiB as stored"]
+
+
+def encode_lines(enc):
+    return [f"Encoding one interval of {enc['stacks']} distinct stacks ({enc['samples']} samples, "
+            f"{enc['frames']} frames):",
+            f"  OTLP  {float(enc['otlp_ms']):7.2f} ms  {int(enc['otlp_bytes']):>9} bytes  "
+            f"{float(enc['otlp_bytes_per_sample']):6.2f} bytes/sample",
+            f"  pprof {float(enc['pprof_ms']):7.2f} ms  {int(enc['pprof_bytes']):>9} bytes  "
+            f"{float(enc['pprof_bytes_per_sample']):6.2f} bytes/sample (uncompressed)"]
+
+
+def unwind_lines(args, uw):
+    lines = [f"Unwinding a 30-frame stack without frame pointers (gcc -O2), {args.unwind_seconds} s "
+             "at 99 Hz, one process, all three at once:",
+             f"{'':52} {'fleetprof':>12} {'perf dwarf':>12} {'perf -g':>12}",
+             f"{'BPF program run time per sample, ns':52} {uw['ns_per_run']:>12} {'-':>12} {'-':>12}",
+             f"{'process CPU time, s':52} {uw['agent_cpu']:>12.3f} {uw['perf_cpu']['dwarf']:>12.3f} "
+             f"{uw['perf_cpu']['fp']:>12.3f}",
+             f"{'peak RSS, KiB':52} {uw['agent_rss_kb']:>12} {uw['perf_rss_kb']['dwarf']:>12} "
+             f"{uw['perf_rss_kb']['fp']:>12}",
+             f"{'RSS + BPF maps, table rows counted once, MiB':52} "
+             f"{(uw['agent_rss_kb'] * 1024 + uw['map_bytes'] - uw['rows_bytes']) / 2**20:>12.2f} "
+             f"{'-':>12} {'-':>12}",
+             f"{'bytes per sample: wire steady state / perf.data':52} {uw['steady']:>12.2f} "
+             f"{uw['perf_bytes']['dwarf']:>12.0f} {uw['perf_bytes']['fp']:>12.0f}",
+             f"{'unwind table bytes sent to the agent, once':52} {uw['table_bytes']:>12} {'-':>12} {'-':>12}",
+             f"whole stacks in the first 1 s intervals from the first sample: {', '.join(uw['whole'])}"]
     for name, (tb, eh, ms) in uw["files"].items():
         lines.append(f"table of {name}: {tb} bytes, {tb / eh:.2f}x its .eh_frame ({eh} bytes); "
                      f"fleetprof symbolize --unwind-table: {ms:.0f} ms, start-up included")
-    text = "\n".join(lines)
+    return lines
+
+
+def python_lines(args, py):
+    d, m, st = py["deep"], py["daemons"], py["deep"]["steady"]
+    n = max(1, d["samples"])
+    bpf_ns = d["runs"] * d["ns_per_run"] / n  # the runs on other CPUs' ticks too
+    row = lambda a, b, c="-", r="": f"{a:52} {b:>12} {c:>12} {r:>8}"
+
+    def per_sample(label, ours_s, ours_n, spy_s, spy_n):
+        ours = bpf_ns / 1e3 + ours_s * 1e6 / ours_n if ours_n else float("nan")
+        spy = spy_s * 1e6 / spy_n if d["spy"] and spy_n else float("nan")
+        return row(label, f"{ours:.1f}", f"{spy:.1f}" if d["spy"] else "-",
+                   f"{spy / ours:.1f}x" if spy == spy and ours == ours else "")
+    lines = [f"Python ({args.python}, no frame pointers): a recursion 30 Python frames deep, "
+             f"{args.python_seconds} s at 99 Hz, fleetprof and py-spy --nonblocking at once:",
+             row("", "fleetprof", "py-spy", "ratio"),
+             row("samples of the process", d["samples"], d["spy_samples"] if d["spy"] else "-"),
+             row("BPF program run time per run, ns", d["ns_per_run"]),
+             row("BPF program run time per sample of the process, ns", f"{bpf_ns:.0f}"),
+             row("process CPU time, s", f"{d['agent_cpu']:.3f}", f"{d['spy_cpu']:.3f}" if d["spy"] else "-"),
+             per_sample("CPU per sample, us (fleetprof: agent + BPF)", d["agent_cpu"], d["samples"],
+                        d["spy_cpu"], d["spy_samples"]),
+             per_sample(f"  the same, start-up excluded (last {st.get('window', 0):.0f} s)",
+                        st.get("agent_s", 0), st.get("samples", 0), st.get("spy_s", 0),
+                        st.get("spy_samples", 0)),
+             row("Python frames per sample with a user stack walk", f"{d['py']['frames'] / max(1, d['walks']):.1f}"),
+             row("  samples with a user stack walk, %", f"{100 * d['walks'] / n:.0f}"),
+             row("Python frames in the hottest stack (symbolizer)", d["hot_py_frames"]),
+             row("peak RSS, KiB", d["agent_rss_kb"]),
+             row("wire bytes/sample, steady state", f"{d['steady_wire']:.2f}"),
+             f"  agent's python counters: {python_counter_text(d['py'])}",
+             "", f"Ten Python daemons (pydaemon.py 0-9, ~6% of a core each), the agent at 99 Hz, "
+             f"10 s intervals, {args.daemon_seconds} s, all processes; steady state: the last "
+             f"{m['steady_s']:.0f} s:",
+             row(f"samples taken (% in {os.path.basename(args.python)})", f"{m['samples']} ({m['share']:.0f}%)"),
+             row("agent CPU, % of one core, whole run", f"{100 * m['agent_cpu'] / m['elapsed']:.3f}"),
+             row("agent CPU, % of one core, steady state", f"{100 * m['steady_cpu_s'] / m['steady_s']:.3f}"),
+             row("BPF program run time per run, ns", m["ns_per_run"]),
+             row("peak RSS (VmHWM), KiB", m["rss_kb"]),
+             row("heap and private memory (peak RssAnon), KiB", m["anon_kb"]),
+             row("BPF map memory, KiB", m["map_bytes"] // 1024),
+             row("wire bytes/sample, steady state (goal <= 2)", f"{m['steady']:.2f}"),
+             row("wire bytes/sample, whole run (excl. kallsyms)", f"{m['all']:.2f}"),
+             row("process_vm_readv calls/s to the daemons (goal 0)", f"{m['readv_per_s']:.2f}"),
+             row("  to other processes of the host", f"{m['readv_other_per_s']:.2f}"),
+             "  process_vm_readv calls/s to the daemons per 10 s from the agent's start: "
+             + ", ".join(f"{x:.1f}" for x in m["readv_per_10s"]),
+             row("code objects read, whole run", m["py"]["code_reads"]),
+             f"  agent's python counters: {python_counter_text(m['py'])}"]
+    return lines
+
+
+def python_counter_text(c):
+    return (f"{c['procs']} processes, frames {c['frames']}, thread state not found "
+            f"{c['no_thread']}, stacks disagreed {c['mismatch']}, unreadable mid-walk "
+            f"{c['read_err']}; code objects read {c['code_reads']} ({c['code_stale']} reused, "
+            f"{c['code_errors']} unreadable), {c['bytes_read']} bytes; sessions the symbolizer "
+            f"lost: {c['rehello']}")
+
+
+PARTS = ("footprint", "symbolizer", "unwind", "encode", "python")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--throughput-seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--unwind-seconds", type=int, default=20)
+    ap.add_argument("--python", default="/usr/bin/python3.11",
+                    help="the interpreter of the Python part (default: Debian's python3.11)")
+    ap.add_argument("--python-seconds", type=int, default=20)
+    ap.add_argument("--daemon-seconds", type=int, default=60)
+    ap.add_argument("--only", default=",".join(PARTS),
+                    help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
+    args = ap.parse_args()
+    only = args.only.split(",")
+    if not set(only) <= set(PARTS):
+        ap.error(f"--only: parts are {', '.join(PARTS)}")
+    args.workload = f"{args.build}/tests/workload"
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root (BPF and perf -a)")
+    sections = []
+    with tempfile.TemporaryDirectory(prefix="fleetprof-bench.") as tmp:
+        if "footprint" in only:
+            fp = footprint(args, tmp)
+            sections.append(footprint_lines(args, fp, throughput(args, tmp)))
+        if "symbolizer" in only:
+            sections.append(symbolizer_lines(symbolizer_bench(args, tmp)))
+        if "encode" in only:
+            sections.append(encode_lines(dict(l.split("=") for l in subprocess.run(
+                [f"{args.build}/bench/encode_bench"], capture_output=True, text=True).stdout.split())))
+        if "unwind" in only:
+            sections.append(unwind_lines(args, unwind_bench(args, tmp)))
+        if "python" in only:
+            sections.append(python_lines(args, python_bench(args, tmp)))
+    text = "\n\n".join("\n".join(s) for s in sections)
     print(text)
     with open(f"{args.build}/bench.txt", "w") as f:
         f.write(text + "\n")
-
 
 if __name__ == "__main__":
     main()
