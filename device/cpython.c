@@ -394,6 +394,31 @@ static int read_bytes(struct fp_python *py, uint32_t pid, const struct fp_py_off
 	return 0;
 }
 
+/* code_tag: read the code object at addr into co (FP_PY_CODE_WINDOW
+ * bytes) and its tag as the walker computes it (bpf/python.h). */
+static int code_tag(struct fp_python *py, uint32_t pid, const struct fp_py_offsets *o,
+		    uint64_t addr, uint8_t *co, uint32_t *tag)
+{
+	uint8_t nb[FP_PY_NAME_WINDOW];
+	uint64_t name, file, len, c0, c1;
+	uint32_t first;
+	int err;
+
+	if ((err = peek(py, pid, addr, co, FP_PY_CODE_WINDOW)))
+		return err;
+	memcpy(&name, co + o->po_co_name, 8);
+	memcpy(&file, co + o->po_co_filename, 8);
+	memcpy(&first, co + o->po_co_firstlineno, 4);
+	/* as the walker reads it: zeros when it cannot */
+	if (peek(py, pid, name + o->po_str_length, nb, sizeof(nb)))
+		memset(nb, 0, sizeof(nb));
+	memcpy(&len, nb, 8);
+	memcpy(&c0, nb + (o->po_str_ascii_size - o->po_str_length), 8);
+	memcpy(&c1, nb + (o->po_str_ascii_size - o->po_str_length) + 8, 8);
+	*tag = fp_py_tag(name, file, first, len, c0, c1);
+	return 0;
+}
+
 void fp_python_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
 {
 	struct fp_python *py = arg;
@@ -408,9 +433,9 @@ int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pyc
 	struct fp_python *py = arg;
 	struct proc *p = proc_get(py, pid, 0);
 	const struct fp_py_offsets *o;
-	uint8_t co[FP_PY_CODE_WINDOW], nb[FP_PY_NAME_WINDOW];
-	uint64_t name, file, lines, len, c0, c1;
-	uint32_t first;
+	uint8_t co[FP_PY_CODE_WINDOW];
+	uint64_t name, file, lines;
+	uint32_t first, t1, t2;
 	struct fp_pycode *c;
 	int err;
 
@@ -418,19 +443,13 @@ int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pyc
 		return -ESRCH;
 	o = &p->p_off;
 	py->py_stats.ps_code_reads++;
-	if ((err = peek(py, pid, addr, co, sizeof(co))))
+	if ((err = code_tag(py, pid, o, addr, co, &t1)))
 		goto fail;
 	memcpy(&name, co + o->po_co_name, 8);
 	memcpy(&file, co + o->po_co_filename, 8);
 	memcpy(&lines, co + o->po_co_linetable, 8);
 	memcpy(&first, co + o->po_co_firstlineno, 4);
-	/* as the walker read it: zeros when it could not */
-	if (peek(py, pid, name + o->po_str_length, nb, sizeof(nb)))
-		memset(nb, 0, sizeof(nb));
-	memcpy(&len, nb, 8);
-	memcpy(&c0, nb + (o->po_str_ascii_size - o->po_str_length), 8);
-	memcpy(&c1, nb + (o->po_str_ascii_size - o->po_str_length) + 8, 8);
-	if (fp_py_tag(name, file, first, len, c0, c1) != tag) {
+	if (t1 != tag) {
 		py->py_stats.ps_code_stale++;
 		return -ESTALE;
 	}
@@ -445,6 +464,17 @@ int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pyc
 	    (err = read_str(py, pid, o, file, FILENAME_MAX_BYTES - 1, filename))) {
 		fp_pycode_free(c);
 		goto fail;
+	}
+	/* Freed while we read it?  Then the name may be the new object's and
+	 * the lines the old one's: the same object before and after, or none. */
+	if ((err = code_tag(py, pid, o, addr, co, &t2)) || t2 != tag) {
+		fp_pycode_free(c);
+		free(*filename);
+		*filename = NULL;
+		if (err)
+			goto fail;
+		py->py_stats.ps_code_stale++;
+		return -ESTALE;
 	}
 	*code = c;
 	return 0;
