@@ -318,50 +318,67 @@ static size_t put_utf8(uint32_t cp, char *out)
 	return 4;
 }
 
+int fp_python_str_layout(const struct fp_py_offsets *o, const uint8_t *hdr, size_t max,
+			 size_t *data_off, unsigned *kind, size_t *count)
+{
+	uint8_t state = hdr[o->po_str_state];
+	int64_t len;
+
+	memcpy(&len, hdr + o->po_str_length, sizeof(len));
+	*kind = (state >> 2) & 7;
+	if (!(state & 0x20) || (*kind != 1 && *kind != 2 && *kind != 4) || len < 0)
+		return -EINVAL; /* not compact: never a code object's name */
+	*data_off = (state & 0x40) ? o->po_str_ascii_size : o->po_str_compact_size;
+	*count = (uint64_t)len < max ? (size_t)len : max;
+	return 0;
+}
+
+size_t fp_python_str_utf8(const uint8_t *raw, size_t count, unsigned kind, char *out, size_t max)
+{
+	size_t i, at = 0;
+
+	for (i = 0; i < count; i++) {
+		const uint8_t *r = raw + i * kind;
+		uint32_t cp = kind == 1 ? r[0] :
+			      kind == 2 ? (uint32_t)r[0] | (uint32_t)r[1] << 8 :
+					  (uint32_t)r[0] | (uint32_t)r[1] << 8 | (uint32_t)r[2] << 16 |
+						  (uint32_t)r[3] << 24;
+		char c[4];
+		size_t w = put_utf8(cp, c);
+		if (at + w > max)
+			break;
+		memcpy(out + at, c, w);
+		at += w;
+	}
+	out[at] = '\0';
+	return at;
+}
+
 /* read_str: the compact str object at addr as UTF-8, at most max bytes
  * (cut at a character boundary). */
 static int read_str(struct fp_python *py, uint32_t pid, const struct fp_py_offsets *o,
 		    uint64_t addr, size_t max, char **out)
 {
-	uint8_t hdr[128], state, kind, *raw;
-	int64_t len;
-	size_t i, n, at = 0;
+	uint8_t hdr[128], *raw;
+	size_t off, n;
+	unsigned kind;
 	char *s;
 	int err;
 
-	if ((err = peek(py, pid, addr, hdr, o->po_str_compact_size)))
+	if ((err = peek(py, pid, addr, hdr, o->po_str_compact_size)) ||
+	    (err = fp_python_str_layout(o, hdr, max, &off, &kind, &n)))
 		return err;
-	state = hdr[o->po_str_state];
-	kind = (state >> 2) & 7;
-	memcpy(&len, hdr + o->po_str_length, sizeof(len));
-	if (!(state & 0x20) || (kind != 1 && kind != 2 && kind != 4) || len < 0)
-		return -EINVAL; /* not compact: never a code object's name */
-	n = (size_t)len < max ? (size_t)len : max;
-	if (!(raw = malloc(n * kind + 1)) || !(s = malloc(n * 4 + 1))) {
+	if (!(raw = malloc(n * kind + 1)) || !(s = malloc(max + 1))) {
 		free(raw);
 		return -ENOMEM;
 	}
-	err = peek(py, pid, addr + ((state & 0x40) ? o->po_str_ascii_size : o->po_str_compact_size),
-		   raw, n * kind);
-	for (i = 0; !err && i < n; i++) {
-		uint32_t cp = kind == 1 ? raw[i] :
-			      kind == 2 ? (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8 :
-					  (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
-						  (uint32_t)raw[4 * i + 2] << 16 |
-						  (uint32_t)raw[4 * i + 3] << 24;
-		char c[4];
-		size_t w = put_utf8(cp, c);
-		if (at + w > max)
-			break;
-		memcpy(s + at, c, w);
-		at += w;
-	}
-	free(raw);
-	if (err) {
+	if ((err = peek(py, pid, addr + off, raw, n * kind))) {
+		free(raw);
 		free(s);
 		return err;
 	}
-	s[at] = '\0';
+	fp_python_str_utf8(raw, n, kind, s, max);
+	free(raw);
 	*out = s;
 	return 0;
 }

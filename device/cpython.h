@@ -69,6 +69,22 @@ void fp_python_forget_proc(struct fp_python *py, uint32_t pid);
 int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pycode **code,
 			char **filename, void *py);
 
+/* fp_python_str_layout: from hdr, the first po_str_compact_size bytes of
+ * a str object (untrusted), where its characters are (bytes from the
+ * object's start), their width (1, 2 or 4 bytes) and how many of them to
+ * take (at most max).  0, or -EINVAL when it is not a compact str (code
+ * objects' names and file names always are). */
+struct fp_py_offsets;
+int fp_python_str_layout(const struct fp_py_offsets *o, const uint8_t *hdr, size_t max,
+			 size_t *data_off, unsigned *kind, size_t *count);
+
+/* fp_python_str_utf8: count characters of width kind at raw as UTF-8 in
+ * out (room for max + 1 bytes), cut at max bytes on a character boundary
+ * and NUL-terminated; lone surrogates and values past U+10FFFF become
+ * U+FFFD.  Returns the bytes written. */
+size_t fp_python_str_utf8(const uint8_t *raw, size_t count, unsigned kind, char *out,
+			  size_t max);
+
 void fp_python_stats(const struct fp_python *py, struct fp_python_stats *st);
 
 /* fp_python_log: log the statistics and the walker's Python counters c

@@ -89,6 +89,29 @@ PPROF_BINARY_PATH=/nonexistent "$GO" tool pprof -raw "$TMP/reuse/profile.pb.gz" 
 python3 tests/e2e/compare_python.py --generated --name reuse "$TMP/reuse.raw"
 check reuse-logged grep -q 'code objects read [0-9]* ([0-9]* reused since sampled' "$TMP/reuse.log"
 
+# Names that are not ASCII (str objects of 1, 2 and 4 bytes a character)
+# come out as UTF-8.
+cat > "$TMP/names.py" <<'EOF2'
+import time
+class Größe:
+    def mäßig(self):
+        return sum(i for i in range(20000))
+def 函数():
+    return Größe().mäßig()
+def g𠀀():
+    return 函数()
+end = time.monotonic() + 6
+while time.monotonic() < end:
+    g𠀀()
+EOF2
+/usr/bin/python3.11 "$TMP/names.py" &
+pid=$!
+PIDS+=("$pid")
+sleep 0.5
+"$FP" record -p "$pid" -d 3 -F 199 -o "$TMP/names" > "$TMP/names.log" 2>&1
+wait "$pid"
+check utf8-names grep -q 'g𠀀_\[py\];函数_\[py\];Größe\.mäßig_\[py\]' "$TMP/names/profile.folded"
+
 # An interpreter version without offsets: logged, counted, and its frames
 # stay the interpreter's own (no Python names at all).
 old=$(ls -d /root/.pyenv/versions/3.10.*/bin/python3.10 /root/.pyenv/versions/3.8.*/bin/python3.8 \
