@@ -2,7 +2,9 @@
 #include "devfetch.h"
 #include "intern.h"
 #include "log.h"
+#include "pyinterp.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -19,6 +21,7 @@ enum fetch_stage {
 	STAGE_TABLES,   /* section and program header tables */
 	STAGE_NAMES,    /* the section name table */
 	STAGE_SECTIONS, /* symbol tables and notes */
+	STAGE_VERSION,  /* a CPython interpreter's Py_Version, if any */
 	STAGE_DONE,
 	STAGE_FAILED,
 };
@@ -33,6 +36,9 @@ struct fetch {
 	uint64_t fe_bytes;      /* asked for so far */
 	size_t fe_npending;
 	struct fp_range fe_pending[MAX_PENDING];
+	int fe_py;                      /* asked for Py_Version: */
+	uint64_t fe_py_shdr;            /* where its section's header is */
+	struct fp_pyinterp_site fe_py_site;
 };
 
 struct fp_devfetch {
@@ -205,6 +211,78 @@ static int mark_absent(int fd, const GElf_Ehdr *eh, size_t i)
 	return pwrite(fd, b, sizeof(b), at) == (ssize_t)sizeof(b) ? 0 : -EINVAL;
 }
 
+/* ask_version: when the copy has the symbol tables of a CPython
+ * interpreter (3.11+) but not the bytes of its Py_Version, which
+ * pyinterp.c reads for the version of its unwind table's trailer (an
+ * absent section is NOBITS in the copy): ask for those bytes and for the
+ * header of their section as the file has it (whether it is NOBITS
+ * there too); narrow_version then makes it hold just them.  Only a
+ * read-only data section (.rodata), whose address no other reader uses,
+ * and only within what the budget leaves: else the version stays
+ * unknown. */
+static int ask_version(struct fetch *fe, Elf *elf, const GElf_Ehdr *eh, struct fp_range **ranges,
+		       size_t *n)
+{
+	const uint64_t hsize = sizeof(Elf64_Shdr);
+	struct fp_pyinterp_site site;
+	uint64_t hdr;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	int err;
+
+	if (fp_pyinterp_version_site(elf, &site) != 1 || eh->e_shentsize != hsize ||
+	    !(scn = elf_getscn(elf, site.ps_shndx)) || !gelf_getshdr(scn, &sh) ||
+	    sh.sh_type != SHT_NOBITS || (sh.sh_flags & (SHF_WRITE | SHF_EXECINSTR)))
+		return 0;
+	/* libelf read this header from the copy: it lies within the file. */
+	hdr = eh->e_shoff + site.ps_shndx * hsize;
+	if (hdr > fe->fe_size || hsize > fe->fe_size - hdr ||
+	    site.ps_offset > fe->fe_size || site.ps_len > fe->fe_size - site.ps_offset ||
+	    fe->fe_npending + 2 > MAX_PENDING ||
+	    hsize + site.ps_len > FP_DEVFETCH_MAX_BYTES - fe->fe_bytes)
+		return 0;
+	if ((err = ask(fe, hdr, hsize, ranges, n)) ||
+	    (err = ask(fe, site.ps_offset, site.ps_len, ranges, n)))
+		return err;
+	fe->fe_py = 1;
+	fe->fe_py_shdr = hdr;
+	fe->fe_py_site = site;
+	return 0;
+}
+
+/* narrow_version: the header of Py_Version's section is now the file's
+ * (ask_version); unless that says NOBITS, or disagrees with the copy's
+ * about where Py_Version lies, make it a section of just the bytes
+ * fetched, at Py_Version's address, so that pyinterp.c reads them as it
+ * does in the whole file and no reader takes the holes for data; else
+ * mark it absent again.  ELF64 little-endian: what pyinterp.c reads. */
+static int narrow_version(struct fetch *fe)
+{
+	const struct fp_pyinterp_site *site = &fe->fe_py_site;
+	uint64_t addr, off, size;
+	Elf64_Shdr sh;
+
+	if (pread(fe->fe_fd, &sh, sizeof(sh), (off_t)fe->fe_py_shdr) != (ssize_t)sizeof(sh))
+		return -EINVAL;
+	addr = le64toh(sh.sh_addr);
+	off = le64toh(sh.sh_offset);
+	size = le64toh(sh.sh_size);
+	if (le32toh(sh.sh_type) == SHT_NOBITS)
+		return 0;
+	if (site->ps_addr < addr || site->ps_addr - addr >= size ||
+	    off + (site->ps_addr - addr) != site->ps_offset ||
+	    site->ps_len > size - (site->ps_addr - addr)) {
+		sh.sh_type = htole32(SHT_NOBITS);
+	} else {
+		sh.sh_addr = htole64(site->ps_addr);
+		sh.sh_offset = htole64(site->ps_offset);
+		sh.sh_size = htole64(site->ps_len);
+	}
+	return pwrite(fe->fe_fd, &sh, sizeof(sh), (off_t)fe->fe_py_shdr) == (ssize_t)sizeof(sh)
+		       ? 0
+		       : -EINVAL;
+}
+
 /* next_stage: what to ask for once everything of the current stage is in.
  * -EINVAL: the bytes are not an ELF file we can use. */
 static int next_stage(struct fetch *fe, struct fp_range **ranges, size_t *n)
@@ -280,6 +358,10 @@ static int next_stage(struct fetch *fe, struct fp_range **ranges, size_t *n)
 		}
 		fe->fe_stage = STAGE_SECTIONS;
 		break;
+	case STAGE_SECTIONS:
+		err = ask_version(fe, elf, &eh, ranges, n);
+		fe->fe_stage = STAGE_VERSION;
+		break;
 	default:
 		err = -EINVAL;
 	}
@@ -291,8 +373,10 @@ out:
 static int finish(struct fp_devfetch *f, struct fetch *fe)
 {
 	struct fp_build_id got;
-	int err = fp_resolver_add_file(f->df_resolver, fe->fe_fd, &got);
+	int err = fe->fe_py ? narrow_version(fe) : 0;
 
+	if (!err)
+		err = fp_resolver_add_file(f->df_resolver, fe->fe_fd, &got);
 	if (err)
 		return err;
 	if (!fp_build_id_match(&got, &fe->fe_id))
@@ -346,20 +430,24 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 	f->df_stats.dv_bytes += d->fd_len;
 	if (fe->fe_npending)
 		return 0;
-	if (fe->fe_stage == STAGE_SECTIONS) {
-		fp_build_id_hex(&fe->fe_id, hex);
-		if ((err = finish(f, fe)))
-			fetch_fail(f, fe, "the fetched sections hold no usable symbols");
-		else
-			fp_info("symbols of %s fetched from the device", hex);
-		return 0;
+	if (fe->fe_stage != STAGE_VERSION) {
+		err = next_stage(fe, ranges, n);
+		if (!err && !fe->fe_npending && fe->fe_stage == STAGE_SECTIONS)
+			err = next_stage(fe, ranges, n); /* no sections: on to the version */
+		if (err == -ENOMEM)
+			return err;
+		if (!err && !fe->fe_npending && fe->fe_stage != STAGE_VERSION)
+			err = -EINVAL; /* nothing more to ask for, too early */
+		if (err)
+			fetch_fail(f, fe,
+				   err == -E2BIG ? "symbol sections too large" : "not a usable ELF file");
+		if (err || fe->fe_npending)
+			return 0;
 	}
-	err = next_stage(fe, ranges, n);
-	if (err == -ENOMEM)
-		return err;
-	if (!err && !fe->fe_npending) /* nothing more to ask for */
-		err = fe->fe_stage == STAGE_SECTIONS ? finish(f, fe) : -EINVAL;
-	if (err)
-		fetch_fail(f, fe, err == -E2BIG ? "symbol sections too large" : "not a usable ELF file");
+	fp_build_id_hex(&fe->fe_id, hex);
+	if ((err = finish(f, fe)))
+		fetch_fail(f, fe, "the fetched sections hold no usable symbols");
+	else
+		fp_info("symbols of %s fetched from the device", hex);
 	return 0;
 }

@@ -4,9 +4,11 @@
  * agent that reported it for parts of the file: first the ELF header, then
  * the section and program header tables, then the section names, then the
  * symbol tables and notes, and the CFI sections (.eh_frame, .eh_frame_hdr,
- * .debug_frame) for the unwind table when they fit the byte budget.  The agent copies the bytes; all parsing happens
- * here, on a sparse copy of the file, which is finally ingested like an
- * upload.  Each build-ID is fetched once for the whole fleet; a failure
+ * .debug_frame) for the unwind table when they fit the byte budget, and,
+ * for a CPython interpreter, the few bytes of its Py_Version (its
+ * version, for the table's trailer).  The agent copies the bytes; all
+ * parsing happens here, on a sparse copy of the file, which is finally
+ * ingested like an upload.  Each build-ID is fetched once for the whole fleet; a failure
  * (the agent cannot read it, the bytes make no sense, no answer for
  * FP_DEVFETCH_TIMEOUT seconds) is final for the life of the process.
  */

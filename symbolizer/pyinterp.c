@@ -160,22 +160,18 @@ static uint32_t read_version(const struct scan *s, Elf *elf, const struct found 
 	return hex >> 24 ? (hex >> 24) << 8 | ((hex >> 16) & 0xff) : 0;
 }
 
-int fp_pyinterp_find(Elf *elf, struct fp_unwind_cpython *out)
+/* scan_file: s filled in from the symbol tables of elf: -EINVAL when elf
+ * is not a 64-bit little-endian ELF file, else 0. */
+static int scan_file(Elf *elf, struct scan *s)
 {
-	struct scan s = { 0 };
 	int have_symtab = 0, have_dynsym = 0;
-	const struct found *f = s.sc_found;
 	Elf_Scn *scn = NULL;
-	size_t nph, i;
-	uint64_t bias, unused;
 	GElf_Shdr dynsym, symtab;
 	GElf_Ehdr eh;
 
-	memset(out, 0, sizeof(*out));
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    !(s.sc_raw = (const uint8_t *)elf_rawfile(elf, &s.sc_rawsize)) ||
-	    elf_getphdrnum(elf, &nph))
+	    !(s->sc_raw = (const uint8_t *)elf_rawfile(elf, &s->sc_rawsize)))
 		return -EINVAL;
 	/* The first table of each kind; .dynsym first: its definitions win. */
 	while ((scn = elf_nextscn(elf, scn)) && !(have_dynsym && have_symtab)) {
@@ -189,9 +185,22 @@ int fp_pyinterp_find(Elf *elf, struct fp_unwind_cpython *out)
 			symtab = sh, have_symtab = 1;
 	}
 	if (have_dynsym)
-		scan_symbols(&s, elf, &dynsym);
+		scan_symbols(s, elf, &dynsym);
 	if (have_symtab)
-		scan_symbols(&s, elf, &symtab);
+		scan_symbols(s, elf, &symtab);
+	return 0;
+}
+
+int fp_pyinterp_find(Elf *elf, struct fp_unwind_cpython *out)
+{
+	struct scan s = { 0 };
+	const struct found *f = s.sc_found;
+	size_t nph, i;
+	uint64_t bias, unused;
+
+	memset(out, 0, sizeof(*out));
+	if (scan_file(elf, &s) || elf_getphdrnum(elf, &nph))
+		return -EINVAL;
 	if (!f[W_EVAL].fd_have || !f[W_RUNTIME].fd_have)
 		return 0;
 	for (i = 0; i < nph && s.sc_nsegs < MAX_SEGS; i++) {
@@ -215,6 +224,33 @@ int fp_pyinterp_find(Elf *elf, struct fp_unwind_cpython *out)
 		out->uc_version = 0x030a;
 	else if (f[W_GETCODE].fd_have)
 		out->uc_version = 0x0309;
+	return 1;
+}
+
+int fp_pyinterp_version_site(Elf *elf, struct fp_pyinterp_site *out)
+{
+	struct scan s = { 0 };
+	const struct found *v = &s.sc_found[W_VERSION];
+	uint64_t at, left;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	memset(out, 0, sizeof(*out));
+	if (scan_file(elf, &s))
+		return -EINVAL;
+	if (!s.sc_found[W_EVAL].fd_have || !s.sc_found[W_RUNTIME].fd_have || !v->fd_have ||
+	    !(scn = elf_getscn(elf, v->fd_shndx)) || !gelf_getshdr(scn, &sh) ||
+	    v->fd_value < sh.sh_addr || v->fd_value - sh.sh_addr >= sh.sh_size)
+		return 0;
+	/* As read_version: the whole section within the file. */
+	if (!in_file(&s, sh.sh_offset, sh.sh_size))
+		return 0;
+	at = v->fd_value - sh.sh_addr;
+	left = sh.sh_size - at;
+	out->ps_shndx = v->fd_shndx;
+	out->ps_addr = v->fd_value;
+	out->ps_offset = sh.sh_offset + at;
+	out->ps_len = (uint32_t)(left < FP_PYINTERP_SITE_MAX ? left : FP_PYINTERP_SITE_MAX);
 	return 1;
 }
 

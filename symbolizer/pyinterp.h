@@ -29,7 +29,8 @@
  *     in .rodata: its low 4 bytes (little-endian) are read from the file,
  *     through the section that holds the symbol; when that section has no
  *     bytes in the file (NOBITS: a detached debug file, or a sparse copy
- *     fetched from a device without .rodata), or the bytes lie outside
+ *     fetched from a device without them: devfetch.c fetches them with
+ *     fp_pyinterp_version_site), or the bytes lie outside
  *     it, or their major version is 0, the version is 0 (unknown), with
  *     no guess from other symbols;
  *   - without a Py_Version symbol: 0x030a (3.10) when the dynamic symbols
@@ -44,6 +45,8 @@
 #define FP_PYINTERP_H
 
 #include <gelf.h>
+#include <stddef.h>
+#include <stdint.h>
 #include "unwind.h"
 
 /* fp_pyinterp_find: 1 with *out filled in (host byte order, uc_pad 0)
@@ -51,6 +54,26 @@
  * (*out zeroed); -EINVAL when elf is not a 64-bit little-endian ELF file
  * (the only kind fp_cfi_compile takes). */
 int fp_pyinterp_find(Elf *elf, struct fp_unwind_cpython *out);
+
+/* Where fp_pyinterp_find reads Py_Version: for a sparse copy of a file
+ * (devfetch.c), which has the symbol tables but not the section that
+ * holds the bytes. */
+#define FP_PYINTERP_SITE_MAX 8 /* bytes: the unsigned long Py_Version */
+struct fp_pyinterp_site {
+	size_t ps_shndx;    /* the section Py_Version's symbol names */
+	uint64_t ps_addr;   /* its st_value */
+	uint64_t ps_offset; /* its file offset, through that section's header */
+	uint32_t ps_len;    /* bytes there, 1 to FP_PYINTERP_SITE_MAX: up to
+			     * the end of the section */
+};
+
+/* fp_pyinterp_version_site: 1 with *out filled in when the symbol tables
+ * of elf define _PyEval_EvalFrameDefault, _PyRuntime and Py_Version (the
+ * definition fp_pyinterp_find takes), and Py_Version's address lies in
+ * its section, which lies within the file; the section's type is not
+ * looked at (a sparse copy marks absent sections NOBITS).  0 (*out
+ * zeroed) otherwise; -EINVAL as fp_pyinterp_find. */
+int fp_pyinterp_version_site(Elf *elf, struct fp_pyinterp_site *out);
 
 /* fp_pyinterp_find_fd: fp_pyinterp_find on the file open at fd. */
 int fp_pyinterp_find_fd(int fd, struct fp_unwind_cpython *out);

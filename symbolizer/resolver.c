@@ -6,9 +6,11 @@
 #include "isolate.h"
 #include "log.h"
 #include "symtab.h"
+#include "unwind_table.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,32 +296,94 @@ void fp_resolver_end(struct fp_lookup *l)
 	free(l);
 }
 
-/* unwind_fdes: the FDE count of id's stored unwind table; -1 if none. */
-static int64_t unwind_fdes(struct fp_resolver *r, const struct fp_build_id *id)
+/* How much an unwind table says of its file, compared field by field:
+ * first what it knows of the file's CPython interpreter (the trailer at
+ * all, then its version, then the eval loop's .cold part), then its FDEs.
+ * A stripped interpreter and its unstripped copy (or a sparse copy
+ * fetched before the version could be read) share a build-ID: the table
+ * with more of the interpreter wins even with fewer FDEs. */
+struct table_rank {
+	uint32_t rk_cpython, rk_version, rk_cold, rk_fdes;
+};
+
+/* table_rank: the rank of a table that passed fp_unwind_table_check. */
+static struct table_rank table_rank(const void *blob, size_t len)
 {
-	const struct fp_unwind_header *h;
-	int64_t n = -1;
+	const struct fp_unwind_cpython *py = fp_unwind_table_cpython(blob, len);
+	const struct fp_unwind_header *h = blob;
+	struct table_rank rk = { 0 };
+
+	if (len >= sizeof(*h))
+		rk.rk_fdes = h->uh_fdes;
+	if (py) {
+		rk.rk_cpython = 1;
+		rk.rk_version = py->uc_version != 0;
+		rk.rk_cold = py->uc_eval[1].end > py->uc_eval[1].start;
+	}
+	return rk;
+}
+
+/* rank_above: whether a says more than b. */
+static int rank_above(const struct table_rank *a, const struct table_rank *b)
+{
+	if (a->rk_cpython != b->rk_cpython)
+		return a->rk_cpython > b->rk_cpython;
+	if (a->rk_version != b->rk_version)
+		return a->rk_version > b->rk_version;
+	if (a->rk_cold != b->rk_cold)
+		return a->rk_cold > b->rk_cold;
+	return a->rk_fdes > b->rk_fdes;
+}
+
+/* stored_rank: the rank of id's stored unwind table; 0, or -ENOENT when
+ * none can be read (any table replaces it). */
+static int stored_rank(struct fp_resolver *r, const struct fp_build_id *id, struct table_rank *rk)
+{
 	void *blob;
 	size_t len;
 
-	if (fp_symcache_get_unwind(r->rv_cache, id, &blob, &len) == 0) {
-		h = blob;
-		n = h->uh_fdes;
-		free(blob);
+	if (fp_symcache_get_unwind(r->rv_cache, id, &blob, &len))
+		return -ENOENT;
+	*rk = table_rank(blob, len);
+	free(blob);
+	return 0;
+}
+
+/* eh_frame_nobits: whether the ELF file at fd has an .eh_frame section
+ * without bytes (NOBITS): a detached debug file, whose table (from a
+ * .debug_frame at most) never replaces the binary's. */
+static int eh_frame_nobits(int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int nobits = 0;
+
+	if (elf && elf_kind(elf) == ELF_K_ELF && !elf_getshdrstrndx(elf, &shstrndx)) {
+		while (!nobits && (scn = elf_nextscn(elf, scn))) {
+			const char *name;
+			GElf_Shdr sh;
+
+			nobits = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOBITS &&
+				 (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+				 !strcmp(name, ".eh_frame");
+		}
 	}
-	return n;
+	elf_end(elf);
+	return nobits;
 }
 
 /* ingest_unwind: compile and store the unwind table of the ELF file at fd
  * (whose build-ID is id) when it has CFI and says more than the stored
- * table.  0, -ENOENT (no CFI, or nothing more than stored), or the error
- * of the compile or the store. */
+ * table (table_rank); a file whose .eh_frame is NOBITS (a debug file)
+ * only fills the place of a missing table.  0, -ENOENT (no CFI, or
+ * nothing more than stored), or the error of the compile or the store. */
 static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id *id)
 {
-	const struct fp_unwind_header *h;
+	struct table_rank new_rank, old_rank;
 	void *blob;
 	size_t len;
-	int err;
+	int err, have_old;
 
 	if (!fp_cfi_has_cfi(fd))
 		return -ENOENT;
@@ -330,8 +394,9 @@ static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id
 		pthread_mutex_unlock(&r->rv_lock);
 		return err;
 	}
-	h = blob;
-	if ((int64_t)h->uh_fdes <= unwind_fdes(r, id))
+	new_rank = table_rank(blob, len);
+	have_old = stored_rank(r, id, &old_rank) == 0;
+	if (have_old && (eh_frame_nobits(fd) || !rank_above(&new_rank, &old_rank)))
 		err = -ENOENT;
 	else if ((err = fp_symcache_put_unwind(r->rv_cache, id, blob, len)))
 		fp_warnx("cannot store an unwind table in the cache: %s", strerror(-err));

@@ -49,9 +49,11 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
  * itself, which is written to *id.  When the build-ID is cached already,
  * the richer table stays (a debug file after a stripped binary replaces
  * its table; the other way round changes nothing).  Its unwind table is
- * compiled and stored too when the file has CFI and the table has more
- * FDEs than a stored one (a debug file, whose .eh_frame is NOBITS, never
- * replaces the binary's).  Clears the "no source had it" mark, so frames
+ * compiled and stored too when the file has CFI and the table says more
+ * than a stored one: more of a CPython interpreter (the trailer at all,
+ * then a known version, then the eval loop's .cold part), then, all that
+ * equal, more FDEs (a debug file, whose .eh_frame is NOBITS, never
+ * replaces a stored table).  Clears the "no source had it" mark, so frames
  * of that build-ID resolve from the next look-up on.  Safe to call from
  * any thread.  0, -ENOENT (no build-ID or no symbols), -EINVAL (not ELF
  * or malformed) or a negative errno. */

@@ -6,22 +6,30 @@ TEST=devfetch
 . tests/e2e/lib.sh
 need_root
 
-port=$(free_port)
-addr=tcp://127.0.0.1:$port
 mkdir -p "$TMP/nodebug"
-"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" --debug-dir "$TMP/nodebug" \
-	--no-local-files > "$TMP/symb.log" 2>&1 &
-symb=$!
-PIDS+=($symb)
-"$WORKLOAD" 60 & wl=$!
-PIDS+=($wl)
-sleep 0.5
-"$AGENT" --server "$addr" --interval 1 -p "$wl" > "$TMP/agent.log" 2>&1 &
-agent=$!
-PIDS+=($agent)
-sleep 7
-kill -INT "$agent"; wait "$agent"
-kill -TERM "$symb"; wait "$symb"
+# session CACHE OUT LOGS SECONDS COMMAND...: a symbolizer with no source of
+# files but the device (logs LOGSsymb.log) and an agent profiling COMMAND
+# (LOGSagent.log) for SECONDS.
+session() {
+	local cache=$1 out=$2 logs=$3 secs=$4 addr symb wl agent
+	shift 4
+	addr=tcp://127.0.0.1:$(free_port)
+	"$SYMB" --listen "$addr" --cache "$cache" --out "$out" --debug-dir "$TMP/nodebug" \
+		--no-local-files > "${logs}symb.log" 2>&1 &
+	symb=$!
+	PIDS+=($symb)
+	"$@" & wl=$!
+	PIDS+=($wl)
+	sleep 0.5
+	"$AGENT" --server "$addr" --interval 1 -p "$wl" > "${logs}agent.log" 2>&1 &
+	agent=$!
+	PIDS+=($agent)
+	sleep "$secs"
+	kill -INT "$agent"; wait "$agent"
+	kill -TERM "$symb"; wait "$symb"
+	kill "$wl" 2>/dev/null; wait "$wl" 2>/dev/null
+}
+session "$TMP/cache" "$TMP/out" "$TMP/" 7 "$WORKLOAD" 60
 
 first=$(ls "$TMP"/out/*/*.folded | head -n 1)
 ls "$TMP"/out/*/*.folded | tail -n +4 | xargs cat > "$TMP/later.folded"
@@ -38,3 +46,34 @@ bid=$(readelf -n "$WORKLOAD" | awk '/Build ID/ { print $3; exit }')
 "$FP" symbolize --unwind-table --build-id "$bid" --cache "$TMP/cache" -o "$TMP/fetched.unwind"
 check unwind-table-from-device cmp "$TMP/full.unwind" "$TMP/fetched.unwind"
 tail -n 8 "$TMP/symb.log" "$TMP/agent.log" >&2
+
+# A CPython interpreter: Debian's python3.11 (not PIE, libpython linked
+# in, no .symtab; Py_Version in .dynsym, its value in .rodata, which the
+# fetch does not bring whole).  The table from the fetched copy must be
+# the whole file's, CPython trailer and version included.
+PY=/usr/bin/python3.11
+if [ ! -x "$PY" ]; then
+	echo "SKIP: $TEST:python (no $PY)"
+	exit 0
+fi
+session "$TMP/pycache" "$TMP/pyout" "$TMP/py" 5 "$PY" -c 'while True: pass'
+
+pybid=$(readelf -n "$PY" | awk '/Build ID/ { print $3; exit }')
+"$FP" symbolize --unwind-table -e "$PY" -o "$TMP/pyfull.unwind"
+"$FP" symbolize --unwind-table --build-id "$pybid" --cache "$TMP/pycache" -o "$TMP/pyfetched.unwind"
+# trailer_version FILE: the uc_version of a table with the CPython trailer.
+trailer_version() {
+	python3 - "$1" <<'PYEOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+magic, ver, arch, flags, nrows, fdes = struct.unpack_from("<4sHBBII", b)
+end = 16 + 8 * nrows
+assert magic == b"FPUW" and flags & 2 and len(b) == end + 32, "no CPython trailer"
+print("0x%04x" % struct.unpack_from("<I", b, end)[0])
+PYEOF
+}
+check python-fetched-from-device grep -q "symbols of $pybid fetched from the device" "$TMP/pysymb.log"
+check python-full-trailer-version [ "$(trailer_version "$TMP/pyfull.unwind")" = 0x030b ]
+check python-fetched-trailer-version [ "$(trailer_version "$TMP/pyfetched.unwind")" = 0x030b ]
+check python-unwind-table-from-device cmp "$TMP/pyfull.unwind" "$TMP/pyfetched.unwind"
+tail -n 8 "$TMP/pysymb.log" "$TMP/pyagent.log" >&2

@@ -1,0 +1,213 @@
+/* devfetch_test.c: fetching a file from a device, with the agent played
+ * here (answers read from the real file).
+ *
+ * A CPython interpreter's sparse copy must give the unwind table of the
+ * whole file, trailer and version (Py_Version's bytes, fetched on their
+ * own) included: Debian's python3.11 (no .symtab, Py_Version in .dynsym)
+ * and a small interpreter built here (.symtab, .cold).  A device whose
+ * answer about Py_Version's section disagrees with what it sent before
+ * gets an unknown version, and nothing else changes.
+ */
+#include "check.h"
+#include "cfi.h"
+#include "devfetch.h"
+#include "elfsyms.h"
+#include "resolver.h"
+#include "unwind_table.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/devfetch_test.XXXXXX";
+
+/* How the played agent lies. */
+enum lie {
+	HONEST,
+	MOVED,  /* Py_Version's section header, asked again: another offset */
+	NOBITS, /* the same, NOBITS */
+};
+
+/* lie_about: change the answer d when it is a lone section header (what
+ * devfetch asks for Py_Version's section) of the file with header eh. */
+static void lie_about(struct fp_file_data *d, const Elf64_Ehdr *eh, enum lie lie)
+{
+	Elf64_Shdr sh;
+
+	if (lie == HONEST || d->fd_len != sizeof(sh) || d->fd_offset < eh->e_shoff ||
+	    d->fd_offset >= eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(sh))
+		return;
+	memcpy(&sh, d->fd_data, sizeof(sh));
+	if (lie == MOVED)
+		sh.sh_offset += 16;
+	else
+		sh.sh_type = SHT_NOBITS;
+	memcpy(d->fd_data, &sh, sizeof(sh));
+}
+
+/* fetch: the file at path, fetched through a fresh devfetch into r, as
+ * an agent would answer; the stats when done.  0 or -1. */
+static int fetch(struct fp_resolver *r, const char *path, enum lie lie, struct fp_devfetch_stats *st)
+{
+	struct fp_range *ranges = NULL, *asked;
+	struct fp_devfetch *f = NULL;
+	struct fp_build_id id;
+	size_t n = 0, nasked, i, rounds = 0;
+	Elf64_Ehdr eh;
+	struct stat sb;
+	int fd = open(path, O_RDONLY), err = 0;
+
+	if (fd < 0 || fstat(fd, &sb) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    fp_elf_build_id(fd, &id) || fp_devfetch_alloc(&f, r, dir) ||
+	    fp_devfetch_want(f, 1, &id, &ranges, &n)) {
+		err = -1;
+		goto out;
+	}
+	while (n && rounds++ < 16) {
+		asked = ranges, nasked = n;
+		ranges = NULL, n = 0;
+		for (i = 0; i < nasked && !err; i++) {
+			struct fp_file_data d = { .fd_session = 1, .fd_build_id = id,
+						  .fd_offset = asked[i].fg_offset,
+						  .fd_file_size = (uint64_t)sb.st_size };
+			ssize_t got;
+
+			d.fd_data = malloc(asked[i].fg_length);
+			got = d.fd_data ? pread(fd, d.fd_data, asked[i].fg_length,
+						(off_t)asked[i].fg_offset)
+					: -1;
+			if (got < 0) {
+				err = -1;
+			} else {
+				d.fd_len = (size_t)got;
+				lie_about(&d, &eh, lie);
+				err = fp_devfetch_data(f, &d, &ranges, &n) ? -1 : 0;
+			}
+			free(d.fd_data);
+		}
+		free(asked);
+	}
+	fp_devfetch_stats(f, st);
+out:
+	free(ranges);
+	fp_devfetch_free(f);
+	if (fd >= 0)
+		close(fd);
+	return err || n ? -1 : 0;
+}
+
+/* check_fetched: fetch path into a fresh cache; the stored table must be
+ * the whole file's, with the trailer and want_version, or, lying, the
+ * same with version 0. */
+static void check_fetched(const char *path, uint32_t want_version, enum lie lie)
+{
+	char cache[64], cmd[96];
+	struct fp_resolver_opts o = { .ro_cache_dir = cache };
+	struct fp_devfetch_stats st = { 0 };
+	struct fp_resolver *r = NULL;
+	const struct fp_unwind_cpython *py, *fpy;
+	void *full = NULL, *got = NULL;
+	size_t flen = 0, glen = 0;
+	struct fp_build_id id;
+	int fd;
+
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	if ((fd = open(path, O_RDONLY)) < 0) {
+		CHECK(!"open");
+		return;
+	}
+	CHECK_EQ_INT(fp_elf_build_id(fd, &id), 0);
+	CHECK_EQ_INT(fp_cfi_compile(fd, &full, &flen), 0);
+	close(fd);
+	py = fp_unwind_table_cpython(full, flen);
+	CHECK(py != NULL);
+	CHECK_EQ_INT(py ? py->uc_version : 0, want_version);
+	CHECK_EQ_INT(fp_resolver_open(&r, &o), 0);
+	if (!r || !py) {
+		free(full);
+		return;
+	}
+	CHECK_EQ_INT(fetch(r, path, lie, &st), 0);
+	CHECK_EQ_INT(st.dv_done, 1);
+	CHECK_EQ_INT(st.dv_failed, 0);
+	CHECK_EQ_INT(fp_resolver_unwind(r, &id, &got, &glen), 0);
+	fpy = fp_unwind_table_cpython(got, glen);
+	CHECK(fpy != NULL);
+	printf("  %s (%s): %llu bytes fetched, version %#x\n", path,
+	       lie == HONEST ? "honest" : lie == MOVED ? "moved" : "nobits",
+	       (unsigned long long)st.dv_bytes, fpy ? fpy->uc_version : 0);
+	if (lie == HONEST) {
+		CHECK(glen == flen && !memcmp(got, full, flen));
+	} else if (fpy && glen == flen) {
+		struct fp_unwind_cpython want = *py;
+
+		want.uc_version = 0;
+		CHECK(!memcmp(fpy, &want, sizeof(want)));
+		CHECK(!memcmp(got, full, flen - sizeof(want)));
+	} else {
+		CHECK(!"the fetched table has another length");
+	}
+	free(got);
+	free(full);
+	fp_resolver_close(r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", cache);
+	CHECK_EQ_INT(system(cmd), 0);
+}
+
+static void test_python(void)
+{
+	static const char src[] =
+		"int _PyEval_EvalFrameDefault(volatile int *p, int n) {\n"
+		"	int s = 0;\n"
+		"	for (int i = 0; i < n; i++) s += p[i] * i;\n"
+		"	return s; }\n"
+		"static int eval_cold(volatile int *p) __asm__(\"_PyEval_EvalFrameDefault.cold\");\n"
+		"__attribute__((used, noinline)) static int eval_cold(volatile int *p) "
+		"{ return p[2] - p[1]; }\n"
+		"struct { long a[8]; } _PyRuntime = { { 7 } };\n"
+		"const unsigned long Py_Version = 0x030c01f0;\n";
+	char so[96], cmd[512];
+	FILE *f;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	if (access("/usr/bin/python3.11", R_OK)) {
+		printf("  /usr/bin/python3.11 not installed: skipped\n");
+	} else {
+		check_fetched("/usr/bin/python3.11", 0x030b, HONEST);
+		check_fetched("/usr/bin/python3.11", 0x030b, MOVED);
+		check_fetched("/usr/bin/python3.11", 0x030b, NOBITS);
+	}
+	snprintf(so, sizeof(so), "%s/py.c", dir);
+	if ((f = fopen(so, "w"))) {
+		fputs(src, f);
+		fclose(f);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "cc -O2 -fPIC -shared -nostdlib -Wl,--build-id -Wl,-Ttext-segment=0x200000 "
+		 "-o %s/py.so %s 2>/dev/null",
+		 dir, so);
+	snprintf(so, sizeof(so), "%s/py.so", dir);
+	if (system(cmd) != 0) {
+		printf("  no C compiler: the synthetic interpreter skipped\n");
+	} else {
+		check_fetched(so, 0x030c, HONEST);
+		check_fetched(so, 0x030c, MOVED);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ_INT(system(cmd), 0);
+}
+
+int main(void)
+{
+	RUN(test_python);
+	return CHECK_DONE();
+}
