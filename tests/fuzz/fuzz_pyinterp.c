@@ -30,6 +30,24 @@ static void fail(const char *what, int err)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* version_site: where Py_Version's bytes are (what device fetch asks an
+ * agent for) lies within the file, and is at most FP_PYINTERP_SITE_MAX. */
+static void version_site(const uint8_t *data, size_t size)
+{
+	struct fp_pyinterp_site site;
+	Elf *elf;
+	int ret;
+
+	elf_version(EV_CURRENT);
+	if (!(elf = elf_memory((char *)data, size)))
+		return;
+	ret = fp_pyinterp_version_site(elf, &site);
+	if (ret == 1 && (!site.ps_len || site.ps_len > FP_PYINTERP_SITE_MAX ||
+			 site.ps_offset > size || site.ps_len > size - site.ps_offset))
+		fail("a version site beyond the file", 0);
+	elf_end(elf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct fp_unwind_cpython zero;
@@ -72,5 +90,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.py = py;
 	if (fp_unwind_table_check(&t, sizeof(t)) || fp_unwind_table_cpython(&t, sizeof(t)) != &t.py)
 		fail("its table does not pass the check", 0);
+	version_site(data, size);
 	return 0;
 }
