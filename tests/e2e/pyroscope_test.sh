@@ -6,6 +6,18 @@
 # graph from /pyroscope/render must hold fleetprof's own stacks, with the
 # same counts, and the labels must be queryable.
 #
+# Then Python: the real agent samples tests/workload/pywork.py under Debian's
+# /usr/bin/python3.11 and one symbolizer pushes every interval to the same
+# server both ways at once (--pyroscope --pyroscope-format pprof, and
+# --otlp-endpoint, which posts OTLP as --pyroscope does by default). Read
+# back, both must show the qualified names of both threads in their call
+# order, with the shares of the symbolizer's own folded files for the same
+# intervals (tests/pyroscope/python_frames.py, same_stacks.py), one series
+# per thread, and Functions with the script's path and lines
+# (SelectMergeProfile). Python frames need the unwind tables that the
+# symbolizer sends in its first replies: the run goes on until an interval
+# has them, then a few seconds more.
+#
 # The server is Pyroscope v1.21 imported as a library by
 # tests/pyroscope/server, built from the Go module proxy by
 # tests/pyroscope/build.sh: about ten minutes on two cores the first time,
@@ -143,6 +155,120 @@ else
 fi
 check pprof-label-threads test "$(label_values thread_name '{ingest="pprof"}' | sort | tr '\n' ' ')" = "fp-compute fp-writer "
 check pprof-label-service test "$(label_values service_name '{ingest="pprof"}')" = workload
+
+# ---- Python, from the agent through the symbolizer's pushes ----
+PY=/usr/bin/python3.11
+# A copy: the Functions must name the file that ran, whatever happens to
+# the work tree meanwhile.
+cp tests/workload/pywork.py "$TMP/pywork.py"
+PYSCRIPT=$TMP/pywork.py
+pyt0=$(date +%s)
+if [ ! -x "$PY" ]; then
+	fail python "no $PY (Debian's python3.11)"
+else
+	"$PY" "$PYSCRIPT" 60 > "$TMP/pywork.out" 2>&1 &
+	py=$!
+	PIDS+=($py)
+	wait_for 10 grep -q 'pywork: ready' "$TMP/pywork.out"
+	check python-workload-ready grep -q 'pywork: ready' "$TMP/pywork.out"
+	sport=$(free_port)
+	"$SYMB" --listen "tcp://127.0.0.1:$sport" --cache "$TMP/pycache" --out "$TMP/pyout" \
+		--spool "$TMP/pyspool" --pyroscope "$URL" --pyroscope-format pprof \
+		--otlp-endpoint "$URL" > "$TMP/pysymb.log" 2>&1 &
+	symb=$!
+	PIDS+=($symb)
+	"$AGENT" --server "tcp://127.0.0.1:$sport" --interval 1 -p "$py" --label fp_test=python \
+		> "$TMP/pyagent.log" 2>&1 &
+	agent=$!
+	PIDS+=($agent)
+	# The first intervals show the interpreter's C frames only, until the
+	# tables of python3.11 arrive; then three more intervals.
+	pyframes() { grep -qs 'Model\.leaf_\[py\]' "$TMP"/pyout/*/*.folded; }
+	if wait_for 20 pyframes; then
+		pass python-frames-in-folded
+		sleep 3
+	else
+		fail python-frames-in-folded "no Model.leaf_[py] in the symbolizer's folded files within 20 s"
+		tail -n 5 "$TMP/pyagent.log" "$TMP/pysymb.log" >&2
+	fi
+	kill -INT "$agent"
+	wait "$agent"
+	check python-agent-exit-status test $? -eq 0
+	kill "$py" 2> /dev/null
+	spools_empty() { ! ls "$TMP"/pyspool/*/ 2> /dev/null | grep -q '\.req$'; }
+	wait_for 20 spools_empty
+	check python-pushes-drained spools_empty
+	kill -TERM "$symb"
+	wait "$symb"
+	check python-symbolizer-exit-status test $? -eq 0
+	cat "$TMP"/pyout/*/*.folded > "$TMP/py.folded" 2> /dev/null
+	intervals=0
+	for f in "$TMP"/pyout/*/*.folded; do
+		[ -e "$f" ] && [ "$(folded_total "$f")" -gt 0 ] && intervals=$((intervals + 1))
+	done
+	pyint=$(grep -ls 'Model\.leaf_\[py\]' "$TMP"/pyout/*/*.folded | wc -l)
+	echo "python: $(folded_total "$TMP/py.folded") samples in $intervals intervals, $pyint with Python frames, $(($(date +%s) - pyt0)) s" >&2
+	for dest in pyroscope otlp; do
+		check "python-$dest-pushed-every-interval" grep -qE \
+			"push $dest .*: queued $intervals, pushed $intervals, retried [0-9]+, dropped 0, permanent failures 0, partial successes 0 " \
+			"$TMP/pysymb.log"
+	done
+
+	# pycheck NAME QUERY PROFILE_TYPE [--drop-unresolved]: the flame graph
+	# of QUERY against the folded files, the stacks exactly and the Python
+	# frames one by one, and the functions of the merged profile.
+	pycheck() {
+		local name=$1 query=$2 type=$3 drop=$4 now sel
+		if ! render "$name" "$query"; then
+			fail "$name-render" "$query"
+			return
+		fi
+		pass "$name-render"
+		python3 tests/pyroscope/same_stacks.py --drop-root $drop "$TMP/py.folded" "$TMP/$name.folded" \
+			> "$TMP/$name.same" 2>&1
+		check "$name-same-stacks-as-folded" test $? -eq 0
+		cat "$TMP/$name.same" >&2
+		python3 tests/pyroscope/python_frames.py stacks $drop "$TMP/py.folded" "$TMP/$name.folded" \
+			> "$TMP/$name.py" 2>&1
+		check "$name-call-chains-and-shares" test $? -eq 0
+		cat "$TMP/$name.py" >&2
+		now=$(date +%s)
+		sel=${query#"$type"}
+		python3 -c 'import json,sys; print(json.dumps({"profileTypeID": sys.argv[1], "labelSelector": sys.argv[2], "start": int(sys.argv[3]), "end": int(sys.argv[4])}))' \
+			"$type" "$sel" $(((now - 3600) * 1000)) $(((now + 60) * 1000)) > "$TMP/$name.req"
+		curl -s -X POST -H 'Content-Type: application/json' --data-binary "@$TMP/$name.req" \
+			-o "$TMP/$name.merged.json" "$URL/querier.v1.QuerierService/SelectMergeProfile"
+		python3 tests/pyroscope/python_frames.py functions "$PYSCRIPT" "$TMP/$name.merged.json" \
+			> "$TMP/$name.fn" 2>&1
+		check "$name-functions-file-and-lines" test $? -eq 0
+		cat "$TMP/$name.fn" >&2
+	}
+	# The process renamed itself after its main thread ("model"): that is
+	# the service. Only OTLP sets process_executable_name; only /ingest
+	# sets pyroscope_spy and has a samples/count series.
+	pycheck py-otlp "$CPU{service_name=\"model\",fp_test=\"python\",process_executable_name=\"model\"}" \
+		"$CPU" --drop-unresolved
+	pycheck py-pprof "$SAMPLES{service_name=\"model\",fp_test=\"python\",pyroscope_spy=\"fleetprof\"}" \
+		"$SAMPLES"
+	# One series per thread: each holds its own thread's Python frames only.
+	for t in model:Model.run:Mixer.run mixer:Mixer.run:Model.run; do
+		IFS=: read -r tn has hasnot <<< "$t"
+		for q in "py-otlp-$tn:$CPU{fp_test=\"python\",process_executable_name=\"model\",thread_name=\"$tn\"}" \
+			"py-pprof-$tn:$SAMPLES{fp_test=\"python\",pyroscope_spy=\"fleetprof\",thread_name=\"$tn\"}"; do
+			n=${q%%:*}
+			if render "$n" "${q#*:}"; then
+				check "$n-thread-has-$has" grep -q "\(^\|;\)$has;" "$TMP/$n.folded"
+				check "$n-thread-not-$hasnot" bash -c "! grep -q '\(^\|;\)$hasnot;' '$TMP/$n.folded'"
+			else
+				fail "$n-render" "${q#*:}"
+			fi
+		done
+	done
+	check py-otlp-label-threads test "$(label_values thread_name '{fp_test="python",process_executable_name="model"}' | sort | tr '\n' ' ')" = "mixer model "
+	check py-pprof-label-threads test "$(label_values thread_name '{fp_test="python",pyroscope_spy="fleetprof"}' | sort | tr '\n' ' ')" = "mixer model "
+	check py-label-host test "$(label_values host_name '{fp_test="python"}')" = "$HOST"
+	echo "python: $(($(date +%s) - pyt0)) s in all" >&2
+fi
 
 # /pyroscope/label-values answers only for __name__ (the profile types) in
 # this version: for any other label it asks the querier without a name.
