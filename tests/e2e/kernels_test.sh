@@ -21,6 +21,16 @@
 #   agent-loads  fleetprof-agent, with its default unwind table memory,
 #                loads the program and samples nofp (no symbolizer: it
 #                only buffers)
+#   python-frames  `fleetprof record -p` on tests/kernels/pywork.py run by
+#                the host's python3.11 (Debian's: static libpython, no
+#                frame pointers) with -S -I, from when it is in its loop:
+#                >= 90% of its samples have <module>_[py];outer_[py];
+#                inner_[py] (the BPF program's CPython walk)
+#
+# The initramfs holds the interpreter at its own path with only the
+# standard library files its start-up reads (encodings; 3.11 freezes the
+# rest), see tests/kernels/mkinitramfs.sh.  FPK_PYTHON names another
+# 3.11 interpreter.
 #
 # Kernels are cached in $FPK_CACHE (default /var/cache/fleetprof-kernels),
 # serial logs are kept in $BUILD/kernel-logs.  FPK_KERNELS="5.10 6.1"
@@ -35,6 +45,9 @@ FPK_KERNELS=${FPK_KERNELS:-5.10 6.1 6.12}
 FPK_CASES=${FPK_CASES:-btf nobtf}
 BOOT_TIMEOUT=${FPK_BOOT_TIMEOUT:-120} # seconds per VM, boot to power-off
 DURATION=${FPK_DURATION:-5}           # seconds of `fleetprof record` per case
+PY_DURATION=${FPK_PY_DURATION:-3}     # the same for the Python workload,
+PY_FREQ=${FPK_PY_FREQ:-49}            # sampled at this frequency (Hz)
+PYTHON=${FPK_PYTHON:-/usr/bin/python3.11}
 LOGS=$BUILD/kernel-logs
 mkdir -p "$LOGS"
 
@@ -71,7 +84,15 @@ if ! gcc -O2 -o "$TMP/nofp/nofp" tests/kernels/nofp.c 2> "$TMP/nofp.log" ||
 	fail setup "nofp does not build: $(head -c 300 "$TMP/nofp.log")"
 	exit 0
 fi
-if ! tests/kernels/mkinitramfs.sh "$TMP/initramfs.cpio" "$FP" "$AGENT" \
+# Without the interpreter the Python checks fail, the others still run.
+py_args=()
+py_missing=""
+if [ -x "$PYTHON" ]; then
+	py_args=(--python "$PYTHON" --file tests/kernels/pywork.py)
+else
+	py_missing="$PYTHON missing on the host (apt-get install python3.11-minimal)"
+fi
+if ! tests/kernels/mkinitramfs.sh "${py_args[@]}" "$TMP/initramfs.cpio" "$FP" "$AGENT" \
 	"$TMP/nofp/nofp" "$TMP/nofp/nofpfp" > "$TMP/initramfs.log" 2>&1; then
 	fail setup "initramfs: $(tail -n 3 "$TMP/initramfs.log" | tr '\n' ' ')"
 	exit 0
@@ -123,6 +144,21 @@ unwound() {
 	}' "$1"
 }
 
+# python_walked FOLDED: checks that >= 90% of python3.11's samples have
+# <module>_[py];outer_[py];inner_[py] (pywork.py's loop).  Prints the shares.
+python_walked() {
+	awk '
+	index($0, "python3.11;") == 1 {
+		n = $NF; all += n
+		if (index($0, ";<module>_[py];outer_[py];inner_[py]")) ok += n
+		else if (index($0, "_[py]")) other += n
+	}
+	END {
+		printf "samples %d, outer_[py];inner_[py] %d (%.1f%%), other Python frames %d", all, ok, all ? 100 * ok / all : 0, other
+		exit !(all > 0 && ok * 10 >= all * 9)
+	}' "$1"
+}
+
 summary=()
 for ver in $FPK_KERNELS; do
 	if ! suite=$(suite_of "$ver"); then
@@ -158,7 +194,7 @@ for ver in $FPK_KERNELS; do
 		t0=$(date +%s%N)
 		qemu-system-x86_64 -accel tcg -m 1G -smp 2 -nographic -no-reboot -net none \
 			-kernel "$kdir/vmlinuz" -initrd "$TMP/initramfs.cpio" \
-			-append "console=ttyS0 quiet panic=-1 fpk.cases=$c fpk.duration=$DURATION" \
+			-append "console=ttyS0 quiet panic=-1 fpk.cases=$c fpk.duration=$DURATION fpk.py-duration=$PY_DURATION fpk.py-freq=$PY_FREQ" \
 			< /dev/null > "$serial" 2>&1 &
 		qpid=$!
 		pids_before=("${PIDS[@]}")
@@ -193,7 +229,7 @@ for ver in $FPK_KERNELS; do
 				fail "$T:boots" "qemu exited $qrc before the end of the script, $serial"
 			fi
 			echo "---- last console lines of $rel $c ----" >&2
-			tr -d '\r' < "$serial" | grep -v '^nofp;' | tail -n 30 >&2
+			tr -d '\r' < "$serial" | grep -vE '^(nofp|nofpfp|python3\.11);' | tail -n 30 >&2
 			continue
 		fi
 		pass "$T:boots"
@@ -267,6 +303,34 @@ for ver in $FPK_KERNELS; do
 			pass "$T:agent-loads"
 		fi
 		summary+=("$rel $c: agent: $(grep -E '^fleetprof-agent: sampled ' "$TMP/$T.agent" | sed 's/^fleetprof-agent: //'); $(grep -oE 'maps [0-9]+ bytes' "$TMP/$T.agent")")
+
+		# CPython: Python functions in place of the eval loop's frames.
+		if [ -n "$py_missing" ]; then
+			fail "$T:python-frames" "$py_missing"
+			continue
+		fi
+		section "$serial" LOG "$c-py" > "$TMP/$T-py.log"
+		section "$serial" FOLDED "$c-py" > "$TMP/$T-py.folded"
+		if shares=$(python_walked "$TMP/$T-py.folded"); then
+			pass "$T:python-frames"
+		else
+			why=$(verdict "$TMP/$T-py.log")
+			[ -n "$why" ] || why=$(grep -E "$load_err" "$TMP/$T-py.log" | tail -n 1)
+			[ -n "$why" ] || why=$(grep -E '^fleetprof record:' "$TMP/$T-py.log" | grep -vE ': (sampling|python:) ' | tail -n 1)
+			fail "$T:python-frames" "$shares${why:+; $why}"
+			echo "---- fleetprof record on python3.11 on $rel ($c): exit $(console "$serial" | sed -n "s/^FPK:RC $c-py \([0-9]*\)$/\1/p"), last 60 lines ----" >&2
+			tail -n 60 "$TMP/$T-py.log" >&2
+			echo "---- python3.11's own output ----" >&2
+			console "$serial" | grep "^FPK:NOT-READY $c-py " >&2
+			section "$serial" PROG "$c-py" >&2
+			echo "---- its 8 most frequent stacks (of $(wc -l < "$TMP/$T-py.folded")), their ends ----" >&2
+			awk '{ print $NF "\t" $0 }' "$TMP/$T-py.folded" | sort -nr | head -n 8 | cut -f2- |
+				awk '{ if (length($0) > 500) $0 = "..." substr($0, length($0) - 499); print }' >&2
+			echo "---- dmesg ----" >&2
+			section "$serial" DMESG "$c-py" >&2
+			echo "----" >&2
+		fi
+		summary+=("$rel $c: python3.11 ($(console "$serial" | sed -n "s/^FPK:TIME $c-py \([0-9.]*\)$/\1/p") s from its start to record's end): $shares; $(grep -E '^fleetprof record: python: ' "$TMP/$T-py.log" | sed 's/^fleetprof record: //' | cut -c1-200)")
 	done
 done
 
