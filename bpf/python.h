@@ -21,7 +21,7 @@
 #define FP_PY_THREAD_SCAN 32    /* thread states searched per lookup */
 #define FP_PY_FRAME_WINDOW 128  /* bytes of a frame read at once */
 #define FP_PY_CODE_WINDOW 192   /* bytes of a code object read at once */
-#define FP_PY_RETRY_NS 1000000000ull /* a thread with no thread state: look again after */
+#define FP_PY_RETRY_NS 100000000ull /* a thread with no thread state: look again after */
 
 /* How the interpreter chains its frames. */
 enum fp_py_model {
