@@ -509,7 +509,12 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 			__s32 l = FIELD(e->py_frame_buf, py->pp_fr_instr, __s32);
 			lasti = l < 0 ? FP_PY_LASTI_NONE : (__u64)l;
 		} else {
+			/* a frame being set up may still hold its last user's
+			 * pointer: past the code's end (ob_size code units) it
+			 * is no offset of this code */
 			lasti = FIELD(e->py_frame_buf, py->pp_fr_instr, __u64) - code - py->pp_co_code;
+			if (lasti >= 2 * FIELD(e->py_code_buf, 16, __u64))
+				lasti = FP_PY_LASTI_NONE;
 		}
 		if (lasti > FP_PY_LASTI_NONE)
 			lasti = FP_PY_LASTI_NONE;

@@ -412,17 +412,24 @@ static int read_bytes(struct fp_python *py, uint32_t pid, const struct fp_py_off
 }
 
 /* code_tag: read the code object at addr into co (FP_PY_CODE_WINDOW
- * bytes) and its tag as the walker computes it (bpf/python.h). */
+ * bytes) and its tag as the walker computes it (bpf/python.h); -ESTALE
+ * when the memory there is free. */
 static int code_tag(struct fp_python *py, uint32_t pid, const struct fp_py_offsets *o,
 		    uint64_t addr, uint8_t *co, uint32_t *tag)
 {
 	uint8_t nb[FP_PY_NAME_WINDOW];
-	uint64_t name, file, len, c0, c1;
+	uint64_t refs, name, file, len, c0, c1;
 	uint32_t first;
 	int err;
 
 	if ((err = peek(py, pid, addr, co, FP_PY_CODE_WINDOW)))
 		return err;
+	/* Freed memory keeps its fields, and so its tag, but pymalloc puts
+	 * the next free block's address (or 0) where the reference count
+	 * was: a live object's count is 1 to 2^32 - 1 (immortal included). */
+	memcpy(&refs, co, 8);
+	if (!refs || refs > 0xffffffffull)
+		return -ESTALE;
 	memcpy(&name, co + o->po_co_name, 8);
 	memcpy(&file, co + o->po_co_filename, 8);
 	memcpy(&first, co + o->po_co_firstlineno, 4);
@@ -460,7 +467,11 @@ int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pyc
 		return -ESRCH;
 	o = &p->p_off;
 	py->py_stats.ps_code_reads++;
-	if ((err = code_tag(py, pid, o, addr, co, &t1)))
+	if ((err = code_tag(py, pid, o, addr, co, &t1)) == -ESTALE) {
+		py->py_stats.ps_code_stale++;
+		return err;
+	}
+	if (err)
 		goto fail;
 	memcpy(&name, co + o->po_co_name, 8);
 	memcpy(&file, co + o->po_co_filename, 8);
@@ -488,7 +499,7 @@ int fp_python_read_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pyc
 		fp_pycode_free(c);
 		free(*filename);
 		*filename = NULL;
-		if (err)
+		if (err && err != -ESTALE)
 			goto fail;
 		py->py_stats.ps_code_stale++;
 		return -ESTALE;

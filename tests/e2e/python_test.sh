@@ -46,6 +46,14 @@ start() {
 	fi
 }
 
+# cpu_ns PID: "tid ns" per thread, the CPU time the kernel accounted it.
+cpu_ns() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "${t##*/} $(cut -d' ' -f1 "$t/schedstat" 2> /dev/null || echo 0)"
+	done
+}
+
 versions=0
 while read -r ver src root interp _; do
 	name="$ver-$src"
@@ -53,11 +61,13 @@ while read -r ver src root interp _; do
 	pid=$!
 	PIDS+=("$pid")
 	sleep 1
+	cpu_ns "$pid" | sort > "$TMP/$name.cpu0"
 	"$FP" record -p "$pid" -d "$SECONDS_EACH" -F 199 -o "$TMP/$name" > "$TMP/$name.rec" 2>&1 &
 	rec=$!
 	"$SPY" record -p "$pid" -d "$SECONDS_EACH" -r 199 -f raw \
 		-o "$TMP/$name.spy" > "$TMP/$name.spylog" 2>&1
 	wait "$rec"
+	cpu_ns "$pid" | sort > "$TMP/$name.cpu1"
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	if [ ! -s "$TMP/$name/profile.pb.gz" ] || [ ! -s "$TMP/$name.spy" ]; then
@@ -66,7 +76,9 @@ while read -r ver src root interp _; do
 	fi
 	PPROF_BINARY_PATH=/nonexistent "$GO" tool pprof -raw "$TMP/$name/profile.pb.gz" \
 		> "$TMP/$name.raw" 2>&1
-	python3 tests/e2e/compare_python.py --name "$name" "$TMP/$name.raw" "$TMP/$name.spy"
+	join "$TMP/$name.cpu0" "$TMP/$name.cpu1" | awk '{ printf "%d %d\n", $1, $3 - $2 }' > "$TMP/$name.cpu"
+	python3 tests/e2e/compare_python.py --name "$name" --cpu "$TMP/$name.cpu" \
+		"$TMP/$name.raw" "$TMP/$name.spy"
 	# The folded output names them qualname_[py]: the method of a class
 	# on 3.11 and later, the bare name before (3.9 has no co_qualname).
 	case $ver in

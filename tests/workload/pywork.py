@@ -26,7 +26,7 @@ import threading
 import time
 
 # Calls of each part per mixer round.
-ROUND_CALLS = (("generate", 2), ("serialize", 3), ("words", 2))
+ROUND_CALLS = (("generate", 1), ("serialize", 3), ("words", 2))
 
 
 def name_thread(name):
