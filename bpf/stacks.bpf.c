@@ -460,6 +460,16 @@ static __always_inline int in_eval(const struct fp_py_proc *py, __u64 ip)
 
 enum py_result { PY_MORE, PY_DONE, PY_FULL };
 
+/* py_unreadable: the interpreter's memory could not be read mid-walk: no
+ * Python frame of this sample can be trusted. */
+static __always_inline int py_unreadable(struct fp_bpf_event *e)
+{
+	count(FP_CNT_PY_READ_ERR);
+	e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
+	e->walk.py_frame = 0;
+	return PY_DONE;
+}
+
 /* py_frames: write at most FP_PY_BATCH Python frames of the eval loop
  * activation being replaced; PY_DONE once its first frame is written. */
 #define FP_PY_BATCH 4
@@ -478,12 +488,8 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 			e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
 			return PY_DONE;
 		}
-		if (bpf_probe_read_user(e->py_frame_buf, sizeof(e->py_frame_buf), (void *)f)) {
-			count(FP_CNT_PY_READ_ERR);
-			e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
-			w->py_frame = 0;
-			return PY_DONE;
-		}
+		if (bpf_probe_read_user(e->py_frame_buf, sizeof(e->py_frame_buf), (void *)f))
+			return py_unreadable(e);
 		prev = FIELD(e->py_frame_buf, py->pp_fr_previous, __u64);
 		code = FIELD(e->py_frame_buf, py->pp_fr_code, __u64);
 		entry = FIELD(e->py_frame_buf, py->pp_fr_entry, __u8);
@@ -492,12 +498,8 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 			return PY_DONE; /* the activation's entry shim: not a Python frame */
 		if (n >= FP_USER_SLOTS - 1 || w->frames >= FP_STACK_DEPTH)
 			return PY_FULL;
-		if (bpf_probe_read_user(e->py_code_buf, FP_PY_CODE_WINDOW, (void *)code)) {
-			count(FP_CNT_PY_READ_ERR);
-			e->hdr.flags |= FP_SAMPLE_PY_MISMATCH;
-			w->py_frame = 0;
-			return PY_DONE;
-		}
+		if (bpf_probe_read_user(e->py_code_buf, FP_PY_CODE_WINDOW, (void *)code))
+			return py_unreadable(e);
 		name = FIELD(e->py_code_buf, py->pp_co_name, __u64);
 		file = FIELD(e->py_code_buf, py->pp_co_filename, __u64);
 		line = FIELD(e->py_code_buf, py->pp_co_firstlineno, __u32);

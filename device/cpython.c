@@ -148,27 +148,6 @@ static int peek(struct fp_python *py, uint32_t pid, uint64_t addr, void *buf, si
 	return (size_t)got == len ? 0 : -EFAULT;
 }
 
-/* fits: whether the walker can use o (its windows and field alignment). */
-static int fits(const struct fp_py_offsets *o)
-{
-	return o->po_fr_previous % 8 == 0 && o->po_fr_previous + 8 <= FP_PY_FRAME_WINDOW &&
-	       o->po_fr_code % 8 == 0 && o->po_fr_code + 8 <= FP_PY_FRAME_WINDOW &&
-	       o->po_fr_instr % 4 == 0 && o->po_fr_instr + 8 <= FP_PY_FRAME_WINDOW &&
-	       (o->po_fr_entry == FP_PY_NO_OFFSET || o->po_fr_entry < FP_PY_FRAME_WINDOW) &&
-	       o->po_co_firstlineno % 4 == 0 && o->po_co_firstlineno + 4 <= FP_PY_CODE_WINDOW &&
-	       o->po_co_filename % 8 == 0 && o->po_co_filename + 8 <= FP_PY_CODE_WINDOW &&
-	       o->po_co_name % 8 == 0 && o->po_co_name + 8 <= FP_PY_CODE_WINDOW &&
-	       o->po_co_linetable % 8 == 0 && o->po_co_linetable + 8 <= FP_PY_CODE_WINDOW &&
-	       o->po_bytes_size + 8 <= 64 && o->po_bytes_data <= 64 &&
-	       o->po_str_state < 128 && o->po_str_length + 8 <= 128 &&
-	       o->po_str_length % 8 == 0 && o->po_str_ascii_size % 8 == 0 &&
-	       o->po_str_ascii_size >= o->po_str_length + 8 &&
-	       o->po_str_ascii_size - o->po_str_length + 16 <= FP_PY_NAME_WINDOW &&
-	       o->po_str_ascii_size <= 128 && o->po_str_compact_size <= 128 &&
-	       (o->po_instr_kind == FP_PY_LASTI || o->po_instr_kind == FP_PY_INSTR_PTR) &&
-	       o->po_model >= FP_PY_FRAMEOBJECT && o->po_model <= FP_PY_SHIM;
-}
-
 /* offsets_of: the offsets for an interpreter of version, whose _PyRuntime
  * is at runtime in pid.  0, -ENOTSUP or -EINVAL. */
 static int offsets_of(struct fp_python *py, uint32_t pid, unsigned version, uint64_t runtime,
@@ -190,7 +169,7 @@ static int offsets_of(struct fp_python *py, uint32_t pid, unsigned version, uint
 	}
 	if (out->po_tid_kind == FP_PY_TID_PTHREAD && py->py_pthread_tid < 0)
 		return -ENOTSUP;
-	return fits(out) ? 0 : -EINVAL;
+	return fp_py_offsets_check(out);
 }
 
 static void fill(struct fp_py_proc *pp, const struct fp_py_offsets *o)

@@ -217,37 +217,50 @@ static int field_in(unsigned off, unsigned size, unsigned win)
 	return off != FP_PY_NO_OFFSET && off + size <= win;
 }
 
-/* check: what the BPF walker and the agent rely on, for a table entry or
- * parsed debug offsets alike. */
-static int check(const struct fp_py_offsets *o)
+/* aligned: the field at off of size bytes lies in a window of win bytes
+ * and on a multiple of its size, as the BPF walker's masks need. */
+static int aligned(unsigned off, unsigned size, unsigned win)
 {
-	unsigned instr_size = o->po_instr_kind == FP_PY_LASTI ? 4 : 8;
+	return field_in(off, size, win) && off % size == 0;
+}
 
-	if (!field_in(o->po_fr_previous, 8, FP_PY_FRAME_WINDOW) ||
-	    !field_in(o->po_fr_code, 8, FP_PY_FRAME_WINDOW) ||
-	    !field_in(o->po_fr_instr, instr_size, FP_PY_FRAME_WINDOW))
+int fp_py_offsets_check(const struct fp_py_offsets *o)
+{
+	if (o->po_model < FP_PY_FRAMEOBJECT || o->po_model > FP_PY_SHIM ||
+	    (o->po_instr_kind != FP_PY_LASTI && o->po_instr_kind != FP_PY_INSTR_PTR))
+		return -EINVAL;
+	/* frame and code object fields, read through the walker's windows */
+	if (!aligned(o->po_fr_previous, 8, FP_PY_FRAME_WINDOW) ||
+	    !aligned(o->po_fr_code, 8, FP_PY_FRAME_WINDOW) ||
+	    !field_in(o->po_fr_instr, 8, FP_PY_FRAME_WINDOW) ||
+	    o->po_fr_instr % (o->po_instr_kind == FP_PY_LASTI ? 4 : 8))
 		return -EINVAL;
 	if (o->po_model != FP_PY_FRAMEOBJECT && !field_in(o->po_fr_entry, 1, FP_PY_FRAME_WINDOW))
 		return -EINVAL;
-	if (!field_in(o->po_co_firstlineno, 8, FP_PY_CODE_WINDOW) ||
-	    !field_in(o->po_co_filename, 8, FP_PY_CODE_WINDOW) ||
-	    !field_in(o->po_co_name, 8, FP_PY_CODE_WINDOW))
+	if (!aligned(o->po_co_firstlineno, 4, FP_PY_CODE_WINDOW) ||
+	    !field_in(o->po_co_firstlineno, 8, FP_PY_CODE_WINDOW) ||
+	    !aligned(o->po_co_filename, 8, FP_PY_CODE_WINDOW) ||
+	    !aligned(o->po_co_name, 8, FP_PY_CODE_WINDOW) ||
+	    !aligned(o->po_co_linetable, 8, FP_PY_CODE_WINDOW))
 		return -EINVAL;
 	if (o->po_rt_interp_head == FP_PY_NO_OFFSET || o->po_is_threads_head == FP_PY_NO_OFFSET ||
 	    o->po_ts_next == FP_PY_NO_OFFSET || o->po_ts_tid == FP_PY_NO_OFFSET ||
-	    o->po_ts_frame == FP_PY_NO_OFFSET || o->po_co_linetable == FP_PY_NO_OFFSET)
+	    o->po_ts_frame == FP_PY_NO_OFFSET)
 		return -EINVAL;
 	if (o->po_instr_kind == FP_PY_INSTR_PTR && o->po_co_code == FP_PY_NO_OFFSET)
 		return -EINVAL;
 	/* An object starts with its 16-byte header; a str's length and state
-	 * lie inside the PyASCIIObject, which the compact form extends. */
+	 * lie inside the PyASCIIObject, which the compact form extends.  The
+	 * agent reads a bytes header of 64 bytes and a str header of 128; the
+	 * walker reads a name's length and first 16 characters in one window. */
 	if (o->po_bytes_size < 16 || o->po_bytes_size + 8 > o->po_bytes_data ||
-	    o->po_bytes_data == FP_PY_NO_OFFSET)
+	    o->po_bytes_data > 64)
 		return -EINVAL;
-	if (o->po_str_length < 16 || o->po_str_length + 8 > o->po_str_ascii_size ||
+	if (o->po_str_length < 16 || o->po_str_length % 8 ||
+	    o->po_str_length + 8 > o->po_str_ascii_size || o->po_str_ascii_size % 8 ||
 	    o->po_str_state < 16 || o->po_str_state + 4 > o->po_str_ascii_size ||
-	    o->po_str_ascii_size > o->po_str_compact_size ||
-	    o->po_str_compact_size == FP_PY_NO_OFFSET)
+	    o->po_str_ascii_size - o->po_str_length + 16 > FP_PY_NAME_WINDOW ||
+	    o->po_str_ascii_size > o->po_str_compact_size || o->po_str_compact_size > 128)
 		return -EINVAL;
 	return 0;
 }
@@ -318,7 +331,7 @@ int fp_py_offsets_debug(const void *buf, size_t len, struct fp_py_offsets *out)
 	if (o.po_str_ascii_size > FP_PY_NO_OFFSET - 1 - COMPACT_EXTRA)
 		return -EINVAL;
 	o.po_str_compact_size = o.po_str_ascii_size + COMPACT_EXTRA;
-	err = check(&o);
+	err = fp_py_offsets_check(&o);
 	if (err)
 		return err;
 	*out = o;

@@ -3,7 +3,7 @@
  *
  * Below 3.13 the offsets come from a table in pyoffsets.c, one entry per
  * supported minor version, taken from the interpreter's own DWARF (Debian's
- * -dbg packages) and checked against it by tests/python/offsets_test.sh.
+ * -dbg packages) and checked against it by tests/e2e/pyoffsets_test.sh.
  * From 3.13 on, the interpreter publishes them itself in _Py_DebugOffsets,
  * the first member of _PyRuntime, which the agent reads from the process.
  * Offsets are in bytes from the start of the named structure; x86-64 and
@@ -61,6 +61,12 @@ const struct fp_py_offsets *fp_py_offsets_for(unsigned version);
  * walker's windows (FP_PY_FRAME_WINDOW, FP_PY_CODE_WINDOW) or len is short.
  * The bytes are the process's: untrusted. */
 int fp_py_offsets_debug(const void *buf, size_t len, struct fp_py_offsets *out);
+
+/* fp_py_offsets_check: 0 when o holds what the BPF walker and the agent
+ * rely on (every field inside the windows they read, at an offset aligned
+ * to its size; the object layouts consistent), else -EINVAL.  The table's
+ * entries pass it; fp_py_offsets_debug applies it. */
+int fp_py_offsets_check(const struct fp_py_offsets *o);
 
 /* The bytes of _Py_DebugOffsets fp_py_offsets_debug needs at most. */
 #define FP_PY_DEBUG_OFFSETS_MAX 1024

@@ -177,8 +177,17 @@ static void test_table_versions(void)
 
 		CHECK(o != NULL);
 		if (o) {
+			struct fp_py_offsets bad = *o;
+
 			CHECK_EQ_INT(o->po_version, have[i]);
 			check_windows(o);
+			CHECK_EQ_INT(fp_py_offsets_check(o), 0);
+			/* what the walker's masks cannot take is refused */
+			bad.po_co_name += 4; /* a pointer off its alignment */
+			CHECK_EQ_INT(fp_py_offsets_check(&bad), -EINVAL);
+			bad = *o;
+			bad.po_str_compact_size = 136; /* past the agent's str header */
+			CHECK_EQ_INT(fp_py_offsets_check(&bad), -EINVAL);
 		}
 	}
 	for (size_t i = 0; i < sizeof(lack) / sizeof(lack[0]); i++)
