@@ -62,9 +62,9 @@ while read -r ver src root interp _; do
 	PIDS+=("$pid")
 	sleep 1
 	cpu_ns "$pid" | sort > "$TMP/$name.cpu0"
-	"$FP" record -p "$pid" -d "$SECONDS_EACH" -F 199 -o "$TMP/$name" > "$TMP/$name.rec" 2>&1 &
+	"$FP" record -p "$pid" -d "$SECONDS_EACH" -F 499 -o "$TMP/$name" > "$TMP/$name.rec" 2>&1 &
 	rec=$!
-	"$SPY" record -p "$pid" -d "$SECONDS_EACH" -r 199 -f raw \
+	"$SPY" record -p "$pid" -d "$SECONDS_EACH" -r 499 -f raw \
 		-o "$TMP/$name.spy" > "$TMP/$name.spylog" 2>&1
 	wait "$rec"
 	cpu_ns "$pid" | sort > "$TMP/$name.cpu1"
