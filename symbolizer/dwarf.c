@@ -1288,11 +1288,11 @@ static int scope_names(struct walk *w, Dwarf_Die die, const struct name_ent **ou
 	return 0;
 }
 
-static void walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int depth);
+static int walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int depth);
 
 /* add_scope: a subprogram or inlined subroutine with code, and what it
- * contains. */
-static void add_scope(struct walk *w, Dwarf_Die die, Dwarf_Half tag, uint32_t parent, int depth)
+ * contains.  Returns whether its children were all walked. */
+static int add_scope(struct walk *w, Dwarf_Die die, Dwarf_Half tag, uint32_t parent, int depth)
 {
 	const struct name_ent *names;
 	Dwarf_Unsigned call_file = 0, call_line = 0, call_col = 0;
@@ -1302,7 +1302,7 @@ static void add_scope(struct walk *w, Dwarf_Die die, Dwarf_Half tag, uint32_t pa
 	err = read_ranges(w, die);
 	if (err || !w->w_nranges) {
 		w->w_err = err;
-		return;
+		return 0;
 	}
 	if (tag == DW_TAG_subprogram) {
 		parent = FP_SYMTAB_NONE; /* the chain stops at the function */
@@ -1319,20 +1319,92 @@ static void add_scope(struct walk *w, Dwarf_Die die, Dwarf_Half tag, uint32_t pa
 		err = fp_symtab_builder_add_range(w->w_b, id, w->w_ranges[i], w->w_ranges[i + 1]);
 	if (err) {
 		w->w_err = err == -ENOMEM ? err : 0;
-		return;
+		return 0;
 	}
 	if (w->w_stats) {
 		w->w_stats->ds_scopes++;
 		w->w_stats->ds_inlined += tag == DW_TAG_inlined_subroutine;
 	}
-	walk_children(w, die, id, depth + 1);
+	return walk_children(w, die, id, depth + 1);
+}
+
+/* skip_is_safe: whether libdwarf 20210528 can step over die (at off).
+ * It jumps to a DIE's DW_AT_sibling (unless its form is
+ * DW_FORM_ref_addr), and without one walks the DIE's children, jumping
+ * or walking at each in turn; inside that walk, a reference to the DIE
+ * itself makes it spin forever.  top: die is where the step starts, so
+ * it is stepped over once whatever its reference (the caller wants each
+ * DIE past the one before); walked: the walk went through all of die's
+ * children already.  Below the top a reference must lie past its DIE,
+ * and the children of a DIE without one are checked in turn. */
+static int skip_is_safe(struct walk *w, Dwarf_Die die, Dwarf_Off off, int depth, int top,
+			int walked)
+{
+	Dwarf_Attribute a = NULL;
+	Dwarf_Error e = NULL;
+	Dwarf_Half form = 0, kids = 0;
+	Dwarf_Die child = NULL, next = NULL;
+	Dwarf_Off sib = 0, prev = off;
+	int res;
+
+	if (dwarf_die_abbrev_children_flag(die, &kids) != DW_DLV_OK)
+		return 0;
+	if (top && (!kids || walked))
+		return 1;
+	if (find_attr(w, die, DW_AT_sibling, &a)) {
+		int ok = dwarf_whatform(a, &form, &e) == DW_DLV_OK;
+
+		if (ok && form != DW_FORM_ref_addr)
+			ok = top || (dwarf_global_formref(a, &sib, &e) == DW_DLV_OK && sib > off);
+		dw_drop_error(w, &e);
+		dwarf_dealloc_attribute(a);
+		if (!ok || form != DW_FORM_ref_addr)
+			return ok;
+	}
+	if (!kids)
+		return 1;
+	if (depth > MAX_DIE_DEPTH)
+		return 0;
+	res = dwarf_child(die, &child, &e);
+	while (res == DW_DLV_OK) {
+		if (dwarf_dieoffset(child, &off, &e) != DW_DLV_OK || off <= prev ||
+		    !w->w_die_budget || !skip_is_safe(w, child, off, depth + 1, 0, 0)) {
+			res = DW_DLV_ERROR;
+			break;
+		}
+		prev = off;
+		w->w_die_budget--;
+		res = dwarf_siblingof_b(w->w_dbg, child, 1, &next, &e);
+		dwarf_dealloc_die(child);
+		child = res == DW_DLV_OK ? next : NULL;
+	}
+	if (child)
+		dwarf_dealloc_die(child);
+	dw_drop_error(w, &e);
+	return res == DW_DLV_NO_ENTRY;
+}
+
+/* next_sibling: the DIE after die (at offset off) and its children,
+ * DW_DLV_NO_ENTRY at the end of the list or when libdwarf cannot be
+ * trusted to find it. */
+static int next_sibling(struct walk *w, Dwarf_Die die, Dwarf_Off off, int depth, int walked,
+			Dwarf_Die *next)
+{
+	Dwarf_Error e = NULL;
+	int res;
+
+	if (!skip_is_safe(w, die, off, depth, 1, walked))
+		return DW_DLV_ERROR;
+	res = dwarf_siblingof_b(w->w_dbg, die, 1, next, &e);
+	dw_drop_error(w, &e);
+	return res;
 }
 
 /* walk_children: the DIEs under die.  Damaged sibling references can
  * point back (libdwarf follows them): each DIE must lie after the one
  * before, and the walk as a whole visits at most about one DIE per byte
- * of .debug_info. */
-static void walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int depth)
+ * of .debug_info.  Returns whether it reached the end of the list. */
+static int walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int depth)
 {
 	Dwarf_Die child = NULL, next = NULL;
 	Dwarf_Off prev = 0, off = 0;
@@ -1341,11 +1413,12 @@ static void walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int dep
 
 	if (depth > MAX_DIE_DEPTH || dwarf_dieoffset(die, &prev, &e) != DW_DLV_OK) {
 		dw_drop_error(w, &e);
-		return;
+		return 0;
 	}
 	res = dwarf_child(die, &child, &e);
 	while (res == DW_DLV_OK && !w->w_err) {
 		Dwarf_Half tag = 0;
+		int walked = 0;
 
 		if (dwarf_dieoffset(child, &off, &e) != DW_DLV_OK || off <= prev ||
 		    !w->w_die_budget)
@@ -1356,27 +1429,28 @@ static void walk_children(struct walk *w, Dwarf_Die die, uint32_t scope, int dep
 			switch (tag) {
 			case DW_TAG_subprogram:
 			case DW_TAG_inlined_subroutine:
-				add_scope(w, child, tag, scope, depth);
+				walked = add_scope(w, child, tag, scope, depth);
 				break;
 			case DW_TAG_lexical_block:
 			case DW_TAG_namespace:
 			case DW_TAG_module:
 			case DW_TAG_try_block:
 			case DW_TAG_catch_block:
-				walk_children(w, child, scope, depth + 1);
+				walked = walk_children(w, child, scope, depth + 1);
 				break;
 			default:
 				break;
 			}
 		}
 		dw_drop_error(w, &e);
-		res = dwarf_siblingof_b(w->w_dbg, child, 1, &next, &e);
+		res = next_sibling(w, child, off, depth, walked, &next);
 		dwarf_dealloc_die(child);
 		child = res == DW_DLV_OK ? next : NULL;
 	}
 	if (child)
 		dwarf_dealloc_die(child);
 	dw_drop_error(w, &e);
+	return res == DW_DLV_NO_ENTRY;
 }
 
 static void walk_unit(struct walk *w, Dwarf_Die cu, Dwarf_Half version, Dwarf_Half addr_size,
