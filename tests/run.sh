@@ -39,7 +39,7 @@ for f in "$BUILD"/fuzz/fuzz_*; do
 	name=$(basename "$f")
 	corpus=$log/corpus-$name
 	mkdir -p "$corpus"
-	if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 -artifact_prefix="$log/$name-" \
+	if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 -print_final_stats=1 -artifact_prefix="$log/$name-" \
 		"$corpus" "tests/fuzz/corpus/$name" \
 		> "$log/$name.out" 2>&1; then
 		echo "PASS: fuzz:$name ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$log/$name.out" | grep -o '[0-9]*$') runs)" | tee -a "$results"
