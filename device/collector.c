@@ -368,8 +368,9 @@ static int mapping_get(struct fp_collector *c, uint8_t kind, const struct fp_bui
 	return grow(&c->cl_mstate, &c->cl_mstate_cap, (size_t)*id + 1, 1);
 }
 
-/* remember_file: where the file with build-ID bid can be read, should the
- * symbolizer ask for it: the first process and path that showed it. */
+/* remember_file: which process maps the file with build-ID bid, should the
+ * symbolizer ask for it (the latest to show it), and its path (the first
+ * seen). */
 static const char *remember_file(struct fp_collector *c, const struct fp_build_id *bid,
 				 uint32_t pid, const char *path)
 {
@@ -380,10 +381,10 @@ static const char *remember_file(struct fp_collector *c, const struct fp_build_i
 	    grow(&c->cl_pathv, &c->cl_pathv_cap, (size_t)id + 1, sizeof(*c->cl_pathv)) ||
 	    grow(&c->cl_pathpid, &c->cl_pathpid_cap, (size_t)id + 1, sizeof(*c->cl_pathpid)))
 		return NULL;
-	if (!c->cl_pathv[id] && path) {
+	if (!c->cl_pathv[id] && path)
 		c->cl_pathv[id] = strdup(path);
-		c->cl_pathpid[id] = pid;
-	}
+	if (path && path[0])
+		c->cl_pathpid[id] = pid; /* the latest process is likelier alive */
 	return c->cl_pathv[id];
 }
 
@@ -413,28 +414,30 @@ static const char *path_of_build_id(struct fp_collector *c, uint32_t pid,
 
 int fp_collector_open_file(struct fp_collector *c, const struct fp_build_id *id)
 {
-	char path[4200];
-	const char *candidates[2];
+	struct fp_procmaps *pm;
 	struct fp_build_id got;
-	uint32_t idx;
-	int i, fd;
+	uint32_t idx, pid;
+	int fd = -ENOENT;
 
-	if (fp_intern_find(c->cl_paths, id->fb_data, id->fb_len, &idx) || !c->cl_pathv[idx] ||
-	    c->cl_pathv[idx][0] != '/')
+	if (fp_intern_find(c->cl_paths, id->fb_data, id->fb_len, &idx))
 		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/%u/root%s", c->cl_proc, c->cl_pathpid[idx],
-		 c->cl_pathv[idx]);
-	candidates[0] = path;
-	candidates[1] = c->cl_pathv[idx];
-	for (i = 0; i < 2; i++) {
-		fd = open(candidates[i], O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+	/* the mappings as they are now, not as last sampled */
+	pid = c->cl_pathpid[idx];
+	if (fp_procmaps_read(c->cl_proc, pid, &pm))
+		return -ENOENT;
+	for (size_t i = 0; i < pm->pm_nvmas && fd < 0; i++) {
+		struct fp_vma *v = &pm->pm_vmas[i];
+
+		if (fp_procmaps_build_id(c->cl_proc, pm, v) || !fp_build_id_match(&v->fv_build_id, id))
 			continue;
-		if (fp_elfnote_build_id(fd, &got) == 0 && fp_build_id_match(&got, id))
-			return fd;
-		close(fd);
+		fd = fp_procmaps_open(c->cl_proc, pid, v);
+		if (fd >= 0 && (fp_elfnote_build_id(fd, &got) || !fp_build_id_match(&got, id))) {
+			close(fd);
+			fd = -ENOENT;
+		}
 	}
-	return -ENOENT;
+	fp_procmaps_free(pm);
+	return fd;
 }
 
 static int user_frame_by_ip(struct fp_collector *c, struct proc_entry *pe, uint32_t pid,

@@ -109,9 +109,11 @@ void fp_collector_sent(struct fp_collector *c, const struct fp_batch *b);
 /* fp_collector_forget: the peer lost every definition (new session). */
 void fp_collector_forget(struct fp_collector *c);
 
-/* fp_collector_open_file: the file with build-ID id, as the process that
- * reported it sees it (/proc/PID/root/PATH, which reaches containers), or
- * at its path on this host; its build-ID is checked.  An fd, or -ENOENT. */
+/* fp_collector_open_file: the file with build-ID id, mapped by the latest
+ * process that reported it, opened through its mapping
+ * (fp_procmaps_open: no path inside a container is followed, and nothing
+ * on this host is opened in its stead); its build-ID is checked.  An fd,
+ * or -ENOENT (that process has exited or unmapped it). */
 int fp_collector_open_file(struct fp_collector *c, const struct fp_build_id *id);
 
 /* fp_collector_bytes: memory the collector holds, for the agent's budget. */

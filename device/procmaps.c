@@ -1,13 +1,18 @@
-/* procmaps.c: /proc/PID/maps parsing and map_files build-IDs. */
+/* procmaps.c: /proc/PID/maps parsing, and the mapped files opened without
+ * following any path a container controls. */
 #include "procmaps.h"
 #include "elfnote.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 int fp_procmaps_parse_line(const char *line, struct fp_vma *out, int *exec)
@@ -115,18 +120,58 @@ struct fp_vma *fp_procmaps_find(struct fp_procmaps *pm, uint64_t ip)
 	return NULL;
 }
 
-int fp_procmaps_build_id(const char *proc, struct fp_procmaps *pm, struct fp_vma *vma)
+/* open_in_root: path as the process pid sees it, resolved inside its root:
+ * no symbolic link is followed, "/" and ".." stay in the root. */
+static int open_in_root(const char *proc, uint32_t pid, const char *path)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+					   RESOLVE_NO_MAGICLINKS };
+	char root[64];
+	int dfd, fd, err;
+
+	if (path[0] != '/')
+		return -ENOENT;
+	snprintf(root, sizeof(root), "%s/%" PRIu32 "/root", proc, pid);
+	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	err = errno;
+	close(dfd);
+	return fd >= 0 ? fd : -err;
+}
+
+int fp_procmaps_open(const char *proc, uint32_t pid, const struct fp_vma *vma)
 {
 	char path[128];
+	struct stat st;
+	int fd;
+
+	if (vma->fv_inode == 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, proc, pid,
+		 vma->fv_start, vma->fv_end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		fd = open_in_root(proc, pid, vma->fv_path);
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != vma->fv_inode ||
+	    major(st.st_dev) != vma->fv_dev_major || minor(st.st_dev) != vma->fv_dev_minor) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
+}
+
+int fp_procmaps_build_id(const char *proc, struct fp_procmaps *pm, struct fp_vma *vma)
+{
 	int fd;
 
 	if (vma->fv_build_id_state == 0) {
 		vma->fv_build_id_state = -1;
-		if (vma->fv_inode == 0)
-			return -ENOENT;
-		snprintf(path, sizeof(path), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, proc,
-			 pm->pm_pid, vma->fv_start, vma->fv_end);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = fp_procmaps_open(proc, pm->pm_pid, vma);
 		if (fd >= 0) {
 			if (fp_elfnote_build_id(fd, &vma->fv_build_id) == 0)
 				vma->fv_build_id_state = 1;

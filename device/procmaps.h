@@ -1,7 +1,8 @@
 /* procmaps.h: a process's executable mappings from /proc/PID/maps, used
- * for the user frames the kernel could not turn into (build-ID, offset).
- * Build-IDs are read through /proc/PID/map_files/, which reaches files in
- * other mount namespaces (containers) without setns(). */
+ * for the user frames the kernel could not turn into (build-ID, offset),
+ * and to open the mapped files (build-IDs, device fetch).  Files are read
+ * through /proc/PID/map_files/, which reaches files in other mount
+ * namespaces (containers) without setns() and follows no path. */
 #ifndef FP_PROCMAPS_H
 #define FP_PROCMAPS_H
 
@@ -38,7 +39,18 @@ void fp_procmaps_free(struct fp_procmaps *pm);
 /* fp_procmaps_find: the mapping containing ip, or NULL. */
 struct fp_vma *fp_procmaps_find(struct fp_procmaps *pm, uint64_t ip);
 
-/* fp_procmaps_build_id: vma's build-ID, read once through map_files: the
+/* fp_procmaps_open: the file mapped at vma in process pid, read-only.
+ * Through /proc/PID/map_files/, which is the mapped file itself whatever
+ * its path now names; where that fails (not permitted without
+ * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, or no longer mapped), through the path
+ * resolved inside the process's root without following any symbolic
+ * link.  Either way the file must be a regular file with the mapping's
+ * device and inode, and is opened O_NONBLOCK: a FIFO or a device planted
+ * at the path is never opened for reading, and no path a container
+ * controls leads outside it.  An fd, or -ENOENT. */
+int fp_procmaps_open(const char *proc, uint32_t pid, const struct fp_vma *vma);
+
+/* fp_procmaps_build_id: vma's build-ID, read once through fp_procmaps_open: the
  * GNU one, else the file's synthetic id (fp_elfnote_build_id).
  * 0 or -ENOENT. */
 int fp_procmaps_build_id(const char *proc, struct fp_procmaps *pm, struct fp_vma *vma);

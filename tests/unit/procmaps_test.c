@@ -1,5 +1,6 @@
-/* procmaps_test.c: /proc/PID/maps parsing, lookups and map_files
- * build-IDs (device/procmaps.c), against this very process. */
+/* procmaps_test.c: /proc/PID/maps parsing, lookups, map_files build-IDs
+ * and opening mapped files safely (device/procmaps.c), against this very
+ * process and a fake proc root with a hostile container's tricks. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -371,6 +373,130 @@ static void test_read_fake_root(void)
 	rmdir(dir);
 }
 
+/* fp_procmaps_open through map_files: this process's own text is the
+ * file /proc/self/exe names; a vma whose inode is not the mapped file's
+ * (the range now maps something else) is refused. */
+static void test_open_self(void)
+{
+	struct fp_procmaps *pm = NULL;
+	struct stat want, got;
+	struct fp_vma *v, wrong;
+	int fd;
+
+	CHECK_EQ_INT(stat("/proc/self/exe", &want), 0);
+	CHECK_EQ_INT(fp_procmaps_read("/proc", (uint32_t)getpid(), &pm), 0);
+	if (!pm)
+		return;
+	v = fp_procmaps_find(pm, (uint64_t)(uintptr_t)&probe_function);
+	CHECK(v != NULL);
+	if (v) {
+		fd = fp_procmaps_open("/proc", pm->pm_pid, v);
+		CHECK(fd >= 0);
+		CHECK(fd >= 0 && fstat(fd, &got) == 0 && got.st_ino == want.st_ino &&
+		      got.st_dev == want.st_dev);
+		CHECK(fd >= 0 && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
+		if (fd >= 0)
+			close(fd);
+		wrong = *v;
+		wrong.fv_inode++;
+		CHECK_EQ_INT(fp_procmaps_open("/proc", pm->pm_pid, &wrong), -ENOENT);
+		wrong = *v;
+		wrong.fv_dev_minor++;
+		CHECK_EQ_INT(fp_procmaps_open("/proc", pm->pm_pid, &wrong), -ENOENT);
+		wrong = *v;
+		wrong.fv_inode = 0;
+		CHECK_EQ_INT(fp_procmaps_open("/proc", pm->pm_pid, &wrong), -ENOENT);
+	}
+	fp_procmaps_free(pm);
+}
+
+/* vma_of: a vma for path as a container would map it, device and inode
+ * from the file itself (lstat: a link's own). */
+static struct fp_vma vma_of(const char *host_path, const char *path)
+{
+	struct fp_vma v = { .fv_start = 0x1000, .fv_end = 0x2000, .fv_path = (char *)path };
+	struct stat st;
+
+	if (lstat(host_path, &st) == 0) {
+		v.fv_inode = st.st_ino;
+		v.fv_dev_major = major(st.st_dev);
+		v.fv_dev_minor = minor(st.st_dev);
+	}
+	return v;
+}
+
+/* fp_procmaps_open by path, where map_files cannot serve (here: a fake
+ * proc root without it): the path is resolved inside the process's root
+ * and nothing the container planted there leads out of it or blocks. */
+static void test_open_in_root(void)
+{
+	char dir[] = "/tmp/fppm.XXXXXX", root[128], path[256], host[256];
+	struct fp_vma v;
+	struct stat st;
+	int fd;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(root, sizeof(root), "%s/5/root", dir);
+	snprintf(path, sizeof(path), "%s/5", dir);
+	CHECK_EQ_INT(mkdir(path, 0755), 0);
+	CHECK_EQ_INT(mkdir(root, 0755), 0);
+	snprintf(path, sizeof(path), "%s/bin", root);
+	CHECK_EQ_INT(mkdir(path, 0755), 0);
+	/* the host's own file, outside the container's root */
+	snprintf(host, sizeof(host), "%s/host-secret", dir);
+	fd = open(host, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && write(fd, "secret", 6) == 6);
+	if (fd >= 0)
+		close(fd);
+
+	/* A regular file in the root opens, read-only. */
+	snprintf(path, sizeof(path), "%s/bin/app", root);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	CHECK(fd >= 0 && write(fd, "app", 3) == 3);
+	if (fd >= 0)
+		close(fd);
+	v = vma_of(path, "/bin/app");
+	fd = fp_procmaps_open(dir, 5, &v);
+	CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == v.fv_inode);
+	if (fd >= 0)
+		close(fd);
+	/* The same path with another file's inode: refused. */
+	v = vma_of(host, "/bin/app");
+	CHECK_EQ_INT(fp_procmaps_open(dir, 5, &v), -ENOENT);
+
+	/* An absolute symbolic link to the host's file, with the host file's
+	 * device and inode as if the mapping were of it: never followed. */
+	snprintf(path, sizeof(path), "%s/bin/link", root);
+	CHECK_EQ_INT(symlink(host, path), 0);
+	v = vma_of(host, "/bin/link");
+	CHECK_EQ_INT(fp_procmaps_open(dir, 5, &v), -ENOENT);
+	/* A relative one inside the root is not followed either. */
+	snprintf(path, sizeof(path), "%s/bin/rel", root);
+	CHECK_EQ_INT(symlink("app", path), 0);
+	snprintf(path, sizeof(path), "%s/bin/app", root);
+	v = vma_of(path, "/bin/rel");
+	CHECK_EQ_INT(fp_procmaps_open(dir, 5, &v), -ENOENT);
+	/* ".." does not climb out of the root: /../../host-secret is the
+	 * root's own /host-secret, which does not exist. */
+	v = vma_of(host, "/../../host-secret");
+	CHECK_EQ_INT(fp_procmaps_open(dir, 5, &v), -ENOENT);
+	/* A FIFO with nobody writing: refused at once, not waited on. */
+	snprintf(path, sizeof(path), "%s/bin/fifo", root);
+	CHECK_EQ_INT(mkfifo(path, 0600), 0);
+	v = vma_of(path, "/bin/fifo");
+	CHECK_EQ_INT(fp_procmaps_open(dir, 5, &v), -ENOENT);
+	/* A relative path is not resolved at all. */
+	snprintf(path, sizeof(path), "%s/bin/app", root);
+	v = vma_of(path, "bin/app");
+	CHECK_EQ_INT(fp_procmaps_open(dir, 5, &v), -ENOENT);
+
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	CHECK_EQ_INT(system(path), 0);
+}
+
 int main(void)
 {
 	RUN(test_parse_line);
@@ -378,5 +504,7 @@ int main(void)
 	RUN(test_build_id_self);
 	RUN(test_missing_pid);
 	RUN(test_read_fake_root);
+	RUN(test_open_self);
+	RUN(test_open_in_root);
 	return CHECK_DONE();
 }
