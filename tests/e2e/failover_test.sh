@@ -123,5 +123,11 @@ check b-resolves-library grep -qh 'compute_loop;fpwork_mix' "$TMP"/out-b/*/*.fol
 check b-resolves-kernel grep -qh 'ksys_write_\[k\]' "$TMP"/out-b/*/*.folded
 check a2-resolves-user grep -qh 'compute_loop;fp::Cruncher::crunch(int)' "$TMP"/out-a2/*/*.folded
 check service-served grep -q 'debuginfod: served [1-9]' "$TMP/service.log"
+# B sent the unwind tables again in its session; the agent kept its own.
+check b-sent-tables grep -qE 'unwind table bytes sent [1-9]' "$TMP/b.log"
+check tables-installed-once grep -qE 'unwind tables: ([0-9]+) installed now \([^)]*\), \1 installed in all' \
+	"$TMP/agent.log"
+check b-asked-kallsyms grep -q 'stored kallsyms of vmlinux' "$TMP/b.log"
+check a-kept-kallsyms bash -c "! grep -q 'stored kallsyms' '$TMP/a2.log'"
 check no-rejections bash -c "! grep -q 'rejected a message' '$TMP'/a1.log '$TMP'/b.log '$TMP'/a2.log"
 tail -n 12 "$TMP/agent.log" >&2
