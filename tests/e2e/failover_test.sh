@@ -111,12 +111,16 @@ check b-continues-a test "$(seqs b | head -n 1)" -eq "$((last_a1 + 1))" -o -n "$
 check a-continues-b test "$(seqs a2 | head -n 1)" -eq "$(($(seqs b | tail -n 1) + 1))"
 check b-had-buffered-intervals grep -qE "failing over to $addrb with [1-9][0-9]* intervals buffered" \
 	"$TMP/agent.log"
+# One device, one series: the same host wherever its intervals went.
+check same-host-everywhere test "$(ls "$TMP/out-a1")" = "$(ls "$TMP/out-b")" -a \
+	"$(ls "$TMP/out-b")" = "$(ls "$TMP/out-a2")"
 check new-session-on-b grep -q 'session [0-9a-f]* from' "$TMP/b.log"
 
 # B and A's second life resolve names with the symbol service's files,
 # fetched over debuginfod, not from the device.
 bid=$(readelf -n "$WORKLOAD" | awk '/Build ID/ { print $3; exit }')
 check b-fetched-from-symbol-service grep -q "debuginfod: fetched $bid" "$TMP/b.log"
+check b-fetched-once test "$(grep -c "debuginfod: fetched $bid" "$TMP/b.log")" -eq 1
 check b-not-from-device bash -c "! grep -q 'symbols of $bid fetched from the device' '$TMP/b.log'"
 check b-resolves-user grep -qh 'compute_loop;fp::Cruncher::crunch(int)' "$TMP"/out-b/*/*.folded
 check b-resolves-library grep -qh 'compute_loop;fpwork_mix' "$TMP"/out-b/*/*.folded
