@@ -122,6 +122,8 @@ bid=$(readelf -n "$WORKLOAD" | awk '/Build ID/ { print $3; exit }')
 check b-fetched-from-symbol-service grep -q "debuginfod: fetched $bid" "$TMP/b.log"
 check b-fetched-once test "$(grep -c "debuginfod: fetched $bid" "$TMP/b.log")" -eq 1
 check b-not-from-device bash -c "! grep -q 'symbols of $bid fetched from the device' '$TMP/b.log'"
+# libc is in no store: B asks the device for it in its own session.
+check b-fetched-libc-from-device grep -q 'fetched from the device' "$TMP/b.log"
 check b-resolves-user grep -qh 'compute_loop;fp::Cruncher::crunch(int)' "$TMP"/out-b/*/*.folded
 check b-resolves-library grep -qh 'compute_loop;fpwork_mix' "$TMP"/out-b/*/*.folded
 check b-resolves-kernel grep -qh 'ksys_write_\[k\]' "$TMP"/out-b/*/*.folded
