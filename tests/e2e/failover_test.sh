@@ -50,6 +50,10 @@ profiles() {
 has_profiles() {
 	test "$(profiles "$1")" -ge "$2"
 }
+# since T0: seconds since date +%s.%N said T0.
+since() {
+	awk -v t="$(date +%s.%N)" -v t0="$1" 'BEGIN { printf "%.1f", t - t0 }'
+}
 # seqs NAME...: the sequence numbers of the intervals they wrote, sorted.
 seqs() {
 	local n
@@ -72,12 +76,16 @@ PIDS+=($agent)
 
 check first-on-a wait_for 30 has_profiles a1 3
 kill -KILL "$syma"; wait "$syma" 2> /dev/null
+t0=$(date +%s.%N)
 check failed-over-to-b wait_for 30 grep -q "failing over to $addrb" "$TMP/agent.log"
+echo "failed over $(since "$t0") s after A died" >&2
 check b-writes wait_for 15 has_profiles b 3
 # The first try to go back comes while A is still down.
 check stays-on-b-while-a-is-down wait_for 20 grep -q "staying on $addrb" "$TMP/agent.log"
 symbolizer a2 "$porta" a
+t0=$(date +%s.%N)
 check back-on-a wait_for 20 grep -q "back on $addra" "$TMP/agent.log"
+echo "back on A $(since "$t0") s after it started (--failback 6)" >&2
 check a-writes-again wait_for 15 has_profiles a2 3
 # A dies again and the agent is stopped at once: what it holds goes to B.
 kill -KILL "$last"; wait "$last" 2> /dev/null
