@@ -1,8 +1,10 @@
 /* main.c: fleetprof-agent, the device daemon.  Samples with BPF, ships
  * (build-ID, offset) stacks to the symbolizer once per interval, buffers
- * while the symbolizer is away. */
+ * while the symbolizer is away, and moves to the next symbolizer given
+ * when the current one stops answering (failover.h has the rule). */
 #include "cli.h"
 #include "collector.h"
+#include "failover.h"
 #include "kernel.h"
 #include "log.h"
 #include "sampler.h"
@@ -28,11 +30,17 @@
 
 #define KSYMS_PART 4000 /* symbols per message: bounds the agent's memory */
 #define MAX_MEM_DEFAULT_MB 32 /* the agent's heap; README, "Memory" */
+#define MAX_SERVERS 16
+#define FAILOVER_AFTER_DEFAULT 3
+#define FAILBACK_DEFAULT_S 300
 
 static volatile sig_atomic_t exiting;
 
 struct agent_opts {
-	const char *ao_server;
+	const char *ao_servers[MAX_SERVERS]; /* in order of preference */
+	size_t ao_nservers;
+	uint32_t ao_failover_after; /* consecutive failures that move us on */
+	uint32_t ao_failback_s;     /* between tries of earlier servers; 0: never */
 	uint32_t ao_frequency;
 	uint32_t ao_interval_s;
 	uint32_t ao_pid;
@@ -51,7 +59,9 @@ struct agent {
 	struct fp_kernel ag_kernel;
 	struct fp_collector *ag_collector;
 	struct fp_sampler *ag_sampler;
-	struct fp_uplink *ag_uplink;
+	struct fp_uplink *ag_uplink; /* to ag_addr, one of ag_o.ao_servers */
+	const char *ag_addr;
+	struct fp_failover ag_fo;
 	struct fp_unwind *ag_unwind; /* NULL with --unwind-mem 0 */
 	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
 	struct fp_hello ag_hello;
@@ -122,6 +132,15 @@ static int collector_open(struct agent *a)
 	return 0;
 }
 
+/* agent_new_session: the next exchange starts a new session (a hello);
+ * the collector forgets what the peer knew when the hello is answered. */
+static void agent_new_session(struct agent *a)
+{
+	a->ag_session++;
+	a->ag_hello.fh_session = a->ag_session;
+	a->ag_hello_ok = 0;
+}
+
 /* Over the memory budget: forget every process, thread, stack and path,
  * and the intervals that refer to them (counted as dropped), and start a
  * new session, rather than grow until the switch's OOM policy reboots it.
@@ -147,9 +166,7 @@ static void agent_start_over(struct agent *a, uint64_t heap)
 		exiting = 1;
 		return;
 	}
-	a->ag_session++;
-	a->ag_hello.fh_session = a->ag_session;
-	a->ag_hello_ok = 0;
+	agent_new_session(a);
 	a->ag_resets++;
 	malloc_trim(0);
 }
@@ -364,7 +381,7 @@ static int agent_hello(struct agent *a)
 	}
 	fp_collector_forget(a->ag_collector); /* a new session knows nothing */
 	a->ag_hello_ok = 1;
-	fp_info("connected to %s", a->ag_o.ao_server);
+	fp_info("connected to %s (session %016" PRIx64 ")", a->ag_addr, a->ag_session);
 	agent_answer_wants(a, &r);
 	fp_reply_fini(&r);
 	return 0;
@@ -454,6 +471,71 @@ static int agent_flush(struct agent *a)
 	return 0;
 }
 
+/* agent_use: talk to server idx from now on, in a new session; the
+ * buffered intervals go to it at the next flush. */
+static int agent_use(struct agent *a, size_t idx)
+{
+	struct fp_uplink *u;
+	int err = fp_uplink_open(&u, a->ag_o.ao_servers[idx]);
+
+	if (err)
+		return err;
+	fp_uplink_close(a->ag_uplink);
+	a->ag_uplink = u;
+	a->ag_addr = a->ag_o.ao_servers[idx];
+	agent_new_session(a);
+	return 0;
+}
+
+/* agent_send: flush the buffer to the server the failover state names,
+ * moving the uplink there first if it moved.  0 when the buffer is empty. */
+static int agent_send(struct agent *a)
+{
+	size_t idx = a->ag_fo.fo_current;
+	int err;
+
+	if (a->ag_addr != a->ag_o.ao_servers[idx] && (err = agent_use(a, idx)))
+		return err;
+	return agent_flush(a);
+}
+
+/* agent_failback: say hello to the servers before the current one, in
+ * order; the first that answers becomes current, in the session the
+ * hello opened.  When none does, the current session goes on untouched. */
+static void agent_failback(struct agent *a)
+{
+	struct fp_uplink *cur = a->ag_uplink, *u;
+	const char *cur_addr = a->ag_addr;
+	uint64_t session = a->ag_session;
+	int hello_ok = a->ag_hello_ok, err;
+	size_t i;
+
+	for (i = 0; i < a->ag_fo.fo_current && !exiting; i++) {
+		if (fp_uplink_open(&u, a->ag_o.ao_servers[i]))
+			continue;
+		a->ag_uplink = u;
+		a->ag_addr = a->ag_o.ao_servers[i];
+		agent_new_session(a);
+		err = agent_hello(a);
+		if (!err) {
+			fp_info("back on %s from %s, with %zu intervals buffered", a->ag_addr,
+				cur_addr, a->ag_buf_len);
+			fp_uplink_close(cur);
+			fp_failover_probed(&a->ag_fo, i, fp_now_ns(CLOCK_MONOTONIC));
+			return;
+		}
+		fp_info("symbolizer %s still unavailable: %s", a->ag_addr, strerror(-err));
+		fp_uplink_close(u);
+	}
+	a->ag_uplink = cur;
+	a->ag_addr = cur_addr;
+	a->ag_session = session;
+	a->ag_hello.fh_session = session;
+	a->ag_hello_ok = hello_ok;
+	fp_failover_probed(&a->ag_fo, a->ag_fo.fo_current, fp_now_ns(CLOCK_MONOTONIC));
+	fp_info("staying on %s", cur_addr);
+}
+
 /* What the benchmark reads: wire bytes, BPF cost and memory. */
 static void log_footprint(struct agent *a)
 {
@@ -502,22 +584,31 @@ static void log_footprint(struct agent *a)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: fleetprof-agent --server ADDR [-F HZ] [--interval SECONDS]\n"
+		"usage: fleetprof-agent --server ADDR... [-F HZ] [--interval SECONDS]\n"
 		"                       [--label KEY=VALUE]... [-p PID] [--buffer N]\n"
-		"                       [--timeout SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
+		"                       [--timeout SECONDS] [--failover-after N]\n"
+		"                       [--failback SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
 		"                       [--no-python] [-v] [--syslog]\n"
 		"\n"
 		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
 		"as build-IDs and file offsets, to a fleetprof-symbolizer.\n"
 		"\n"
-		"  -s, --server ADDR       symbolizer address: tcp://HOST:PORT or ipc:///PATH\n"
+		"  -s, --server ADDR       symbolizer address: tcp://HOST:PORT or ipc:///PATH;\n"
+		"                          repeatable (up to %d), in order of preference\n"
 		"  -F, --frequency HZ      samples per second per CPU (default 99, 1-10000)\n"
 		"  -i, --interval SECONDS  send a batch every SECONDS (default 10, 1-3600)\n"
 		"  -l, --label KEY=VALUE   static label sent with every profile (up to 64)\n"
 		"  -p, --pid PID           profile one process only (default: all)\n"
 		"  -b, --buffer N          intervals kept while the symbolizer is away\n"
 		"                          (default 60; the oldest is dropped first)\n"
-		"  -t, --timeout SECONDS   wait for a reply this long (default 5)\n"
+		"  -t, --timeout SECONDS   wait for a reply this long (default 5); a retry\n"
+		"                          waits 1 s, doubling up to 60 s\n"
+		"      --failover-after N  after N failed tries in a row, move to the next\n"
+		"                          --server (after the last: the first) in a new\n"
+		"                          session, buffered intervals included (default %d)\n"
+		"      --failback SECONDS  while not on the first --server, try the earlier\n"
+		"                          ones this often and go back to the first that\n"
+		"                          answers (default %d; 0: stay)\n"
 		"      --unwind-mem MB     BPF map memory for the unwind tables of code built\n"
 		"                          without frame pointers (default %u; 0: frame\n"
 		"                          pointers only); least recently used tables go first\n"
@@ -531,7 +622,8 @@ static void usage(FILE *f)
 		"      --syslog            log to syslog instead of stderr\n"
 		"  -h, --help              this help\n"
 		"  -V, --version           print the version\n",
-		FP_UNWIND_MEM_DEFAULT_MB, MAX_MEM_DEFAULT_MB);
+		MAX_SERVERS, FAILOVER_AFTER_DEFAULT, FAILBACK_DEFAULT_S, FP_UNWIND_MEM_DEFAULT_MB,
+		MAX_MEM_DEFAULT_MB);
 }
 
 static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose, int *use_syslog)
@@ -547,6 +639,8 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "unwind-mem", required_argument, NULL, 'U' },
 		{ "no-python", no_argument, NULL, 'P' },
 		{ "max-mem", required_argument, NULL, 'M' },
+		{ "failover-after", required_argument, NULL, 'O' },
+		{ "failback", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "syslog", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -558,7 +652,15 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 
 	while ((c = getopt_long(argc, argv, "s:F:i:l:p:b:t:vhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': o->ao_server = optarg; break;
+		case 's':
+			if (o->ao_nservers == MAX_SERVERS) {
+				fprintf(stderr, "fleetprof-agent: at most %d --server\n", MAX_SERVERS);
+				return 2;
+			}
+			o->ao_servers[o->ao_nservers++] = optarg;
+			break;
+		case 'O': if (fp_parse_u32("fleetprof-agent", "failover-after", optarg, 1, 100, &o->ao_failover_after)) return 2; break;
+		case 'R': if (fp_parse_u32("fleetprof-agent", "failback", optarg, 0, 86400, &o->ao_failback_s)) return 2; break;
 		case 'F': if (fp_parse_u32("fleetprof-agent", "frequency", optarg, 1, 10000, &o->ao_frequency)) return 2; break;
 		case 'i': if (fp_parse_u32("fleetprof-agent", "interval", optarg, 1, 3600, &o->ao_interval_s)) return 2; break;
 		case 'p': if (fp_parse_u32("fleetprof-agent", "pid", optarg, 1, INT_MAX, &o->ao_pid)) return 2; break;
@@ -589,7 +691,7 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		fprintf(stderr, "fleetprof-agent: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (!o->ao_server) {
+	if (!o->ao_nservers) {
 		fprintf(stderr, "fleetprof-agent: --server is required\n");
 		usage(stderr);
 		return 2;
@@ -602,16 +704,21 @@ int main(int argc, char **argv)
 {
 	struct agent a = { .ag_o = { .ao_frequency = 99, .ao_interval_s = 10, .ao_buffer = 60,
 				     .ao_unwind_mb = FP_UNWIND_MEM_DEFAULT_MB,
-				     .ao_max_mem_mb = MAX_MEM_DEFAULT_MB } };
+				     .ao_max_mem_mb = MAX_MEM_DEFAULT_MB,
+				     .ao_failover_after = FAILOVER_AFTER_DEFAULT,
+				     .ao_failback_s = FAILBACK_DEFAULT_S } };
 	struct fp_sampler_opts so = { 0 };
 	char host[256] = "";
-	uint64_t next_try = 0, backoff_ms = 1000, heap;
+	uint64_t now, heap;
 	int verbose = 0, use_syslog = 0, err;
 	size_t i;
 
 	if ((err = parse_args(argc, argv, &a.ag_o, &verbose, &use_syslog)))
 		return err;
 	fp_log_init("fleetprof-agent", verbose, use_syslog);
+	for (i = 0; i < a.ag_o.ao_nservers; i++)
+		if (fp_uplink_check(a.ag_o.ao_servers[i])) /* the reason is logged */
+			return 2;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -641,8 +748,11 @@ int main(int argc, char **argv)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_server)))
+	fp_failover_init(&a.ag_fo, a.ag_o.ao_nservers, a.ag_o.ao_failover_after,
+			 a.ag_o.ao_failback_s);
+	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0])))
 		goto cleanup;
+	a.ag_addr = a.ag_o.ao_servers[0];
 	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency, .so_pid = a.ag_o.ao_pid,
 				       .so_ringbuf_bytes = 0,
 				       .so_unwind_bytes = (size_t)a.ag_o.ao_unwind_mb << 20,
@@ -657,23 +767,32 @@ int main(int argc, char **argv)
 	if ((err = collector_open(&a)))
 		goto cleanup;
 	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
-		a.ag_o.ao_pid ? " (one process)" : "", a.ag_o.ao_server, a.ag_o.ao_interval_s);
+		a.ag_o.ao_pid ? " (one process)" : "", a.ag_addr, a.ag_o.ao_interval_s);
 	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 
 	while (!exiting) {
 		/* Idle wake-ups cost more than the samples: the BPF program wakes us
 		 * early when the ring buffer fills. */
 		agent_pump(&a, 250);
-		if (!a.ag_buf_len || fp_now_ns(CLOCK_MONOTONIC) < next_try)
+		if (fp_failover_probe_due(&a.ag_fo, fp_now_ns(CLOCK_MONOTONIC)))
+			agent_failback(&a);
+		if (!a.ag_buf_len || fp_now_ns(CLOCK_MONOTONIC) < a.ag_fo.fo_next_try)
 			continue;
-		err = agent_flush(&a);
+		err = agent_send(&a);
+		now = fp_now_ns(CLOCK_MONOTONIC);
 		if (err && !exiting) {
-			fp_warnx("symbolizer %s: %s; %zu intervals buffered, retrying in %" PRIu64 " ms",
-				 a.ag_o.ao_server, strerror(-err), a.ag_buf_len, backoff_ms);
-			next_try = fp_now_ns(CLOCK_MONOTONIC) + backoff_ms * 1000000ull;
-			backoff_ms = backoff_ms * 2 > 60000 ? 60000 : backoff_ms * 2;
-		} else {
-			backoff_ms = 1000;
+			const char *addr = a.ag_addr;
+			if (fp_failover_failed(&a.ag_fo, now))
+				fp_warnx("symbolizer %s: %s, %u times in a row: failing over to %s with "
+					 "%zu intervals buffered", addr, strerror(-err),
+					 a.ag_o.ao_failover_after,
+					 a.ag_o.ao_servers[a.ag_fo.fo_current], a.ag_buf_len);
+			else
+				fp_warnx("symbolizer %s: %s; %zu intervals buffered, retrying in %" PRIu64
+					 " ms", addr, strerror(-err), a.ag_buf_len,
+					 (a.ag_fo.fo_next_try - now) / 1000000);
+		} else if (!err) {
+			fp_failover_ok(&a.ag_fo);
 		}
 		/* After a flush: when it went out, starting over loses nothing. */
 		heap = heap_bytes();
@@ -685,14 +804,21 @@ int main(int argc, char **argv)
 	agent_cut(&a);
 	a.ag_o.ao_timeout_ms = a.ag_o.ao_timeout_ms < 3000 ? a.ag_o.ao_timeout_ms : 3000;
 	exiting = 0;
-	err = agent_flush(&a);
+	err = agent_send(&a);
+	for (i = 1; err && i < a.ag_o.ao_nservers; i++) {
+		fp_warnx("symbolizer %s: %s; trying %s", a.ag_addr, strerror(-err),
+			 a.ag_o.ao_servers[(a.ag_fo.fo_current + 1) % a.ag_o.ao_nservers]);
+		fp_failover_next(&a.ag_fo, fp_now_ns(CLOCK_MONOTONIC));
+		err = agent_send(&a);
+	}
 	if (err)
 		fp_warnx("exiting with %zu intervals unsent: %s", a.ag_buf_len, strerror(-err));
 	err = 0;
 	fp_info("sampled %" PRIu64 " samples in %" PRIu64 " intervals; acknowledged %" PRIu64
-		"; dropped %" PRIu64 " in %" PRIu64 " intervals",
+		"; dropped %" PRIu64 " in %" PRIu64 " intervals; failed over %" PRIu64
+		" times, back %" PRIu64 " times",
 		a.ag_sampled, a.ag_seq, a.ag_acked_samples, a.ag_lost.fl_samples_dropped,
-		a.ag_lost.fl_batches);
+		a.ag_lost.fl_batches, a.ag_fo.fo_failovers, a.ag_fo.fo_failbacks);
 	log_footprint(&a);
 cleanup:
 	fp_collector_free(a.ag_collector);

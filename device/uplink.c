@@ -56,6 +56,25 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr)
 	return 0;
 }
 
+int fp_uplink_check(const char *addr)
+{
+	nng_socket sock;
+	nng_dialer d;
+	int rv;
+
+	if ((rv = nng_req0_open(&sock)) != 0) {
+		fp_warnx("nng: %s", nng_strerror(rv));
+		return nng_to_errno(rv);
+	}
+	/* A dialer that is never started parses the address and finds its
+	 * transport, and connects to nothing. */
+	rv = nng_dialer_create(&d, sock, addr);
+	if (rv)
+		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	nng_close(sock);
+	return rv ? nng_to_errno(rv) : 0;
+}
+
 void fp_uplink_close(struct fp_uplink *u)
 {
 	if (!u)

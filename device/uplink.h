@@ -14,6 +14,10 @@ struct fp_uplink;
 int fp_uplink_open(struct fp_uplink **u, const char *addr);
 void fp_uplink_close(struct fp_uplink *u);
 
+/* fp_uplink_check: whether addr is an address fp_uplink_open can dial,
+ * without dialling it.  0, or a negative errno with the reason logged. */
+int fp_uplink_check(const char *addr);
+
 /* fp_uplink_send: start one request (an earlier unanswered one is
  * abandoned).  0 or a negative errno. */
 int fp_uplink_send(struct fp_uplink *u, const void *buf, size_t len);

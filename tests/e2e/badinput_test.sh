@@ -64,6 +64,10 @@ badflag agent-bad-hz "$AGENT" --server tcp://127.0.0.1:1 -F abc
 badflag agent-bad-interval "$AGENT" --server tcp://127.0.0.1:1 --interval -5
 badflag agent-bad-label "$AGENT" --server tcp://127.0.0.1:1 --label novalue
 badflag agent-unknown "$AGENT" --bogus
+badflag agent-bad-second-server "$AGENT" --server tcp://127.0.0.1:1 --server bogus://x
+badflag agent-too-many-servers "$AGENT" $(for i in $(seq 17); do echo --server tcp://127.0.0.1:$i; done)
+badflag agent-zero-failover-after "$AGENT" --server tcp://127.0.0.1:1 --failover-after 0
+badflag agent-bad-failback "$AGENT" --server tcp://127.0.0.1:1 --failback -1
 badflag symbolizer-no-listen "$SYMB"
 badflag symbolizer-unknown "$SYMB" --listen tcp://127.0.0.1:1 --bogus
 badflag cli-no-command "$FP"
