@@ -354,13 +354,27 @@ char *fp_demangle(const char *name)
 	return out;
 }
 
+size_t fp_elf_unversioned_len(const char *name, size_t len)
+{
+	const char *at = memchr(name, '@', len), *node;
+
+	if (!at || at == name)
+		return len;
+	node = at + 1;
+	if (node < name + len && *node == '@')
+		node++;
+	if (node == name + len || memchr(node, '@', len - (size_t)(node - name)))
+		return len;
+	return (size_t)(at - name);
+}
+
 /* One function symbol as read, before choosing among aliases. */
 struct cand {
 	uint64_t c_addr;
 	uint64_t c_size;
 	const char *c_name; /* inside the string table, not terminated at c_len */
 	uint32_t c_len;
-	uint32_t c_full_len; /* with a version suffix ("@GLIBC_2.2.5") */
+	uint32_t c_full_len; /* with its version ("@GLIBC_2.2.5"), if any */
 	uint32_t c_seq;      /* order in the symbol table(s) */
 	uint8_t c_rank;     /* binding: lower is preferred */
 };
@@ -481,7 +495,7 @@ static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *
 
 	for (size_t i = 1; i < nsyms; i++) {
 		struct cand c;
-		const char *name, *at;
+		const char *name;
 		unsigned char type;
 		GElf_Sym sym;
 		size_t len;
@@ -500,16 +514,11 @@ static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *
 		budget -= len;
 		if (len == 0 || len > MAX_NAME_LEN)
 			continue;
-		/* "memcpy@GLIBC_2.2.5", "realpath@@GLIBC_2.3": the version is
-		 * not part of the function's name. */
-		at = memchr(name, '@', len);
-		if (at == name)
-			continue;
 		c = (struct cand){
 			.c_addr = sym.st_value,
 			.c_size = sym.st_size,
 			.c_name = name,
-			.c_len = (uint32_t)(at ? (size_t)(at - name) : len),
+			.c_len = (uint32_t)fp_elf_unversioned_len(name, len),
 			.c_full_len = (uint32_t)len,
 			.c_seq = (uint32_t)cs->cs_n,
 			.c_rank = binding_rank(GELF_ST_BIND(sym.st_info)),
@@ -549,8 +558,9 @@ static char *demangle_budgeted(const char *name, uint64_t *budget)
 }
 
 /* The alias llvm-symbolizer names an address after: of the symbols there,
- * the largest, and of those the last in the symbol table; its name keeps
- * any version suffix ("glob@GLIBC_2.2.5"). */
+ * the largest, and of those the last in the symbol table.  llvm-symbolizer
+ * shows its version too ("glob@GLIBC_2.2.5"); we keep that for the system
+ * name only. */
 static const struct cand *llvm_alias(const struct cand *v, size_t n)
 {
 	const struct cand *pick = &v[0];
@@ -565,13 +575,14 @@ static const struct cand *llvm_alias(const struct cand *v, size_t n)
 static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
 {
 	uint64_t budget = DEMANGLE_BUDGET_FLOOR;
-	char *buf, *fbuf;
+	char *buf, *fbuf, *fsys;
 	int err = 0;
 
-	buf = malloc(2 * (MAX_NAME_LEN + 1));
+	buf = malloc(3 * (MAX_NAME_LEN + 1));
 	if (!buf)
 		return -ENOMEM;
 	fbuf = buf + MAX_NAME_LEN + 1;
+	fsys = fbuf + MAX_NAME_LEN + 1;
 	for (size_t i = 0; i < cs->cs_n; i++)
 		budget += (uint64_t)cs->cs_v[i].c_len * DEMANGLE_BUDGET_FACTOR;
 	if (cs->cs_n)
@@ -592,16 +603,19 @@ static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
 		memcpy(buf, best->c_name, best->c_len);
 		buf[best->c_len] = '\0';
 		demangled = demangle_budgeted(buf, &budget);
-		memcpy(fbuf, frame->c_name, frame->c_full_len);
-		fbuf[frame->c_full_len] = '\0';
-		/* versioned C++ names do not demangle for llvm-symbolizer */
-		if (frame->c_full_len == frame->c_len && strcmp(fbuf, buf) != 0)
+		/* Frames show the name without its version, which stays in
+		 * the system name: "getgrnam_r", "getgrnam_r@@GLIBC_2.2.5". */
+		memcpy(fbuf, frame->c_name, frame->c_len);
+		fbuf[frame->c_len] = '\0';
+		memcpy(fsys, frame->c_name, frame->c_full_len);
+		fsys[frame->c_full_len] = '\0';
+		if (strcmp(fbuf, buf) != 0)
 			fdemangled = demangle_budgeted(fbuf, &budget);
-		else if (frame->c_full_len == frame->c_len && demangled)
+		else if (demangled)
 			fdemangled = strdup(demangled);
 		err = fp_symtab_builder_add_symbol_ex(b, best->c_addr, size,
 						      demangled ? demangled : buf, buf,
-						      fdemangled ? fdemangled : fbuf, fbuf);
+						      fdemangled ? fdemangled : fbuf, fsys);
 		free(demangled);
 		free(fdemangled);
 	}

@@ -56,4 +56,13 @@ int fp_elf_debuglink_crc(int fd, uint32_t *crc);
  * in "operator<<int>". */
 char *fp_demangle(const char *name);
 
+/* fp_elf_unversioned_len: the length of the first len bytes of name
+ * without an ELF symbol version: 10 for "getgrnam_r@@GLIBC_2.2.5" (the
+ * default version) and 6 for "memcpy@GLIBC_2.2.5" (a hidden one).  A
+ * version is "@" or "@@" after a non-empty name, then a non-empty node
+ * name without '@'; anything else is not one, and gives len: "@V",
+ * "f@", "@@", "f@@", "a@b@c", "f@@@V".  Profiles show the unversioned
+ * name and keep the whole one as the function's system name. */
+size_t fp_elf_unversioned_len(const char *name, size_t len);
+
 #endif
