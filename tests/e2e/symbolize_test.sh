@@ -105,6 +105,17 @@ rm "$DBG"
 run "$TMP/replaced" --cache "$TMP/cache"
 check stale-replaced cmp "$TMP/cold" "$TMP/replaced"
 
+# A table built without the debug file (.dynsym names, no lines) gives
+# way to the debug file's once it is there, which is then kept.
+run "$TMP/poor" --cache "$TMP/cache2"
+check poor-has-no-lines cmp "$TMP/nocache" "$TMP/poor"
+cp "$SRC_DEBUG" "$DBG"
+run "$TMP/richer" --cache "$TMP/cache2"
+check richer-replaces-poor cmp "$TMP/cold" "$TMP/richer"
+rm "$DBG"
+run "$TMP/richer2" --cache "$TMP/cache2"
+check richer-kept cmp "$TMP/cold" "$TMP/richer2"
+
 # A cache that cannot be opened is an error, not a silent fallback.
 touch "$TMP/afile"
 run "$TMP/bad" --cache "$TMP/afile"
