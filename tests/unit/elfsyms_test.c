@@ -41,6 +41,7 @@ struct ref_sym {
 	uint64_t addr, size;
 	char bind[16];
 	char name[128]; /* version suffix removed */
+	char vname[160]; /* as readelf shows it, with its version */
 };
 
 struct ref_table {
@@ -103,6 +104,7 @@ static int readelf_functions(const char *path, const char *table, struct ref_tab
 	t->n = 0;
 	while (fgets(line, sizeof(line), p)) {
 		char num[16], val[32], size[32], type[16], bind[16], vis[16], ndx[16], name[512];
+		char vname[160];
 		struct ref_sym *r;
 
 		if (sscanf(line, "Symbol table '%63[^']'", cur) == 1)
@@ -114,6 +116,9 @@ static int readelf_functions(const char *path, const char *table, struct ref_tab
 			continue;
 		if ((strcmp(type, "FUNC") && strcmp(type, "IFUNC")) || !strcmp(ndx, "UND"))
 			continue;
+		if (strlen(name) >= sizeof(r->vname))
+			continue;
+		snprintf(vname, sizeof(vname), "%s", name);
 		name[strcspn(name, "@")] = '\0';
 		if (!name[0] || strlen(name) >= sizeof(r->name))
 			continue;
@@ -126,6 +131,7 @@ static int readelf_functions(const char *path, const char *table, struct ref_tab
 		r->size = strtoull(size, NULL, 0);
 		snprintf(r->bind, sizeof(r->bind), "%s", bind);
 		memcpy(r->name, name, strlen(name) + 1);
+		memcpy(r->vname, vname, strlen(vname) + 1);
 	}
 	pclose(p);
 	return t->n ? 0 : -1;
@@ -354,6 +360,34 @@ static void check_unversioned_frames(const struct fp_symtab *t, const struct ref
 	CHECK_EQ_INT(bad, 0);
 }
 
+/* expect_frame: at the symbol readelf shows as vname in ref, the outermost
+ * frame is name, with system name vname. */
+static void expect_frame(const struct fp_symtab *t, const struct ref_table *ref, const char *vname,
+			 const char *name)
+{
+	const struct ref_sym *r = NULL;
+	struct fp_symframe fr[32];
+	int n;
+
+	for (size_t i = 0; i < ref->n && !r; i++)
+		if (!strcmp(ref->v[i].vname, vname))
+			r = &ref->v[i];
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	n = fp_symtab_lookup_frames(t, r->addr + 1, fr, 32);
+	CHECK(n >= 1);
+	if (n < 1)
+		return;
+	if (!fr[n - 1].sf_function || strcmp(fr[n - 1].sf_function, name) ||
+	    !fr[n - 1].sf_system_name || strcmp(fr[n - 1].sf_system_name, vname)) {
+		fprintf(stderr, "  %s: frame %s / %s, want %s / %s\n", vname,
+			fr[n - 1].sf_function ? fr[n - 1].sf_function : "(none)",
+			fr[n - 1].sf_system_name ? fr[n - 1].sf_system_name : "(none)", name, vname);
+		CHECK(0);
+	}
+}
+
 static void test_debug_file_symbols(void)
 {
 	struct ref_table ref = { 0 };
@@ -388,19 +422,7 @@ static void test_debug_file_symbols(void)
 		expect(&t, r->addr + 5, "__libc_start_main");
 	/* "getgrnam_r@@GLIBC_2.2.5" is the alias llvm-symbolizer shows, and
 	 * our frames show it too, without its version. */
-	r = ref_find(&ref, "getgrnam_r");
-	CHECK(r != NULL);
-	if (r) {
-		struct fp_symframe fr[32];
-		int n = fp_symtab_lookup_frames(&t, r->addr + 1, fr, 32);
-
-		CHECK(n >= 1);
-		if (n >= 1) {
-			CHECK(fr[n - 1].sf_function && !strcmp(fr[n - 1].sf_function, "getgrnam_r"));
-			CHECK(fr[n - 1].sf_system_name &&
-			      !strcmp(fr[n - 1].sf_system_name, "getgrnam_r@@GLIBC_2.2.5"));
-		}
-	}
+	expect_frame(&t, &ref, "getgrnam_r@@GLIBC_2.2.5", "getgrnam_r");
 	r = ref_find(&ref, "read");
 	if (r)
 		expect(&t, r->addr + 1, "read");
@@ -439,6 +461,12 @@ static void test_stripped_dynsym(void)
 	if (r)
 		expect(&t, r->addr + 7, "malloc");
 	check_against_readelf(&t, &dyn, "libc .dynsym");
+	/* Versions come from .gnu.version and .gnu.version_d here: the same
+	 * system names as from the debug file, hidden versions with one '@'. */
+	check_unversioned_frames(&t, &dyn, "libc .dynsym");
+	expect_frame(&t, &dyn, "getgrnam_r@@GLIBC_2.2.5", "getgrnam_r");
+	expect_frame(&t, &dyn, "memcpy@GLIBC_2.2.5", "memcpy");
+	expect_frame(&t, &dyn, "memcpy@@GLIBC_2.14", "memcpy");
 	/* A static function is not in .dynsym: its address falls in a gap or
 	 * belongs to some other symbol, never to its own name. */
 	if (debug_path[0] && readelf_functions(debug_path, ".symtab", &full) == 0) {
