@@ -69,8 +69,7 @@ static int parse_address(const char *line, uint64_t *addr)
 }
 
 /* debug_path: where the debug directory keeps the debug file of id. */
-static void debug_path(const char *debug_dir, const struct fp_build_id *id, char *path,
-		       size_t size)
+static void debug_path(const char *debug_dir, const struct fp_build_id *id, char *path, size_t size)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1];
 
@@ -164,8 +163,7 @@ static int cached_table(struct table *tb, const struct fp_build_id *id, const ch
  * by the file's build-ID: taken from it when there, else built and stored
  * in it, so that the next run reads neither the file's symbols nor its
  * debug file.  0, or 1 (a message was printed). */
-static int file_table(struct table *tb, const char *path, const char *debug_dir,
-		      const char *cache)
+static int file_table(struct table *tb, const char *path, const char *debug_dir, const char *cache)
 {
 	struct fp_build_id id;
 	int fd, dfd = -1, have_id, err;

@@ -354,8 +354,8 @@ static void check_unversioned_frames(const struct fp_symtab *t, const struct ref
 				bad++;
 		}
 	}
-	printf("  %s: %zu functions, %zu with a versioned system name, %zu wrong\n", what,
-	       ref->n, versioned, bad);
+	printf("  %s: %zu functions, %zu with a versioned system name, %zu wrong\n", what, ref->n,
+	       versioned, bad);
 	CHECK(versioned > 0);
 	CHECK_EQ_INT(bad, 0);
 }
@@ -383,7 +383,8 @@ static void expect_frame(const struct fp_symtab *t, const struct ref_table *ref,
 	    !fr[n - 1].sf_system_name || strcmp(fr[n - 1].sf_system_name, vname)) {
 		fprintf(stderr, "  %s: frame %s / %s, want %s / %s\n", vname,
 			fr[n - 1].sf_function ? fr[n - 1].sf_function : "(none)",
-			fr[n - 1].sf_system_name ? fr[n - 1].sf_system_name : "(none)", name, vname);
+			fr[n - 1].sf_system_name ? fr[n - 1].sf_system_name : "(none)", name,
+			vname);
 		CHECK(0);
 	}
 }
