@@ -19,7 +19,10 @@ int fp_elf_build_id(int fd, struct fp_build_id *id);
 /* fp_elf_symtab: build a symbol table blob (symtab.h) from the ELF file at
  * fd: function symbols (STT_FUNC, STT_GNU_IFUNC) of .symtab, or of .dynsym
  * when there is no .symtab, plus those of the .symtab inside MiniDebugInfo
- * (.gnu_debugdata, xz-compressed), C++ names demangled; PT_LOAD segments;
+ * (.gnu_debugdata, xz-compressed), C++ names demangled, frames named
+ * without ELF symbol versions, which stay in their system names (from the
+ * name in a .symtab, from .gnu.version and .gnu.version_d for .dynsym);
+ * PT_LOAD segments;
  * DWARF line tables and inline scopes (dwarf.h) when the file has them;
  * Go's functions from .gopclntab (gopclntab.h), and its lines when there
  * is no DWARF line table.
