@@ -354,15 +354,31 @@ char *fp_demangle(const char *name)
 	return out;
 }
 
+size_t fp_elf_unversioned_len(const char *name, size_t len)
+{
+	const char *at = memchr(name, '@', len), *node;
+
+	if (!at || at == name)
+		return len;
+	node = at + 1;
+	if (node < name + len && *node == '@')
+		node++;
+	if (node == name + len || memchr(node, '@', len - (size_t)(node - name)))
+		return len;
+	return (size_t)(at - name);
+}
+
 /* One function symbol as read, before choosing among aliases. */
 struct cand {
 	uint64_t c_addr;
 	uint64_t c_size;
 	const char *c_name; /* inside the string table, not terminated at c_len */
-	uint32_t c_len;
-	uint32_t c_full_len; /* with a version suffix ("@GLIBC_2.2.5") */
+	uint32_t c_len;     /* without its ELF symbol version */
+	const char *c_version; /* the version's node name ("GLIBC_2.2.5"), or NULL */
+	uint32_t c_version_len;
 	uint32_t c_seq;      /* order in the symbol table(s) */
 	uint8_t c_rank;     /* binding: lower is preferred */
+	uint8_t c_hidden;   /* a non-default version: "@", not "@@" */
 };
 
 struct cands {
@@ -440,6 +456,86 @@ static int cands_push(struct cands *cs, const struct cand *c)
 	return 0;
 }
 
+/* More version definitions than any real file has (libc: about 45). */
+#define MAX_VERDEFS 1024
+
+/* The versions a .dynsym's symbols carry apart from their names:
+ * .gnu.version gives each symbol a version index, .gnu.version_d names
+ * the indexes the file defines (index 1, the file itself, is no version).
+ * In a .symtab the version is part of the name ("f@@V2") instead. */
+struct versions {
+	Elf_Data *vr_versym; /* NULL: none */
+	size_t vr_nsyms;
+	size_t vr_count;
+	uint16_t vr_ndx[MAX_VERDEFS];
+	const char *vr_name[MAX_VERDEFS];
+};
+
+/* versions_load: the versions of the dynamic symbol table symscn, whose
+ * names are in strs up to last_nul.  Anything malformed leaves the rest
+ * without versions, which only changes system names. */
+static void versions_load(const struct elf_file *f, Elf_Scn *symscn, const GElf_Shdr *symshdr,
+			  const char *strs, const char *last_nul, struct versions *v)
+{
+	Elf_Scn *scn = NULL, *defscn = NULL;
+	Elf_Data *defdata;
+	GElf_Shdr shdr;
+	size_t off = 0, sym_ndx = elf_ndxscn(symscn);
+
+	v->vr_versym = NULL;
+	v->vr_count = 0;
+	while ((scn = elf_nextscn(f->ef_elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_link != sym_ndx)
+			continue;
+		if (shdr.sh_type == SHT_GNU_versym)
+			v->vr_versym = section_data(f, scn, &shdr);
+	}
+	scn = NULL;
+	while ((scn = elf_nextscn(f->ef_elf, scn)) != NULL)
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_verdef &&
+		    shdr.sh_link == symshdr->sh_link)
+			defscn = scn;
+	if (!v->vr_versym || v->vr_versym->d_type != ELF_T_HALF || !defscn ||
+	    !(defdata = section_data(f, defscn, &shdr))) {
+		v->vr_versym = NULL;
+		return;
+	}
+	v->vr_nsyms = v->vr_versym->d_size / sizeof(GElf_Versym);
+	/* Each step moves forward inside the section, so this ends. */
+	for (size_t i = 0; i < shdr.sh_info && v->vr_count < MAX_VERDEFS; i++) {
+		GElf_Verdef vd;
+		GElf_Verdaux vda;
+
+		if (off > INT_MAX || !gelf_getverdef(defdata, (int)off, &vd))
+			break;
+		if (vd.vd_cnt && vd.vd_aux && off + vd.vd_aux <= INT_MAX &&
+		    gelf_getverdaux(defdata, (int)(off + vd.vd_aux), &vda) &&
+		    vda.vda_name < (size_t)(last_nul - strs) && !(vd.vd_flags & VER_FLG_BASE)) {
+			v->vr_ndx[v->vr_count] = vd.vd_ndx;
+			v->vr_name[v->vr_count++] = strs + vda.vda_name;
+		}
+		if (vd.vd_next == 0 || vd.vd_next > defdata->d_size - off)
+			break;
+		off += vd.vd_next;
+	}
+}
+
+/* version_of: symbol i's version (node name), or NULL; *hidden when it is
+ * not the symbol's default version. */
+static const char *version_of(const struct versions *v, size_t i, uint8_t *hidden)
+{
+	GElf_Versym vs;
+
+	if (!v->vr_versym || i >= v->vr_nsyms || !gelf_getversym(v->vr_versym, (int)i, &vs))
+		return NULL;
+	for (size_t k = 0; k < v->vr_count; k++)
+		if (v->vr_ndx[k] == (vs & 0x7fff)) {
+			*hidden = (vs & 0x8000) != 0;
+			return v->vr_name[k];
+		}
+	return NULL;
+}
+
 /* read_functions: the defined functions of symbol table section scn.
  * -ENOENT if the section is unusable (the caller may try another). */
 static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *cs)
@@ -448,9 +544,10 @@ static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *
 	Elf_Data *data, *strdata;
 	Elf_Scn *strscn;
 	const char *strs, *last_nul;
+	struct versions *vers = NULL;
 	size_t entsize, nsyms;
 	uint64_t budget;
-	int err;
+	int err = 0;
 
 	data = section_data(f, scn, &shdr);
 	entsize = gelf_fsize(f->ef_elf, ELF_T_SYM, 1, EV_CURRENT);
@@ -478,16 +575,23 @@ static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *
 		return -ENOENT;
 	last_nul--;
 	budget = (uint64_t)strdata->d_size * NAME_BUDGET_FACTOR + NAME_BUDGET_FLOOR;
+	if (shdr.sh_type == SHT_DYNSYM) {
+		if (!(vers = malloc(sizeof(*vers))))
+			return -ENOMEM;
+		versions_load(f, scn, &shdr, strs, last_nul, vers);
+	}
 
-	for (size_t i = 1; i < nsyms; i++) {
+	for (size_t i = 1; i < nsyms && !err; i++) {
 		struct cand c;
-		const char *name, *at;
+		const char *name;
 		unsigned char type;
 		GElf_Sym sym;
 		size_t len;
 
-		if (!gelf_getsym(data, (int)i, &sym))
-			return -EINVAL;
+		if (!gelf_getsym(data, (int)i, &sym)) {
+			err = -EINVAL;
+			break;
+		}
 		type = GELF_ST_TYPE(sym.st_info);
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF)
 			continue;
@@ -495,29 +599,33 @@ static int read_functions(const struct elf_file *f, Elf_Scn *scn, struct cands *
 			continue;
 		name = strs + sym.st_name;
 		len = strnlen(name, MAX_NAME_LEN + 1);
-		if (len > budget)
-			return -EINVAL;
+		if (len > budget) {
+			err = -EINVAL;
+			break;
+		}
 		budget -= len;
 		if (len == 0 || len > MAX_NAME_LEN)
-			continue;
-		/* "memcpy@GLIBC_2.2.5", "realpath@@GLIBC_2.3": the version is
-		 * not part of the function's name. */
-		at = memchr(name, '@', len);
-		if (at == name)
 			continue;
 		c = (struct cand){
 			.c_addr = sym.st_value,
 			.c_size = sym.st_size,
 			.c_name = name,
-			.c_len = (uint32_t)(at ? (size_t)(at - name) : len),
-			.c_full_len = (uint32_t)len,
+			.c_len = (uint32_t)fp_elf_unversioned_len(name, len),
 			.c_seq = (uint32_t)cs->cs_n,
 			.c_rank = binding_rank(GELF_ST_BIND(sym.st_info)),
 		};
+		if (c.c_len < len) { /* "f@V1" or "f@@V2" */
+			c.c_hidden = name[c.c_len + 1] != '@';
+			c.c_version = name + c.c_len + (c.c_hidden ? 1 : 2);
+			c.c_version_len = (uint32_t)(len - (size_t)(c.c_version - name));
+		} else if (vers && (c.c_version = version_of(vers, i, &c.c_hidden))) {
+			c.c_version_len = (uint32_t)strnlen(c.c_version, MAX_NAME_LEN + 1);
+		}
 		err = cands_push(cs, &c);
-		if (err)
-			return err;
 	}
+	free(vers);
+	if (err)
+		return err;
 	return cs->cs_n ? 0 : -ENOENT;
 }
 
@@ -549,8 +657,9 @@ static char *demangle_budgeted(const char *name, uint64_t *budget)
 }
 
 /* The alias llvm-symbolizer names an address after: of the symbols there,
- * the largest, and of those the last in the symbol table; its name keeps
- * any version suffix ("glob@GLIBC_2.2.5"). */
+ * the largest, and of those the last in the symbol table.  llvm-symbolizer
+ * shows its version too ("glob@GLIBC_2.2.5"); we keep that for the system
+ * name only. */
 static const struct cand *llvm_alias(const struct cand *v, size_t n)
 {
 	const struct cand *pick = &v[0];
@@ -565,13 +674,14 @@ static const struct cand *llvm_alias(const struct cand *v, size_t n)
 static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
 {
 	uint64_t budget = DEMANGLE_BUDGET_FLOOR;
-	char *buf, *fbuf;
+	char *buf, *fbuf, *fsys;
 	int err = 0;
 
-	buf = malloc(2 * (MAX_NAME_LEN + 1));
+	buf = malloc(3 * (MAX_NAME_LEN + 1));
 	if (!buf)
 		return -ENOMEM;
 	fbuf = buf + MAX_NAME_LEN + 1;
+	fsys = fbuf + MAX_NAME_LEN + 1;
 	for (size_t i = 0; i < cs->cs_n; i++)
 		budget += (uint64_t)cs->cs_v[i].c_len * DEMANGLE_BUDGET_FACTOR;
 	if (cs->cs_n)
@@ -580,7 +690,7 @@ static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
 		const struct cand *best = &cs->cs_v[i], *frame;
 		uint64_t size = best->c_size;
 		char *demangled, *fdemangled = NULL;
-		size_t j;
+		size_t j, flen;
 
 		/* Aliases: the best name, with a size if any alias has one. */
 		for (j = i + 1; j < cs->cs_n && cs->cs_v[j].c_addr == best->c_addr; j++)
@@ -592,16 +702,26 @@ static int add_functions(struct fp_symtab_builder *b, struct cands *cs)
 		memcpy(buf, best->c_name, best->c_len);
 		buf[best->c_len] = '\0';
 		demangled = demangle_budgeted(buf, &budget);
-		memcpy(fbuf, frame->c_name, frame->c_full_len);
-		fbuf[frame->c_full_len] = '\0';
-		/* versioned C++ names do not demangle for llvm-symbolizer */
-		if (frame->c_full_len == frame->c_len && strcmp(fbuf, buf) != 0)
+		/* Frames show the name without its version, which stays in
+		 * the system name: "getgrnam_r", "getgrnam_r@@GLIBC_2.2.5". */
+		memcpy(fbuf, frame->c_name, frame->c_len);
+		fbuf[frame->c_len] = '\0';
+		flen = frame->c_len;
+		memcpy(fsys, fbuf, flen);
+		if (frame->c_version && flen + 2 + frame->c_version_len <= MAX_NAME_LEN) {
+			memcpy(fsys + flen, "@@", frame->c_hidden ? 1 : 2);
+			flen += frame->c_hidden ? 1 : 2;
+			memcpy(fsys + flen, frame->c_version, frame->c_version_len);
+			flen += frame->c_version_len;
+		}
+		fsys[flen] = '\0';
+		if (strcmp(fbuf, buf) != 0)
 			fdemangled = demangle_budgeted(fbuf, &budget);
-		else if (frame->c_full_len == frame->c_len && demangled)
+		else if (demangled)
 			fdemangled = strdup(demangled);
 		err = fp_symtab_builder_add_symbol_ex(b, best->c_addr, size,
 						      demangled ? demangled : buf, buf,
-						      fdemangled ? fdemangled : fbuf, fbuf);
+						      fdemangled ? fdemangled : fbuf, fsys);
 		free(demangled);
 		free(fdemangled);
 	}

@@ -19,7 +19,10 @@ int fp_elf_build_id(int fd, struct fp_build_id *id);
 /* fp_elf_symtab: build a symbol table blob (symtab.h) from the ELF file at
  * fd: function symbols (STT_FUNC, STT_GNU_IFUNC) of .symtab, or of .dynsym
  * when there is no .symtab, plus those of the .symtab inside MiniDebugInfo
- * (.gnu_debugdata, xz-compressed), C++ names demangled; PT_LOAD segments;
+ * (.gnu_debugdata, xz-compressed), C++ names demangled, frames named
+ * without ELF symbol versions, which stay in their system names (from the
+ * name in a .symtab, from .gnu.version and .gnu.version_d for .dynsym);
+ * PT_LOAD segments;
  * DWARF line tables and inline scopes (dwarf.h) when the file has them;
  * Go's functions from .gopclntab (gopclntab.h), and its lines when there
  * is no DWARF line table.
@@ -55,5 +58,14 @@ int fp_elf_debuglink_crc(int fd, uint32_t *crc);
  * parentheses ("f() (.isra.0)", not "f() [clone .isra.0]"), and no space
  * in "operator<<int>". */
 char *fp_demangle(const char *name);
+
+/* fp_elf_unversioned_len: the length of the first len bytes of name
+ * without an ELF symbol version: 10 for "getgrnam_r@@GLIBC_2.2.5" (the
+ * default version) and 6 for "memcpy@GLIBC_2.2.5" (a hidden one).  A
+ * version is "@" or "@@" after a non-empty name, then a non-empty node
+ * name without '@'; anything else is not one, and gives len: "@V",
+ * "f@", "@@", "f@@", "a@b@c", "f@@@V".  Profiles show the unversioned
+ * name and keep the whole one as the function's system name. */
+size_t fp_elf_unversioned_len(const char *name, size_t len);
 
 #endif

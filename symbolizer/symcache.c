@@ -10,6 +10,7 @@
 #include "symcache.h"
 #include "unwind_table.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <lmdb.h>
 #include <limits.h>
@@ -280,6 +281,7 @@ int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id,
 {
 	struct fp_symtab opened;
 	MDB_val key, val;
+	uint32_t version;
 	int err;
 
 	err = make_key(id, &key);
@@ -288,6 +290,12 @@ int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id,
 	err = mdb_to_errno(mdb_get(txn->tx_txn, txn->tx_dbi, &key, &val));
 	if (err)
 		return err;
+	/* A table of another format version is not corrupt, just stale. */
+	if (val.mv_size >= 8 && !memcmp(val.mv_data, FP_SYMTAB_MAGIC, 4)) {
+		memcpy(&version, (const char *)val.mv_data + 4, sizeof(version));
+		if (le32toh(version) != FP_SYMTAB_VERSION)
+			return -ENOENT;
+	}
 	if (fp_symtab_open(&opened, val.mv_data, val.mv_size) != 0)
 		return -EINVAL;
 	*t = opened;

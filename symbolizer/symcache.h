@@ -33,8 +33,9 @@ int fp_symcache_put(struct fp_symcache *c, const struct fp_build_id *id, const v
 int fp_symcache_begin(struct fp_symcache *c, struct fp_symcache_txn **txn);
 void fp_symcache_end(struct fp_symcache_txn *txn);
 
-/* fp_symcache_get: the table of id.  0, -ENOENT, or -EINVAL (stored value
- * is corrupt). */
+/* fp_symcache_get: the table of id.  0, -ENOENT (none stored, or one of
+ * another FP_SYMTAB_VERSION: it reads as absent so that the caller builds
+ * and stores it again), or -EINVAL (stored value is corrupt). */
 int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id,
 		    struct fp_symtab *t);
 

@@ -1,6 +1,9 @@
 /* symtab.c: building, validating and searching symbol table blobs.
  *
- * Blob layout (format 2), all integers little-endian:
+ * Blob layout (format 3), all integers little-endian.  Format 3 has the
+ * layout of format 2; what changed is that ELF functions' frame names no
+ * longer carry symbol versions (their system names do), so tables of
+ * format 2 must be built again, not read.
  *
  *   header (72 bytes)
  *     0  u8[4] magic "FPST"
@@ -93,9 +96,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FP_SYMTAB_MAGIC "FPST"
-#define FP_SYMTAB_VERSION 2u
 
 #define HDR_SIZE 72u
 #define SEG_SIZE 24u

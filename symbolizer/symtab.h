@@ -12,6 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Every blob starts with these: the magic (4 bytes) and, little-endian,
+ * the u32 format version.  A blob of another version is not corrupt but
+ * stale: its file must be read again (symcache.h). */
+#define FP_SYMTAB_MAGIC "FPST"
+#define FP_SYMTAB_VERSION 3u
+
 struct fp_symtab_builder;
 
 /* fp_symtab_builder_alloc: 0 or -ENOMEM. */
@@ -101,7 +107,7 @@ struct fp_symtab {
 	const uint8_t *st_symbols;
 	const char *st_strings;
 	uint32_t st_strings_len;
-	/* format 2: DWARF line tables and inline scopes (all 0 without) */
+	/* DWARF line tables and inline scopes (all 0 without) */
 	uint32_t st_nfiles;
 	uint32_t st_nblocks;
 	uint32_t st_nranges;
@@ -124,8 +130,8 @@ struct fp_symbol {
 /* fp_symtab_open: check the whole blob (it comes from disk) and set up *t:
  * every record, index and string reference; the LEB128-coded line rows are
  * decoded with bounds checks when looked up instead (anything malformed
- * there reads as "no line").  Only format 2 opens: older blobs are
- * rejected, to be built again.
+ * there reads as "no line").  Only FP_SYMTAB_VERSION opens: other blobs
+ * are rejected, to be built again.
  * 0 or -EINVAL (bad magic, version, or any offset out of bounds). */
 int fp_symtab_open(struct fp_symtab *t, const void *blob, size_t len);
 

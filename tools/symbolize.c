@@ -24,6 +24,9 @@
 
 #define MAX_FRAMES 64
 
+/* The symbolizer's cache, which --build-id reads by default. */
+#define DEFAULT_CACHE "/var/cache/fleetprof"
+
 static void symbolize_usage(FILE *f)
 {
 	fprintf(f,
@@ -32,13 +35,16 @@ static void symbolize_usage(FILE *f)
 		"\n"
 		"Reads addresses (hex, file-relative virtual addresses) on stdin and\n"
 		"prints for each one FUNCTION and FILE:LINE:COLUMN per frame, inlined\n"
-		"frames first, then a blank line (as llvm-symbolizer does); ?? where\n"
-		"unknown.\n"
+		"frames first, then a blank line (as llvm-symbolizer does, but with\n"
+		"names without ELF symbol versions); ?? where unknown.\n"
 		"\n"
 		"  -e, --obj FILE       symbols of this ELF file (its detached debug file\n"
 		"                       in the debug directory is used when present)\n"
 		"  -b, --build-id HEX   symbols for this build-ID, from the cache or a server\n"
-		"  -c, --cache DIR      the symbol cache (default /var/cache/fleetprof)\n"
+		"  -c, --cache DIR      the symbol cache: with -e, the table of FILE is\n"
+		"                       kept there by build-ID and reused by later runs\n"
+		"                       (default: none); with -b, where the table is\n"
+		"                       looked up (default " DEFAULT_CACHE ")\n"
 		"  -s, --server URL     a fleetprof symbol service or any debuginfod server\n"
 		"  -d, --debug-dir DIR  detached debug files (default /usr/lib/debug)\n"
 		"  -u, --unwind-table   write the unwind table (compiled from FILE, or the\n"
@@ -62,27 +68,30 @@ static int parse_address(const char *line, uint64_t *addr)
 	return *end ? -EINVAL : 0;
 }
 
-/* open_best: the detached debug file of the ELF file at path when the
- * debug directory has one with the same build-ID, else the file itself. */
-static int open_best(const char *path, const char *debug_dir)
+/* debug_path: where the debug directory keeps the debug file of id. */
+static void debug_path(const char *debug_dir, const struct fp_build_id *id, char *path, size_t size)
 {
-	char hex[2 * FP_BUILD_ID_MAX + 1], dbg[4200];
-	struct fp_build_id id, dbg_id;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), dfd;
+	char hex[2 * FP_BUILD_ID_MAX + 1];
 
-	if (fd < 0 || !debug_dir || fp_elf_build_id(fd, &id))
-		return fd;
-	fp_build_id_hex(&id, hex);
-	snprintf(dbg, sizeof(dbg), "%s/.build-id/%.2s/%s.debug", debug_dir, hex, hex + 2);
+	fp_build_id_hex(id, hex);
+	snprintf(path, size, "%s/.build-id/%.2s/%s.debug", debug_dir, hex, hex + 2);
+}
+
+/* open_debug: the detached debug file of id from the debug directory,
+ * open, when there is one with the same build-ID; else -1. */
+static int open_debug(const char *debug_dir, const struct fp_build_id *id)
+{
+	struct fp_build_id dbg_id;
+	char dbg[4200];
+	int dfd;
+
+	debug_path(debug_dir, id, dbg, sizeof(dbg));
 	dfd = open(dbg, O_RDONLY | O_CLOEXEC);
-	if (dfd < 0)
-		return fd;
-	if (fp_elf_build_id(dfd, &dbg_id) == 0 && fp_build_id_eq(&id, &dbg_id)) {
-		close(fd);
-		return dfd;
+	if (dfd >= 0 && (fp_elf_build_id(dfd, &dbg_id) || !fp_build_id_eq(id, &dbg_id))) {
+		close(dfd);
+		dfd = -1;
 	}
-	close(dfd);
-	return fd;
+	return dfd;
 }
 
 /* fetch: the file for id from a symbol service (debuginfod protocol). */
@@ -102,16 +111,94 @@ static int fetch(const char *url, const char *cache, const struct fp_build_id *i
 }
 
 /* table_from_fd: build and open the table of the ELF file at fd. */
-static int table_from_fd(int fd, struct fp_symtab *t, void **blob)
+static int table_from_fd(int fd, struct fp_symtab *t, void **blob, size_t *len)
 {
-	size_t len;
-	int err = fp_elf_symtab(fd, blob, &len);
+	int err = fp_elf_symtab(fd, blob, len);
 
-	if (!err && (err = fp_symtab_open(t, *blob, len))) {
+	if (!err && (err = fp_symtab_open(t, *blob, *len))) {
 		free(*blob);
 		*blob = NULL;
 	}
 	return err;
+}
+
+/* A table being used, and what holds it. */
+struct table {
+	struct fp_symtab tb_table;
+	void *tb_blob;                 /* built here (owned), or NULL */
+	struct fp_symcache *tb_cache;  /* NULL without --cache */
+	struct fp_symcache_txn *tb_txn; /* the read transaction holding a cached table */
+};
+
+static void table_fini(struct table *tb)
+{
+	fp_symcache_end(tb->tb_txn);
+	fp_symcache_close(tb->tb_cache);
+	free(tb->tb_blob);
+}
+
+/* cached_table: id's table in the cache, unless it has no line table and
+ * the debug directory now has id's debug file (a table once built from a
+ * stripped file gives way to the richer one).  0 or -ENOENT. */
+static int cached_table(struct table *tb, const struct fp_build_id *id, const char *debug_dir)
+{
+	char dbg[4200];
+
+	if (fp_symcache_begin(tb->tb_cache, &tb->tb_txn))
+		return -ENOENT;
+	if (fp_symcache_get(tb->tb_txn, id, &tb->tb_table) == 0) {
+		if (tb->tb_table.st_nblocks || !debug_dir)
+			return 0;
+		debug_path(debug_dir, id, dbg, sizeof(dbg));
+		if (access(dbg, R_OK) != 0)
+			return 0;
+	}
+	fp_symcache_end(tb->tb_txn);
+	tb->tb_txn = NULL;
+	return -ENOENT;
+}
+
+/* file_table: the table of the ELF file at path, built from its debug
+ * file in debug_dir when there is one, else from the file.  With a cache,
+ * by the file's build-ID: taken from it when there, else built and stored
+ * in it, so that the next run reads neither the file's symbols nor its
+ * debug file.  0, or 1 (a message was printed). */
+static int file_table(struct table *tb, const char *path, const char *debug_dir, const char *cache)
+{
+	struct fp_build_id id;
+	int fd, dfd = -1, have_id, err;
+	size_t len;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		fp_warn("%s", path);
+		return 1;
+	}
+	/* Without a build-ID note, a hash of the contents: still the file's. */
+	have_id = fp_elf_build_id(fd, &id) == 0;
+	if (cache && have_id) {
+		if ((err = fp_symcache_open(&tb->tb_cache, cache))) {
+			fp_warnx("cannot open the symbol cache %s: %s", cache, strerror(-err));
+			close(fd);
+			return 1;
+		}
+		if (cached_table(tb, &id, debug_dir) == 0) {
+			close(fd);
+			return 0;
+		}
+	}
+	if (have_id && debug_dir)
+		dfd = open_debug(debug_dir, &id);
+	err = table_from_fd(dfd >= 0 ? dfd : fd, &tb->tb_table, &tb->tb_blob, &len);
+	if (dfd >= 0)
+		close(dfd);
+	close(fd);
+	if (err) {
+		fp_warnx("%s: no symbols: %s", path, strerror(-err));
+		return 1;
+	}
+	if (tb->tb_cache && (err = fp_symcache_put(tb->tb_cache, &id, tb->tb_blob, len)))
+		fp_warnx("cannot store the symbols of %s in %s: %s", path, cache, strerror(-err));
+	return 0;
 }
 
 static void print_frames(FILE *out, const struct fp_symtab *t, uint64_t addr)
@@ -131,6 +218,9 @@ static void print_frames(FILE *out, const struct fp_symtab *t, uint64_t addr)
 
 static void symbolize_stream(FILE *in, FILE *out, const struct fp_symtab *t)
 {
+	/* Interactive callers wait for each answer.  Asked once: two
+	 * ioctls per address were a quarter of a warm run. */
+	int interactive = isatty(fileno(out)) || isatty(fileno(in));
 	char line[256];
 	uint64_t addr;
 
@@ -140,8 +230,7 @@ static void symbolize_stream(FILE *in, FILE *out, const struct fp_symtab *t)
 			continue;
 		}
 		print_frames(out, t, addr);
-		/* Interactive callers wait for each answer. */
-		if (isatty(fileno(out)) || isatty(fileno(in)))
+		if (interactive)
 			fflush(out);
 	}
 }
@@ -195,13 +284,11 @@ int fp_cmd_symbolize(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *file = NULL, *hex = NULL, *cache = "/var/cache/fleetprof", *server = NULL;
+	const char *file = NULL, *hex = NULL, *cache = NULL, *server = NULL;
 	const char *debug_dir = "/usr/lib/debug", *output = NULL;
-	struct fp_symcache *sc = NULL;
-	struct fp_symcache_txn *txn = NULL;
+	struct table tb = { 0 };
 	struct fp_build_id id;
-	struct fp_symtab t;
-	void *blob = NULL;
+	size_t len;
 	int c, fd, err, unwind = 0;
 
 	optind = 1;
@@ -229,6 +316,10 @@ int fp_cmd_symbolize(int argc, char **argv)
 		return 2;
 	}
 	fp_log_init("fleetprof symbolize", 0, 0);
+	/* -e writes into a cache only when given one; --build-id reads the
+	 * symbolizer's. */
+	if (hex && !cache)
+		cache = DEFAULT_CACHE;
 	if (unwind || output) {
 		if (!unwind || !output || server) {
 			fprintf(stderr, "fleetprof symbolize: --unwind-table goes with -o FILE, "
@@ -237,29 +328,30 @@ int fp_cmd_symbolize(int argc, char **argv)
 		}
 		return unwind_table(file, &id, cache, output);
 	}
-	if (file || server) {
-		fd = file ? open_best(file, debug_dir) : fetch(server, cache, &id);
-		if (fd < 0) {
-			fp_warnx("%s: %s", file ? file : hex, strerror(-fd > 0 ? -fd : errno));
+	if (file) {
+		if (file_table(&tb, file, debug_dir, cache)) {
+			table_fini(&tb);
 			return 1;
 		}
-		err = table_from_fd(fd, &t, &blob);
+	} else if (server) {
+		if ((fd = fetch(server, cache, &id)) < 0) {
+			fp_warnx("%s: %s", hex, strerror(-fd));
+			return 1;
+		}
+		err = table_from_fd(fd, &tb.tb_table, &tb.tb_blob, &len);
 		close(fd);
 		if (err) {
-			fp_warnx("%s: no symbols: %s", file ? file : hex, strerror(-err));
+			fp_warnx("%s: no symbols: %s", hex, strerror(-err));
 			return 1;
 		}
-	} else if ((err = fp_symcache_open(&sc, cache)) || (err = fp_symcache_begin(sc, &txn)) ||
-		   (err = fp_symcache_get(txn, &id, &t))) {
+	} else if ((err = fp_symcache_open(&tb.tb_cache, cache)) ||
+		   (err = fp_symcache_begin(tb.tb_cache, &tb.tb_txn)) ||
+		   (err = fp_symcache_get(tb.tb_txn, &id, &tb.tb_table))) {
 		fp_warnx("build-ID %s not in the cache %s: %s", hex, cache, strerror(-err));
-		fp_symcache_end(txn);
-		fp_symcache_close(sc);
+		table_fini(&tb);
 		return 1;
 	}
-	symbolize_stream(stdin, stdout, &t);
-	if (txn)
-		fp_symcache_end(txn);
-	fp_symcache_close(sc);
-	free(blob);
+	symbolize_stream(stdin, stdout, &tb.tb_table);
+	table_fini(&tb);
 	return 0;
 }

@@ -388,7 +388,7 @@ static int llvm_symbolize(const char *obj, const char *extra, const uint64_t *ad
 }
 
 struct agreement {
-	size_t addrs, agree, files_agree, frames, inlined, undemangled;
+	size_t addrs, agree, files_agree, frames, inlined, undemangled, versioned;
 };
 
 static const char *or_unknown(const char *s)
@@ -409,7 +409,7 @@ static void compare(const char *what, const struct fp_symtab *t, const uint64_t 
 	for (size_t i = 0; i < n; i++) {
 		struct fp_symframe fr[MAX_FRAMES];
 		int got = fp_symtab_lookup_frames(t, addrs[i], fr, MAX_FRAMES), ok, files_ok = 1;
-		int undemangled = 0;
+		int undemangled = 0, versioned = 0;
 		int want = ref[i].n;
 
 		/* llvm-symbolizer prints one "??" frame for nothing */
@@ -431,6 +431,16 @@ static void compare(const char *what, const struct fp_symtab *t, const uint64_t 
 				    r->function[1] == 'Z' &&
 				    strcmp(f->sf_system_name, r->function) == 0)
 					undemangled = 1;
+				/* It keeps ELF symbol versions, which we
+				 * show in the system name only. */
+				else if (f->sf_function && f->sf_system_name &&
+					 strcmp(f->sf_system_name, r->function) == 0 &&
+					 strlen(f->sf_function) ==
+						 fp_elf_unversioned_len(r->function,
+									strlen(r->function)) &&
+					 strncmp(f->sf_function, r->function,
+						 strlen(f->sf_function)) == 0)
+					versioned = 1;
 				else
 					ok = 0;
 			}
@@ -442,6 +452,7 @@ static void compare(const char *what, const struct fp_symtab *t, const uint64_t 
 		a->addrs++;
 		a->agree += ok;
 		a->undemangled += ok && undemangled;
+		a->versioned += ok && versioned;
 		a->files_agree += ok && files_ok;
 		a->frames += got > 0 ? (size_t)got : 0;
 		a->inlined += got > 1;
@@ -496,17 +507,21 @@ static void check_against_llvm(const char *what, const char *table_path, const c
 	if (!err) {
 		compare(what, &t, addrs, NADDRS, ref, names_only, &a);
 		printf("  %-10s %5zu addresses: %.2f%% agree with llvm-symbolizer (function%s; "
-		       "%zu of them where it could not demangle), %.2f%% with files too; %zu "
+		       "%zu of them where it could not demangle, %zu where it shows an ELF "
+		       "symbol version), %.2f%% with files too; %zu "
 		       "inlined, %.2f frames/address; table %zu bytes (%u scopes, %u inlined, %llu "
 		       "line rows)\n",
 		       what, a.addrs, 100.0 * (double)a.agree / (double)a.addrs,
-		       names_only ? "" : " and line of every frame", a.undemangled,
+		       names_only ? "" : " and line of every frame", a.undemangled, a.versioned,
 		       100.0 * (double)a.files_agree / (double)a.addrs, a.inlined,
 		       (double)a.frames / (double)a.addrs, len, ds.ds_scopes, ds.ds_inlined,
 		       (unsigned long long)ds.ds_rows);
 		CHECK((double)a.agree >= min_agree * (double)a.addrs);
 		if (!names_only)
 			CHECK(a.inlined > 0 || !strcmp(what, "libc"));
+		/* libc's debug file names functions "getgrnam_r@@GLIBC_2.2.5" */
+		if (!strcmp(what, "libc"))
+			CHECK(a.versioned > 0);
 	}
 	free(text);
 	free(funcs);

@@ -41,6 +41,7 @@ struct ref_sym {
 	uint64_t addr, size;
 	char bind[16];
 	char name[128]; /* version suffix removed */
+	char vname[160]; /* as readelf shows it, with its version */
 };
 
 struct ref_table {
@@ -103,6 +104,7 @@ static int readelf_functions(const char *path, const char *table, struct ref_tab
 	t->n = 0;
 	while (fgets(line, sizeof(line), p)) {
 		char num[16], val[32], size[32], type[16], bind[16], vis[16], ndx[16], name[512];
+		char vname[160];
 		struct ref_sym *r;
 
 		if (sscanf(line, "Symbol table '%63[^']'", cur) == 1)
@@ -114,6 +116,9 @@ static int readelf_functions(const char *path, const char *table, struct ref_tab
 			continue;
 		if ((strcmp(type, "FUNC") && strcmp(type, "IFUNC")) || !strcmp(ndx, "UND"))
 			continue;
+		if (strlen(name) >= sizeof(r->vname))
+			continue;
+		snprintf(vname, sizeof(vname), "%s", name);
 		name[strcspn(name, "@")] = '\0';
 		if (!name[0] || strlen(name) >= sizeof(r->name))
 			continue;
@@ -126,6 +131,7 @@ static int readelf_functions(const char *path, const char *table, struct ref_tab
 		r->size = strtoull(size, NULL, 0);
 		snprintf(r->bind, sizeof(r->bind), "%s", bind);
 		memcpy(r->name, name, strlen(name) + 1);
+		memcpy(r->vname, vname, strlen(vname) + 1);
 	}
 	pclose(p);
 	return t->n ? 0 : -1;
@@ -312,6 +318,77 @@ static void expect(const struct fp_symtab *t, uint64_t addr, const char *name)
 	}
 }
 
+/* check_unversioned_frames: at the start of every function of ref, the
+ * outermost frame's name has no ELF symbol version; the system names of
+ * those readelf shows versioned keep it: "getgrnam_r" and
+ * "getgrnam_r@@GLIBC_2.2.5".  ref's names are unversioned already, so a
+ * versioned system name is looked for in readelf's own output. */
+static void check_unversioned_frames(const struct fp_symtab *t, const struct ref_table *ref,
+				     const char *what)
+{
+	size_t versioned = 0, bad = 0;
+
+	for (size_t i = 0; i < ref->n; i++) {
+		struct fp_symframe fr[32];
+		const struct fp_symframe *outer;
+		int n = fp_symtab_lookup_frames(t, ref->v[i].addr, fr, 32);
+		size_t flen;
+
+		if (n <= 0) {
+			bad++;
+			continue;
+		}
+		outer = &fr[n - 1];
+		if (!outer->sf_function || strchr(outer->sf_function, '@')) {
+			if (bad++ < 5)
+				fprintf(stderr, "  %s: 0x%llx shows %s\n", what,
+					(unsigned long long)ref->v[i].addr,
+					outer->sf_function ? outer->sf_function : "nothing");
+			continue;
+		}
+		flen = strlen(outer->sf_function);
+		if (outer->sf_system_name && strchr(outer->sf_system_name, '@')) {
+			versioned++;
+			if (strncmp(outer->sf_system_name, outer->sf_function, flen) != 0 ||
+			    outer->sf_system_name[flen] != '@')
+				bad++;
+		}
+	}
+	printf("  %s: %zu functions, %zu with a versioned system name, %zu wrong\n", what, ref->n,
+	       versioned, bad);
+	CHECK(versioned > 0);
+	CHECK_EQ_INT(bad, 0);
+}
+
+/* expect_frame: at the symbol readelf shows as vname in ref, the outermost
+ * frame is name, with system name vname. */
+static void expect_frame(const struct fp_symtab *t, const struct ref_table *ref, const char *vname,
+			 const char *name)
+{
+	const struct ref_sym *r = NULL;
+	struct fp_symframe fr[32];
+	int n;
+
+	for (size_t i = 0; i < ref->n && !r; i++)
+		if (!strcmp(ref->v[i].vname, vname))
+			r = &ref->v[i];
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	n = fp_symtab_lookup_frames(t, r->addr + 1, fr, 32);
+	CHECK(n >= 1);
+	if (n < 1)
+		return;
+	if (!fr[n - 1].sf_function || strcmp(fr[n - 1].sf_function, name) ||
+	    !fr[n - 1].sf_system_name || strcmp(fr[n - 1].sf_system_name, vname)) {
+		fprintf(stderr, "  %s: frame %s / %s, want %s / %s\n", vname,
+			fr[n - 1].sf_function ? fr[n - 1].sf_function : "(none)",
+			fr[n - 1].sf_system_name ? fr[n - 1].sf_system_name : "(none)", name,
+			vname);
+		CHECK(0);
+	}
+}
+
 static void test_debug_file_symbols(void)
 {
 	struct ref_table ref = { 0 };
@@ -344,6 +421,9 @@ static void test_debug_file_symbols(void)
 	CHECK(r != NULL);
 	if (r)
 		expect(&t, r->addr + 5, "__libc_start_main");
+	/* "getgrnam_r@@GLIBC_2.2.5" is the alias llvm-symbolizer shows, and
+	 * our frames show it too, without its version. */
+	expect_frame(&t, &ref, "getgrnam_r@@GLIBC_2.2.5", "getgrnam_r");
 	r = ref_find(&ref, "read");
 	if (r)
 		expect(&t, r->addr + 1, "read");
@@ -357,6 +437,7 @@ static void test_debug_file_symbols(void)
 		expect(&t, r->addr + 3, "sysmalloc");
 
 	check_against_readelf(&t, &ref, "libc debug file");
+	check_unversioned_frames(&t, &ref, "libc debug file");
 	free(ref.v);
 	free(blob);
 }
@@ -381,6 +462,12 @@ static void test_stripped_dynsym(void)
 	if (r)
 		expect(&t, r->addr + 7, "malloc");
 	check_against_readelf(&t, &dyn, "libc .dynsym");
+	/* Versions come from .gnu.version and .gnu.version_d here: the same
+	 * system names as from the debug file, hidden versions with one '@'. */
+	check_unversioned_frames(&t, &dyn, "libc .dynsym");
+	expect_frame(&t, &dyn, "getgrnam_r@@GLIBC_2.2.5", "getgrnam_r");
+	expect_frame(&t, &dyn, "memcpy@GLIBC_2.2.5", "memcpy");
+	expect_frame(&t, &dyn, "memcpy@@GLIBC_2.14", "memcpy");
 	/* A static function is not in .dynsym: its address falls in a gap or
 	 * belongs to some other symbol, never to its own name. */
 	if (debug_path[0] && readelf_functions(debug_path, ".symtab", &full) == 0) {
@@ -704,6 +791,45 @@ static void pair_chain(char *buf, size_t len, int levels)
 }
 
 /* Hostile names must not make the demangler print gigabytes. */
+static void test_unversioned_len(void)
+{
+	static const struct {
+		const char *name;
+		size_t want;
+	} cases[] = {
+		{ "getgrnam_r@@GLIBC_2.2.5", 10 }, /* the default version */
+		{ "memcpy@GLIBC_2.2.5", 6 },       /* a hidden one */
+		{ "_ZNSt6vectorIiSaIiEE9push_backERKi@@GLIBCXX_3.4", 34 },
+		{ "f@V", 1 },
+		{ "f@@V", 1 },
+		{ "malloc", 6 },    /* none */
+		{ "", 0 },
+		{ "@", 1 },         /* no name before it: not a version */
+		{ "@@", 2 },
+		{ "@GLIBC_2.2.5", 12 },
+		{ "@@GLIBC_2.2.5", 13 },
+		{ "f@", 2 },        /* no version after it */
+		{ "f@@", 3 },
+		{ "f@@@V", 5 },     /* the assembler's "@@@" never reaches a file */
+		{ "a@b@c", 5 },     /* '@' in a node name: not a version */
+		{ "a@@b@c", 6 },
+		{ "f@V@", 4 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t got = fp_elf_unversioned_len(cases[i].name, strlen(cases[i].name));
+
+		if (got != cases[i].want) {
+			fprintf(stderr, "  \"%s\": %zu, want %zu\n", cases[i].name, got,
+				cases[i].want);
+			CHECK(0);
+		}
+	}
+	/* Only the first len bytes count: a version past them is not seen. */
+	CHECK_EQ_INT(fp_elf_unversioned_len("f@V1", 2), 2);
+	CHECK_EQ_INT(fp_elf_unversioned_len("f@V1", 3), 1);
+}
+
 static void test_demangle_bombs(void)
 {
 	char name[8192], *s;
@@ -1057,6 +1183,7 @@ int main(void)
 	RUN(test_debug_file_offsets);
 	RUN(test_debug_file_layouts);
 	RUN(test_demangle);
+	RUN(test_unversioned_len);
 	RUN(test_demangle_bombs);
 	RUN(test_cxx_demangling);
 	RUN(test_bad_files);

@@ -193,12 +193,13 @@ static void test_bad_input(void)
 	free(blob);
 }
 
-/* Values damaged behind the cache's back (disk corruption, another
- * version) are reported as -EINVAL, never trusted. */
+/* Values damaged behind the cache's back (disk corruption) are reported
+ * as -EINVAL, never trusted; a table of another format version (an older
+ * fleetprof's) reads as absent, and storing the table again replaces it. */
 static void test_corrupt_value(void)
 {
 	struct fp_build_id garbage_id = make_id(10, 20), cut_id = make_id(11, 20),
-			   flip_id = make_id(12, 20);
+			   flip_id = make_id(12, 20), stale_id = make_id(13, 20);
 	struct fp_symcache *c = NULL;
 	struct fp_symcache_txn *txn = NULL;
 	struct fp_symtab t;
@@ -227,9 +228,13 @@ static void test_corrupt_value(void)
 	v.mv_size = len / 2;
 	v.mv_data = blob;
 	CHECK_EQ_INT(mdb_put(wtxn, dbi, &k, &v, 0), 0);
+	blob[4] = 2; /* format 2, whose frame names kept symbol versions */
+	k.mv_data = stale_id.fb_data;
+	v.mv_size = len;
+	CHECK_EQ_INT(mdb_put(wtxn, dbi, &k, &v, 0), 0);
+	blob[4] = FP_SYMTAB_VERSION;
 	blob[0] ^= 0x20; /* magic */
 	k.mv_data = flip_id.fb_data;
-	v.mv_size = len;
 	CHECK_EQ_INT(mdb_put(wtxn, dbi, &k, &v, 0), 0);
 	CHECK_EQ_INT(mdb_txn_commit(wtxn), 0);
 	mdb_env_close(env);
@@ -242,7 +247,14 @@ static void test_corrupt_value(void)
 	CHECK_EQ_INT(fp_symcache_get(txn, &garbage_id, &t), -EINVAL);
 	CHECK_EQ_INT(fp_symcache_get(txn, &cut_id, &t), -EINVAL);
 	CHECK_EQ_INT(fp_symcache_get(txn, &flip_id, &t), -EINVAL);
+	CHECK_EQ_INT(fp_symcache_get(txn, &stale_id, &t), -ENOENT);
 	CHECK_EQ_INT(t.st_nsymbols, 12345); /* untouched on failure */
+	fp_symcache_end(txn);
+	blob[0] ^= 0x20;
+	CHECK_EQ_INT(fp_symcache_put(c, &stale_id, blob, len), 0);
+	CHECK_EQ_INT(fp_symcache_begin(c, &txn), 0);
+	CHECK_EQ_INT(fp_symcache_get(txn, &stale_id, &t), 0);
+	CHECK_EQ_INT(t.st_nsymbols, 1);
 	fp_symcache_end(txn);
 	fp_symcache_close(c);
 	free(blob);

@@ -655,7 +655,8 @@ static void test_corrupt_fields(void)
 
 	MUTATE(c[0] = 'X');                                       /* magic */
 	MUTATE(put32(c + 4, 1));                                  /* version 1 */
-	MUTATE(put32(c + 4, 3));                                  /* version */
+	MUTATE(put32(c + 4, 2));                                  /* version 2: stale */
+	MUTATE(put32(c + 4, FP_SYMTAB_VERSION + 1));              /* a later one */
 	MUTATE(put32(c + HDR_NSYMS, 7));                          /* count too big */
 	MUTATE(put32(c + HDR_NSYMS, UINT32_MAX));
 	MUTATE(put32(c + HDR_NSEGS, 3));                          /* segments run into symbols */
