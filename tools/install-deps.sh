@@ -12,7 +12,8 @@ PKGS="make gcc g++ clang llvm pkg-config
  libdebuginfod-dev debuginfod elfutils curl
  qemu-system-x86 busybox-static cpio
  redis-server redis-tools
- debootstrap gdb python3-venv"
+ debootstrap gdb python3-venv
+ prometheus python3-prometheus-client"
 
 # py-spy (the Python tests compare with it), from PyPI, in a venv of its
 # own made with Debian's python3; the binary is linked to /usr/local/bin.
