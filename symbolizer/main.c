@@ -304,8 +304,8 @@ int main(int argc, char **argv)
 	nng_msleep(200); /* let the last replies leave before the socket closes */
 	err = 0;
 cleanup:
+	fp_http_stop(http); /* its handlers use the resolver, the store, /metrics the pushers */
 	fp_push_stop_all(pushers, FP_PUSH_FLUSH_MS); /* what is not sent stays spooled */
-	fp_http_stop(http); /* its handlers use the resolver and the store */
 	nng_close(sock);
 	fp_server_free(srv);
 	fp_resolver_close(r);
