@@ -37,7 +37,7 @@
 #define DRAIN_MAX ((uint64_t)64 << 20)
 #define MISSING_MAX_BYTES ((uint64_t)8 << 20) /* 100,000 lines of 64 digits and CRLF */
 
-enum route { ROUTE_UPLOAD, ROUTE_MISSING, ROUTE_BUILDID };
+enum route { ROUTE_UPLOAD, ROUTE_MISSING, ROUTE_BUILDID, ROUTE_METRICS, NROUTES };
 
 struct job {
 	struct job *jb_next;
@@ -57,7 +57,7 @@ struct fp_http {
 	struct fp_http_opts ht_o;
 	char *ht_token;
 	nng_http_server *ht_server;
-	nng_http_handler *ht_handlers[3];
+	nng_http_handler *ht_handlers[NROUTES];
 	int ht_started;
 	struct worker ht_workers[NWORKERS];
 	pthread_mutex_t ht_lock; /* the queue and the counters */
@@ -741,6 +741,26 @@ static int handle_buildid(struct request *rq, nng_http_res **res)
 	return 1;
 }
 
+static int handle_metrics(struct request *rq, nng_http_res **res)
+{
+	struct fp_http *h = rq->rq_http;
+	char *text = NULL;
+	size_t len = 0;
+	int err;
+
+	if (body_length(rq))
+		rq->rq_body_done = 0; /* unknown: close after the answer */
+	err = h->ht_o.ho_metrics(h->ht_o.ho_metrics_arg, h, &text, &len);
+	if (err) {
+		COUNT(h, hs_errors);
+		*res = json_error(rq, 500, "cannot render the metrics: %s", strerror(-err));
+		return 0;
+	}
+	*res = respond(rq, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+	free(text);
+	return 0;
+}
+
 static void handle(struct fp_http *h, struct worker *w, struct job *j)
 {
 	struct request rq = { .rq_http = h, .rq_worker = w, .rq_body_done = 1 };
@@ -752,6 +772,7 @@ static void handle(struct fp_http *h, struct worker *w, struct job *j)
 	switch (j->jb_route) {
 	case ROUTE_UPLOAD: err = handle_upload(&rq, &res); break;
 	case ROUTE_MISSING: err = handle_missing(&rq, &res); break;
+	case ROUTE_METRICS: err = handle_metrics(&rq, &res); break;
 	default: err = handle_buildid(&rq, &res); break;
 	}
 	if (err == 1) { /* the answer is written: nng reads the next request */
@@ -785,6 +806,7 @@ static void *worker_main(void *arg)
 			h->ht_head = j->jb_next;
 			if (!h->ht_head)
 				h->ht_tail = &h->ht_head;
+			h->ht_stats.hs_queued--;
 		}
 		pthread_mutex_unlock(&h->ht_lock);
 		if (!j)
@@ -810,6 +832,7 @@ static void enqueue(nng_aio *aio, enum route route)
 	pthread_mutex_lock(&h->ht_lock);
 	*h->ht_tail = j;
 	h->ht_tail = &j->jb_next;
+	h->ht_stats.hs_queued++;
 	pthread_cond_signal(&h->ht_cond);
 	pthread_mutex_unlock(&h->ht_lock);
 }
@@ -827,6 +850,11 @@ static void on_missing(nng_aio *aio)
 static void on_buildid(nng_aio *aio)
 {
 	enqueue(aio, ROUTE_BUILDID);
+}
+
+static void on_metrics(nng_aio *aio)
+{
+	enqueue(aio, ROUTE_METRICS);
 }
 
 static int add_handler(struct fp_http *h, int i, const char *path, const char *method,
@@ -909,9 +937,10 @@ int fp_http_start(struct fp_http **out, const struct fp_http_opts *o)
 		w->wk_started = 1;
 	}
 	if ((rv = nng_http_server_hold(&h->ht_server, u)) ||
-	    (rv = add_handler(h, 0, "/v1/upload", "POST", on_upload, 0)) ||
-	    (rv = add_handler(h, 1, "/v1/missing", "POST", on_missing, 0)) ||
-	    (rv = add_handler(h, 2, "/buildid", "GET", on_buildid, 1)))
+	    (rv = add_handler(h, ROUTE_UPLOAD, "/v1/upload", "POST", on_upload, 0)) ||
+	    (rv = add_handler(h, ROUTE_MISSING, "/v1/missing", "POST", on_missing, 0)) ||
+	    (rv = add_handler(h, ROUTE_BUILDID, "/buildid", "GET", on_buildid, 1)) ||
+	    (o->ho_metrics && (rv = add_handler(h, ROUTE_METRICS, "/metrics", "GET", on_metrics, 0))))
 		goto fail;
 	if ((rv = nng_http_server_start(h->ht_server))) {
 		fp_warnx("cannot listen on %s (HTTP): %s", o->ho_addr, nng_strerror(rv));

@@ -9,6 +9,9 @@
  *        cache nor the store has, one a line.
  *   GET  /buildid/HEX/debuginfo, GET /buildid/HEX/executable
  *        debuginfod's API: the stored file, for debuginfod-find, gdb, perf.
+ *   GET  /metrics
+ *        the text ho_metrics renders (metrics.h: Prometheus' text format),
+ *        when it is set.
  *
  * Requests are handed from nng's threads to a few worker threads of this
  * module, which do the blocking work (reading bodies to disk, parsing ELF,
@@ -22,12 +25,21 @@
 
 #define FP_HTTP_MAX_MISSING 100000 /* build-IDs in one /v1/missing request */
 
+struct fp_http;
+
+/* The text of GET /metrics, rendered on one of this module's worker
+ * threads: *text malloc'd (the caller frees it), *len its length.  0 or a
+ * negative errno (the client gets 500). */
+typedef int (*fp_http_metrics_fn)(void *arg, struct fp_http *h, char **text, size_t *len);
+
 struct fp_http_opts {
 	const char *ho_addr;             /* HOST:PORT, or http://HOST:PORT */
 	const char *ho_token;            /* NULL or "": uploads need no token */
 	uint64_t ho_max_upload;          /* bytes; larger uploads get 413 */
 	struct fp_store *ho_store;
 	struct fp_resolver *ho_resolver; /* only its thread-safe calls are used */
+	fp_http_metrics_fn ho_metrics;   /* NULL: no /metrics */
+	void *ho_metrics_arg;
 };
 
 struct fp_http_stats {
@@ -41,9 +53,8 @@ struct fp_http_stats {
 	uint64_t hs_missing_queries; /* /v1/missing requests answered */
 	uint64_t hs_served;          /* files sent to debuginfod clients */
 	uint64_t hs_not_found;       /* debuginfod requests for files not stored */
+	uint64_t hs_queued;          /* now: requests waiting for a worker */
 };
-
-struct fp_http;
 
 /* fp_http_start: listen and serve.  0, or a negative errno (bad address:
  * -EINVAL; cannot listen: -EADDRINUSE or another), logged. */
@@ -53,6 +64,7 @@ int fp_http_start(struct fp_http **h, const struct fp_http_opts *o);
  * requests in progress, free everything.  NULL is fine. */
 void fp_http_stop(struct fp_http *h);
 
+/* fp_http_stats: a copy of the counters; any thread. */
 void fp_http_stats(struct fp_http *h, struct fp_http_stats *st);
 void fp_http_log_stats(struct fp_http *h);
 

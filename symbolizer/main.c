@@ -7,6 +7,7 @@
 #include "debuginfod.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "push.h"
 #include "resolver.h"
 #include "server.h"
@@ -59,7 +60,8 @@ static void usage(FILE *f)
 		"\n"
 		"Symbol service:\n"
 		"      --http HOST:PORT   serve the HTTP API: POST /v1/upload, POST /v1/missing,\n"
-		"                         and debuginfod's GET /buildid/HEX/debuginfo|executable\n"
+		"                         debuginfod's GET /buildid/HEX/debuginfo|executable,\n"
+		"                         and GET /metrics (Prometheus)\n"
 		"      --store DIR        where uploaded files are kept, DIR/.build-id/xx/rest[.debug]\n"
 		"                         (default /var/lib/fleetprof/store); also a symbol source\n"
 		"      --upload-token TOKEN  uploads need 'Authorization: Bearer TOKEN' (default:\n"
@@ -148,6 +150,7 @@ int main(int argc, char **argv)
 	struct fp_server *srv = NULL;
 	struct fp_push_cli push_cli = { 0 };
 	struct fp_push *pushers[3] = { NULL };
+	struct fp_metrics metrics = { 0 };
 	struct fp_server_stats last = { 0 }, now;
 	struct fp_http_stats hlast = { 0 };
 	time_t last_log = time(NULL);
@@ -249,7 +252,11 @@ int main(int argc, char **argv)
 	if (http_addr) {
 		struct fp_http_opts ho = { .ho_addr = http_addr, .ho_token = token,
 					   .ho_max_upload = (uint64_t)max_upload_mb << 20,
-					   .ho_store = chain.fc_store, .ho_resolver = r };
+					   .ho_store = chain.fc_store, .ho_resolver = r,
+					   .ho_metrics = fp_metrics_http, .ho_metrics_arg = &metrics };
+
+		metrics = (struct fp_metrics){ .mt_server = srv, .mt_resolver = r,
+					       .mt_pushers = pushers };
 		if (fp_http_start(&http, &ho))
 			goto cleanup;
 		fp_info("HTTP on %s, store %s, uploads %s, at most %u MB", http_addr, store_dir,
@@ -297,8 +304,8 @@ int main(int argc, char **argv)
 	nng_msleep(200); /* let the last replies leave before the socket closes */
 	err = 0;
 cleanup:
+	fp_http_stop(http); /* its handlers use the resolver, the store, /metrics the pushers */
 	fp_push_stop_all(pushers, FP_PUSH_FLUSH_MS); /* what is not sent stays spooled */
-	fp_http_stop(http); /* its handlers use the resolver and the store */
 	nng_close(sock);
 	fp_server_free(srv);
 	fp_resolver_close(r);

@@ -853,6 +853,11 @@ void fp_push_stats(struct fp_push *p, struct fp_push_stats *st)
 	collect(p, st);
 }
 
+const char *fp_push_name(const struct fp_push *p)
+{
+	return p->pu_name;
+}
+
 static void log_stats(struct fp_push *p, const struct fp_push_stats *t)
 {
 	fp_info("push %s %s: queued %" PRIu64 ", pushed %" PRIu64 ", retried %" PRIu64

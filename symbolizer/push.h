@@ -101,7 +101,10 @@ void fp_push_stop(struct fp_push *p, uint32_t flush_ms);
  * once; the entries are set to NULL. */
 void fp_push_stop_all(struct fp_push **pushers, uint32_t flush_ms);
 
+/* fp_push_stats: a copy of the counters; any thread. */
 void fp_push_stats(struct fp_push *p, struct fp_push_stats *st);
+/* fp_push_name: po_name, as given to fp_push_start. */
+const char *fp_push_name(const struct fp_push *p);
 /* fp_push_log_stats: one line with the counters.  The pusher also logs it
  * by itself every minute when something changed. */
 void fp_push_log_stats(struct fp_push *p);

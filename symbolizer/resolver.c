@@ -1,6 +1,7 @@
 /* resolver.c: symbol sources, the cache, kallsyms assembly, frame look-up. */
 #include "resolver.h"
 #include "cfi.h"
+#include "cli.h"
 #include "elfsyms.h"
 #include "intern.h"
 #include "isolate.h"
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_PENDING_KSYMS 64
@@ -108,6 +110,17 @@ void fp_resolver_close(struct fp_resolver *r)
 	free(r->rv_debug_dir);
 	pthread_mutex_destroy(&r->rv_lock);
 	free(r);
+}
+
+const char *fp_symbol_source_name(int source)
+{
+	static const char *const names[FP_SOURCE_COUNT] = {
+		[FP_SOURCE_CACHE] = "cache",         [FP_SOURCE_DEBUG_DIR] = "debug_dir",
+		[FP_SOURCE_LOCAL] = "local",         [FP_SOURCE_CONTAINER] = "container",
+		[FP_SOURCE_FETCH] = "fetch",
+	};
+
+	return source >= 0 && source < FP_SOURCE_COUNT ? names[source] : NULL;
 }
 
 void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st)
@@ -256,8 +269,11 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part)
 		err = fp_symcache_put(r->rv_cache, &p->pk_id, blob, len);
 		free(blob);
 	}
-	if (!err)
+	if (!err) {
+		pthread_mutex_lock(&r->rv_lock);
 		r->rv_stats.rs_ksyms_stored++;
+		pthread_mutex_unlock(&r->rv_lock);
+	}
 drop:
 	fp_symtab_builder_free(p->pk_builder);
 	memset(p, 0, sizeof(*p));
@@ -500,13 +516,18 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 	return prev;
 }
 
+/* ingest: ask each source in turn.  *asked gets a bit (1 << source) for
+ * each source asked, *hit the one that had the table (FP_SOURCE_COUNT:
+ * none). */
 static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
-		  uint32_t pid, void **blob, size_t *len)
+		  uint32_t pid, void **blob, size_t *len, unsigned *asked, int *hit)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
 	struct fp_build_id trimmed = *id;
 	int err = -ENOENT;
 
+	*asked = 0;
+	*hit = FP_SOURCE_COUNT;
 	/* The kernel pads short build-IDs with zeros; debug files are named by
 	 * the real one. */
 	while (trimmed.fb_len > 1 && !trimmed.fb_data[trimmed.fb_len - 1])
@@ -514,6 +535,7 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 	if (r->rv_debug_dir) {
 		const struct fp_build_id *cand[2] = { id, &trimmed };
 		int i;
+		*asked |= 1u << (*hit = FP_SOURCE_DEBUG_DIR);
 		for (i = 0; i < 2 && err; i++) {
 			fp_build_id_hex(cand[i], hex);
 			snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir,
@@ -522,6 +544,7 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
+		*asked |= 1u << (*hit = FP_SOURCE_LOCAL);
 		err = ingest_file(r, path, id, blob, len);
 		/* A stripped binary names its detached debug file. */
 		if (!err_is_final(err))
@@ -529,17 +552,39 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 	}
 	/* A container's files: its mount namespace, seen through procfs. */
 	if (err && r->rv_proc_root && pid && path && path[0] == '/') {
+		*asked |= 1u << (*hit = FP_SOURCE_CONTAINER);
 		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
 		err = ingest_file(r, file, id, blob, len);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
+		*asked |= 1u << (*hit = FP_SOURCE_FETCH);
 		if (fd >= 0) {
 			err = ingest_fd(r, fd, id, blob, len);
 			close(fd);
 		}
 	}
+	if (err)
+		*hit = FP_SOURCE_COUNT;
 	return err;
+}
+
+/* count_search: one ingest's sources (see ingest), and its time. */
+static void count_search(struct fp_resolver *r, unsigned asked, int hit, uint64_t ns)
+{
+	int i;
+
+	pthread_mutex_lock(&r->rv_lock);
+	for (i = 0; i < FP_SOURCE_COUNT; i++)
+		if (asked & (1u << i)) {
+			if (i == hit)
+				r->rv_stats.rs_hits[i]++;
+			else
+				r->rv_stats.rs_misses[i]++;
+		}
+	r->rv_stats.rs_searches++;
+	r->rv_stats.rs_search_ns += ns;
+	pthread_mutex_unlock(&r->rv_lock);
 }
 
 static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
@@ -547,9 +592,11 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 {
 	struct fp_resolver *r = l->lk_resolver;
 	struct lookup_table *t;
+	uint64_t start;
 	uint32_t idx;
+	unsigned asked;
 	size_t len;
-	int added, err;
+	int added, err, hit;
 
 	if (fp_intern_get(l->lk_seen, id->fb_data, id->fb_len, &idx, &added))
 		return NULL;
@@ -566,6 +613,12 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 		return t->lt_ok ? t : NULL;
 
 	err = fp_symcache_get(l->lk_txn, id, &t->lt_table);
+	pthread_mutex_lock(&r->rv_lock);
+	if (err == 0)
+		r->rv_stats.rs_hits[FP_SOURCE_CACHE]++;
+	else
+		r->rv_stats.rs_misses[FP_SOURCE_CACHE]++;
+	pthread_mutex_unlock(&r->rv_lock);
 	if (err == 0) {
 		t->lt_ok = 1;
 		return t;
@@ -574,11 +627,17 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 		return NULL; /* kernel tables only come from kallsyms uploads */
 	/* Remember failures for the life of the process, so that a missing
 	 * debug file costs one attempt, not one per frame per interval. */
-	if (failed_find(r, id))
+	if (failed_find(r, id)) {
+		pthread_mutex_lock(&r->rv_lock);
+		r->rv_stats.rs_known_missing++;
+		pthread_mutex_unlock(&r->rv_lock);
 		return NULL;
+	}
 	if (path && path[0] == '/')
 		fp_resolver_note_path(r, id, path, pid);
-	err = ingest(r, id, path, pid, &t->lt_blob, &len);
+	start = fp_now_ns(CLOCK_MONOTONIC);
+	err = ingest(r, id, path, pid, &t->lt_blob, &len, &asked, &hit);
+	count_search(r, asked, hit, fp_now_ns(CLOCK_MONOTONIC) - start);
 	if (!err)
 		err = fp_symtab_open(&t->lt_table, t->lt_blob, len);
 	if (err) {

@@ -109,6 +109,20 @@ struct fp_resolved {
 void fp_resolver_frame(struct fp_lookup *l, uint8_t kind, const struct fp_build_id *id,
 		       const char *path, uint32_t pid, uint64_t offset, struct fp_resolved *out);
 
+/* Where a user-space table was looked for, in the order of the search. */
+enum fp_symbol_source {
+	FP_SOURCE_CACHE,      /* the LMDB cache */
+	FP_SOURCE_DEBUG_DIR,  /* DEBUG_DIR/.build-id/xx/rest.debug */
+	FP_SOURCE_LOCAL,      /* the mapping's path on this host, or its debuglink */
+	FP_SOURCE_CONTAINER,  /* the path in the process's mount namespace */
+	FP_SOURCE_FETCH,      /* ro_fetch: the store, upstream debuginfod servers */
+	FP_SOURCE_COUNT,
+};
+
+/* fp_symbol_source_name: "cache", "debug_dir", "local", "container",
+ * "fetch"; NULL out of range. */
+const char *fp_symbol_source_name(int source);
+
 struct fp_resolver_stats {
 	uint64_t rs_ingested;       /* tables built from ELF files */
 	uint64_t rs_ingest_failed;
@@ -116,8 +130,15 @@ struct fp_resolver_stats {
 	uint64_t rs_unwind_compiled;     /* unwind tables compiled and stored */
 	uint64_t rs_unwind_failed;       /* files with CFI whose compile failed */
 	uint64_t rs_unwind_bytes;        /* bytes of the tables stored */
+	/* A look-up's first use of a build-ID asks the sources in order until
+	 * one has its table: a hit there, a miss at each one before. */
+	uint64_t rs_hits[FP_SOURCE_COUNT], rs_misses[FP_SOURCE_COUNT];
+	uint64_t rs_known_missing;  /* skipped: no source had it earlier */
+	uint64_t rs_searches;       /* searches past the cache (ingests tried) */
+	uint64_t rs_search_ns;      /* their time, finding and building tables */
 };
 
+/* fp_resolver_stats: a copy of the counters; any thread. */
 void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st);
 
 #endif

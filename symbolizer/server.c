@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,9 @@ struct fp_server {
 	char *sv_out_dir;
 	struct server_session sv_sessions[FP_SERVER_MAX_SESSIONS];
 	size_t sv_nsessions;
-	struct fp_server_stats sv_stats;
+	struct fp_server_stats sv_stats;  /* the handling thread's own */
+	pthread_mutex_t sv_shown_lock;
+	struct fp_server_stats sv_shown;  /* sv_stats as of the last reply, for any thread */
 	fp_server_sink_fn sv_sink;
 	void *sv_sink_arg;
 };
@@ -39,9 +42,11 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 	if (!s)
 		return -ENOMEM;
 	s->sv_resolver = r;
+	pthread_mutex_init(&s->sv_shown_lock, NULL);
 	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) ||
 	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir)) {
 		free(s->sv_out_dir);
+		pthread_mutex_destroy(&s->sv_shown_lock);
 		free(s);
 		return -ENOMEM;
 	}
@@ -59,6 +64,7 @@ void fp_server_free(struct fp_server *s)
 		fp_session_free(s->sv_sessions[i].ss_session);
 	fp_devfetch_free(s->sv_devfetch);
 	free(s->sv_out_dir);
+	pthread_mutex_destroy(&s->sv_shown_lock);
 	free(s);
 }
 
@@ -70,15 +76,18 @@ void fp_server_set_sink(struct fp_server *s, fp_server_sink_fn fn, void *arg)
 
 void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 {
-	*st = s->sv_stats;
+	pthread_mutex_lock((pthread_mutex_t *)&s->sv_shown_lock);
+	*st = s->sv_shown;
+	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_shown_lock);
 }
 
 void fp_server_log_stats(const struct fp_server *s)
 {
-	const struct fp_server_stats *t = &s->sv_stats;
+	struct fp_server_stats st, *t = &st;
 	struct fp_resolver_stats rs;
 	struct fp_devfetch_stats ds;
 
+	fp_server_stats(s, &st);
 	fp_info("messages %" PRIu64 " (%" PRIu64 " bytes): hello %" PRIu64 ", batches %" PRIu64
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
 		", duplicates %" PRIu64 ", unknown sessions %" PRIu64 "; rejected: malformed %" PRIu64
@@ -385,8 +394,7 @@ static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char *
 	return reply_encode(&r, buf, rlen);
 }
 
-int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
-		     size_t *rlen)
+static int handle(struct fp_server *s, const void *req, size_t len, char **buf, size_t *rlen)
 {
 	int type, err;
 
@@ -419,4 +427,17 @@ int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **bu
 		return reject(s, &s->sv_stats.sv_rejected_type,
 			      "message type not accepted by the symbolizer", buf, rlen);
 	}
+}
+
+int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
+		     size_t *rlen)
+{
+	int err = handle(s, req, len, buf, rlen);
+
+	/* Shown before the reply leaves: whoever saw the reply sees its counts. */
+	s->sv_stats.sv_sessions = s->sv_nsessions;
+	pthread_mutex_lock(&s->sv_shown_lock);
+	s->sv_shown = s->sv_stats;
+	pthread_mutex_unlock(&s->sv_shown_lock);
+	return err;
 }

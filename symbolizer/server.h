@@ -13,6 +13,7 @@
 #define FP_SERVER_MAX_SESSIONS 4096
 
 struct fp_server_stats {
+	uint64_t sv_sessions;           /* held now */
 	uint64_t sv_messages, sv_bytes;
 	uint64_t sv_hellos, sv_batches, sv_ksyms;
 	uint64_t sv_samples;            /* in accepted batches */
@@ -50,6 +51,8 @@ typedef void (*fp_server_sink_fn)(void *arg, const struct fp_profile *p,
 				  const struct fp_hello *hello);
 void fp_server_set_sink(struct fp_server *s, fp_server_sink_fn fn, void *arg);
 
+/* fp_server_stats: the counters as of the last fp_server_handle's return;
+ * any thread. */
 void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st);
 /* fp_server_log_stats: one log line with every counter. */
 void fp_server_log_stats(const struct fp_server *s);

@@ -215,6 +215,16 @@ static int defined(const struct defs *d, const struct fp_intern *batch, uint32_t
 	return defs_find(d, id, &idx) == 0 || fp_intern_find(batch, &id, sizeof(id), &idx) == 0;
 }
 
+/* defined_after: whether node id is defined in b after its i-th node (a
+ * child sent before its parent).  Only asked on the way to a refusal. */
+static int defined_after(const struct fp_batch *b, size_t i, uint32_t id)
+{
+	for (size_t k = i + 1; k < b->fb_nnodes; k++)
+		if (b->fb_nodes[k].fn_id == id)
+			return 1;
+	return 0;
+}
+
 /* check_batch: every reference resolves, every node's parent comes before
  * it (so no cycles), no path is deeper than FP_MAX_FRAMES, and no node is
  * redefined (that would change the stacks of all its descendants). */
@@ -258,7 +268,7 @@ static int check_batch(struct fp_session *s, const struct fp_batch *b, struct ba
 			else if (defs_find(&s->se_nodes, nd->fn_parent, &idx) == 0)
 				depth = ((struct sess_node *)defs_at(&s->se_nodes, idx))->sn_depth + 1;
 			else
-				return -ESTALE;
+				return defined_after(b, i, nd->fn_parent) ? -EINVAL : -ESTALE;
 		}
 		if (depth > FP_MAX_FRAMES)
 			return -EINVAL;

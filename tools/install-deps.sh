@@ -12,7 +12,8 @@ PKGS="make gcc g++ clang llvm pkg-config
  libdebuginfod-dev debuginfod elfutils curl
  qemu-system-x86 busybox-static cpio
  redis-server redis-tools
- debootstrap gdb python3-venv inotify-tools"
+ debootstrap gdb python3-venv inotify-tools
+ prometheus python3-prometheus-client"
 
 # py-spy (the Python tests compare with it), from PyPI, in a venv of its
 # own made with Debian's python3; the binary is linked to /usr/local/bin.
@@ -40,6 +41,10 @@ if [ -n "$missing" ]; then
 	apt-get update -qq
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	# the tests want promtool only, not a Prometheus server running
+	if command -v systemctl > /dev/null; then
+		systemctl disable --now prometheus > /dev/null 2>&1 || true
+	fi
 fi
 if ! pyspy_ok; then
 	echo "install-deps: installing py-spy $PYSPY_VERSION in $PYSPY_VENV" >&2

@@ -3,6 +3,9 @@
  *
  *   nngsend ADDR FILE        send FILE's bytes ("-": stdin)
  *   nngsend --hello FILE     write a valid hello message to FILE
+ *   nngsend --batch SEQ FILE write batch SEQ of the hello's session to FILE:
+ *                            10 samples of one two-frame stack in a user
+ *                            mapping /nonexistent/app; SEQ 1 defines them
  */
 #include "wire.h"
 
@@ -29,6 +32,38 @@ static int dump_hello(const char *path)
 	return 0;
 }
 
+static int dump_batch(const char *seq_arg, const char *path)
+{
+	static const struct fp_build_id id = { .fb_len = 20, .fb_data = { 0xfe, 0xed, 0x01 } };
+	struct fp_node nodes[2] = { { 20, FP_NODE_NONE, { 7, 0x1004 } },
+				    { 21, 20, { 7, 0x1010 } } };
+	struct fp_mapping m = { .fm_id = 7, .fm_kind = FP_MAP_USER, .fm_build_id = id,
+				.fm_path = "/nonexistent/app" };
+	struct fp_thread t = { .ft_id = 3, .ft_pid = 100, .ft_tid = 101, .ft_comm = "worker",
+			       .ft_process = "app" };
+	struct fp_count c = { 3, 21, 10 };
+	uint64_t seq = strtoull(seq_arg, NULL, 10);
+	struct fp_batch b = { .fb_session = 42, .fb_seq = seq,
+			      .fb_start_ns = 1700000000000000000ull + seq * 1000000000ull,
+			      .fb_end_ns = 1700000001000000000ull + seq * 1000000000ull,
+			      .fb_period_ns = 10101010, .fb_ncounts = 1, .fb_counts = &c };
+	size_t len;
+	char *buf;
+	FILE *f;
+
+	if (seq == 1) {
+		b.fb_nmappings = 1, b.fb_mappings = &m;
+		b.fb_nthreads = 1, b.fb_threads = &t;
+		b.fb_nnodes = 2, b.fb_nodes = nodes;
+	}
+	if (fp_wire_encode_batch(&b, &buf, &len) || !(f = fopen(path, "wb")))
+		return 1;
+	fwrite(buf, 1, len, f);
+	fclose(f);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	size_t len = 0, cap = 1 << 16, n;
@@ -40,8 +75,11 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "--hello"))
 		return dump_hello(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "--batch"))
+		return dump_batch(argv[2], argv[3]);
 	if (argc != 3) {
-		fprintf(stderr, "usage: nngsend ADDR FILE | nngsend --hello FILE\n");
+		fprintf(stderr, "usage: nngsend ADDR FILE | nngsend --hello FILE | "
+				"nngsend --batch SEQ FILE\n");
 		return 2;
 	}
 	f = strcmp(argv[2], "-") ? fopen(argv[2], "rb") : stdin;

@@ -1,6 +1,8 @@
 /* check.h: the unit-test harness.  Each test function uses CHECK(); main()
  * lists them with RUN().  Every test prints "PASS: file:name" or
- * "FAIL: file:name"; tests/run.sh counts those lines. */
+ * "FAIL: file:name"; tests/run.sh counts those lines.  CHECK_DONE() is
+ * main's exit status: 1 after any failed CHECK, also one made outside a
+ * RUN (set-up in main), which tests/run.sh reports as "FAIL: (exit 1)". */
 #ifndef FP_CHECK_H
 #define FP_CHECK_H
 
@@ -38,6 +40,6 @@ static int check_failed_tests;
 		fflush(stdout);                                                        \
 	} while (0)
 
-#define CHECK_DONE() (check_failed_tests ? 1 : 0)
+#define CHECK_DONE() (check_failures ? 1 : 0)
 
 #endif

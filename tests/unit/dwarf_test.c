@@ -818,7 +818,12 @@ static void check_damaged(const uint8_t *data, size_t len, int *tables)
 		for (int k = 0; k < n; k++) {
 			CHECK(!fr[k].sf_function || fr[k].sf_function[0]);
 			CHECK(!fr[k].sf_file || fr[k].sf_file[0]);
-			CHECK(fr[k].sf_inlined == (k + 1 < n || n == MAX_FRAMES ? fr[k].sf_inlined : 0));
+			/* Inlined frames inside, the real function last, unless
+			 * the chain was cut at MAX_FRAMES. */
+			if (k + 1 < n)
+				CHECK_EQ_INT(fr[k].sf_inlined, 1);
+			else if (n < MAX_FRAMES)
+				CHECK_EQ_INT(fr[k].sf_inlined, 0);
 		}
 	}
 	free(blob);

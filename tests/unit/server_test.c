@@ -262,25 +262,29 @@ static void test_full_conversation(void)
 	fp_resolver_close(res);
 }
 
+/* Each hostile message is rejected and counted under its own reason. */
 static void test_hostile_messages(void)
 {
+	enum { MALFORMED, VERSION, TYPE, CONTENT, NREASONS };
 	static const struct {
 		const char *name;
 		const char *bytes;
 		size_t len;
-		int field; /* 0 malformed, 1 version, 2 type */
+		int reason;
 	} cases[] = {
-		{ "empty", "", 0, 0 },
-		{ "not msgpack", "\xc1\xc1\xc1", 3, 0 },
-		{ "not an array", "\x01", 1, 0 },
-		{ "huge array", "\x93\x01\x02\xdd\xff\xff\xff\xff", 8, 0 },
-		{ "wrong version", "\x93\x63\x01\x80", 4, 1 },
-		{ "unknown type", "\x93\x01\x4d\x80", 4, 2 },
-		{ "reply sent to server", "\x93\x01\x04\x80", 4, 2 },
+		{ "empty", "", 0, MALFORMED },
+		{ "not msgpack", "\xc1\xc1\xc1", 3, MALFORMED },
+		{ "not an array", "\x01", 1, MALFORMED },
+		{ "huge array", "\x93\x01\x02\xdd\xff\xff\xff\xff", 8, MALFORMED },
+		{ "wrong version", "\x93\x63\x01\x80", 4, VERSION },
+		{ "unknown type", "\x93\x01\x4d\x80", 4, TYPE },
+		{ "reply sent to server", "\x93\x01\x04\x80", 4, TYPE },
+		{ "hello without fields", "\x93\x01\x01\x80", 4, CONTENT },
 	};
 	struct fp_resolver *res = open_resolver();
 	struct fp_server *s = NULL;
 	struct fp_server_stats st;
+	uint64_t before[NREASONS] = { 0 }, after[NREASONS];
 	size_t i;
 
 	CHECK_EQ_INT(fp_server_alloc(&s, res, NULL, tmpdir), 0);
@@ -296,11 +300,27 @@ static void test_hostile_messages(void)
 		CHECK_EQ_INT(r.fr_status, FP_REPLY_REJECTED);
 		CHECK(r.fr_error && r.fr_error[0]);
 		fp_reply_fini(&r);
+		fp_server_stats(s, &st);
+		after[MALFORMED] = st.sv_rejected_malformed;
+		after[VERSION] = st.sv_rejected_version;
+		after[TYPE] = st.sv_rejected_type;
+		after[CONTENT] = st.sv_rejected_content;
+		for (int k = 0; k < NREASONS; k++) {
+			uint64_t want = before[k] + (k == cases[i].reason);
+
+			if (after[k] != want)
+				fprintf(stderr, "  case %s: reason %d counted %llu, expected %llu\n",
+					cases[i].name, k, (unsigned long long)after[k],
+					(unsigned long long)want);
+			CHECK(after[k] == want);
+			before[k] = after[k];
+		}
 	}
 	fp_server_stats(s, &st);
-	CHECK(st.sv_rejected_version == 1);
-	CHECK(st.sv_rejected_type == 2);
-	CHECK(st.sv_rejected_malformed + st.sv_rejected_content == 4);
+	CHECK_EQ_INT(st.sv_rejected_malformed, 4);
+	CHECK_EQ_INT(st.sv_rejected_version, 1);
+	CHECK_EQ_INT(st.sv_rejected_type, 2);
+	CHECK_EQ_INT(st.sv_rejected_content, 1);
 	fp_server_free(s);
 	fp_resolver_close(res);
 }

@@ -62,12 +62,17 @@ static int lookup_in(struct fp_symcache *c, const struct fp_build_id *id, uint64
 	return err;
 }
 
-static void setup(void)
+/* setup: the scratch directory, and a cache path under parents that do
+ * not exist yet (open creates them).  0 or -1. */
+static int setup(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/symcache_test.XXXXXX");
-	CHECK(mkdtemp(tmpdir) != NULL);
-	/* missing parents are created too */
+	if (!mkdtemp(tmpdir)) {
+		perror("symcache_test: mkdtemp");
+		return -1;
+	}
 	snprintf(cachedir, sizeof(cachedir), "%s/var/cache/symbols", tmpdir);
+	return 0;
 }
 
 static void test_put_get(void)
@@ -352,20 +357,20 @@ static void cleanup(void)
 {
 	char cmd[128];
 
-	if (strncmp(tmpdir, "/tmp/symcache_test.", 19) == 0) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		CHECK_EQ_INT(system(cmd), 0);
-	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "symcache_test: cannot remove %s\n", tmpdir);
 }
 
 int main(void)
 {
-	RUN(setup);
+	if (setup())
+		return 1;
 	RUN(test_put_get);
 	RUN(test_overwrite_and_snapshots);
 	RUN(test_bad_input);
 	RUN(test_corrupt_value);
 	RUN(test_threads);
-	RUN(cleanup);
+	cleanup();
 	return CHECK_DONE();
 }

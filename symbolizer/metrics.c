@@ -1,0 +1,242 @@
+/* metrics.c: Prometheus' text format from the modules' stats structs.
+ *
+ * Each metric family is a HELP and a TYPE line, then its samples; a family
+ * with labels has one sample per label value.  Counters end in _total.
+ * The values are copied from each module's stats call first, so that the
+ * text is one consistent view of each module. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PREFIX "fleetprof_"
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP " PREFIX "%s %s\n# TYPE " PREFIX "%s %s\n", name, help, name, type);
+}
+
+static void sample(FILE *f, const char *name, const char *labels, uint64_t v)
+{
+	fprintf(f, PREFIX "%s%s%s%s %" PRIu64 "\n", name, labels ? "{" : "", labels ? labels : "",
+		labels ? "}" : "", v);
+}
+
+/* label: key="value", with \, " and newline escaped as the format asks. */
+static void label(char *out, size_t len, const char *key, const char *value)
+{
+	size_t o = (size_t)snprintf(out, len, "%s=\"", key);
+
+	for (; *value && o + 4 < len; value++) {
+		if (*value == '\\' || *value == '"')
+			out[o++] = '\\';
+		if (*value == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else {
+			out[o++] = *value;
+		}
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+}
+
+/* one: a family of one sample without labels. */
+static void one(FILE *f, const char *name, const char *type, const char *help, uint64_t v)
+{
+	family(f, name, type, help);
+	sample(f, name, NULL, v);
+}
+
+static void server_metrics(FILE *f, const struct fp_server *s)
+{
+	struct fp_server_stats st;
+
+	fp_server_stats(s, &st);
+	one(f, "sessions", "gauge", "Agent sessions held.", st.sv_sessions);
+	one(f, "messages_total", "counter", "Messages received from agents.", st.sv_messages);
+	one(f, "received_bytes_total", "counter", "Bytes of messages received from agents.",
+	    st.sv_bytes);
+	one(f, "hellos_total", "counter", "Hellos accepted (sessions opened).", st.sv_hellos);
+	one(f, "batches_total", "counter", "Batches accepted (one per interval).", st.sv_batches);
+	one(f, "kallsyms_messages_total", "counter", "Kernel symbol messages accepted.",
+	    st.sv_ksyms);
+	one(f, "samples_total", "counter", "Samples in accepted batches.", st.sv_samples);
+	one(f, "duplicate_batches_total", "counter",
+	    "Batches sent again after a lost reply, accepted once.", st.sv_duplicates);
+	one(f, "unknown_session_batches_total", "counter",
+	    "Batches of sessions this symbolizer does not hold; the agent is asked for a hello.",
+	    st.sv_need_hello);
+	family(f, "rejected_total", "counter", "Messages rejected, by reason.");
+	sample(f, "rejected_total", "reason=\"malformed\"", st.sv_rejected_malformed);
+	sample(f, "rejected_total", "reason=\"version\"", st.sv_rejected_version);
+	sample(f, "rejected_total", "reason=\"type\"", st.sv_rejected_type);
+	sample(f, "rejected_total", "reason=\"content\"", st.sv_rejected_content);
+	one(f, "agent_lost_samples", "gauge",
+	    "Samples the agents report lost, the sum of their latest totals.",
+	    st.sv_agent_lost_samples);
+	one(f, "profiles_total", "counter", "Interval profiles made.", st.sv_profiles);
+	one(f, "write_errors_total", "counter", "Profiles that could not be written to files.",
+	    st.sv_write_errors);
+	one(f, "device_file_parts_total", "counter", "File parts received from devices.",
+	    st.sv_file_parts);
+	one(f, "unwind_table_sent_bytes_total", "counter", "Unwind table bytes sent to agents.",
+	    st.sv_table_bytes);
+}
+
+static void resolver_metrics(FILE *f, const struct fp_resolver *r)
+{
+	struct fp_resolver_stats st;
+	char source[64];
+	int i;
+
+	fp_resolver_stats(r, &st);
+	family(f, "symbol_hits_total", "counter",
+	    "Symbol tables found, by source (a look-up's first use of a build-ID).");
+	for (i = 0; i < FP_SOURCE_COUNT; i++) {
+		label(source, sizeof(source), "source", fp_symbol_source_name(i));
+		sample(f, "symbol_hits_total", source, st.rs_hits[i]);
+	}
+	family(f, "symbol_misses_total", "counter",
+	       "Symbol tables looked for and not found, by source.");
+	for (i = 0; i < FP_SOURCE_COUNT; i++) {
+		label(source, sizeof(source), "source", fp_symbol_source_name(i));
+		sample(f, "symbol_misses_total", source, st.rs_misses[i]);
+	}
+	one(f, "symbol_known_missing_total", "counter",
+	    "Look-ups of build-IDs no source had before, not searched again.",
+	    st.rs_known_missing);
+	family(f, "symbol_ingest_seconds", "summary",
+	       "Time searching the sources past the cache and building tables.");
+	fprintf(f, PREFIX "symbol_ingest_seconds_sum %.6f\n", (double)st.rs_search_ns / 1e9);
+	sample(f, "symbol_ingest_seconds_count", NULL, st.rs_searches);
+	one(f, "symbol_tables_built_total", "counter", "Symbol tables built from ELF files.",
+	    st.rs_ingested);
+	one(f, "symbol_ingest_failed_total", "counter",
+	    "Build-IDs whose symbols no source could provide.", st.rs_ingest_failed);
+	one(f, "kallsyms_stored_total", "counter", "Kernel and module symbol tables stored.",
+	    st.rs_ksyms_stored);
+	one(f, "unwind_tables_compiled_total", "counter", "Unwind tables compiled and stored.",
+	    st.rs_unwind_compiled);
+	one(f, "unwind_tables_failed_total", "counter",
+	    "Files with call frame information whose unwind table could not be compiled.",
+	    st.rs_unwind_failed);
+	one(f, "unwind_table_bytes_total", "counter", "Bytes of the unwind tables stored.",
+	    st.rs_unwind_bytes);
+}
+
+static void http_metrics(FILE *f, struct fp_http *h)
+{
+	struct fp_http_stats st;
+
+	fp_http_stats(h, &st);
+	family(f, "http_uploads_total", "counter", "Uploads accepted, by result.");
+	sample(f, "http_uploads_total", "result=\"stored\"", st.hs_stored);
+	sample(f, "http_uploads_total", "result=\"exists\"", st.hs_exists);
+	family(f, "http_rejected_total", "counter", "HTTP requests rejected, by reason.");
+	sample(f, "http_rejected_total", "reason=\"unauthorized\"", st.hs_unauthorized);
+	sample(f, "http_rejected_total", "reason=\"too_large\"", st.hs_too_large);
+	sample(f, "http_rejected_total", "reason=\"bad\"", st.hs_bad);
+	one(f, "http_errors_total", "counter", "HTTP requests failed by the server's fault (500).",
+	    st.hs_errors);
+	one(f, "http_upload_ingest_failed_total", "counter",
+	    "Uploads stored whose symbols could not be read.", st.hs_ingest_failed);
+	one(f, "http_missing_queries_total", "counter", "/v1/missing requests answered.",
+	    st.hs_missing_queries);
+	one(f, "http_files_served_total", "counter", "Files sent to debuginfod clients.",
+	    st.hs_served);
+	one(f, "http_files_not_found_total", "counter",
+	    "debuginfod requests for files not stored.", st.hs_not_found);
+	one(f, "http_queue_length", "gauge", "HTTP requests waiting for a worker.", st.hs_queued);
+}
+
+/* The push families: one sample per destination. */
+static const struct push_family {
+	const char *pf_name, *pf_type, *pf_help;
+	size_t pf_offset;
+} push_families[] = {
+	{ "push_queued_total", "counter", "Push requests spooled.",
+	  offsetof(struct fp_push_stats, ps_queued) },
+	{ "push_sent_total", "counter", "Push requests answered 2xx.",
+	  offsetof(struct fp_push_stats, ps_pushed) },
+	{ "push_retries_total", "counter", "Failed push attempts kept for a retry.",
+	  offsetof(struct fp_push_stats, ps_retried) },
+	{ "push_dropped_total", "counter", "Push requests dropped from a full spool or not spooled.",
+	  offsetof(struct fp_push_stats, ps_dropped) },
+	{ "push_damaged_total", "counter", "Damaged spool files deleted.",
+	  offsetof(struct fp_push_stats, ps_damaged) },
+	{ "push_permanent_failures_total", "counter",
+	  "Push requests refused for good (4xx but 408 and 429), deleted.",
+	  offsetof(struct fp_push_stats, ps_permanent) },
+	{ "push_partial_successes_total", "counter", "OTLP partial successes.",
+	  offsetof(struct fp_push_stats, ps_partial) },
+	{ "push_rejected_profiles_total", "counter", "Profiles rejected by partial successes.",
+	  offsetof(struct fp_push_stats, ps_rejected) },
+	{ "push_encode_errors_total", "counter", "Profiles that could not be encoded.",
+	  offsetof(struct fp_push_stats, ps_encode_errors) },
+	{ "push_spool_files", "gauge", "Push requests in the spool, waiting to be sent.",
+	  offsetof(struct fp_push_stats, ps_spool_files) },
+	{ "push_spool_bytes", "gauge", "Bytes of the push requests in the spool.",
+	  offsetof(struct fp_push_stats, ps_spool_bytes) },
+};
+
+#define MAX_PUSHERS 8
+
+static void push_metrics(FILE *f, struct fp_push *const *pushers)
+{
+	struct fp_push_stats st[MAX_PUSHERS];
+	char labels[MAX_PUSHERS][128];
+	size_t n, i, k;
+
+	for (n = 0; n < MAX_PUSHERS && pushers[n]; n++) {
+		fp_push_stats(pushers[n], &st[n]);
+		label(labels[n], sizeof(labels[n]), "destination", fp_push_name(pushers[n]));
+	}
+	if (!n)
+		return;
+	for (k = 0; k < sizeof(push_families) / sizeof(push_families[0]); k++) {
+		const struct push_family *pf = &push_families[k];
+
+		family(f, pf->pf_name, pf->pf_type, pf->pf_help);
+		for (i = 0; i < n; i++)
+			sample(f, pf->pf_name, labels[i],
+			       *(const uint64_t *)((const char *)&st[i] + pf->pf_offset));
+	}
+}
+
+int fp_metrics_render(const struct fp_metrics *m, struct fp_http *h, char **text, size_t *len)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!f)
+		return -ENOMEM;
+	if (m->mt_server)
+		server_metrics(f, m->mt_server);
+	if (m->mt_resolver)
+		resolver_metrics(f, m->mt_resolver);
+	if (h)
+		http_metrics(f, h);
+	if (m->mt_pushers)
+		push_metrics(f, m->mt_pushers);
+	if (ferror(f)) {
+		fclose(f);
+		free(buf);
+		return -ENOMEM;
+	}
+	if (fclose(f)) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+int fp_metrics_http(void *arg, struct fp_http *h, char **text, size_t *len)
+{
+	return fp_metrics_render(arg, h, text, len);
+}

@@ -1,0 +1,263 @@
+/* session_test.c: a session's definitions (session.h): batches that refer
+ * to what earlier ones defined, every way a reference can fail, a batch
+ * taken whole or not at all, and the profile made from the trie. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "session.h"
+
+static char tmpdir[64];
+static struct fp_resolver *resolver;
+
+static const struct fp_hello hello = { .fh_session = 42, .fh_host = "host-1",
+				       .fh_boot_id = "b", .fh_kernel_release = "r",
+				       .fh_agent_version = "t", .fh_frequency = 99,
+				       .fh_ncpus = 1 };
+
+/* The definitions of the first batch: mapping 7, threads 3 and 4, and the
+ * trie 20 <- 21 <- 22 (22 the leaf, 20 the outermost frame). */
+static struct fp_mapping mapping = { .fm_id = 7, .fm_kind = FP_MAP_USER,
+				     .fm_build_id = { .fb_len = 4, .fb_data = { 9, 8, 7, 6 } },
+				     .fm_path = "/usr/bin/daemon" };
+static struct fp_thread threads[2] = {
+	{ .ft_id = 3, .ft_pid = 100, .ft_tid = 101, .ft_comm = "worker", .ft_process = "daemon",
+	  .ft_container = "swss" },
+	{ .ft_id = 4, .ft_pid = 100, .ft_tid = 100, .ft_comm = "daemon", .ft_process = "daemon",
+	  .ft_container = "swss" },
+};
+static struct fp_node nodes[3] = {
+	{ 20, FP_NODE_NONE, { 7, 0x1000 } },
+	{ 21, 20, { 7, 0x2000 } },
+	{ 22, 21, { 7, 0x3000 } },
+};
+
+static struct fp_batch batch_of(uint64_t seq, struct fp_count *c, size_t nc)
+{
+	return (struct fp_batch){ .fb_session = 42, .fb_seq = seq,
+				  .fb_start_ns = 1700000000000000000ull,
+				  .fb_end_ns = 1700000010000000000ull, .fb_period_ns = 10101010,
+				  .fb_ncounts = nc, .fb_counts = c };
+}
+
+/* first_batch: a session that took the definitions (NULL on failure). */
+static struct fp_session *first_batch(void)
+{
+	struct fp_count c = { 3, 22, 1 };
+	struct fp_batch b = batch_of(1, &c, 1);
+	struct fp_session *s = NULL;
+
+	b.fb_nmappings = 1, b.fb_mappings = &mapping;
+	b.fb_nthreads = 2, b.fb_threads = threads;
+	b.fb_nnodes = 3, b.fb_nodes = nodes;
+	if (fp_session_alloc(&s, &hello))
+		return NULL;
+	if (fp_session_apply(s, &b)) {
+		fp_session_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* find_sample: the sample of thread tid with nframes frames, or NULL. */
+static const struct fp_psample *find_sample(const struct fp_profile *p, uint32_t tid,
+					    uint32_t nframes)
+{
+	for (size_t i = 0; i < p->pr_nsamples; i++)
+		if (p->pr_samples[i].ps_tid == tid && p->pr_samples[i].ps_nframes == nframes)
+			return &p->pr_samples[i];
+	return NULL;
+}
+
+/* Counts of a later batch name the first batch's definitions; the profile
+ * has each stack leaf first, with its thread's names. */
+static void test_profile_from_earlier_definitions(void)
+{
+	struct fp_session *s = first_batch();
+	struct fp_count c[] = { { 3, 22, 5 }, { 3, 21, 2 }, { 4, 20, 1 }, { 4, FP_NODE_NONE, 4 } };
+	struct fp_batch b = batch_of(2, c, 4);
+	const struct fp_psample *ps;
+	struct fp_profile *p = NULL;
+
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	CHECK(!strcmp(fp_session_hello(s)->fh_host, "host-1"));
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+	CHECK_EQ_INT(fp_session_profile(s, resolver, &b, &p), 0);
+	if (!p) {
+		fp_session_free(s);
+		return;
+	}
+	CHECK(!strcmp(p->pr_host, "host-1"));
+	CHECK_EQ_INT(p->pr_start_ns, 1700000000000000000ull);
+	CHECK_EQ_INT(p->pr_duration_ns, 10000000000ull);
+	CHECK_EQ_INT(p->pr_period_ns, 10101010);
+	CHECK_EQ_INT(p->pr_nsamples, 4);
+	CHECK_EQ_INT(p->pr_nmappings, 1);
+	CHECK_EQ_INT(p->pr_nframes, 3);
+	if (p->pr_nmappings == 1) {
+		CHECK(!strcmp(p->pr_mappings[0].pm_path, "/usr/bin/daemon"));
+		CHECK(!memcmp(&p->pr_mappings[0].pm_build_id, &mapping.fm_build_id,
+			      sizeof(mapping.fm_build_id)));
+	}
+	ps = find_sample(p, 101, 3);
+	CHECK(ps != NULL);
+	if (ps) {
+		CHECK_EQ_INT(ps->ps_count, 5);
+		CHECK_EQ_INT(ps->ps_pid, 100);
+		CHECK(!strcmp(ps->ps_thread, "worker") && !strcmp(ps->ps_process, "daemon"));
+		CHECK(!strcmp(ps->ps_container, "swss"));
+		CHECK_EQ_INT(p->pr_frames[ps->ps_frames[0]].pf_address, 0x3000);
+		CHECK_EQ_INT(p->pr_frames[ps->ps_frames[1]].pf_address, 0x2000);
+		CHECK_EQ_INT(p->pr_frames[ps->ps_frames[2]].pf_address, 0x1000);
+		CHECK_EQ_INT(p->pr_frames[ps->ps_frames[0]].pf_mapping, 0);
+		/* no source has build-ID 09080706: unresolved, the address kept */
+		CHECK(p->pr_frames[ps->ps_frames[0]].pf_function == NULL);
+	}
+	ps = find_sample(p, 101, 2);
+	CHECK(ps && ps->ps_count == 2 && p->pr_frames[ps->ps_frames[0]].pf_address == 0x2000);
+	ps = find_sample(p, 100, 1);
+	CHECK(ps && ps->ps_count == 1 && !strcmp(ps->ps_thread, "daemon"));
+	ps = find_sample(p, 100, 0);
+	CHECK(ps && ps->ps_count == 4);
+	fp_profile_free(p);
+	fp_session_free(s);
+}
+
+/* Each kind of reference to something never defined is -ESTALE. */
+static void test_undefined_references(void)
+{
+	static const struct {
+		const char *name;
+		struct fp_count count;
+		struct fp_node node; /* fn_id 0: none */
+	} cases[] = {
+		{ "count of an unknown thread", { 99, 22, 1 }, { 0 } },
+		{ "count of an unknown node", { 3, 99, 1 }, { 0 } },
+		{ "node of an unknown parent", { 3, 30, 1 }, { 30, 99, { 7, 0x10 } } },
+		{ "node of an unknown mapping", { 3, 30, 1 }, { 30, 22, { 99, 0x10 } } },
+	};
+	struct fp_session *s = first_batch();
+
+	CHECK(s != NULL);
+	for (size_t i = 0; s && i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fp_count c = cases[i].count;
+		struct fp_node n = cases[i].node;
+		struct fp_batch b = batch_of(2 + i, &c, 1);
+		int err;
+
+		if (n.fn_id)
+			b.fb_nnodes = 1, b.fb_nodes = &n;
+		err = fp_session_apply(s, &b);
+		if (err != -ESTALE)
+			fprintf(stderr, "  case %s: %d\n", cases[i].name, err);
+		CHECK_EQ_INT(err, -ESTALE);
+	}
+	fp_session_free(s);
+}
+
+/* A node defined twice, a child before its parent, a chain deeper than
+ * FP_MAX_FRAMES: -EINVAL. */
+static void test_invalid_tries(void)
+{
+	struct fp_session *s = first_batch();
+	struct fp_node again = { 21, 20, { 7, 0x2000 } };
+	struct fp_node backwards[2] = { { 31, 30, { 7, 0x10 } }, { 30, 22, { 7, 0x20 } } };
+	struct fp_node *deep = calloc(FP_MAX_FRAMES + 1, sizeof(*deep));
+	struct fp_count c = { 3, 22, 1 };
+	struct fp_batch b = batch_of(2, &c, 1);
+
+	CHECK(s != NULL && deep != NULL);
+	if (!s || !deep) {
+		fp_session_free(s);
+		free(deep);
+		return;
+	}
+	b.fb_nnodes = 1, b.fb_nodes = &again;
+	CHECK_EQ_INT(fp_session_apply(s, &b), -EINVAL);
+	b.fb_nnodes = 2, b.fb_nodes = backwards;
+	CHECK_EQ_INT(fp_session_apply(s, &b), -EINVAL);
+	/* 22 is 3 deep: a chain of FP_MAX_FRAMES - 3 more is the deepest. */
+	for (uint32_t i = 0; i <= FP_MAX_FRAMES - 3; i++)
+		deep[i] = (struct fp_node){ 1000 + i, i ? 1000 + i - 1 : 22, { 7, 0x100 + i } };
+	c.fc_node = 1000 + FP_MAX_FRAMES - 4;
+	b.fb_nnodes = FP_MAX_FRAMES - 3, b.fb_nodes = deep;
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+	/* One more frame below that leaf. */
+	c.fc_node = 1000 + FP_MAX_FRAMES - 3;
+	b.fb_seq = 3;
+	b.fb_nnodes = 1, b.fb_nodes = &deep[FP_MAX_FRAMES - 3];
+	CHECK_EQ_INT(fp_session_apply(s, &b), -EINVAL);
+	free(deep);
+	fp_session_free(s);
+}
+
+/* A refused batch leaves nothing behind: its valid definitions are not
+ * kept either. */
+static void test_all_or_nothing(void)
+{
+	struct fp_session *s = first_batch();
+	struct fp_node n = { 30, 22, { 7, 0x10 } };
+	struct fp_thread t = { .ft_id = 5, .ft_pid = 200, .ft_tid = 200, .ft_comm = "other",
+			       .ft_process = "other", .ft_container = "" };
+	struct fp_count bad[] = { { 5, 30, 1 }, { 99, 30, 1 } };
+	struct fp_count good = { 5, 30, 1 };
+	struct fp_batch b = batch_of(2, bad, 2);
+
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	b.fb_nnodes = 1, b.fb_nodes = &n;
+	b.fb_nthreads = 1, b.fb_threads = &t;
+	CHECK_EQ_INT(fp_session_apply(s, &b), -ESTALE);
+	/* Node 30 and thread 5 were not kept... */
+	b = batch_of(3, &good, 1);
+	CHECK_EQ_INT(fp_session_apply(s, &b), -ESTALE);
+	/* ...so they can be defined now. */
+	b.fb_nnodes = 1, b.fb_nodes = &n;
+	b.fb_nthreads = 1, b.fb_threads = &t;
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+	fp_session_free(s);
+}
+
+static void test_seen(void)
+{
+	struct fp_session *s = first_batch();
+
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	CHECK(!fp_session_seen(s, 1));
+	fp_session_done(s, 1);
+	CHECK(fp_session_seen(s, 1));
+	CHECK(!fp_session_seen(s, 2));
+	fp_session_done(s, 2);
+	CHECK(fp_session_seen(s, 2));
+	fp_session_free(s);
+}
+
+int main(void)
+{
+	struct fp_resolver_opts ro = { .ro_cache_dir = tmpdir };
+	char cmd[128];
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/session_test.XXXXXX");
+	if (!mkdtemp(tmpdir) || fp_resolver_open(&resolver, &ro)) {
+		fprintf(stderr, "session_test: cannot open a resolver in %s\n", tmpdir);
+		return 1;
+	}
+	RUN(test_profile_from_earlier_definitions);
+	RUN(test_undefined_references);
+	RUN(test_invalid_tries);
+	RUN(test_all_or_nothing);
+	RUN(test_seen);
+	fp_resolver_close(resolver);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "session_test: cannot remove %s\n", tmpdir);
+	return CHECK_DONE();
+}
