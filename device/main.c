@@ -7,6 +7,7 @@
 #include "failover.h"
 #include "kernel.h"
 #include "log.h"
+#include "privilege.h"
 #include "sampler.h"
 #include "unwind_maps.h"
 #include "cpython.h"
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +50,7 @@ struct agent_opts {
 	uint32_t ao_timeout_ms;  /* for one reply */
 	uint32_t ao_unwind_mb;   /* unwind table rows in BPF maps */
 	int ao_no_python;        /* leave CPython's eval loop as native frames */
+	int ao_keep_privileges;  /* stay root, without the seccomp filter */
 	uint32_t ao_max_mem_mb;  /* heap above which the agent starts over */
 	size_t ao_nlabels;
 	char *ao_label_keys[64];
@@ -588,7 +591,7 @@ static void usage(FILE *f)
 		"                       [--label KEY=VALUE]... [-p PID] [--buffer N]\n"
 		"                       [--timeout SECONDS] [--failover-after N]\n"
 		"                       [--failback SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
-		"                       [--no-python] [-v] [--syslog]\n"
+		"                       [--no-python] [--keep-privileges] [-v] [--syslog]\n"
 		"\n"
 		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
 		"as build-IDs and file offsets, to a fleetprof-symbolizer.\n"
@@ -618,12 +621,40 @@ static void usage(FILE *f)
 		"      --max-mem MB        the agent's own memory (heap); above it the agent\n"
 		"                          forgets every process and stack and starts a new\n"
 		"                          session (default %u, 8-4096)\n"
+		"      --keep-privileges   stay root with every capability and no seccomp\n"
+		"                          filter (by default, once the BPF program is\n"
+		"                          attached, the agent keeps CAP_BPF, CAP_SYS_PTRACE,\n"
+		"                          CAP_DAC_READ_SEARCH, CAP_CHECKPOINT_RESTORE and\n"
+		"                          CAP_SYSLOG only; for troubleshooting)\n"
 		"  -v, --verbose           log debug messages\n"
 		"      --syslog            log to syslog instead of stderr\n"
 		"  -h, --help              this help\n"
 		"  -V, --version           print the version\n",
 		MAX_SERVERS, FAILOVER_AFTER_DEFAULT, FAILBACK_DEFAULT_S, FP_UNWIND_MEM_DEFAULT_MB,
 		MAX_MEM_DEFAULT_MB);
+}
+
+/* servers_valid: whether nng takes every --server address (the reason is
+ * logged).  Asked in a child process: nng starts threads, and the agent
+ * stays single-threaded until it has dropped its privileges. */
+static int servers_valid(const struct agent_opts *o)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fp_warn("fork");
+		return 0;
+	}
+	if (pid == 0) {
+		for (size_t i = 0; i < o->ao_nservers; i++)
+			if (fp_uplink_check(o->ao_servers[i]))
+				_exit(2);
+		_exit(0);
+	}
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose, int *use_syslog)
@@ -638,6 +669,7 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "timeout", required_argument, NULL, 't' },
 		{ "unwind-mem", required_argument, NULL, 'U' },
 		{ "no-python", no_argument, NULL, 'P' },
+		{ "keep-privileges", no_argument, NULL, 'K' },
 		{ "max-mem", required_argument, NULL, 'M' },
 		{ "failover-after", required_argument, NULL, 'O' },
 		{ "failback", required_argument, NULL, 'R' },
@@ -667,6 +699,7 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		case 'b': if (fp_parse_u32("fleetprof-agent", "buffer", optarg, 1, 100000, &o->ao_buffer)) return 2; break;
 		case 't': if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s)) return 2; break;
 		case 'P': o->ao_no_python = 1; break;
+		case 'K': o->ao_keep_privileges = 1; break;
 		case 'U': if (fp_parse_u32("fleetprof-agent", "unwind-mem", optarg, 0, FP_UNWIND_MEM_MAX_MB, &o->ao_unwind_mb)) return 2; break;
 		case 'M': if (fp_parse_u32("fleetprof-agent", "max-mem", optarg, 8, 4096, &o->ao_max_mem_mb)) return 2; break;
 		case 'l': {
@@ -716,9 +749,8 @@ int main(int argc, char **argv)
 	if ((err = parse_args(argc, argv, &a.ag_o, &verbose, &use_syslog)))
 		return err;
 	fp_log_init("fleetprof-agent", verbose, use_syslog);
-	for (i = 0; i < a.ag_o.ao_nservers; i++)
-		if (fp_uplink_check(a.ag_o.ao_servers[i])) /* the reason is logged */
-			return 2;
+	if (!servers_valid(&a.ag_o))
+		return 2;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -750,9 +782,6 @@ int main(int argc, char **argv)
 	}
 	fp_failover_init(&a.ag_fo, a.ag_o.ao_nservers, a.ag_o.ao_failover_after,
 			 a.ag_o.ao_failback_s);
-	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0])))
-		goto cleanup;
-	a.ag_addr = a.ag_o.ao_servers[0];
 	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency, .so_pid = a.ag_o.ao_pid,
 				       .so_ringbuf_bytes = 0,
 				       .so_unwind_bytes = (size_t)a.ag_o.ao_unwind_mb << 20,
@@ -766,6 +795,16 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if ((err = collector_open(&a)))
 		goto cleanup;
+	/* Root's work is done: what remains needs five capabilities.  Before
+	 * nng starts its threads, which inherit what is left. */
+	if (!a.ag_o.ao_keep_privileges && (err = fp_privilege_drop())) {
+		fp_warnx("cannot drop privileges: %s (--keep-privileges runs without)",
+			 strerror(-err));
+		goto cleanup;
+	}
+	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0])))
+		goto cleanup;
+	a.ag_addr = a.ag_o.ao_servers[0];
 	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
 		a.ag_o.ao_pid ? " (one process)" : "", a.ag_addr, a.ag_o.ao_interval_s);
 	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;

@@ -5,7 +5,9 @@
 # symbolic link to a file of the host, a FIFO nobody writes, another
 # program.  The agent reads the file the process maps, never the path:
 # it opens nothing outside the container (inotify on the host's file),
-# never blocks (its intervals keep coming), and the names resolve.
+# never blocks (its intervals keep coming), and the names resolve.  The
+# agent runs as it does in the field: with five capabilities left, behind
+# a seccomp filter.
 TEST=container
 . tests/e2e/lib.sh
 need_root
@@ -65,6 +67,23 @@ for case in symlink fifo swapped; do
 	PIDS+=($symb)
 	wait_for 20 grep -q "symbols of $bid fetched from the device" "$TMP/$case.symb.log"
 	sleep 3 # intervals after the fetch, resolved
+	if [ $case = symlink ]; then
+		# least privilege: the agent that did all this kept five
+		# capabilities (CAP_DAC_READ_SEARCH 2, CAP_SYS_PTRACE 19,
+		# CAP_SYSLOG 34, CAP_BPF 39, CAP_CHECKPOINT_RESTORE 40), in
+		# every thread, behind no_new_privs and a seccomp filter
+		want=$(printf '%016x' $(( 1 << 2 | 1 << 19 | 1 << 34 | 1 << 39 | 1 << 40 )))
+		caps_ok=1
+		for st in /proc/$agent/task/*/status; do
+			for f in CapEff CapPrm CapBnd; do
+				grep -q "^$f:[[:space:]]*$want\$" "$st" || caps_ok=0
+			done
+			grep -q '^Seccomp:[[:space:]]*2$' "$st" || caps_ok=0
+			grep -q '^NoNewPrivs:[[:space:]]*1$' "$st" || caps_ok=0
+		done
+		check agent-least-privilege [ $caps_ok = 1 ]
+		check agent-threads [ "$(ls /proc/$agent/task | wc -l)" -gt 1 ]
+	fi
 	kill -INT "$agent"
 	if ! timeout 10 tail --pid="$agent" -f /dev/null; then
 		fail "$case:agent-exits" "the agent did not stop on SIGINT"

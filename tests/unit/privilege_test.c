@@ -1,0 +1,177 @@
+/* privilege_test.c: the agent's dropped privileges (device/privilege.c),
+ * checked in a child process as the kernel reports and enforces them:
+ * /proc/self/status, and calls that must now fail or still work. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "privilege.h"
+
+/* status_hex: a hexadecimal field of /proc/self/status ("CapEff"), or
+ * UINT64_MAX. */
+static uint64_t status_hex(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	size_t len = strlen(field);
+	uint64_t v = UINT64_MAX;
+
+	if (!f)
+		return v;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, len) && line[len] == ':') {
+			v = strtoull(line + len + 1, NULL, 16);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+static int status_int(const char *field)
+{
+	uint64_t v = status_hex(field); /* small decimals read the same */
+
+	return v == UINT64_MAX ? -1 : (int)v;
+}
+
+static void *thread_caps(void *arg)
+{
+	*(uint64_t *)arg = status_hex("CapEff"); /* this thread's, as /proc/self is the leader's */
+	return NULL;
+}
+
+/* in_child: after fp_privilege_drop, everything the kernel says and
+ * does; other is a process of another user. */
+static void in_child(pid_t other)
+{
+	uint64_t kept = fp_privilege_kept(), thread_eff = 0;
+	char path[64];
+	pthread_t t;
+	int fd;
+
+	CHECK_EQ_INT(fp_privilege_drop(), 0);
+	CHECK(status_hex("CapEff") == kept);
+	CHECK(status_hex("CapPrm") == kept);
+	CHECK(status_hex("CapBnd") == kept);
+	CHECK(status_hex("CapInh") == 0);
+	CHECK(status_hex("CapAmb") == 0);
+	CHECK_EQ_INT(status_int("NoNewPrivs"), 1);
+	CHECK_EQ_INT(status_int("Seccomp"), 2);
+	/* threads started afterwards (nng's) have the same */
+	CHECK_EQ_INT(pthread_create(&t, NULL, thread_caps, &thread_eff), 0);
+	pthread_join(t, NULL);
+	CHECK(thread_eff == kept);
+	/* refused: a new program, tracing, mounting, a new perf event, a
+	 * capability back, and x32's numbering of an allowed call */
+	execl("/bin/true", "true", (char *)NULL);
+	CHECK_EQ_INT(errno, EPERM);
+	CHECK(syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, 1, 0, 0) == -1 && errno == EPERM);
+	CHECK(mount("none", "/mnt", "tmpfs", 0, NULL) == -1 && errno == EPERM);
+	CHECK(syscall(SYS_perf_event_open, NULL, -1, 0, -1, 0) == -1 && errno == EPERM);
+	CHECK(setuid(1) == -1 && errno == EPERM);
+#ifdef __x86_64__
+	CHECK(syscall(0x40000000 | SYS_getpid) == -1 && errno == EPERM);
+#endif
+	/* still allowed: the maps of a process of another user
+	 * (CAP_SYS_PTRACE), time, memory */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)other);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fprintf(stderr, "open %s: %s\n", path, strerror(errno));
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		char buf[64];
+		CHECK(read(fd, buf, sizeof(buf)) > 0);
+		close(fd);
+	}
+	CHECK(getpid() > 1);
+	free(malloc(1 << 20));
+}
+
+static void test_drop(void)
+{
+	int status = 0;
+	pid_t pid, other;
+
+	if (getuid() != 0) {
+		if (getenv("CI"))
+			CHECK(!"privilege_test needs root, and CI is set");
+		else
+			printf("SKIP: %s:test_drop (needs root)\n", __FILE__);
+		return;
+	}
+	fflush(NULL);
+	other = fork();
+	if (other == 0) {
+		if (setuid(65534) == 0)
+			pause();
+		_exit(1);
+	}
+	pid = fork();
+	if (pid == 0) {
+		in_child(other);
+		fflush(NULL);
+		_exit(check_failures ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+}
+
+/* A process with a second thread is refused: the capability sets are per
+ * thread, and the first thread's drop would leave the other's. */
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	pause();
+	return NULL;
+}
+
+static void test_threads_refused(void)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		pthread_t t;
+		pthread_create(&t, NULL, sleeper, NULL);
+		_exit(fp_privilege_drop() == -EBUSY && status_int("Seccomp") == 0 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* The set kept: the five named capabilities, and no other. */
+static void test_kept(void)
+{
+	uint64_t kept = fp_privilege_kept();
+
+	CHECK(kept >> 19 & 1); /* CAP_SYS_PTRACE */
+	CHECK(kept >> 2 & 1);  /* CAP_DAC_READ_SEARCH */
+	CHECK(kept >> 34 & 1); /* CAP_SYSLOG */
+	CHECK(kept >> 39 & 1); /* CAP_BPF (this kernel has it) */
+	CHECK(kept >> 40 & 1); /* CAP_CHECKPOINT_RESTORE */
+	CHECK_EQ_INT(__builtin_popcountll(kept), 5);
+	CHECK(!(kept >> 21 & 1)); /* not CAP_SYS_ADMIN */
+}
+
+int main(void)
+{
+	RUN(test_kept);
+	RUN(test_threads_refused);
+	RUN(test_drop);
+	return CHECK_DONE();
+}
