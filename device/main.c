@@ -31,6 +31,14 @@
 #include <unistd.h>
 
 #define KSYMS_PART 4000 /* symbols per message: bounds the agent's memory */
+/* The agent's own budget for what a symbolizer asks of it, per interval:
+ * kallsyms reads (each reads all of /proc/kallsyms), and file bytes
+ * (--fetch-budget).  What does not fit waits for the next interval; what
+ * does not fit the queues is refused. */
+#define KSYMS_PER_INTERVAL 4
+#define KSYMS_QUEUE 256
+#define FETCH_KB_DEFAULT 8192
+#define FETCH_QUEUE 4096
 #define MAX_MEM_DEFAULT_MB 32 /* the agent's heap; README, "Memory" */
 #define MAX_SERVERS 16
 #define FAILOVER_AFTER_DEFAULT 3
@@ -51,6 +59,7 @@ struct agent_opts {
 	uint32_t ao_unwind_mb;   /* unwind table rows in BPF maps */
 	int ao_no_python;        /* leave CPython's eval loop as native frames */
 	int ao_keep_privileges;  /* stay root, without the seccomp filter */
+	uint32_t ao_fetch_kb;    /* file bytes sent per interval; 0: --no-fetch */
 	uint32_t ao_max_mem_mb;  /* heap above which the agent starts over */
 	size_t ao_nlabels;
 	char *ao_label_keys[64];
@@ -80,6 +89,15 @@ struct agent {
 	uint64_t ag_file_bytes;     /* file bytes the symbolizer asked for */
 	uint64_t ag_table_bytes;    /* unwind table bytes received */
 	uint64_t ag_resets;         /* times the memory budget made us start over */
+	/* What the symbolizer asked for and this interval's budget has not
+	 * covered yet, carried to the next ones (this session only). */
+	struct fp_range *ag_fetch_q;
+	size_t ag_fetch_head, ag_fetch_len;
+	uint64_t ag_fetch_left;     /* file bytes this interval may still send */
+	struct fp_build_id ag_ksyms_q[KSYMS_QUEUE];
+	size_t ag_ksyms_len;
+	unsigned ag_ksyms_left;     /* kallsyms reads this interval may still make */
+	uint64_t ag_fetch_deferred, ag_ksyms_deferred, ag_asks_dropped;
 };
 
 static void on_signal(int sig)
@@ -175,11 +193,19 @@ static void agent_start_over(struct agent *a, uint64_t heap)
 }
 
 /* Close the current interval into the buffer, dropping the oldest when full. */
+/* agent_budget: what the symbolizer may ask of one interval. */
+static void agent_budget(struct agent *a)
+{
+	a->ag_fetch_left = (uint64_t)a->ag_o.ao_fetch_kb << 10;
+	a->ag_ksyms_left = KSYMS_PER_INTERVAL;
+}
+
 static void agent_cut(struct agent *a)
 {
 	uint64_t bpf[FP_CNT_MAX];
 	struct fp_interval iv;
 
+	agent_budget(a);
 	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
 		fp_warnx("out of memory closing interval %" PRIu64, a->ag_seq);
 		return;
@@ -263,21 +289,75 @@ static int send_ksyms_part(const struct fp_ksyms *part, void *arg)
 	return err;
 }
 
-/* The symbolizer asked for kallsyms snapshots it does not have yet. */
-static void agent_answer_wants(struct agent *a, struct fp_reply *r)
+/* The symbolizer asked for kallsyms snapshots it does not have yet: each
+ * build-ID once, as many a interval as the budget allows. */
+static void agent_queue_wants(struct agent *a, const struct fp_reply *r)
+{
+	for (size_t i = 0; i < r->fr_nwant; i++) {
+		size_t j;
+
+		for (j = 0; j < a->ag_ksyms_len; j++)
+			if (fp_build_id_eq(&a->ag_ksyms_q[j], &r->fr_want[i]))
+				break;
+		if (j < a->ag_ksyms_len)
+			continue;
+		if (a->ag_ksyms_len == KSYMS_QUEUE) {
+			a->ag_asks_dropped++;
+			continue;
+		}
+		a->ag_ksyms_q[a->ag_ksyms_len++] = r->fr_want[i];
+	}
+}
+
+static void agent_send_ksyms(struct agent *a)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1];
-	size_t i;
 
-	for (i = 0; i < r->fr_nwant; i++) {
-		int err = fp_kernel_ksyms(&a->ag_kernel, "/proc", &r->fr_want[i], a->ag_session,
-					  KSYMS_PART, send_ksyms_part, a);
-		fp_build_id_hex(&r->fr_want[i], hex);
+	while (a->ag_ksyms_len && a->ag_ksyms_left) {
+		const struct fp_build_id *id = &a->ag_ksyms_q[0];
+		int err = fp_kernel_ksyms(&a->ag_kernel, "/proc", id, a->ag_session, KSYMS_PART,
+					  send_ksyms_part, a);
+
+		a->ag_ksyms_left--;
+		fp_build_id_hex(id, hex);
 		if (err)
 			fp_warnx("kallsyms for %s not sent: %s", hex, strerror(-err));
 		else
 			fp_info("sent kallsyms for %s", hex);
+		memmove(&a->ag_ksyms_q[0], &a->ag_ksyms_q[1],
+			--a->ag_ksyms_len * sizeof(a->ag_ksyms_q[0]));
 	}
+	if (a->ag_ksyms_len)
+		a->ag_ksyms_deferred++;
+}
+
+/* agent_queue_ranges: byte ranges asked for, after those still queued. */
+static void agent_queue_ranges(struct agent *a, const struct fp_range *g, size_t n)
+{
+	struct fp_range *q;
+	size_t room;
+
+	if (a->ag_fetch_head == a->ag_fetch_len)
+		a->ag_fetch_head = a->ag_fetch_len = 0;
+	room = FETCH_QUEUE - a->ag_fetch_len;
+	if (n > room) {
+		a->ag_asks_dropped += n - room;
+		n = room;
+	}
+	if (!n || !(q = realloc(a->ag_fetch_q, (a->ag_fetch_len + n) * sizeof(*q))))
+		return;
+	a->ag_fetch_q = q;
+	memcpy(&q[a->ag_fetch_len], g, n * sizeof(*g));
+	a->ag_fetch_len += n;
+}
+
+/* agent_session_asks_fini: a new session starts with no questions. */
+static void agent_session_asks_fini(struct agent *a)
+{
+	free(a->ag_fetch_q);
+	a->ag_fetch_q = NULL;
+	a->ag_fetch_head = a->ag_fetch_len = 0;
+	a->ag_ksyms_len = 0;
 }
 
 #define MAX_FILE_MESSAGES 1024 /* per request chain: the symbolizer drives, we bound it */
@@ -322,48 +402,42 @@ static int send_file_part(struct agent *a, const struct fp_range *g, int fd,
 
 /* The symbolizer has no symbols for some of our files and asks for parts
  * of them; each answer may bring the next question.  The file is opened
- * (and its build-ID checked) once per run of ranges of the same file. */
-static void agent_answer_ranges(struct agent *a, const struct fp_reply *first)
+ * (and its build-ID checked) once per run of ranges of the same file.
+ * With --no-fetch every range is answered "not permitted" at once. */
+static void agent_answer_ranges(struct agent *a)
 {
-	struct fp_range *queue = NULL;
 	struct fp_build_id open_id = { 0 };
-	size_t head = 0, len = 0, sent = 0, i;
+	size_t sent = 0;
 	int fd = -ENOENT;
 
-	if (!first->fr_nranges || !(queue = malloc(first->fr_nranges * sizeof(*queue))))
-		return;
-	memcpy(queue, first->fr_ranges, first->fr_nranges * sizeof(*queue));
-	len = first->fr_nranges;
-	while (head < len && sent++ < MAX_FILE_MESSAGES) {
-		const struct fp_range *g = &queue[head++];
+	while (a->ag_fetch_head < a->ag_fetch_len && sent++ < MAX_FILE_MESSAGES) {
+		struct fp_range g = a->ag_fetch_q[a->ag_fetch_head];
 		struct fp_reply r = { 0 };
-		struct fp_range *more;
 
-		if (!open_id.fb_len || !fp_build_id_eq(&open_id, &g->fg_build_id)) {
+		if (!a->ag_o.ao_fetch_kb) {
+			fd = -EPERM;
+		} else if (!a->ag_fetch_left) {
+			a->ag_fetch_deferred++;
+			break;
+		} else if (!open_id.fb_len || !fp_build_id_eq(&open_id, &g.fg_build_id)) {
 			if (fd >= 0)
 				close(fd);
-			fd = fp_collector_open_file(a->ag_collector, &g->fg_build_id);
-			open_id = g->fg_build_id;
+			fd = fp_collector_open_file(a->ag_collector, &g.fg_build_id);
+			open_id = g.fg_build_id;
 		}
-		if (send_file_part(a, g, fd, &r)) {
+		if (send_file_part(a, &g, fd, &r)) {
 			fp_reply_fini(&r);
 			break;
 		}
-		if (r.fr_nranges) {
-			more = realloc(queue, (len + r.fr_nranges) * sizeof(*queue));
-			if (!more) {
-				fp_reply_fini(&r);
-				break;
-			}
-			queue = more;
-			for (i = 0; i < r.fr_nranges; i++)
-				queue[len++] = r.fr_ranges[i];
-		}
+		a->ag_fetch_head++;
+		/* the last range of an interval may overrun it, by at most
+		 * FP_RANGE_MAX: a range larger than the budget still goes */
+		a->ag_fetch_left -= g.fg_length < a->ag_fetch_left ? g.fg_length : a->ag_fetch_left;
+		agent_queue_ranges(a, r.fr_ranges, r.fr_nranges);
 		fp_reply_fini(&r);
 	}
 	if (fd >= 0)
 		close(fd);
-	free(queue);
 }
 
 static int agent_hello(struct agent *a)
@@ -383,9 +457,11 @@ static int agent_hello(struct agent *a)
 		return -EPROTO;
 	}
 	fp_collector_forget(a->ag_collector); /* a new session knows nothing */
+	agent_session_asks_fini(a);
 	a->ag_hello_ok = 1;
 	fp_info("connected to %s (session %016" PRIx64 ")", a->ag_addr, a->ag_session);
-	agent_answer_wants(a, &r);
+	agent_queue_wants(a, &r);
+	agent_send_ksyms(a);
 	fp_reply_fini(&r);
 	return 0;
 }
@@ -449,8 +525,10 @@ static int agent_flush(struct agent *a)
 				a->ag_buf_len--;
 			}
 			agent_take_tables(a, &r);
-			agent_answer_wants(a, &r);
-			agent_answer_ranges(a, &r);
+			agent_queue_wants(a, &r);
+			agent_send_ksyms(a);
+			agent_queue_ranges(a, r.fr_ranges, r.fr_nranges);
+			agent_answer_ranges(a);
 			break;
 		case FP_REPLY_NEED_HELLO:
 			fp_info("symbolizer lost our session (restarted?): saying hello again");
@@ -470,6 +548,10 @@ static int agent_flush(struct agent *a)
 		}
 		fp_collector_batch_release(a->ag_collector, &b);
 		fp_reply_fini(&r);
+	}
+	if (a->ag_hello_ok) { /* what earlier intervals could not afford */
+		agent_send_ksyms(a);
+		agent_answer_ranges(a);
 	}
 	return 0;
 }
@@ -547,6 +629,9 @@ static void log_footprint(struct agent *a)
 	FILE *f;
 
 	fp_sampler_stats(a->ag_sampler, &st);
+	fp_info("symbolizer's asks: file bytes deferred to a later interval %" PRIu64
+		" times, kallsyms %" PRIu64 " times; %" PRIu64 " refused (queues full)",
+		a->ag_fetch_deferred, a->ag_ksyms_deferred, a->ag_asks_dropped);
 	f = fopen("/proc/self/status", "re");
 	while (f && fgets(line, sizeof(line), f) && strncmp(line, "VmHWM:", 6))
 		;
@@ -591,7 +676,8 @@ static void usage(FILE *f)
 		"                       [--label KEY=VALUE]... [-p PID] [--buffer N]\n"
 		"                       [--timeout SECONDS] [--failover-after N]\n"
 		"                       [--failback SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
-		"                       [--no-python] [--keep-privileges] [-v] [--syslog]\n"
+		"                       [--no-python] [--fetch-budget KB | --no-fetch]\n"
+		"                       [--keep-privileges] [-v] [--syslog]\n"
 		"\n"
 		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
 		"as build-IDs and file offsets, to a fleetprof-symbolizer.\n"
@@ -621,6 +707,12 @@ static void usage(FILE *f)
 		"      --max-mem MB        the agent's own memory (heap); above it the agent\n"
 		"                          forgets every process and stack and starts a new\n"
 		"                          session (default %u, 8-4096)\n"
+		"      --fetch-budget KB   file bytes sent per interval to a symbolizer that\n"
+		"                          has no symbols for a binary and asks for its\n"
+		"                          symbol sections (default %u, 1-1048576; the rest\n"
+		"                          waits for the next intervals; the last range of\n"
+		"                          an interval may overrun it, by at most 1 MiB)\n"
+		"      --no-fetch          never send file bytes (the symbolizer is told no)\n"
 		"      --keep-privileges   stay root with every capability and no seccomp\n"
 		"                          filter (by default, once the BPF program is\n"
 		"                          attached, the agent keeps CAP_BPF, CAP_SYS_PTRACE,\n"
@@ -631,7 +723,7 @@ static void usage(FILE *f)
 		"  -h, --help              this help\n"
 		"  -V, --version           print the version\n",
 		MAX_SERVERS, FAILOVER_AFTER_DEFAULT, FAILBACK_DEFAULT_S, FP_UNWIND_MEM_DEFAULT_MB,
-		MAX_MEM_DEFAULT_MB);
+		MAX_MEM_DEFAULT_MB, FETCH_KB_DEFAULT);
 }
 
 /* servers_valid: whether nng takes every --server address (the reason is
@@ -670,6 +762,8 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "unwind-mem", required_argument, NULL, 'U' },
 		{ "no-python", no_argument, NULL, 'P' },
 		{ "keep-privileges", no_argument, NULL, 'K' },
+		{ "no-fetch", no_argument, NULL, 'N' },
+		{ "fetch-budget", required_argument, NULL, 'B' },
 		{ "max-mem", required_argument, NULL, 'M' },
 		{ "failover-after", required_argument, NULL, 'O' },
 		{ "failback", required_argument, NULL, 'R' },
@@ -700,6 +794,8 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		case 't': if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s)) return 2; break;
 		case 'P': o->ao_no_python = 1; break;
 		case 'K': o->ao_keep_privileges = 1; break;
+		case 'N': o->ao_fetch_kb = 0; break;
+		case 'B': if (fp_parse_u32("fleetprof-agent", "fetch-budget", optarg, 1, 1 << 20, &o->ao_fetch_kb)) return 2; break;
 		case 'U': if (fp_parse_u32("fleetprof-agent", "unwind-mem", optarg, 0, FP_UNWIND_MEM_MAX_MB, &o->ao_unwind_mb)) return 2; break;
 		case 'M': if (fp_parse_u32("fleetprof-agent", "max-mem", optarg, 8, 4096, &o->ao_max_mem_mb)) return 2; break;
 		case 'l': {
@@ -738,6 +834,7 @@ int main(int argc, char **argv)
 	struct agent a = { .ag_o = { .ao_frequency = 99, .ao_interval_s = 10, .ao_buffer = 60,
 				     .ao_unwind_mb = FP_UNWIND_MEM_DEFAULT_MB,
 				     .ao_max_mem_mb = MAX_MEM_DEFAULT_MB,
+				     .ao_fetch_kb = FETCH_KB_DEFAULT,
 				     .ao_failover_after = FAILOVER_AFTER_DEFAULT,
 				     .ao_failback_s = FAILBACK_DEFAULT_S } };
 	struct fp_sampler_opts so = { 0 };
@@ -808,6 +905,7 @@ int main(int argc, char **argv)
 	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
 		a.ag_o.ao_pid ? " (one process)" : "", a.ag_addr, a.ag_o.ao_interval_s);
 	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
+	agent_budget(&a);
 
 	while (!exiting) {
 		/* Idle wake-ups cost more than the samples: the BPF program wakes us
@@ -865,6 +963,7 @@ cleanup:
 	fp_unwind_free(a.ag_unwind);
 	fp_sampler_close(a.ag_sampler);
 	fp_uplink_close(a.ag_uplink);
+	agent_session_asks_fini(&a);
 	for (i = 0; a.ag_buf && i < a.ag_buf_len; i++)
 		fp_interval_fini(&a.ag_buf[(a.ag_buf_head + i) % a.ag_o.ao_buffer]);
 	free(a.ag_buf);

@@ -21,7 +21,7 @@ session() {
 	"$@" & wl=$!
 	PIDS+=($wl)
 	sleep 0.5
-	"$AGENT" --server "$addr" --interval 1 -p "$wl" > "${logs}agent.log" 2>&1 &
+	"$AGENT" --server "$addr" --interval 1 -p "$wl" $AGENT_ARGS > "${logs}agent.log" 2>&1 &
 	agent=$!
 	PIDS+=($agent)
 	sleep "$secs"
@@ -46,6 +46,21 @@ bid=$(readelf -n "$WORKLOAD" | awk '/Build ID/ { print $3; exit }')
 "$FP" symbolize --unwind-table --build-id "$bid" --cache "$TMP/cache" -o "$TMP/fetched.unwind"
 check unwind-table-from-device cmp "$TMP/full.unwind" "$TMP/fetched.unwind"
 tail -n 8 "$TMP/symb.log" "$TMP/agent.log" >&2
+
+# The agent's own budget: at 16 KB a second the workload's symbol
+# sections take several intervals, and still arrive whole.
+AGENT_ARGS="--fetch-budget 16" session "$TMP/bcache" "$TMP/bout" "$TMP/b" 9 "$WORKLOAD" 60
+bid=$(readelf -n "$WORKLOAD" | awk '/Build ID/ { print $3; exit }')
+deferred=$(sed -n 's/.*file bytes deferred to a later interval \([0-9]*\) times.*/\1/p' "$TMP/bagent.log")
+check budget-spreads-fetch [ "${deferred:-0}" -gt 0 ]
+check budget-fetch-completes grep -q "symbols of $bid fetched from the device" "$TMP/bsymb.log"
+ls "$TMP"/bout/*/*.folded | tail -n 2 | xargs cat > "$TMP/blate.folded"
+check budget-names-resolved grep -qE 'compute_loop;fp::Cruncher::crunch\(int\)' "$TMP/blate.folded"
+# --no-fetch: the symbolizer is told no at once, and gives up on the file.
+AGENT_ARGS="--no-fetch" session "$TMP/ncache" "$TMP/nout" "$TMP/n" 4 "$WORKLOAD" 60
+check no-fetch-refused grep -q "symbols of $bid from the device: .*not asking again" "$TMP/nsymb.log"
+check no-fetch-no-bytes grep -q ' 0 bytes of files' "$TMP/nagent.log"
+check no-fetch-unresolved grep -q 'workload+0x' <(cat "$TMP"/nout/*/*.folded)
 
 # A CPython interpreter: Debian's python3.11 (not PIE, libpython linked
 # in, no .symtab; Py_Version in .dynsym, its value in .rodata, which the
