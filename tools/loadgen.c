@@ -99,6 +99,8 @@ struct lg_device {
 	uint64_t dv_rng;
 	uint64_t dv_session, dv_seq;
 	uint64_t dv_sent_ns;     /* monotonic, when the request went out */
+	uint64_t dv_waiting;     /* dv_sent_ns while a request waits, else 0; the
+				  * main thread cancels requests that wait too long */
 	uint64_t dv_due_ns;      /* monotonic, when the next interval closes */
 	uint64_t dv_last_ns;     /* realtime end of the last batch */
 	int dv_hello_ok, dv_defs_sent, dv_want_ksyms, dv_mapfile_pending;
@@ -384,8 +386,8 @@ static void request(struct lg_device *d, int kind, char *buf, size_t len)
 	d->dv_state = ST_SEND;
 	d->dv_sent_ns = fp_now_ns(CLOCK_MONOTONIC);
 	add(&lg->lg_st.st_inflight, 1);
+	__atomic_store_n(&d->dv_waiting, d->dv_sent_ns, __ATOMIC_RELAXED);
 	nng_aio_set_msg(d->dv_aio, m);
-	nng_aio_set_timeout(d->dv_aio, (nng_duration)lg->lg_timeout_ms);
 	nng_ctx_send(d->dv_ctx, d->dv_aio);
 }
 
@@ -394,7 +396,6 @@ static void sleep_until(struct lg_device *d, uint64_t when_ns)
 	uint64_t now = fp_now_ns(CLOCK_MONOTONIC);
 
 	d->dv_state = ST_SLEEP;
-	nng_aio_set_timeout(d->dv_aio, NNG_DURATION_DEFAULT);
 	nng_sleep_aio(when_ns > now ? (nng_duration)((when_ns - now + 999999) / 1000000) : 0,
 		      d->dv_aio);
 }
@@ -592,8 +593,8 @@ static void device_next(struct lg_device *d)
 		d->dv_state = ST_SEND;
 		d->dv_sent_ns = now;
 		add(&lg->lg_st.st_inflight, 1);
+		__atomic_store_n(&d->dv_waiting, now, __ATOMIC_RELAXED);
 		nng_aio_set_msg(d->dv_aio, m);
-		nng_aio_set_timeout(d->dv_aio, (nng_duration)lg->lg_timeout_ms);
 		nng_ctx_send(d->dv_ctx, d->dv_aio);
 		return;
 	} else {
@@ -679,10 +680,12 @@ static void device_cb(void *arg)
 	if (rv) {
 		if (d->dv_state == ST_SEND)
 			nng_msg_free(nng_aio_get_msg(d->dv_aio));
+		__atomic_store_n(&d->dv_waiting, 0, __ATOMIC_RELAXED);
 		add(&lg->lg_st.st_inflight, -1ull);
 		if (lg_stop)
 			return;
-		add(rv == NNG_ETIMEDOUT ? &lg->lg_st.st_timeouts : &lg->lg_st.st_errors, 1);
+		/* Only the main thread cancels: the reply took too long. */
+		add(rv == NNG_ECANCELED ? &lg->lg_st.st_timeouts : &lg->lg_st.st_errors, 1);
 		/* Given up on, as an agent does: try again a little later. */
 		sleep_until(d, fp_now_ns(CLOCK_MONOTONIC) + LG_RETRY_MS * 1000000ull);
 		return;
@@ -692,9 +695,16 @@ static void device_cb(void *arg)
 		nng_ctx_recv(d->dv_ctx, d->dv_aio);
 		return;
 	}
-	m = nng_aio_get_msg(d->dv_aio);
-	lg_record_latency(lg, d);
+	__atomic_store_n(&d->dv_waiting, 0, __ATOMIC_RELAXED);
 	add(&lg->lg_st.st_inflight, -1ull);
+	/* nng 1.5.2 has been seen to complete a receive with neither a
+	 * message nor an error (nanomsg/nng#1620): a lost reply. */
+	if (!(m = nng_aio_get_msg(d->dv_aio))) {
+		add(&lg->lg_st.st_errors, 1);
+		sleep_until(d, fp_now_ns(CLOCK_MONOTONIC) + LG_RETRY_MS * 1000000ull);
+		return;
+	}
+	lg_record_latency(lg, d);
 	err = fp_wire_decode_reply(nng_msg_body(m), nng_msg_len(m), &r);
 	nng_msg_free(m);
 	if (err) {
@@ -855,6 +865,25 @@ static void device_close(struct lg_device *d)
 	free(d->dv_ranges);
 }
 
+/* cancel_late: give up on requests waiting longer than the timeout (the
+ * callback counts them); nng's own aio timeouts are not used, see
+ * device_cb. */
+static void cancel_late(struct loadgen *lg)
+{
+	uint64_t now = fp_now_ns(CLOCK_MONOTONIC), limit = lg->lg_timeout_ms * 1000000ull;
+	uint32_t i;
+
+	for (i = 0; i < lg->lg_ndevices; i++) {
+		struct lg_device *d = &lg->lg_devs[i];
+		uint64_t since = __atomic_load_n(&d->dv_waiting, __ATOMIC_RELAXED);
+
+		if (since && now - since > limit &&
+		    __atomic_compare_exchange_n(&d->dv_waiting, &since, 0, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			nng_aio_cancel(d->dv_aio);
+	}
+}
+
 /* raise_nofile: one descriptor per device and some to spare. */
 static int raise_nofile(uint32_t ndevices)
 {
@@ -989,10 +1018,12 @@ int fp_cmd_loadgen(int argc, char **argv)
 		sleep_until(d, start + offset);
 	}
 	for (t = 1; t <= lg.lg_seconds && !lg_stop; t++) {
-		uint64_t when = start + (uint64_t)t * 1000000000ull, now = fp_now_ns(CLOCK_MONOTONIC);
+		uint64_t when = start + (uint64_t)t * 1000000000ull, now;
 
-		if (when > now)
-			usleep((useconds_t)((when - now) / 1000));
+		while ((now = fp_now_ns(CLOCK_MONOTONIC)) < when && !lg_stop) {
+			usleep(when - now > 100000000 ? 100000 : (useconds_t)((when - now) / 1000));
+			cancel_late(&lg);
+		}
 		accepted = get(&lg.lg_st.st_accepted);
 		for (b = 0; b < HIST_BUCKETS; b++) {
 			now_hist[b] = get(&lg.lg_st.st_hist[b]);
