@@ -69,13 +69,14 @@ struct lg_stats {
 	uint64_t st_offered;     /* samples the devices generated */
 	uint64_t st_accepted;    /* samples in batches answered OK */
 	uint64_t st_batches, st_hellos, st_ksyms, st_files;
-	uint64_t st_replies;     /* of the devices measured (see lg_measured) */
+	uint64_t st_replies;     /* replies and timeouts of the devices measured */
 	uint64_t st_rejected, st_need_hello, st_timeouts, st_errors;
 	uint64_t st_connects, st_reconnects, st_resets;
 	uint64_t st_inflight;    /* requests sent and not answered */
 	uint64_t st_hist[HIST_BUCKETS];
 	uint64_t st_max_us;
-	uint64_t st_mapfile_us;  /* reply to the first batch naming --map-file */
+	uint64_t st_mapfile_us;  /* from sending the first batch naming --map-file
+				  * to its acceptance, resends included */
 };
 
 struct lg_mapping {
@@ -104,6 +105,7 @@ struct lg_device {
 	uint64_t dv_due_ns;      /* monotonic, when the next interval closes */
 	uint64_t dv_last_ns;     /* realtime end of the last batch */
 	int dv_hello_ok, dv_defs_sent, dv_want_ksyms, dv_mapfile_pending;
+	uint64_t dv_mapfile_sent_ns;
 	nng_msg *dv_batch;       /* encoded batch not acknowledged yet */
 	uint64_t dv_batch_samples, dv_batch_start, dv_batch_end;
 	size_t dv_batch_nodes;   /* nodes defined once that batch is accepted */
@@ -206,17 +208,15 @@ static uint64_t hist_percentile(const uint64_t *h, double p)
 	return hist_value(HIST_BUCKETS - 1);
 }
 
+/* lg_record_latency: a reply came, or the request was given up on (then
+ * the time waited counts, so that a timeout weighs at least as much as
+ * the slowest reply). */
 static void lg_record_latency(struct loadgen *lg, struct lg_device *d)
 {
-	uint64_t us = (fp_now_ns(CLOCK_MONOTONIC) - d->dv_sent_ns) / 1000, max;
+	uint64_t now = fp_now_ns(CLOCK_MONOTONIC), us = (now - d->dv_sent_ns) / 1000, max;
 
-	if (lg->lg_mapfile >= 0 && d->dv_index == 0) {
-		if (d->dv_req == REQ_BATCH && d->dv_mapfile_pending) {
-			__atomic_store_n(&lg->lg_st.st_mapfile_us, us, __ATOMIC_RELAXED);
-			d->dv_mapfile_pending = 0;
-		}
+	if (lg->lg_mapfile >= 0 && d->dv_index == 0)
 		return; /* the device that names --map-file is measured apart */
-	}
 	add(&lg->lg_st.st_replies, 1);
 	add(&lg->lg_st.st_hist[hist_bucket(us)], 1);
 	max = get(&lg->lg_st.st_max_us);
@@ -592,6 +592,8 @@ static void device_next(struct lg_device *d)
 		d->dv_req = REQ_BATCH;
 		d->dv_state = ST_SEND;
 		d->dv_sent_ns = now;
+		if (d->dv_mapfile_pending && !d->dv_mapfile_sent_ns)
+			d->dv_mapfile_sent_ns = now;
 		add(&lg->lg_st.st_inflight, 1);
 		__atomic_store_n(&d->dv_waiting, now, __ATOMIC_RELAXED);
 		nng_aio_set_msg(d->dv_aio, m);
@@ -642,6 +644,11 @@ static int take_reply(struct loadgen *lg, struct lg_device *d, const struct fp_r
 	case REQ_BATCH:
 		add(&lg->lg_st.st_batches, 1);
 		add(&lg->lg_st.st_accepted, d->dv_batch_samples);
+		if (d->dv_mapfile_pending) {
+			lg->lg_st.st_mapfile_us =
+				(fp_now_ns(CLOCK_MONOTONIC) - d->dv_mapfile_sent_ns) / 1000;
+			d->dv_mapfile_pending = 0;
+		}
 		nng_msg_free(d->dv_batch);
 		d->dv_batch = NULL;
 		d->dv_defs_sent = 1;
@@ -685,7 +692,12 @@ static void device_cb(void *arg)
 		if (lg_stop)
 			return;
 		/* Only the main thread cancels: the reply took too long. */
-		add(rv == NNG_ECANCELED ? &lg->lg_st.st_timeouts : &lg->lg_st.st_errors, 1);
+		if (rv == NNG_ECANCELED) {
+			add(&lg->lg_st.st_timeouts, 1);
+			lg_record_latency(lg, d);
+		} else {
+			add(&lg->lg_st.st_errors, 1);
+		}
 		/* Given up on, as an agent does: try again a little later. */
 		sleep_until(d, fp_now_ns(CLOCK_MONOTONIC) + LG_RETRY_MS * 1000000ull);
 		return;
