@@ -1024,6 +1024,8 @@ int fp_cmd_loadgen(int argc, char **argv)
 		}
 		/* Devices start spread over one interval, as a fleet's do. */
 		offset = rng_below(&d->dv_rng, (uint64_t)lg.lg_interval_s * 1000000000ull);
+		if (lg.lg_mapfile >= 0 && i == 0)
+			offset = 0; /* its first batch is due one interval from now */
 		d->dv_mapfile_pending = lg.lg_mapfile >= 0 && i == 0;
 		d->dv_due_ns = start + offset + (uint64_t)lg.lg_interval_s * 1000000000ull;
 		d->dv_last_ns = fp_now_ns(CLOCK_REALTIME) + offset;
