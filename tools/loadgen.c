@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "elfsyms.h"
+#include "hist.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -53,10 +54,6 @@
 #define LG_KSYMS 512           /* symbols of the simulated kernel */
 #define LG_RETRY_MS 1000       /* after a refused hello */
 
-/* The latency histogram: microseconds, exact below 32, then 32 buckets per
- * power of two (under 3.2% error), up to 2^40 us. */
-#define HIST_SUB 32
-#define HIST_BUCKETS (HIST_SUB + 36 * HIST_SUB)
 
 static volatile sig_atomic_t lg_stop;
 
@@ -73,7 +70,7 @@ struct lg_stats {
 	uint64_t st_rejected, st_need_hello, st_timeouts, st_errors;
 	uint64_t st_connects, st_reconnects, st_resets;
 	uint64_t st_inflight;    /* requests sent and not answered */
-	uint64_t st_hist[HIST_BUCKETS];
+	uint64_t st_hist[FP_HIST_BUCKETS]; /* reply latency, microseconds */
 	uint64_t st_max_us;
 	uint64_t st_mapfile_us;  /* from sending the first batch naming --map-file
 				  * to its acceptance, resends included */
@@ -165,49 +162,6 @@ static uint64_t rng_below(uint64_t *s, uint64_t n)
 	return n ? rng_next(s) % n : 0;
 }
 
-static size_t hist_bucket(uint64_t us)
-{
-	int msb;
-
-	if (us < HIST_SUB)
-		return us;
-	msb = 63 - __builtin_clzll(us);
-	if (msb > 40)
-		return HIST_BUCKETS - 1;
-	return HIST_SUB + (size_t)(msb - 5) * HIST_SUB + ((us >> (msb - 5)) - HIST_SUB);
-}
-
-/* hist_value: the upper bound of bucket b, in microseconds. */
-static uint64_t hist_value(size_t b)
-{
-	size_t e;
-
-	if (b < HIST_SUB)
-		return b;
-	e = (b - HIST_SUB) / HIST_SUB;
-	return ((HIST_SUB + (b - HIST_SUB) % HIST_SUB + 1ull) << e) - 1;
-}
-
-static uint64_t hist_percentile(const uint64_t *h, double p)
-{
-	uint64_t total = 0, seen = 0, want;
-	size_t b;
-
-	for (b = 0; b < HIST_BUCKETS; b++)
-		total += h[b];
-	if (!total)
-		return 0;
-	want = (uint64_t)(p * (double)total);
-	if (want >= total)
-		want = total - 1;
-	for (b = 0; b < HIST_BUCKETS; b++) {
-		seen += h[b];
-		if (seen > want)
-			return hist_value(b);
-	}
-	return hist_value(HIST_BUCKETS - 1);
-}
-
 /* lg_record_latency: a reply came, or the request was given up on (then
  * the time waited counts, so that a timeout weighs at least as much as
  * the slowest reply). */
@@ -218,7 +172,7 @@ static void lg_record_latency(struct loadgen *lg, struct lg_device *d)
 	if (lg->lg_mapfile >= 0 && d->dv_index == 0)
 		return; /* the device that names --map-file is measured apart */
 	add(&lg->lg_st.st_replies, 1);
-	add(&lg->lg_st.st_hist[hist_bucket(us)], 1);
+	add(&lg->lg_st.st_hist[fp_hist_bucket(us)], 1);
 	max = get(&lg->lg_st.st_max_us);
 	while (us > max && !__atomic_compare_exchange_n(&lg->lg_st.st_max_us, &max, us, 0,
 							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -963,7 +917,7 @@ int fp_cmd_loadgen(int argc, char **argv)
 	};
 	static struct loadgen lg; /* large: the histogram */
 	const char *prog = "fleetprof loadgen", *mapfile = NULL;
-	uint64_t start, prev_accepted = 0, prev_hist[HIST_BUCKETS] = { 0 }, now_hist[HIST_BUCKETS];
+	uint64_t start, prev_accepted = 0, prev_hist[FP_HIST_BUCKETS] = { 0 }, now_hist[FP_HIST_BUCKETS];
 	uint64_t accepted, end, deadline;
 	char p50[32], p99[32], max[32], lp99[32], mf[32];
 	uint32_t timeout_s = 5, i, t;
@@ -1039,11 +993,11 @@ int fp_cmd_loadgen(int argc, char **argv)
 			cancel_late(&lg);
 		}
 		accepted = get(&lg.lg_st.st_accepted);
-		for (b = 0; b < HIST_BUCKETS; b++) {
+		for (b = 0; b < FP_HIST_BUCKETS; b++) {
 			now_hist[b] = get(&lg.lg_st.st_hist[b]);
 			prev_hist[b] = now_hist[b] - prev_hist[b];
 		}
-		ms3(lp99, sizeof(lp99), hist_percentile(prev_hist, 0.99));
+		ms3(lp99, sizeof(lp99), fp_hist_percentile(prev_hist, 0.99));
 		memcpy(prev_hist, now_hist, sizeof(prev_hist));
 		printf("t=%u accepted %" PRIu64 " samples/s, replies p99 %s ms (this second), "
 		       "connected %" PRIu64 ", in flight %" PRIu64 ", rejected %" PRIu64
@@ -1070,8 +1024,8 @@ stop:
 	if (ret)
 		goto out;
 	secs = (double)(end - start) / 1e9;
-	ms3(p50, sizeof(p50), hist_percentile(lg.lg_st.st_hist, 0.50));
-	ms3(p99, sizeof(p99), hist_percentile(lg.lg_st.st_hist, 0.99));
+	ms3(p50, sizeof(p50), fp_hist_percentile(lg.lg_st.st_hist, 0.50));
+	ms3(p99, sizeof(p99), fp_hist_percentile(lg.lg_st.st_hist, 0.99));
 	ms3(max, sizeof(max), lg.lg_st.st_max_us);
 	ms3(mf, sizeof(mf), lg.lg_st.st_mapfile_us);
 	printf("loadgen: devices=%u seconds=%.1f offered=%" PRIu64 " accepted=%" PRIu64
