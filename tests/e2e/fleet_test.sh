@@ -17,6 +17,26 @@ if [ -z "$id" ] || [ ! -r "$debug" ]; then
 fi
 check big-debug-file-over-100MB test "$(stat -c %s "$debug")" -ge 100000000
 
+# Bad flags: a clear message and exit status 2; a bad --map-file: 1.
+bad_flag() { # bad_flag NAME STATUS TEXT ARGS...
+	local name=$1 status=$2 text=$3 out rc
+	shift 3
+	out=$("$FP" loadgen "$@" 2>&1)
+	rc=$?
+	if [ $rc -eq "$status" ] && grep -qF -- "$text" <<< "$out"; then
+		pass "$name"
+	else
+		fail "$name" "exit $rc: $(head -n 1 <<< "$out")"
+	fi
+}
+bad_flag flag-devices-zero 2 "invalid --devices '0'" --server tcp://127.0.0.1:1 --devices 0 --seconds 1
+bad_flag flag-rate-text 2 "invalid --rate 'fast'" --server tcp://127.0.0.1:1 --devices 1 --seconds 1 --rate fast
+bad_flag flag-missing-server 2 "are required" --devices 1 --seconds 1
+bad_flag flag-unknown 2 "usage: fleetprof loadgen" --server tcp://127.0.0.1:1 --devices 1 --seconds 1 --frobnicate
+bad_flag flag-bad-address 1 "device 0: nope://x" --server nope://x --devices 1 --seconds 1
+bad_flag flag-map-file-missing 1 "map-file /nonexistent" --server tcp://127.0.0.1:1 --devices 1 --seconds 1 --map-file /nonexistent
+check help-exits-0 bash -c "'$FP' loadgen --help | grep -q -- '--churn NEW_STACKS_PER_S'"
+
 port=$(free_port)
 addr=tcp://127.0.0.1:$port
 "$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
