@@ -10,7 +10,8 @@ size_t fp_hist_bucket(uint64_t v)
 	msb = 63 - __builtin_clzll(v);
 	if (msb > 40)
 		return FP_HIST_BUCKETS - 1;
-	return FP_HIST_SUB + (size_t)(msb - 5) * FP_HIST_SUB + (size_t)((v >> (msb - 5)) - FP_HIST_SUB);
+	return FP_HIST_SUB + (size_t)(msb - 5) * FP_HIST_SUB +
+	       (size_t)((v >> (msb - 5)) - FP_HIST_SUB);
 }
 
 uint64_t fp_hist_value(size_t b)

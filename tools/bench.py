@@ -769,7 +769,7 @@ def fleet_run(args, tmp, name, devices, seconds, interval, extra=()):
 
 def fleet_bench(args, tmp):
     runs = {}
-    for devices, seconds in ((1000, 40), (10000, 60)):
+    for devices, seconds in ((1000, 30), (10000, 45)):
         runs[devices] = fleet_run(args, tmp, str(devices), devices, seconds, 10)
     big = None
     if os.path.exists(LIBRBD):

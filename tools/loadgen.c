@@ -202,7 +202,7 @@ static uint64_t frame_offset(struct lg_device *d, const struct lg_mapping *m)
 /* nodes_reserve: room for the nodes of one more stack.  0 or -ENOMEM. */
 static int nodes_reserve(struct lg_device *d)
 {
-	size_t cap = d->dv_cap ? d->dv_cap : 1024;
+	size_t cap = d->dv_cap ? d->dv_cap : 64;
 	struct fp_node *n;
 	uint8_t *p, *q;
 
@@ -254,10 +254,11 @@ static int stack_new(struct loadgen *lg, struct lg_device *d, size_t slot)
 	}
 	if (rng_below(&d->dv_rng, 10) < 3) {
 		n = 1 + (uint32_t)rng_below(&d->dv_rng, 4);
-		for (i = 0; i < n; i++)
-			at = node_add(d, at, (uint32_t)lg->lg_kernel,
-				      lg->lg_ksyms[rng_below(&d->dv_rng, LG_KSYMS)].fk_offset + 8, 0xff,
+		for (i = 0; i < n; i++) {
+			uint64_t off = lg->lg_ksyms[rng_below(&d->dv_rng, LG_KSYMS)].fk_offset + 8;
+			at = node_add(d, at, (uint32_t)lg->lg_kernel, off, 0xff,
 				      d->dv_node_depth[at] + 1);
+		}
 	}
 	d->dv_stacks[slot] = at;
 	d->dv_stack_thread[slot] = thread;
@@ -439,8 +440,10 @@ static int encode_batch(struct loadgen *lg, struct lg_device *d, uint64_t start_
 			if ((int)i == lg->lg_mapfile && d->dv_index != 0)
 				continue;
 			maps[b.fb_nmappings++] = (struct fp_mapping){
-				.fm_id = (uint32_t)i, .fm_kind = lg->lg_maps[i].lm_kind,
-				.fm_build_id = lg->lg_maps[i].lm_id, .fm_path = lg->lg_maps[i].lm_path
+				.fm_id = (uint32_t)i,
+				.fm_kind = lg->lg_maps[i].lm_kind,
+				.fm_build_id = lg->lg_maps[i].lm_id,
+				.fm_path = lg->lg_maps[i].lm_path,
 			};
 		}
 		b.fb_mappings = maps;
@@ -457,9 +460,11 @@ static int encode_batch(struct loadgen *lg, struct lg_device *d, uint64_t start_
 			n = left;
 		left -= n;
 		if (n)
-			counts[b.fb_ncounts++] = (struct fp_count){ .fc_thread = d->dv_stack_thread[i],
-								     .fc_node = d->dv_stacks[i],
-								     .fc_count = (uint32_t)n };
+			counts[b.fb_ncounts++] = (struct fp_count){
+				.fc_thread = d->dv_stack_thread[i],
+				.fc_node = d->dv_stacks[i],
+				.fc_count = (uint32_t)n,
+			};
 	}
 	b.fb_counts = counts;
 	err = fp_wire_encode_batch(&b, &buf, &len);
@@ -769,7 +774,8 @@ static int lg_setup(struct loadgen *lg, const char *mapfile)
 	if (mapfile) {
 		if ((err = map_file(&lg->lg_maps[lg->lg_nmaps], mapfile))) {
 			fprintf(stderr, "fleetprof loadgen: --map-file %s: %s\n", mapfile,
-				err == -ENOENT ? "no such file or no GNU build-ID" : strerror(-err));
+				err == -ENOENT ? "no such file or no GNU build-ID" :
+						 strerror(-err));
 			return err;
 		}
 		lg->lg_mapfile = (int)lg->lg_nmaps++;
@@ -861,12 +867,19 @@ static int raise_nofile(uint32_t ndevices)
 	if (rl.rlim_cur >= need)
 		return 0;
 	if (rl.rlim_max < need) {
-		fprintf(stderr, "fleetprof loadgen: %u devices need %lu open files; the limit is %lu "
-			"(ulimit -n)\n", ndevices, (unsigned long)need, (unsigned long)rl.rlim_max);
+		fprintf(stderr,
+			"fleetprof loadgen: %u devices need %lu open files; the limit is %lu "
+			"(ulimit -n)\n",
+			ndevices, (unsigned long)need, (unsigned long)rl.rlim_max);
 		return -EMFILE;
 	}
 	rl.rlim_cur = need;
 	return setrlimit(RLIMIT_NOFILE, &rl) ? -errno : 0;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
 }
 
 static void ms3(char *buf, size_t len, uint64_t us)
@@ -877,8 +890,9 @@ static void ms3(char *buf, size_t len, uint64_t us)
 static void loadgen_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: fleetprof loadgen --server ADDR --devices N --seconds S [--rate SAMPLES_PER_S]\n"
-		"                         [--stacks K] [--churn NEW_STACKS_PER_S] [--interval SECONDS]\n"
+		"usage: fleetprof loadgen --server ADDR --devices N --seconds S\n"
+		"                         [--rate SAMPLES_PER_S] [--stacks K]\n"
+		"                         [--churn NEW_STACKS_PER_S] [--interval SECONDS]\n"
 		"                         [--timeout SECONDS] [--map-file FILE]\n"
 		"\n"
 		"Simulates N devices, each with its own connection, session, host name,\n"
@@ -917,8 +931,8 @@ int fp_cmd_loadgen(int argc, char **argv)
 	};
 	static struct loadgen lg; /* large: the histogram */
 	const char *prog = "fleetprof loadgen", *mapfile = NULL;
-	uint64_t start, prev_accepted = 0, prev_hist[FP_HIST_BUCKETS] = { 0 }, now_hist[FP_HIST_BUCKETS];
-	uint64_t accepted, end, deadline;
+	uint64_t prev_hist[FP_HIST_BUCKETS] = { 0 }, now_hist[FP_HIST_BUCKETS];
+	uint64_t start, prev_accepted = 0, accepted, end, deadline, max_us;
 	char p50[32], p99[32], max[32], lp99[32], mf[32];
 	uint32_t timeout_s = 5, i, t;
 	double secs;
@@ -1024,8 +1038,10 @@ stop:
 	if (ret)
 		goto out;
 	secs = (double)(end - start) / 1e9;
-	ms3(p50, sizeof(p50), fp_hist_percentile(lg.lg_st.st_hist, 0.50));
-	ms3(p99, sizeof(p99), fp_hist_percentile(lg.lg_st.st_hist, 0.99));
+	/* A bucket's bound may pass the largest value in it. */
+	max_us = lg.lg_st.st_max_us;
+	ms3(p50, sizeof(p50), min_u64(fp_hist_percentile(lg.lg_st.st_hist, 0.50), max_us));
+	ms3(p99, sizeof(p99), min_u64(fp_hist_percentile(lg.lg_st.st_hist, 0.99), max_us));
 	ms3(max, sizeof(max), lg.lg_st.st_max_us);
 	ms3(mf, sizeof(mf), lg.lg_st.st_mapfile_us);
 	printf("loadgen: devices=%u seconds=%.1f offered=%" PRIu64 " accepted=%" PRIu64

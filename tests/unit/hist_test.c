@@ -16,7 +16,8 @@ static void test_bucket_bounds(void)
 	for (v = 0; v < (1ull << 41); v += step) {
 		size_t b = fp_hist_bucket(v);
 		uint64_t hi = fp_hist_value(b);
-		if (b < prev || hi < v || (double)(hi - v) > (double)v / 32.0 || b >= FP_HIST_BUCKETS)
+		if (b < prev || b >= FP_HIST_BUCKETS || hi < v ||
+		    (double)(hi - v) > (double)v / 32.0)
 			bad++;
 		if (b > 0 && fp_hist_value(b - 1) >= v)
 			bad++; /* v belongs to an earlier bucket */
