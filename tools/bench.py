@@ -768,6 +768,11 @@ def fleet_run(args, tmp, name, devices, seconds, interval, extra=()):
 
 
 def fleet_bench(args, tmp):
+    # The symbolizer holds a connection per device and does not raise its
+    # own limit of open files: give it (by inheritance) the hard limit.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     runs = {}
     for devices, seconds in ((1000, 30), (10000, 45)):
         runs[devices] = fleet_run(args, tmp, str(devices), devices, seconds, 10)
