@@ -20,6 +20,9 @@ TEST=soak
 . tests/e2e/lib.sh
 need_root
 
+# The symbolizer holds a connection per device and does not raise its own
+# limit of open files (1,024 by default on many systems).
+ulimit -n "$(ulimit -Hn)"
 SOAK=${SOAK_SECONDS:-180}
 DEVICES=${SOAK_DEVICES:-1000}
 port=$(free_port)
