@@ -83,7 +83,7 @@ struct lg_mapping {
 	uint64_t lm_lo, lm_hi;   /* offsets frames are drawn from */
 };
 
-enum { REQ_NONE, REQ_HELLO, REQ_BATCH, REQ_KSYMS, REQ_FILE };
+enum { REQ_HELLO, REQ_BATCH, REQ_KSYMS, REQ_FILE };
 enum { ST_SLEEP, ST_SEND, ST_RECV };
 
 struct lg_device {
@@ -92,7 +92,7 @@ struct lg_device {
 	nng_socket dv_sock;
 	nng_ctx dv_ctx;
 	nng_aio *dv_aio;
-	int dv_state, dv_req, dv_done;
+	int dv_state, dv_req;
 	int dv_pipes;            /* connections seen (pipe callback thread) */
 	uint64_t dv_rng;
 	uint64_t dv_session, dv_seq;
@@ -1048,12 +1048,14 @@ stop:
 	       " accepted_per_s=%.0f batches=%" PRIu64 " hellos=%" PRIu64 " replies=%" PRIu64
 	       " p50_ms=%s p99_ms=%s max_ms=%s rejected=%" PRIu64 " need_hello=%" PRIu64
 	       " reconnects=%" PRIu64 " timeouts=%" PRIu64 " unanswered=%" PRIu64
-	       " errors=%" PRIu64 " resets=%" PRIu64 "%s%s\n",
+	       " errors=%" PRIu64 " resets=%" PRIu64 " kallsyms_sent=%" PRIu64
+	       " file_answers=%" PRIu64 "%s%s\n",
 	       lg.lg_ndevices, secs, lg.lg_st.st_offered, lg.lg_st.st_accepted,
 	       (double)lg.lg_st.st_accepted / secs, lg.lg_st.st_batches, lg.lg_st.st_hellos,
 	       lg.lg_st.st_replies, p50, p99, max, lg.lg_st.st_rejected, lg.lg_st.st_need_hello,
 	       lg.lg_st.st_reconnects, lg.lg_st.st_timeouts, lg.lg_st.st_inflight,
-	       lg.lg_st.st_errors, lg.lg_st.st_resets, lg.lg_mapfile >= 0 ? " map_file_ms=" : "",
+	       lg.lg_st.st_errors, lg.lg_st.st_resets, lg.lg_st.st_ksyms, lg.lg_st.st_files,
+	       lg.lg_mapfile >= 0 ? " map_file_ms=" : "",
 	       lg.lg_mapfile >= 0 ? (lg.lg_st.st_mapfile_us ? mf : "none") : "");
 out:
 	free(lg.lg_devs);
