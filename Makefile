@@ -1,4 +1,4 @@
-# fleetprof: make | make test | make bench | make run | make fuzz | make clean
+# fleetprof: make | make test | make bench | make soak | make run | make fuzz | make clean
 # Quiet by default; V=1 shows the commands.
 
 SHELL      := /bin/bash
@@ -29,7 +29,7 @@ endif
 
 .DELETE_ON_ERROR:
 .PRECIOUS: $(BUILD)/%.bpf.o
-.PHONY: all deps test bench run fuzz clean format lint
+.PHONY: all deps test bench soak run fuzz clean format lint
 
 COMMON_SRCS := $(wildcard common/*.c)
 DEVICE_SRCS := $(filter-out device/main.c,$(wildcard device/*.c))
@@ -133,6 +133,10 @@ test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD) $(BUILD)/tests
 
 bench: deps all $(WORKLOAD) $(BENCH_BINS)
 	$(Q)python3 tools/bench.py --build $(BUILD)
+
+# The soak test of `make test` for 30 minutes (SOAK_SECONDS overrides).
+soak: deps all $(WORKLOAD)
+	$(Q)BUILD=$(BUILD) SOAK_SECONDS=$${SOAK_SECONDS:-1800} bash tests/e2e/soak_test.sh
 
 run: deps all
 	$(Q)$(BUILD)/fleetprof record -d 10 -o out

@@ -22,6 +22,13 @@ same run.  `make bench` runs it as root.
    maps, wire bytes per sample and code object reads per second (the
    agent's process_vm_readv calls to the daemons, recorded by `perf record`
    on the syscall's tracepoint) in steady state, the second half of the run.
+5. Fleet (`fleetprof loadgen`, simulated devices at 200 samples/s each, one
+   batch every 10 s): samples accepted and resolved per second and per CPU
+   second of the symbolizer with 1,000 and with 10,000 devices, reply
+   latency, server memory per session; then 50 devices sending every
+   second while device 0 names librbd.so.1, whose 137 MB debug file the
+   symbolizer ingests: reply p99 meanwhile, and the time from that
+   device's first batch to the first profile with librbd's names in it.
 
 Prints a table with ratios and writes it to BUILD/bench.txt.  --only runs
 some parts (footprint includes the 999 Hz throughput rows).
@@ -738,6 +745,99 @@ def python_lines(args, py):
     return lines
 
 
+LIBRBD = "/usr/lib/x86_64-linux-gnu/librbd.so.1"
+
+
+def proc_status(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def loadgen_summary(out):
+    line = [l for l in out.splitlines() if l.startswith("loadgen: ")][-1]
+    return {k: v for k, v in (f.split("=") for f in line.split()[1:])}
+
+
+def fleet_run(args, tmp, name, devices, seconds, interval, extra=()):
+    """One symbolizer (fresh cache and output) under `fleetprof loadgen`."""
+    d = f"{tmp}/fleet-{name}"
+    symb = Symbolizer(args.build, d)
+    idle_kb = proc_status(symb.proc.pid, "RssAnon")
+    cpu0 = cpu_ns(symb.proc.pid)
+    t0 = time.monotonic()
+    lg = subprocess.Popen([f"{args.build}/fleetprof", "loadgen", "--server", symb.addr,
+                           "--devices", str(devices), "--seconds", str(seconds),
+                           "--interval", str(interval), *extra],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    resolved_at = None
+    while lg.poll() is None:
+        if extra and resolved_at is None and any(
+                "librbd::" in open(f).read()
+                for f in glob.glob(f"{d}/out/loadgen-00000/*.folded")):
+            resolved_at = time.monotonic() - t0
+        time.sleep(0.1)
+    out = lg.stdout.read()
+    cpu_s = (cpu_ns(symb.proc.pid) - cpu0) / 1e9
+    rss_kb = proc_status(symb.proc.pid, "RssAnon")
+    symb.stop()
+    s = loadgen_summary(out)
+    resolved = 0
+    for f in glob.glob(f"{d}/out/loadgen-*/*.folded"):
+        with open(f) as fh:
+            resolved += sum(int(l.rsplit(" ", 1)[1]) for l in fh if l.strip())
+    return {"s": s, "cpu_s": cpu_s, "resolved": resolved, "idle_kb": idle_kb,
+            "rss_kb": rss_kb, "resolved_at": resolved_at}
+
+
+def fleet_bench(args, tmp):
+    # The symbolizer holds a connection per device and does not raise its
+    # own limit of open files: give it (by inheritance) the hard limit.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    runs = {}
+    for devices, seconds in ((1000, 30), (10000, 45)):
+        runs[devices] = fleet_run(args, tmp, str(devices), devices, seconds, 10)
+    big = None
+    if os.path.exists(LIBRBD):
+        big = fleet_run(args, tmp, "big", 51, 20, 1, ("--map-file", LIBRBD, "--timeout", "10"))
+    return runs, big
+
+
+def fleet_lines(fl):
+    runs, big = fl
+    lines = ["Fleet: simulated devices (fleetprof loadgen), 200 samples/s each, a batch every "
+             "10 s, against one symbolizer",
+             f"{'devices':>8} {'accepted/s':>11} {'resolved/s':>11} {'symb CPU s':>10} "
+             f"{'per CPU s':>10} {'p50 ms':>8} {'p99 ms':>9} {'max ms':>9} {'timeouts':>8} "
+             f"{'need-hello':>10} {'kB/session':>10}"]
+    for devices, r in runs.items():
+        s, secs = r["s"], float(r["s"]["seconds"])
+        sessions = min(devices, 4096)
+        lines.append(
+            f"{devices:>8} {float(s['accepted_per_s']):>11.0f} {r['resolved'] / secs:>11.0f} "
+            f"{r['cpu_s']:>10.1f} {int(s['accepted']) / max(r['cpu_s'], 1e-9):>10.0f} "
+            f"{float(s['p50_ms']):>8.1f} {float(s['p99_ms']):>9.1f} {float(s['max_ms']):>9.1f} "
+            f"{s['timeouts']:>8} {s['need_hello']:>10} "
+            f"{(r['rss_kb'] - r['idle_kb']) / sessions:>10.1f}")
+    lines.append("(per CPU s: samples accepted per CPU second of the symbolizer, goal >= 1 M; "
+                 "kB/session: its anonymous RSS at the end less at start, per session kept)")
+    if big is None:
+        lines.append(f"{LIBRBD} missing (librbd1-dbg): no ingest figures")
+        return lines
+    s = big["s"]
+    first = "none" if big["resolved_at"] is None else f"{big['resolved_at'] - 1:.1f} s"
+    lines.append(f"50 devices, a batch every second, while librbd's 137 MB debug file is ingested: "
+                 f"reply p99 {float(s['p99_ms']):.1f} ms (goal < 50), max {float(s['max_ms']):.1f} ms, "
+                 f"timeouts (10 s) {s['timeouts']}")
+    lines.append(f"time to first resolved interval for the new build-ID: {first} "
+                 f"(its batch accepted after {s.get('map_file_ms', 'none')} ms)")
+    return lines
+
+
 def python_counter_text(c):
     return (f"{c['procs']} processes, frames {c['frames']}, thread state not found "
             f"{c['no_thread']}, stacks disagreed {c['mismatch']}, unreadable mid-walk "
@@ -746,7 +846,7 @@ def python_counter_text(c):
             f"lost: {c['rehello']}")
 
 
-PARTS = ("footprint", "symbolizer", "unwind", "encode", "python")
+PARTS = ("footprint", "symbolizer", "unwind", "encode", "python", "fleet")
 
 
 def main():
@@ -783,6 +883,8 @@ def main():
             sections.append(unwind_lines(args, unwind_bench(args, tmp)))
         if "python" in only:
             sections.append(python_lines(args, python_bench(args, tmp)))
+        if "fleet" in only:
+            sections.append(fleet_lines(fleet_bench(args, tmp)))
     text = "\n\n".join("\n".join(s) for s in sections)
     print(text)
     with open(f"{args.build}/bench.txt", "w") as f:

@@ -12,6 +12,7 @@ static const struct {
 	{ "record", fp_cmd_record, "profile this machine and write a flame graph" },
 	{ "symbolize", fp_cmd_symbolize, "addresses to function, file:line and inline frames" },
 	{ "upload", fp_cmd_upload, "upload binaries and debug files to a symbol service" },
+	{ "loadgen", fp_cmd_loadgen, "simulate many devices against a symbolizer" },
 };
 
 static void usage(FILE *f)

@@ -3,6 +3,8 @@
 # build, test and benchmark on Debian 12 (bookworm). Safe to run repeatedly.
 set -eu
 
+# librbd1-dbg: a real detached debug file of 137 MB (full DWARF) that
+# tests/e2e/fleet_test.sh and the fleet benchmark have the symbolizer ingest.
 PKGS="make gcc g++ clang llvm pkg-config
  libbpf-dev bpftool linux-libc-dev
  libnng-dev libmsgpack-dev liblmdb-dev lmdb-utils libelf-dev libdwarf-dev zlib1g-dev
@@ -13,7 +15,7 @@ PKGS="make gcc g++ clang llvm pkg-config
  qemu-system-x86 busybox-static cpio
  redis-server redis-tools
  debootstrap gdb python3-venv inotify-tools
- prometheus python3-prometheus-client"
+ prometheus python3-prometheus-client librbd1-dbg"
 
 # py-spy (the Python tests compare with it), from PyPI, in a venv of its
 # own made with Debian's python3; the binary is linked to /usr/local/bin.
