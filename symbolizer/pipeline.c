@@ -261,12 +261,23 @@ int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struc
 	return err;
 }
 
+/* behind: whether a job of j's session is set aside before j in the list
+ * at head (a device's intervals reach the sinks in order). */
+static int behind(const struct pipeline_job *head, const struct pipeline_job *j)
+{
+	for (; head && head != j; head = head->pj_next)
+		if (head->pj_hello.fh_session == j->pj_hello.fh_session)
+			return 1;
+	return 0;
+}
+
 /* pipeline_main: the pipeline thread.  The profiles set aside for their
- * symbols (parked) are its own: no other thread sees that list. */
+ * symbols (parked, oldest first) are its own: no other thread sees that
+ * list. */
 static void *pipeline_main(void *arg)
 {
 	struct fp_pipeline *pl = arg;
-	struct pipeline_job *parked = NULL, *in, *j, **pp;
+	struct pipeline_job *parked = NULL, **tail = &parked, *in, *j, **pp;
 	int stop;
 
 	for (;;) {
@@ -284,34 +295,41 @@ static void *pipeline_main(void *arg)
 		stop = pl->pl_stop;
 		pthread_mutex_unlock(&pl->pl_lock);
 
+		/* New profiles: set aside when their symbols are on the way,
+		 * or when an earlier one of their session is. */
 		while ((j = in)) {
 			in = j->pj_next;
 			j->pj_next = NULL;
-			if (!stop && waiting_for(pl, j->pj_profile)) {
+			if (!stop && (waiting_for(pl, j->pj_profile) || behind(parked, j))) {
 				pthread_mutex_lock(&pl->pl_lock);
 				pl->pl_stats.pp_waited++;
 				pthread_mutex_unlock(&pl->pl_lock);
-				j->pj_next = parked;
-				parked = j;
+				*tail = j;
+				tail = &j->pj_next;
 			} else {
 				finish(pl, j);
 			}
 		}
+		/* Set aside ones, oldest first, once their symbols are there
+		 * or their time is up. */
 		for (pp = &parked; (j = *pp);) {
 			int late = fp_now_ns(CLOCK_MONOTONIC) >= j->pj_deadline_ns;
 
-			if (!stop && !late && waiting_for(pl, j->pj_profile)) {
+			if (!stop && !late &&
+			    (waiting_for(pl, j->pj_profile) || behind(parked, j))) {
 				pp = &j->pj_next;
 				continue;
 			}
 			*pp = j->pj_next;
-			if (late) {
+			if (late && waiting_for(pl, j->pj_profile)) {
 				pthread_mutex_lock(&pl->pl_lock);
 				pl->pl_stats.pp_wait_timeouts++;
 				pthread_mutex_unlock(&pl->pl_lock);
 			}
 			finish(pl, j);
 		}
+		for (tail = &parked; *tail; tail = &(*tail)->pj_next)
+			;
 		if (stop && !parked)
 			break;
 	}

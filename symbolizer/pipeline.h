@@ -19,7 +19,8 @@
  * FP_PIPELINE_QUEUE of them wait, the others are dropped and counted) and
  * returns, so a reply never waits for a sink or for symbols.  A profile
  * waiting for its symbols is set aside, not waited on: the profiles of
- * other devices go on meanwhile.  pl_lock guards the queue and the
+ * other devices go on meanwhile, those of its own device wait behind it
+ * (a device's intervals reach the sinks in order).  pl_lock guards the queue and the
  * statistics; sinks are called by one thread at a time (the pipeline
  * thread, or the only caller), so they need no lock of their own for it.
  */
