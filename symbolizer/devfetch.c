@@ -444,7 +444,8 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 	}
 	fp_build_id_hex(&fe->fe_id, hex);
 	if ((err = finish(f, fe)))
-		fetch_fail(f, fe, "the fetched sections hold no usable symbols");
+		fetch_fail(f, fe, err == -EAGAIN ? "the symbol workers' queue is full" :
+						  "the fetched sections hold no usable symbols");
 	else
 		fp_info("symbols of %s fetched from the device", hex);
 	return 0;

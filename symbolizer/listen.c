@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
+#include <nng/supplemental/util/platform.h>
 
 enum worker_step { STEP_RECV, STEP_SEND };
 
@@ -127,9 +128,12 @@ void fp_listen_close(struct fp_listener *l)
 
 	if (!l)
 		return;
-	/* Stopped first: a callback running now ends, and none starts. */
+	/* Stopped first: a callback running now ends, and none starts; a
+	 * request that arrives now stays unanswered, and its agent keeps the
+	 * interval for the next symbolizer. */
 	for (i = 0; i < l->ls_nworkers; i++)
 		nng_aio_stop(l->ls_workers[i].lw_aio);
+	nng_msleep(200); /* the last replies leave before the socket closes */
 	for (i = 0; i < l->ls_nworkers; i++) {
 		nng_ctx_close(l->ls_workers[i].lw_ctx);
 		nng_aio_free(l->ls_workers[i].lw_aio);

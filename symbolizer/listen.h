@@ -26,7 +26,8 @@ int fp_listen_open(struct fp_listener **l, struct fp_server *s, const char *addr
 		   unsigned nworkers);
 
 /* fp_listen_close: stop every worker (a request being handled ends
- * first), then close the socket.  NULL: nothing. */
+ * first), give the last replies 200 ms to leave, then close the socket.
+ * NULL: nothing. */
 void fp_listen_close(struct fp_listener *l);
 
 #endif

@@ -306,7 +306,6 @@ int main(int argc, char **argv)
 	fp_server_log_stats(srv);
 	if (http)
 		fp_http_log_stats(http);
-	nng_msleep(200); /* let the last replies leave before the socket closes */
 	err = 0;
 cleanup:
 	fp_listen_close(listener);
