@@ -81,6 +81,37 @@ int fp_build_id_match(const struct fp_build_id *a, const struct fp_build_id *b)
 	return 1;
 }
 
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+int fp_hello_copy(struct fp_hello *d, const struct fp_hello *h)
+{
+	size_t i;
+
+	*d = *h;
+	d->fh_host = dup_or_empty(h->fh_host);
+	d->fh_boot_id = dup_or_empty(h->fh_boot_id);
+	d->fh_kernel_release = dup_or_empty(h->fh_kernel_release);
+	d->fh_agent_version = dup_or_empty(h->fh_agent_version);
+	d->fh_label_keys = calloc(h->fh_nlabels + 1, sizeof(char *));
+	d->fh_label_values = calloc(h->fh_nlabels + 1, sizeof(char *));
+	if (!d->fh_host || !d->fh_boot_id || !d->fh_kernel_release || !d->fh_agent_version ||
+	    !d->fh_label_keys || !d->fh_label_values)
+		goto fail;
+	for (i = 0; i < h->fh_nlabels; i++) {
+		d->fh_label_keys[i] = dup_or_empty(h->fh_label_keys[i]);
+		d->fh_label_values[i] = dup_or_empty(h->fh_label_values[i]);
+		if (!d->fh_label_keys[i] || !d->fh_label_values[i])
+			goto fail;
+	}
+	return 0;
+fail:
+	fp_hello_fini(d);
+	return -ENOMEM;
+}
+
 void fp_hello_fini(struct fp_hello *h)
 {
 	size_t i;

@@ -226,6 +226,9 @@ void fp_pycode_free(struct fp_pycode *c);
 
 /* *_fini release what the structure owns (not the structure itself). */
 void fp_hello_fini(struct fp_hello *h);
+/* fp_hello_copy: a deep copy of src in dst (NULL strings become "");
+ * fp_hello_fini frees it.  0 or -ENOMEM (dst then holds nothing). */
+int fp_hello_copy(struct fp_hello *dst, const struct fp_hello *src);
 void fp_batch_fini(struct fp_batch *b);
 void fp_ksyms_fini(struct fp_ksyms *k);
 void fp_reply_fini(struct fp_reply *r);

@@ -372,17 +372,15 @@ out:
 
 static int finish(struct fp_devfetch *f, struct fetch *fe)
 {
-	struct fp_build_id got;
 	int err = fe->fe_py ? narrow_version(fe) : 0;
 
-	if (!err)
-		err = fp_resolver_add_file(f->df_resolver, fe->fe_fd, &got);
 	if (err)
 		return err;
-	if (!fp_build_id_match(&got, &fe->fe_id))
-		return -ESTALE;
-	close(fe->fe_fd);
+	/* The resolver takes the file: a server's workers ingest it later. */
+	err = fp_resolver_add_file_async(f->df_resolver, fe->fe_fd, &fe->fe_id);
 	fe->fe_fd = -1;
+	if (err)
+		return err;
 	fe->fe_stage = STAGE_DONE;
 	f->df_stats.dv_done++;
 	return 0;
@@ -446,7 +444,8 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 	}
 	fp_build_id_hex(&fe->fe_id, hex);
 	if ((err = finish(f, fe)))
-		fetch_fail(f, fe, "the fetched sections hold no usable symbols");
+		fetch_fail(f, fe, err == -EAGAIN ? "the symbol workers' queue is full" :
+						  "the fetched sections hold no usable symbols");
 	else
 		fp_info("symbols of %s fetched from the device", hex);
 	return 0;

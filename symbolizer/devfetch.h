@@ -37,7 +37,9 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_bu
 		     struct fp_range **ranges, size_t *n);
 
 /* fp_devfetch_data: an agent's answer.  Appends the next ranges to ask
- * for; when the file is complete, ingests it.  0, or -EINVAL when the
+ * for; when the file is complete, hands it to the resolver
+ * (fp_resolver_add_file_async: ingested in a worker once the resolver
+ * has them).  0, or -EINVAL when the
  * answer is for nothing asked (the caller rejects the message). */
 int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct fp_range **ranges,
 		     size_t *n);

@@ -1,9 +1,13 @@
 /* files.c: directories, atomic writes, safe file names. */
 #include "files.h"
+#include "log.h"
+#include "otlp.h"
 #include "output.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
+#include <time.h>
 #include <zlib.h>
 #include <limits.h>
 #include <stdio.h>
@@ -172,5 +176,65 @@ int fp_write_file(const char *path, const void *buf, size_t len, int gzip)
 	if (err)
 		unlink(tmp);
 	free(tmp);
+	return err;
+}
+
+static int write_intervals(const struct fp_files_sink *fs, const struct fp_profile *p,
+			   const struct fp_hello *hello, uint64_t seq, char *dir, size_t dlen)
+{
+	char host[256], path[4300], stamp[32];
+	time_t secs = (time_t)(p->pr_start_ns / 1000000000ull);
+	struct tm tm;
+	int err;
+
+	fp_safe_name(hello->fh_host, host, sizeof(host));
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if ((size_t)snprintf(dir, dlen, "%s/%s", fs->fs_dir, host) >= dlen)
+		return -ENAMETOOLONG;
+	if ((err = fp_mkdirs(dir)))
+		return err;
+	snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".folded", dir, stamp, seq);
+	if ((err = fp_write_folded(p, path, fs->fs_by_thread)))
+		return err;
+	snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".pb.gz", dir, stamp, seq);
+	return fp_pprof_write(p, path);
+}
+
+static int write_record(const struct fp_files_sink *fs, const struct fp_profile *p)
+{
+	char path[4300];
+	int err;
+
+	if ((err = fp_mkdirs(fs->fs_dir)))
+		return err;
+	snprintf(path, sizeof(path), "%s/profile.folded", fs->fs_dir);
+	if ((err = fp_write_folded(p, path, fs->fs_by_thread)))
+		return err;
+	snprintf(path, sizeof(path), "%s/profile.pb.gz", fs->fs_dir);
+	if ((err = fp_pprof_write(p, path)))
+		return err;
+	snprintf(path, sizeof(path), "%s/profile.otlp.pb", fs->fs_dir);
+	if ((err = fp_otlp_write(p, NULL, path)))
+		return err;
+	snprintf(path, sizeof(path), "%s/flame.svg", fs->fs_dir);
+	return fp_write_svg(p, path, fs->fs_title ? fs->fs_title : "CPU", fs->fs_by_thread);
+}
+
+int fp_files_sink(void *arg, const struct fp_profile *p, const struct fp_hello *hello,
+		  uint64_t seq)
+{
+	const struct fp_files_sink *fs = arg;
+	char dir[4200];
+	int err;
+
+	snprintf(dir, sizeof(dir), "%s", fs->fs_dir);
+	if (fs->fs_layout == FP_FILES_RECORD)
+		err = write_record(fs, p);
+	else
+		err = write_intervals(fs, p, hello, seq, dir, sizeof(dir));
+	if (err)
+		fp_warnx("cannot write the profile of %s to %s: %s", hello->fh_host, dir,
+			 strerror(-err));
 	return err;
 }

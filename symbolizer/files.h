@@ -1,10 +1,13 @@
 /* files.h: writing output files safely: parent directories created, each
  * file written to a temporary name and renamed into place, so readers
- * never see half a profile. */
+ * never see half a profile.  fp_files_sink is the pipeline's file output
+ * (pipeline.h). */
 #ifndef FP_FILES_H
 #define FP_FILES_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include "batch.h"
 #include "profile.h"
 
 /* fp_mkdirs: create dir and its parents (mode 0755).  0 or a negative errno. */
@@ -27,5 +30,25 @@ int fp_write_file(const char *path, const void *buf, size_t len, int gzip);
 /* fp_safe_name: copy s into buf as one path component: characters outside
  * [A-Za-z0-9._-] become '_', and "", "." and ".." become "_". */
 void fp_safe_name(const char *s, char *buf, size_t len);
+
+/* The file sink's layouts. */
+enum fp_files_layout {
+	FP_FILES_INTERVALS,     /* DIR/HOST/STAMP-SEQ.folded and .pb.gz (the server) */
+	FP_FILES_RECORD,        /* DIR/profile.folded, profile.pb.gz, profile.otlp.pb and
+				 * flame.svg (fleetprof record) */
+};
+
+struct fp_files_sink {
+	const char *fs_dir;
+	enum fp_files_layout fs_layout;
+	int fs_by_thread;       /* folded and SVG: thread names under process names */
+	const char *fs_title;   /* FP_FILES_RECORD: the flame graph's title */
+};
+
+/* fp_files_sink: a pipeline sink (fp_sink_fn) that writes each profile in
+ * the layout of arg, a struct fp_files_sink (only read: called from the
+ * pipeline thread).  0 or the first negative errno (logged). */
+int fp_files_sink(void *arg, const struct fp_profile *p, const struct fp_hello *hello,
+		  uint64_t seq);
 
 #endif

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "debuginfod.h"
 #include "http.h"
+#include "listen.h"
 #include "log.h"
 #include "metrics.h"
 #include "push.h"
@@ -23,7 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <nng/nng.h>
-#include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/util/platform.h>
 
 static volatile sig_atomic_t exiting;
@@ -34,6 +34,7 @@ static void on_signal(int sig)
 }
 
 #define MAX_UPSTREAMS 16
+#define SYMBOL_QUEUE 1024          /* symbol jobs waiting for a worker */
 
 static void usage(FILE *f)
 {
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 		"                            [--pyroscope URL [--pyroscope-format otlp|pprof]]\n"
 		"                            [--otlp-endpoint URL] [--push-gzip] [--push-header H]...\n"
 		"                            [--spool DIR] [--spool-max MB]\n"
+		"                            [--symbol-wait SECONDS] [--symbol-workers N]\n"
+		"                            [--listen-workers N]\n"
 		"\n"
 		"Receives stacks from fleetprof-agents, resolves their symbols and writes\n"
 		"OUT/HOST/STAMP-SEQ.folded and OUT/HOST/STAMP-SEQ.pb.gz per interval.\n"
@@ -57,6 +60,13 @@ static void usage(FILE *f)
 		"                         (default /usr/lib/debug)\n"
 		"      --no-local-files   do not read binaries at the paths agents report\n"
 		"                         (they are read only when their build-ID matches)\n"
+		"      --symbol-wait SECONDS  how long an interval whose build-IDs are being\n"
+		"                         ingested waits for their symbols before it is\n"
+		"                         written and pushed (default 5, 0-3600; keep it under\n"
+		"                         the agents' interval); replies never wait\n"
+		"      --symbol-workers N threads that ingest files, ask debuginfod servers\n"
+		"                         and take files fetched from devices (default 2, 1-64)\n"
+		"      --listen-workers N requests handled at once (default 8, 1-256)\n"
 		"\n"
 		"Symbol service:\n"
 		"      --http HOST:PORT   serve the HTTP API: POST /v1/upload, POST /v1/missing,\n"
@@ -134,6 +144,9 @@ int main(int argc, char **argv)
 		{ "upload-token", required_argument, NULL, 'T' },
 		{ "max-upload", required_argument, NULL, 'M' },
 		{ "debuginfod", required_argument, NULL, 'U' },
+		{ "symbol-wait", required_argument, NULL, 'W' },
+		{ "symbol-workers", required_argument, NULL, 'K' },
+		{ "listen-workers", required_argument, NULL, 'L' },
 		FP_PUSH_LONGOPTS,
 		{ 0 },
 	};
@@ -142,7 +155,9 @@ int main(int argc, char **argv)
 	const char *listen = NULL, *out = "out", *http_addr = NULL, *store_dir = NULL;
 	const char *token = getenv("FLEETPROF_UPLOAD_TOKEN"), *upstreams[MAX_UPSTREAMS];
 	size_t nupstreams = 0;
-	uint32_t max_upload_mb = 1024;
+	uint32_t max_upload_mb = 1024, symbol_wait_s = FP_SYMBOL_WAIT_DEFAULT_MS / 1000;
+	uint32_t symbol_workers = 2, listen_workers = FP_LISTEN_WORKERS_DEFAULT;
+	struct fp_listener *listener = NULL;
 	char dcache[4200];
 	struct fetch_chain chain = { 0 };
 	struct fp_http *http = NULL;
@@ -155,7 +170,6 @@ int main(int argc, char **argv)
 	struct fp_http_stats hlast = { 0 };
 	time_t last_log = time(NULL);
 	int verbose = 0, use_syslog = 0, c, rv, err = 1;
-	nng_socket sock = NNG_SOCKET_INITIALIZER;
 
 	while ((c = getopt_long(argc, argv, "l:c:o:vhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -174,6 +188,21 @@ int main(int argc, char **argv)
 		case 'M':
 			if (fp_parse_u32("fleetprof-symbolizer", "--max-upload", optarg, 1, 1 << 20,
 					 &max_upload_mb))
+				return 2;
+			break;
+		case 'W':
+			if (fp_parse_u32("fleetprof-symbolizer", "--symbol-wait", optarg, 0,
+					 FP_SYMBOL_WAIT_MAX_MS / 1000, &symbol_wait_s))
+				return 2;
+			break;
+		case 'K':
+			if (fp_parse_u32("fleetprof-symbolizer", "--symbol-workers", optarg, 1, 64,
+					 &symbol_workers))
+				return 2;
+			break;
+		case 'L':
+			if (fp_parse_u32("fleetprof-symbolizer", "--listen-workers", optarg, 1,
+					 FP_LISTEN_WORKERS_MAX, &listen_workers))
 				return 2;
 			break;
 		case 'U':
@@ -236,19 +265,19 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (fp_push_cli_start(&push_cli, ro.ro_cache_dir, pushers))
 		goto cleanup;
-	fp_server_set_sink(srv, fp_push_sink, pushers);
-	if ((rv = nng_rep0_open(&sock)) != 0) {
-		fp_warnx("nng: %s", nng_strerror(rv));
+	/* Symbol work in the resolver's workers, sinks in the pipeline's
+	 * thread: the request path only reads the cache. */
+	if ((rv = fp_resolver_start(r, symbol_workers, SYMBOL_QUEUE)) ||
+	    (rv = fp_server_add_sink(srv, fp_push_sink, pushers)) ||
+	    (rv = fp_server_start(srv, symbol_wait_s * 1000))) {
+		fp_warnx("cannot start the symbolizer's threads: %s", strerror(-rv));
 		goto cleanup;
 	}
-	nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, FP_WIRE_MAX_MESSAGE);
-	nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, 1000);
-	nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, 5000);
-	if ((rv = nng_listen(sock, listen, NULL, 0)) != 0) {
-		fp_warnx("cannot listen on %s: %s", listen, nng_strerror(rv));
+	if (fp_listen_open(&listener, srv, listen, listen_workers))
 		goto cleanup;
-	}
-	fp_info("listening on %s, cache %s, writing to %s", listen, ro.ro_cache_dir, out);
+	fp_info("listening on %s (%u workers), cache %s, writing to %s; %u symbol workers, "
+		"symbol wait %u s", listen, listen_workers, ro.ro_cache_dir, out, symbol_workers,
+		symbol_wait_s);
 	if (http_addr) {
 		struct fp_http_opts ho = { .ho_addr = http_addr, .ho_token = token,
 					   .ho_max_upload = (uint64_t)max_upload_mb << 20,
@@ -266,24 +295,7 @@ int main(int argc, char **argv)
 		fp_info("upstream debuginfod %s", upstreams[i]);
 
 	while (!exiting) {
-		nng_msg *req, *rep;
-		char *reply = NULL;
-		size_t reply_len = 0;
-
-		rv = nng_recvmsg(sock, &req, 0);
-		if (rv == 0) {
-			if (fp_server_handle(srv, nng_msg_body(req), nng_msg_len(req), &reply,
-					     &reply_len) == 0 &&
-			    nng_msg_alloc(&rep, 0) == 0) {
-				if (nng_msg_append(rep, reply, reply_len) != 0 ||
-				    nng_sendmsg(sock, rep, 0) != 0)
-					nng_msg_free(rep);
-			}
-			free(reply);
-			nng_msg_free(req);
-		} else if (rv != NNG_ETIMEDOUT && rv != NNG_EINTR) {
-			fp_warnx("receive: %s", nng_strerror(rv));
-		}
+		nng_msleep(200);
 		fp_server_stats(srv, &now);
 		if (time(NULL) - last_log >= 60) {
 			struct fp_http_stats hnow = { 0 };
@@ -301,13 +313,12 @@ int main(int argc, char **argv)
 	fp_server_log_stats(srv);
 	if (http)
 		fp_http_log_stats(http);
-	nng_msleep(200); /* let the last replies leave before the socket closes */
 	err = 0;
 cleanup:
-	fp_http_stop(http); /* its handlers use the resolver, the store, /metrics the pushers */
+	fp_listen_close(listener);
+	fp_http_stop(http); /* its handlers use the resolver, the store; /metrics the server, the pushers */
+	fp_server_free(srv); /* the sinks of the last profiles run, pushers too */
 	fp_push_stop_all(pushers, FP_PUSH_FLUSH_MS); /* what is not sent stays spooled */
-	nng_close(sock);
-	fp_server_free(srv);
 	fp_resolver_close(r);
 	fp_debuginfod_close(chain.fc_upstream);
 	fp_store_close(chain.fc_store);

@@ -84,6 +84,26 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	    st.sv_file_parts);
 	one(f, "unwind_table_sent_bytes_total", "counter", "Unwind table bytes sent to agents.",
 	    st.sv_table_bytes);
+	one(f, "pipeline_queue", "gauge", "Interval profiles waiting for their sinks.",
+	    st.sv_pipeline_queue);
+	one(f, "pipeline_dropped_total", "counter",
+	    "Interval profiles dropped because the pipeline's queue was full.",
+	    st.sv_pipeline_dropped);
+	one(f, "symbol_waits_total", "counter",
+	    "Interval profiles held back for symbols of a new build-ID.", st.sv_symbol_waits);
+	one(f, "symbol_wait_timeouts_total", "counter",
+	    "Interval profiles whose symbols did not come within --symbol-wait.",
+	    st.sv_symbol_wait_timeouts);
+	one(f, "symbol_jobs_queue", "gauge", "Symbol jobs (ingest, look-ups, fetched files) waiting.",
+	    st.sv_ingest_queue);
+	one(f, "symbol_jobs_running", "gauge", "Symbol jobs running in the workers.",
+	    st.sv_ingest_running);
+	one(f, "symbol_jobs_queue_full_total", "counter",
+	    "Symbol jobs dropped because the queue was full (asked again later).",
+	    st.sv_ingest_queue_full);
+	one(f, "symbol_jobs_total", "counter", "Symbol jobs done.", st.sv_ingest_jobs);
+	one(f, "symbol_jobs_seconds_total", "counter", "Wall time of the symbol jobs done.",
+	    st.sv_ingest_ms / 1000);
 }
 
 static void resolver_metrics(FILE *f, const struct fp_resolver *r)

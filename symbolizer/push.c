@@ -599,10 +599,12 @@ int fp_push_profile(struct fp_push *p, const struct fp_profile *prof, const stru
 	return err;
 }
 
-void fp_push_sink(void *arg, const struct fp_profile *prof, const struct fp_hello *hello)
+int fp_push_sink(void *arg, const struct fp_profile *prof, const struct fp_hello *hello,
+		 uint64_t seq)
 {
 	for (struct fp_push **pp = arg; pp && *pp; pp++)
 		fp_push_profile(*pp, prof, hello);
+	return 0;
 }
 
 /* ---- sending ---- */

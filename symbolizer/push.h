@@ -89,9 +89,11 @@ int fp_push_start(struct fp_push **p, const struct fp_push_opts *o);
  * failures are counted and logged. */
 int fp_push_profile(struct fp_push *p, const struct fp_profile *prof, const struct fp_hello *hello);
 
-/* fp_push_sink: an fp_server profile sink (server.h); arg is a
- * NULL-terminated array of struct fp_push *. */
-void fp_push_sink(void *arg, const struct fp_profile *prof, const struct fp_hello *hello);
+/* fp_push_sink: a pipeline sink (pipeline.h, fp_sink_fn); arg is a
+ * NULL-terminated array of struct fp_push *.  Always 0: what cannot be
+ * sent is counted by each pusher. */
+int fp_push_sink(void *arg, const struct fp_profile *prof, const struct fp_hello *hello,
+		 uint64_t seq);
 
 /* fp_push_stop: stop taking profiles, send what the spool holds for at most
  * flush_ms (stopping at the first failure), log the counters and free.

@@ -20,6 +20,27 @@
 #include <unistd.h>
 
 #define MAX_PENDING_KSYMS 64
+#define MAX_WORKERS 64
+#define MAX_QUEUE 65536
+
+/* A unit of symbol work for the background workers (fp_resolver_start). */
+enum job_kind {
+	JOB_SYMBOLS,                    /* a build-ID's table from its sources */
+	JOB_UNWIND,                     /* a build-ID's unwind table search */
+	JOB_FILE,                       /* fp_resolver_add_file_async */
+};
+
+enum job_state { JOB_FREE, JOB_QUEUED, JOB_RUNNING };
+
+struct resolver_job {
+	uint8_t jb_state;               /* enum job_state */
+	uint8_t jb_kind;                /* enum job_kind */
+	uint64_t jb_order;              /* first queued, first run */
+	struct fp_build_id jb_id;
+	char *jb_path;                  /* JOB_SYMBOLS, JOB_UNWIND: NULL if unknown */
+	uint32_t jb_pid;
+	int jb_fd;                      /* JOB_FILE: owned */
+};
 
 struct pending_ksyms {
 	struct fp_build_id pk_id;
@@ -49,6 +70,15 @@ struct fp_resolver {
 	struct fp_intern *rv_hint_ids;  /* build-ID -> rv_hints index; under rv_lock */
 	struct unwind_hint *rv_hints;
 	size_t rv_hints_cap;
+	/* The workers' queue, all under rv_lock (fp_resolver_start). */
+	pthread_t *rv_workers;
+	unsigned rv_nworkers;           /* 0: symbol work in the caller's thread */
+	struct resolver_job *rv_jobs;   /* rv_njobs slots: queued and running */
+	size_t rv_njobs, rv_queue_max, rv_nqueued;
+	uint64_t rv_order;
+	int rv_stop;
+	pthread_cond_t rv_work;         /* a job was queued, or stop */
+	pthread_cond_t rv_done;         /* a job ended (CLOCK_MONOTONIC) */
 };
 
 struct lookup_table {
@@ -65,6 +95,8 @@ struct fp_lookup {
 	size_t lk_tables_cap;
 };
 
+static void workers_stop(struct fp_resolver *r);
+
 int fp_resolver_open(struct fp_resolver **out, const struct fp_resolver_opts *o)
 {
 	struct fp_resolver *r = calloc(1, sizeof(*r));
@@ -77,6 +109,15 @@ int fp_resolver_open(struct fp_resolver **out, const struct fp_resolver_opts *o)
 	r->rv_fetch = o->ro_fetch;
 	r->rv_fetch_arg = o->ro_fetch_arg;
 	pthread_mutex_init(&r->rv_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&r->rv_done, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_cond_init(&r->rv_work, NULL);
+	}
 	if ((o->ro_debug_dir && !(r->rv_debug_dir = strdup(o->ro_debug_dir))) ||
 	    fp_intern_alloc(&r->rv_failed) || fp_intern_alloc(&r->rv_hint_ids)) {
 		err = -ENOMEM;
@@ -99,6 +140,7 @@ void fp_resolver_close(struct fp_resolver *r)
 
 	if (!r)
 		return;
+	workers_stop(r);
 	for (i = 0; i < MAX_PENDING_KSYMS; i++)
 		fp_symtab_builder_free(r->rv_pending[i].pk_builder);
 	fp_symcache_close(r->rv_cache);
@@ -108,6 +150,8 @@ void fp_resolver_close(struct fp_resolver *r)
 	fp_intern_free(r->rv_hint_ids);
 	free(r->rv_hints);
 	free(r->rv_debug_dir);
+	pthread_cond_destroy(&r->rv_work);
+	pthread_cond_destroy(&r->rv_done);
 	pthread_mutex_destroy(&r->rv_lock);
 	free(r);
 }
@@ -127,6 +171,7 @@ void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st
 {
 	pthread_mutex_lock((pthread_mutex_t *)&r->rv_lock);
 	*st = r->rv_stats;
+	st->rs_queue_depth = r->rv_nqueued;
 	pthread_mutex_unlock((pthread_mutex_t *)&r->rv_lock);
 }
 
@@ -587,16 +632,45 @@ static void count_search(struct fp_resolver *r, unsigned asked, int hit, uint64_
 	pthread_mutex_unlock(&r->rv_lock);
 }
 
+/* ingest_store: id's table from its sources into the cache, and in
+ * *blob; a failure is remembered (failed_mark). */
+static int ingest_store(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
+			uint32_t pid, void **blob, size_t *len)
+{
+	uint64_t start = fp_now_ns(CLOCK_MONOTONIC);
+	unsigned asked = 0;
+	int hit = -1, err;
+
+	err = ingest(r, id, path, pid, blob, len, &asked, &hit);
+	count_search(r, asked, hit, fp_now_ns(CLOCK_MONOTONIC) - start);
+
+	if (err) {
+		char hex[2 * FP_BUILD_ID_MAX + 1];
+		fp_build_id_hex(id, hex);
+		fp_debug("no symbols for %s (%s): %s", hex, path ? path : "", strerror(-err));
+		failed_mark(r, id);
+		return err;
+	}
+	pthread_mutex_lock(&r->rv_lock);
+	r->rv_stats.rs_ingested++;
+	pthread_mutex_unlock(&r->rv_lock);
+	/* Stored for every later look-up; the caller keeps using its copy. */
+	if ((err = fp_symcache_put(r->rv_cache, id, *blob, *len)))
+		fp_warnx("cannot store symbols in the cache: %s", strerror(-err));
+	return 0;
+}
+
+static int queue_job(struct fp_resolver *r, enum job_kind kind, const struct fp_build_id *id,
+		     const char *path, uint32_t pid, int fd);
+
 static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 				      const struct fp_build_id *id, const char *path, uint32_t pid)
 {
 	struct fp_resolver *r = l->lk_resolver;
 	struct lookup_table *t;
-	uint64_t start;
 	uint32_t idx;
-	unsigned asked;
 	size_t len;
-	int added, err, hit;
+	int added, err;
 
 	if (fp_intern_get(l->lk_seen, id->fb_data, id->fb_len, &idx, &added))
 		return NULL;
@@ -635,26 +709,17 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 	}
 	if (path && path[0] == '/')
 		fp_resolver_note_path(r, id, path, pid);
-	start = fp_now_ns(CLOCK_MONOTONIC);
-	err = ingest(r, id, path, pid, &t->lt_blob, &len, &asked, &hit);
-	count_search(r, asked, hit, fp_now_ns(CLOCK_MONOTONIC) - start);
-	if (!err)
-		err = fp_symtab_open(&t->lt_table, t->lt_blob, len);
-	if (err) {
-		char hex[2 * FP_BUILD_ID_MAX + 1];
-		fp_build_id_hex(id, hex);
-		fp_debug("no symbols for %s (%s): %s", hex, path ? path : "", strerror(-err));
-		failed_mark(r, id);
+	if (r->rv_nworkers) {
+		/* Resolved from a later look-up, once a worker has it. */
+		queue_job(r, JOB_SYMBOLS, id, path, pid, -1);
+		return NULL;
+	}
+	if (ingest_store(r, id, path, pid, &t->lt_blob, &len) ||
+	    fp_symtab_open(&t->lt_table, t->lt_blob, len)) {
 		free(t->lt_blob);
 		t->lt_blob = NULL;
 		return NULL;
 	}
-	pthread_mutex_lock(&r->rv_lock);
-	r->rv_stats.rs_ingested++;
-	pthread_mutex_unlock(&r->rv_lock);
-	/* Stored for every later look-up; this one keeps using its own copy. */
-	if ((err = fp_symcache_put(r->rv_cache, id, t->lt_blob, len)))
-		fp_warnx("cannot store symbols in the cache: %s", strerror(-err));
 	t->lt_ok = 1;
 	return t;
 }
@@ -771,6 +836,9 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 	return err;
 }
 
+static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id,
+				     int kind);
+
 int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
 		       size_t *len)
 {
@@ -784,6 +852,10 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 		return err;
 	/* Search once per source: the hint remembers that it was done. */
 	pthread_mutex_lock(&r->rv_lock);
+	if (job_find(r, id, -1)) {
+		pthread_mutex_unlock(&r->rv_lock);
+		return -EAGAIN;
+	}
 	h = hint_for(r, id);
 	tried = !h || h->uh_tried;
 	if (h && !tried) {
@@ -795,6 +867,17 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 	pthread_mutex_unlock(&r->rv_lock);
 	if (tried)
 		return -ENOENT;
+	if (r->rv_nworkers) {
+		err = queue_job(r, JOB_UNWIND, id, path, pid, -1);
+		free(path);
+		if (err) { /* not searched: the next call tries again */
+			pthread_mutex_lock(&r->rv_lock);
+			if ((h = hint_for(r, id)))
+				h->uh_tried = 0;
+			pthread_mutex_unlock(&r->rv_lock);
+		}
+		return -EAGAIN;
+	}
 	err = unwind_search(r, id, path, pid);
 	free(path);
 	if (err)
@@ -858,4 +941,232 @@ void fp_resolver_frame(struct fp_lookup *l, uint8_t kind, const struct fp_build_
 	out->rs_line = frames[n - 1].sf_line;
 	out->rs_ninline = n - 1;
 	memcpy(out->rs_inline, frames, (size_t)(n - 1) * sizeof(frames[0]));
+}
+
+/* add_file_checked: fp_resolver_add_file, and the build-ID it found must
+ * be id; closes fd. */
+static int add_file_checked(struct fp_resolver *r, int fd, const struct fp_build_id *id)
+{
+	struct fp_build_id got;
+	int err = fp_resolver_add_file(r, fd, &got);
+
+	close(fd);
+	if (!err && !fp_build_id_match(&got, id))
+		err = -ESTALE;
+	return err;
+}
+
+int fp_resolver_add_file_async(struct fp_resolver *r, int fd, const struct fp_build_id *id)
+{
+	if (!r->rv_nworkers)
+		return add_file_checked(r, fd, id);
+	return queue_job(r, JOB_FILE, id, NULL, 0, fd);
+}
+
+/* ---- background workers ---- */
+
+/* job_find: the queued or running job for id (of kind, or any kind when
+ * kind < 0).  Called with rv_lock held. */
+static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id,
+				     int kind)
+{
+	size_t i;
+
+	for (i = 0; i < r->rv_njobs; i++) {
+		struct resolver_job *j = &r->rv_jobs[i];
+		if (j->jb_state != JOB_FREE && (kind < 0 || j->jb_kind == kind) &&
+		    fp_build_id_eq(&j->jb_id, id))
+			return j;
+	}
+	return NULL;
+}
+
+/* queue_job: a job for the workers, unless one of that kind and build-ID
+ * is queued or running already.  Takes fd (closed on failure).  0,
+ * -EAGAIN (queue full; counted) or -ENOMEM. */
+static int queue_job(struct fp_resolver *r, enum job_kind kind, const struct fp_build_id *id,
+		     const char *path, uint32_t pid, int fd)
+{
+	struct resolver_job *j = NULL;
+	char *copy = NULL;
+	size_t i;
+	int err = 0;
+
+	if (path && !(copy = strdup(path))) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&r->rv_lock);
+	if (job_find(r, id, (int)kind))
+		goto out; /* the same work, already on its way */
+	if (r->rv_nqueued >= r->rv_queue_max) {
+		r->rv_stats.rs_queue_full++;
+		err = -EAGAIN;
+		goto out;
+	}
+	for (i = 0; i < r->rv_njobs && !j; i++)
+		if (r->rv_jobs[i].jb_state == JOB_FREE)
+			j = &r->rv_jobs[i];
+	if (!j) { /* cannot happen: rv_njobs = queue_max + workers */
+		err = -EAGAIN;
+		goto out;
+	}
+	*j = (struct resolver_job){ JOB_QUEUED, (uint8_t)kind, r->rv_order++, *id, copy, pid, fd };
+	copy = NULL;
+	fd = -1;
+	r->rv_nqueued++;
+	r->rv_stats.rs_queued++;
+	pthread_cond_signal(&r->rv_work);
+out:
+	pthread_mutex_unlock(&r->rv_lock);
+	free(copy);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+static void job_run(struct fp_resolver *r, struct resolver_job *j)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+	size_t len;
+	void *blob;
+	int err;
+
+	switch (j->jb_kind) {
+	case JOB_SYMBOLS:
+		if (!ingest_store(r, &j->jb_id, j->jb_path, j->jb_pid, &blob, &len))
+			free(blob);
+		break;
+	case JOB_UNWIND:
+		unwind_search(r, &j->jb_id, j->jb_path, j->jb_pid);
+		break;
+	case JOB_FILE:
+		err = add_file_checked(r, j->jb_fd, &j->jb_id);
+		j->jb_fd = -1;
+		if (err) {
+			fp_build_id_hex(&j->jb_id, hex);
+			fp_warnx("cannot ingest the file fetched for %s: %s", hex, strerror(-err));
+		}
+		break;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct fp_resolver *r = arg;
+
+	pthread_mutex_lock(&r->rv_lock);
+	for (;;) {
+		struct resolver_job *j = NULL;
+		uint64_t start, ms;
+		size_t i;
+
+		while (!r->rv_stop && !r->rv_nqueued)
+			pthread_cond_wait(&r->rv_work, &r->rv_lock);
+		if (r->rv_stop)
+			break;
+		for (i = 0; i < r->rv_njobs; i++)
+			if (r->rv_jobs[i].jb_state == JOB_QUEUED &&
+			    (!j || r->rv_jobs[i].jb_order < j->jb_order))
+				j = &r->rv_jobs[i];
+		j->jb_state = JOB_RUNNING;
+		r->rv_nqueued--;
+		r->rv_stats.rs_running++;
+		pthread_mutex_unlock(&r->rv_lock);
+
+		start = fp_now_ns(CLOCK_MONOTONIC);
+		job_run(r, j); /* j stays ours: only its worker frees a running slot */
+		ms = (fp_now_ns(CLOCK_MONOTONIC) - start) / 1000000;
+
+		pthread_mutex_lock(&r->rv_lock);
+		free(j->jb_path);
+		memset(j, 0, sizeof(*j));
+		r->rv_stats.rs_running--;
+		r->rv_stats.rs_jobs_done++;
+		r->rv_stats.rs_job_ms += ms;
+		if (ms > r->rv_stats.rs_job_max_ms)
+			r->rv_stats.rs_job_max_ms = ms;
+		pthread_cond_broadcast(&r->rv_done);
+	}
+	pthread_mutex_unlock(&r->rv_lock);
+	return NULL;
+}
+
+int fp_resolver_start(struct fp_resolver *r, unsigned nworkers, unsigned queue_max)
+{
+	int err;
+
+	if (r->rv_workers || !nworkers || nworkers > MAX_WORKERS || !queue_max ||
+	    queue_max > MAX_QUEUE)
+		return -EINVAL;
+	r->rv_njobs = (size_t)queue_max + nworkers;
+	r->rv_queue_max = queue_max;
+	if (!(r->rv_jobs = calloc(r->rv_njobs, sizeof(*r->rv_jobs))) ||
+	    !(r->rv_workers = calloc(nworkers, sizeof(*r->rv_workers)))) {
+		free(r->rv_jobs);
+		r->rv_jobs = NULL;
+		r->rv_njobs = 0;
+		return -ENOMEM;
+	}
+	/* Set before any worker runs: callers read it without the lock, and
+	 * only this thread (before it hands r to others) writes it. */
+	r->rv_nworkers = nworkers;
+	for (unsigned i = 0; i < nworkers; i++) {
+		if ((err = -pthread_create(&r->rv_workers[i], NULL, worker_main, r))) {
+			r->rv_nworkers = i;
+			workers_stop(r);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void workers_stop(struct fp_resolver *r)
+{
+	size_t i;
+
+	if (!r->rv_workers)
+		return;
+	pthread_mutex_lock(&r->rv_lock);
+	r->rv_stop = 1;
+	pthread_cond_broadcast(&r->rv_work);
+	pthread_mutex_unlock(&r->rv_lock);
+	for (i = 0; i < r->rv_nworkers; i++)
+		pthread_join(r->rv_workers[i], NULL);
+	for (i = 0; i < r->rv_njobs; i++) {
+		free(r->rv_jobs[i].jb_path);
+		if (r->rv_jobs[i].jb_state != JOB_FREE && r->rv_jobs[i].jb_kind == JOB_FILE)
+			close(r->rv_jobs[i].jb_fd);
+	}
+	free(r->rv_jobs);
+	free(r->rv_workers);
+	r->rv_jobs = NULL;
+	r->rv_workers = NULL;
+	r->rv_njobs = 0;
+	r->rv_nworkers = 0;
+}
+
+int fp_resolver_busy(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	int busy;
+
+	pthread_mutex_lock(&r->rv_lock);
+	busy = job_find(r, id, -1) != NULL;
+	pthread_mutex_unlock(&r->rv_lock);
+	return busy;
+}
+
+int fp_resolver_wait(struct fp_resolver *r, const struct fp_build_id *id, uint64_t deadline_ns)
+{
+	struct timespec ts = { (time_t)(deadline_ns / 1000000000ull),
+			       (long)(deadline_ns % 1000000000ull) };
+	int err = 0;
+
+	pthread_mutex_lock(&r->rv_lock);
+	while (!err && job_find(r, id, -1))
+		if (pthread_cond_timedwait(&r->rv_done, &r->rv_lock, &ts) == ETIMEDOUT)
+			err = -ETIMEDOUT;
+	pthread_mutex_unlock(&r->rv_lock);
+	return err;
 }

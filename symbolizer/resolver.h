@@ -9,6 +9,20 @@
  *
  * Unwind tables (cfi.h) of the same files are compiled whenever a file
  * with CFI is ingested, and stored beside the symbols (symcache.h).
+ *
+ * Threads.  Until fp_resolver_start, symbol work (parsing a file in the
+ * isolated child, isolate.h; upstream look-ups through the fetch
+ * function; compiling unwind tables) runs in the caller's thread, as
+ * fleetprof record and the tests want.  After it, that work runs in a
+ * few background workers, fed by a bounded queue: fp_resolver_frame and
+ * fp_resolver_unwind only read the cache and queue what is missing, so a
+ * server thread that calls them never waits for a file.  A full queue
+ * drops the job and counts it (rs_queue_full); the next look-up of that
+ * build-ID queues it again.  rv_lock guards everything the workers share
+ * with callers: the queue, the failure memo, the path hints, the
+ * statistics.  kallsyms assembly (fp_resolver_ksyms) is not locked: one
+ * thread at a time calls it (the server, under its own lock).  The LMDB
+ * cache is safe from any thread (symcache.h).
  */
 #ifndef FP_RESOLVER_H
 #define FP_RESOLVER_H
@@ -38,6 +52,20 @@ struct fp_resolver_opts {
 int fp_resolver_open(struct fp_resolver **r, const struct fp_resolver_opts *o);
 void fp_resolver_close(struct fp_resolver *r);
 
+/* fp_resolver_start: from now on, run symbol work in nworkers (1-64)
+ * background threads with at most queue_max (1-65536) jobs waiting (see
+ * the top of this file).  fp_resolver_close stops them: running jobs end
+ * first (at worst FP_ISOLATE_SECONDS of CPU), queued ones are dropped.
+ * 0, -EINVAL (already started, bad numbers) or a negative errno. */
+int fp_resolver_start(struct fp_resolver *r, unsigned nworkers, unsigned queue_max);
+
+/* fp_resolver_busy: whether a job for id is queued or running. */
+int fp_resolver_busy(struct fp_resolver *r, const struct fp_build_id *id);
+
+/* fp_resolver_wait: wait until no job for id is queued or running, or
+ * until deadline (CLOCK_MONOTONIC nanoseconds).  0 or -ETIMEDOUT. */
+int fp_resolver_wait(struct fp_resolver *r, const struct fp_build_id *id, uint64_t deadline_ns);
+
 /* fp_resolver_ksyms: take one part of a kallsyms snapshot.  Parts of one
  * target must come in order from one session; the table is stored when
  * the last arrives.  0, -EINVAL (out of order or bad content) or a
@@ -59,6 +87,14 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
  * or malformed) or a negative errno. */
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *id);
 
+/* fp_resolver_add_file_async: fp_resolver_add_file of the file at fd
+ * (the resolver takes fd and closes it) whose build-ID should be id; a
+ * file with another build-ID is refused.  Before fp_resolver_start, in the
+ * caller's thread; after it, in a worker.  0 (done, or queued), -ESTALE
+ * (another build-ID), -EAGAIN (queue full: nothing done, fd closed), or
+ * the errors of fp_resolver_add_file. */
+int fp_resolver_add_file_async(struct fp_resolver *r, int fd, const struct fp_build_id *id);
+
 /* fp_resolver_unwind: a copy of the unwind table (bpf/unwind.h) of id in
  * *blob (malloc'd, the caller frees it), *len bytes.  When none is stored
  * yet, looks for a file with id's CFI once: at the paths noted for id
@@ -67,8 +103,9 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *id);
  * fetch function; later calls for an id that no source had return
  * -ENOENT at once, until a new path is noted or a file is added.  Safe
  * to call from any thread; the search forks a child per file (isolate.h).
- * 0, -ENOENT (none stored and no source has CFI for it), -ENOMEM or a
- * negative errno. */
+ * After fp_resolver_start the search is queued instead and -EAGAIN
+ * returned while it is queued or running.  0, -ENOENT (none stored and
+ * no source has CFI for it), -EAGAIN, -ENOMEM or a negative errno. */
 int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
 		       size_t *len);
 
@@ -104,8 +141,10 @@ struct fp_resolved {
 };
 
 /* fp_resolver_frame: resolve (mapping, offset).  For user mappings the
- * table is fetched on first use (and cached); kernel ones only come from
- * uploaded snapshots.  Never fails: an unresolved frame has NULL names. */
+ * table is fetched on first use (and cached), or, after
+ * fp_resolver_start, queued for a worker (the frame stays unresolved in
+ * this look-up); kernel ones only come from uploaded snapshots.  Never
+ * fails: an unresolved frame has NULL names. */
 void fp_resolver_frame(struct fp_lookup *l, uint8_t kind, const struct fp_build_id *id,
 		       const char *path, uint32_t pid, uint64_t offset, struct fp_resolved *out);
 
@@ -136,6 +175,13 @@ struct fp_resolver_stats {
 	uint64_t rs_known_missing;  /* skipped: no source had it earlier */
 	uint64_t rs_searches;       /* searches past the cache (ingests tried) */
 	uint64_t rs_search_ns;      /* their time, finding and building tables */
+	uint64_t rs_queued;              /* jobs given to the workers */
+	uint64_t rs_queue_full;          /* jobs dropped: queue full (retried later) */
+	uint64_t rs_queue_depth;         /* jobs waiting now */
+	uint64_t rs_running;             /* jobs running now */
+	uint64_t rs_jobs_done;
+	uint64_t rs_job_ms;              /* wall time of the jobs done, milliseconds */
+	uint64_t rs_job_max_ms;          /* of the longest */
 };
 
 /* fp_resolver_stats: a copy of the counters; any thread. */

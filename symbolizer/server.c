@@ -1,9 +1,10 @@
-/* server.c: decode, dispatch, reply; sessions; output files. */
+/* server.c: decode, dispatch, reply; sessions.  Profiles go on to the
+ * pipeline (pipeline.h); sv_lock serialises everything else. */
 #include "server.h"
 #include "devfetch.h"
 #include "files.h"
 #include "log.h"
-#include "output.h"
+#include "pipeline.h"
 #include "session.h"
 #include "wire.h"
 
@@ -23,32 +24,38 @@ struct server_session {
 
 struct fp_server {
 	struct fp_resolver *sv_resolver;
-	struct fp_devfetch *sv_devfetch;
+	struct fp_pipeline *sv_pipeline;
+	struct fp_files_sink sv_files;  /* read by the pipeline thread only */
 	char *sv_out_dir;
+	/* Under sv_lock: */
+	pthread_mutex_t sv_lock;
+	struct fp_devfetch *sv_devfetch;
 	struct server_session sv_sessions[FP_SERVER_MAX_SESSIONS];
 	size_t sv_nsessions;
-	struct fp_server_stats sv_stats;  /* the handling thread's own */
-	pthread_mutex_t sv_shown_lock;
-	struct fp_server_stats sv_shown;  /* sv_stats as of the last reply, for any thread */
-	fp_server_sink_fn sv_sink;
-	void *sv_sink_arg;
+	struct fp_server_stats sv_stats;
 };
 
 int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *out_dir,
 		    const char *tmp_dir)
 {
+	struct fp_pipeline_opts po = { .po_resolver = r, .po_state_dir = tmp_dir,
+				       .po_symbol_wait_ms = FP_SYMBOL_WAIT_DEFAULT_MS };
 	struct fp_server *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return -ENOMEM;
 	s->sv_resolver = r;
-	pthread_mutex_init(&s->sv_shown_lock, NULL);
+	pthread_mutex_init(&s->sv_lock, NULL);
 	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) ||
-	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir)) {
-		free(s->sv_out_dir);
-		pthread_mutex_destroy(&s->sv_shown_lock);
-		free(s);
+	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir) ||
+	    fp_pipeline_alloc(&s->sv_pipeline, &po)) {
+		fp_server_free(s);
 		return -ENOMEM;
+	}
+	if (out_dir) {
+		s->sv_files = (struct fp_files_sink){ .fs_dir = s->sv_out_dir,
+						      .fs_layout = FP_FILES_INTERVALS };
+		fp_pipeline_add_sink(s->sv_pipeline, fp_files_sink, &s->sv_files);
 	}
 	*out = s;
 	return 0;
@@ -60,34 +67,59 @@ void fp_server_free(struct fp_server *s)
 
 	if (!s)
 		return;
+	fp_pipeline_free(s->sv_pipeline); /* its last sinks run first */
 	for (i = 0; i < s->sv_nsessions; i++)
 		fp_session_free(s->sv_sessions[i].ss_session);
 	fp_devfetch_free(s->sv_devfetch);
+	pthread_mutex_destroy(&s->sv_lock);
 	free(s->sv_out_dir);
-	pthread_mutex_destroy(&s->sv_shown_lock);
 	free(s);
 }
 
-void fp_server_set_sink(struct fp_server *s, fp_server_sink_fn fn, void *arg)
+int fp_server_add_sink(struct fp_server *s, fp_sink_fn fn, void *arg)
 {
-	s->sv_sink = fn;
-	s->sv_sink_arg = arg;
+	return fp_pipeline_add_sink(s->sv_pipeline, fn, arg);
+}
+
+int fp_server_start(struct fp_server *s, uint32_t symbol_wait_ms)
+{
+	return fp_pipeline_start(s->sv_pipeline, symbol_wait_ms);
 }
 
 void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 {
-	pthread_mutex_lock((pthread_mutex_t *)&s->sv_shown_lock);
-	*st = s->sv_shown;
-	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_shown_lock);
+	struct fp_pipeline_stats ps;
+	struct fp_resolver_stats rs;
+
+	pthread_mutex_lock((pthread_mutex_t *)&s->sv_lock);
+	*st = s->sv_stats;
+	st->sv_sessions = s->sv_nsessions;
+	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_lock);
+	fp_pipeline_stats(s->sv_pipeline, &ps);
+	fp_resolver_stats(s->sv_resolver, &rs);
+	st->sv_profiles = ps.pp_profiles;
+	st->sv_write_errors = ps.pp_sink_errors + ps.pp_state_errors;
+	st->sv_pipeline_queue = ps.pp_queue_depth;
+	st->sv_pipeline_dropped = ps.pp_dropped;
+	st->sv_symbol_waits = ps.pp_waited;
+	st->sv_symbol_wait_timeouts = ps.pp_wait_timeouts;
+	st->sv_ingest_queue = rs.rs_queue_depth;
+	st->sv_ingest_running = rs.rs_running;
+	st->sv_ingest_queue_full = rs.rs_queue_full;
+	st->sv_ingest_jobs = rs.rs_jobs_done;
+	st->sv_ingest_ms = rs.rs_job_ms;
+	st->sv_ingest_max_ms = rs.rs_job_max_ms;
 }
 
 void fp_server_log_stats(const struct fp_server *s)
 {
-	struct fp_server_stats st, *t = &st;
+	struct fp_server_stats st;
+	const struct fp_server_stats *t = &st;
 	struct fp_resolver_stats rs;
 	struct fp_devfetch_stats ds;
 
 	fp_server_stats(s, &st);
+
 	fp_info("messages %" PRIu64 " (%" PRIu64 " bytes): hello %" PRIu64 ", batches %" PRIu64
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
 		", duplicates %" PRIu64 ", unknown sessions %" PRIu64 "; rejected: malformed %" PRIu64
@@ -99,16 +131,22 @@ void fp_server_log_stats(const struct fp_server *s)
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
 		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples,
 		t->sv_file_parts, t->sv_table_bytes);
+	fp_info("pipeline: queued %" PRIu64 ", dropped %" PRIu64 ", waited for symbols %" PRIu64
+		" (%" PRIu64 " in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
+		", dropped %" PRIu64 ", jobs %" PRIu64 " (%" PRIu64 " ms, longest %" PRIu64 " ms)",
+		t->sv_pipeline_queue, t->sv_pipeline_dropped, t->sv_symbol_waits,
+		t->sv_symbol_wait_timeouts, t->sv_ingest_queue, t->sv_ingest_running,
+		t->sv_ingest_queue_full, t->sv_ingest_jobs, t->sv_ingest_ms, t->sv_ingest_max_ms);
 	fp_resolver_stats(s->sv_resolver, &rs);
+	pthread_mutex_lock((pthread_mutex_t *)&s->sv_lock);
 	fp_devfetch_stats(s->sv_devfetch, &ds);
+	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_lock);
 	fp_info("symbols: tables built %" PRIu64 ", no source %" PRIu64 ", kallsyms stored %" PRIu64
 		"; from devices: started %" PRIu64 ", done %" PRIu64 ", failed %" PRIu64 " (%" PRIu64
 		" bytes)",
 		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started, ds.dv_done,
 		ds.dv_failed, ds.dv_bytes);
 }
-
-static void seq_load(const struct fp_server *s, struct fp_session *se);
 
 static struct server_session *session_find(struct fp_server *s, uint64_t id)
 {
@@ -128,6 +166,7 @@ static int session_add(struct fp_server *s, const struct fp_hello *h)
 {
 	struct server_session *slot = session_find(s, h->fh_session);
 	struct fp_session *n;
+	uint64_t seq;
 	size_t i;
 	int err;
 
@@ -146,7 +185,11 @@ static int session_add(struct fp_server *s, const struct fp_hello *h)
 	if (slot->ss_session)
 		fp_session_free(slot->ss_session);
 	*slot = (struct server_session){ h->fh_session, time(NULL), n };
-	seq_load(s, n);
+	/* The last interval done survives restarts with the session's state,
+	 * so that an interval re-sent after a lost reply is recognised even
+	 * by a new symbolizer process. */
+	if (fp_pipeline_last_seq(s->sv_pipeline, h, &seq) == 0)
+		fp_session_done(n, seq);
 	return 0;
 }
 
@@ -168,180 +211,146 @@ static int reject(struct fp_server *s, uint64_t *counter, const char *why, char 
 	return fp_wire_encode_reply(&r, buf, len);
 }
 
-/* The last interval written for a session survives restarts next to its
- * profiles, so that an interval re-sent after a lost reply is recognised
- * even by a new symbolizer process. */
-static void seq_path(const struct fp_server *s, const struct fp_hello *h, char *buf, size_t len)
+/* server_hello / server_batch: called with sv_lock held; fill r. */
+static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
 {
-	char host[256];
+	struct server_session *ss;
+	int err;
 
-	fp_safe_name(h->fh_host, host, sizeof(host));
-	snprintf(buf, len, "%s/%s/.session-%016" PRIx64, s->sv_out_dir, host, h->fh_session);
+	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK };
+	s->sv_stats.sv_hellos++;
+	if ((err = session_add(s, h)))
+		return err;
+	fp_info("session %016" PRIx64 " from %s (kernel %s, agent %s, %u Hz, %u CPUs)",
+		h->fh_session, h->fh_host, h->fh_kernel_release, h->fh_agent_version,
+		h->fh_frequency, h->fh_ncpus);
+	ss = session_find(s, h->fh_session);
+	return fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant);
 }
 
-static void seq_load(const struct fp_server *s, struct fp_session *se)
+static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_reply *r)
 {
-	char path[4400];
-	unsigned long long seq;
-	FILE *f;
+	struct fp_profile *p = NULL;
+	struct server_session *ss;
+	size_t i;
+	int err;
 
-	if (!s->sv_out_dir)
-		return;
-	seq_path(s, fp_session_hello(se), path, sizeof(path));
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fscanf(f, "%llu", &seq) == 1)
-		fp_session_done(se, seq);
-	fclose(f);
+	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = b->fb_seq };
+	ss = session_find(s, b->fb_session);
+	if (!ss) {
+		s->sv_stats.sv_need_hello++;
+		r->fr_status = FP_REPLY_NEED_HELLO;
+		return 0;
+	}
+	if (fp_session_seen(ss->ss_session, b->fb_seq)) {
+		s->sv_stats.sv_duplicates++;
+		return 0;
+	}
+	err = fp_session_apply(ss->ss_session, b);
+	if (err == -ESTALE || err == -E2BIG) {
+		/* Start the session over: the agent re-sends every definition. */
+		s->sv_stats.sv_need_hello++;
+		r->fr_status = FP_REPLY_NEED_HELLO;
+		return 0;
+	}
+	if (err)
+		return err;
+	s->sv_stats.sv_batches++;
+	s->sv_stats.sv_agent_lost_samples = b->fb_lost.fl_samples + b->fb_lost.fl_samples_dropped;
+	for (i = 0; i < b->fb_ncounts; i++)
+		s->sv_stats.sv_samples += b->fb_counts[i].fc_count;
+	/* Resolved from the cache only once the resolver has workers: what is
+	 * missing is queued, and the pipeline waits for it. */
+	if ((err = fp_session_profile(ss->ss_session, s->sv_resolver, b, &p)))
+		return err;
+	fp_session_done(ss->ss_session, b->fb_seq);
+	err = fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant);
+	/* User files the profile names that no source had: ask their device. */
+	for (i = 0; i < p->pr_nmappings && !err; i++) {
+		const struct fp_pmapping *m = &p->pr_mappings[i];
+		if (m->pm_kind == FP_MAP_USER && m->pm_build_id.fb_len &&
+		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id))
+			err = fp_devfetch_want(s->sv_devfetch, b->fb_session, &m->pm_build_id,
+					       &r->fr_ranges, &r->fr_nranges);
+	}
+	if (!err)
+		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r->fr_tables,
+					&r->fr_ntables);
+	for (i = 0; !err && i < r->fr_ntables; i++)
+		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
+	if (err) {
+		fp_profile_free(p);
+		return err;
+	}
+	/* An interval the pipeline cannot take is lost for the sinks only:
+	 * it is counted there, and the agent need not send it again. */
+	fp_pipeline_submit(s->sv_pipeline, p, fp_session_hello(ss->ss_session), b->fb_seq);
+	return 0;
 }
 
-static int seq_store(const struct fp_server *s, const struct fp_session *se, uint64_t seq)
+int fp_server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
 {
-	char path[4400], tmp[4500];
-	FILE *f;
-	int err = 0;
+	int err;
 
-	seq_path(s, fp_session_hello(se), path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	fprintf(f, "%" PRIu64 "\n", seq);
-	if (fclose(f) || rename(tmp, path))
-		err = -errno;
+	pthread_mutex_lock(&s->sv_lock);
+	err = server_hello(s, h, r);
+	pthread_mutex_unlock(&s->sv_lock);
+	if (err)
+		fp_reply_fini(r);
 	return err;
 }
 
-static void write_profile(struct fp_server *s, struct fp_session *se,
-			  const struct fp_batch *b, const struct fp_profile *p)
+int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_reply *r)
 {
-	char host[256], dir[4096], path[4300], stamp[32];
-	time_t secs = (time_t)(b->fb_start_ns / 1000000000ull);
-	struct tm tm;
 	int err;
 
-	if (!s->sv_out_dir)
-		return;
-	fp_safe_name(fp_session_hello(se)->fh_host, host, sizeof(host));
-	gmtime_r(&secs, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(dir, sizeof(dir), "%s/%s", s->sv_out_dir, host);
-	err = fp_mkdirs(dir);
-	if (!err) {
-		snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".folded", dir, stamp, b->fb_seq);
-		err = fp_write_folded(p, path, 0);
-	}
-	if (!err) {
-		snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".pb.gz", dir, stamp, b->fb_seq);
-		err = fp_pprof_write(p, path);
-	}
-	if (!err)
-		err = seq_store(s, se, b->fb_seq);
-	if (err) {
-		s->sv_stats.sv_write_errors++;
-		fp_warnx("cannot write the profile of %s to %s: %s", host, dir, strerror(-err));
-		return;
-	}
-	s->sv_stats.sv_profiles++;
+	pthread_mutex_lock(&s->sv_lock);
+	err = server_batch(s, b, r);
+	if (err == -EINVAL)
+		s->sv_stats.sv_rejected_content++;
+	pthread_mutex_unlock(&s->sv_lock);
+	if (err)
+		fp_reply_fini(r);
+	return err;
 }
 
 static int handle_hello(struct fp_server *s, const void *req, size_t len, char **buf,
 			size_t *rlen)
 {
-	struct fp_reply r = { .fr_status = FP_REPLY_OK };
-	struct server_session *ss;
+	struct fp_reply r;
 	struct fp_hello h;
 	int err = fp_wire_decode_hello(req, len, &h);
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
-	s->sv_stats.sv_hellos++;
-	err = session_add(s, &h);
-	if (!err) {
-		fp_info("session %016" PRIx64 " from %s (kernel %s, agent %s, %u Hz, %u CPUs)",
-			h.fh_session, h.fh_host, h.fh_kernel_release, h.fh_agent_version,
-			h.fh_frequency, h.fh_ncpus);
-		ss = session_find(s, h.fh_session);
-		err = fp_session_wants(ss->ss_session, s->sv_resolver, &r.fr_want, &r.fr_nwant);
-	}
+	err = server_hello(s, &h, &r);
 	fp_hello_fini(&h);
-	if (err)
+	if (err) {
+		fp_reply_fini(&r);
 		return err;
+	}
 	return reply_encode(&r, buf, rlen);
 }
 
 static int handle_batch(struct fp_server *s, const void *req, size_t len, char **buf,
 			size_t *rlen)
 {
-	struct fp_reply r = { .fr_status = FP_REPLY_OK };
-	struct fp_profile *p = NULL;
-	struct server_session *ss;
+	struct fp_reply r;
 	struct fp_batch b;
-	size_t i;
 	int err = fp_wire_decode_batch(req, len, &b);
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
-	r.fr_seq = b.fb_seq;
-	ss = session_find(s, b.fb_session);
-	if (!ss) {
-		s->sv_stats.sv_need_hello++;
-		r.fr_status = FP_REPLY_NEED_HELLO;
-		goto reply;
-	}
-	if (fp_session_seen(ss->ss_session, b.fb_seq)) {
-		s->sv_stats.sv_duplicates++;
-		goto reply;
-	}
-	err = fp_session_apply(ss->ss_session, &b);
-	if (err == -ESTALE || err == -E2BIG) {
-		/* Start the session over: the agent re-sends every definition. */
-		s->sv_stats.sv_need_hello++;
-		r.fr_status = FP_REPLY_NEED_HELLO;
-		err = 0;
-		goto reply;
-	}
-	if (err == -EINVAL) {
-		fp_batch_fini(&b);
-		return reject(s, &s->sv_stats.sv_rejected_content,
-			      "batch refers to inconsistent definitions", buf, rlen);
-	}
-	if (err)
-		goto out;
-	s->sv_stats.sv_batches++;
-	s->sv_stats.sv_agent_lost_samples = b.fb_lost.fl_samples + b.fb_lost.fl_samples_dropped;
-	for (i = 0; i < b.fb_ncounts; i++)
-		s->sv_stats.sv_samples += b.fb_counts[i].fc_count;
-	if ((err = fp_session_profile(ss->ss_session, s->sv_resolver, &b, &p)))
-		goto out;
-	write_profile(s, ss->ss_session, &b, p);
-	if (s->sv_sink)
-		s->sv_sink(s->sv_sink_arg, p, fp_session_hello(ss->ss_session));
-	fp_session_done(ss->ss_session, b.fb_seq);
-	if ((err = fp_session_wants(ss->ss_session, s->sv_resolver, &r.fr_want, &r.fr_nwant)))
-		goto out;
-	/* User mappings no source could resolve: ask their device. */
-	for (i = 0; i < b.fb_nmappings && !err; i++) {
-		const struct fp_mapping *m = &b.fb_mappings[i];
-		if (m->fm_kind == FP_MAP_USER && m->fm_build_id.fb_len &&
-		    fp_resolver_missing(s->sv_resolver, &m->fm_build_id))
-			err = fp_devfetch_want(s->sv_devfetch, b.fb_session, &m->fm_build_id,
-					       &r.fr_ranges, &r.fr_nranges);
-	}
-	if (!err)
-		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r.fr_tables, &r.fr_ntables);
-	if (err)
-		goto out;
-	for (i = 0; i < r.fr_ntables; i++)
-		s->sv_stats.sv_table_bytes += r.fr_tables[i].tp_len;
-reply:
-	err = reply_encode(&r, buf, rlen);
-out:
-	fp_profile_free(p);
+	err = server_batch(s, &b, &r);
 	fp_batch_fini(&b);
-	fp_reply_fini(&r);
-	return err;
+	if (err) {
+		fp_reply_fini(&r);
+		if (err == -EINVAL)
+			return reject(s, &s->sv_stats.sv_rejected_content,
+				      "batch refers to inconsistent definitions", buf, rlen);
+		return err;
+	}
+	return reply_encode(&r, buf, rlen);
 }
 
 static int handle_file(struct fp_server *s, const void *req, size_t len, char **buf,
@@ -394,7 +403,8 @@ static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char *
 	return reply_encode(&r, buf, rlen);
 }
 
-static int handle(struct fp_server *s, const void *req, size_t len, char **buf, size_t *rlen)
+static int server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
+			 size_t *rlen)
 {
 	int type, err;
 
@@ -432,12 +442,10 @@ static int handle(struct fp_server *s, const void *req, size_t len, char **buf, 
 int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
 		     size_t *rlen)
 {
-	int err = handle(s, req, len, buf, rlen);
+	int err;
 
-	/* Shown before the reply leaves: whoever saw the reply sees its counts. */
-	s->sv_stats.sv_sessions = s->sv_nsessions;
-	pthread_mutex_lock(&s->sv_shown_lock);
-	s->sv_shown = s->sv_stats;
-	pthread_mutex_unlock(&s->sv_shown_lock);
+	pthread_mutex_lock(&s->sv_lock);
+	err = server_handle(s, req, len, buf, rlen);
+	pthread_mutex_unlock(&s->sv_lock);
 	return err;
 }

@@ -1,12 +1,25 @@
 /* server.h: the symbolizer's request handling, transport-free: one
  * message in, one reply out.  Every problem with a message becomes a
- * REJECTED reply and a counter; nothing a peer sends can stop the server. */
+ * REJECTED reply and a counter; nothing a peer sends can stop the server.
+ *
+ * The first stages of the pipeline (pipeline.h): a message is decoded
+ * (wire.h) and applied to its session (session.h), whose profile is
+ * resolved (resolver.h) and handed to the pipeline's sinks.
+ *
+ * Threads.  fp_server_handle, fp_server_hello and fp_server_batch may be
+ * called from any number of threads (listen.h calls them from its
+ * workers): one lock, sv_lock, guards the sessions, the device fetches,
+ * kallsyms assembly and the counters, and is held only for work that
+ * needs no file: once the resolver has workers (fp_resolver_start) and
+ * the pipeline its thread (fp_server_start), nothing under it parses a
+ * file, asks the network or writes a profile. */
 #ifndef FP_SERVER_H
 #define FP_SERVER_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "batch.h"
+#include "pipeline.h"
 #include "profile.h"
 #include "resolver.h"
 
@@ -26,30 +39,50 @@ struct fp_server_stats {
 	uint64_t sv_profiles;
 	uint64_t sv_file_parts;         /* file bytes fetched from devices */
 	uint64_t sv_table_bytes;        /* unwind table bytes sent to agents */
+	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
+	uint64_t sv_pipeline_queue;     /* profiles waiting for their sinks now */
+	uint64_t sv_pipeline_dropped;   /* profiles dropped: pipeline queue full */
+	uint64_t sv_symbol_waits;       /* profiles that waited for their symbols */
+	uint64_t sv_symbol_wait_timeouts; /* ... in vain (--symbol-wait passed) */
+	uint64_t sv_ingest_queue;       /* symbol jobs waiting now */
+	uint64_t sv_ingest_running;     /* symbol jobs running now */
+	uint64_t sv_ingest_queue_full;  /* symbol jobs dropped (queued again later) */
+	uint64_t sv_ingest_jobs;        /* symbol jobs done */
+	uint64_t sv_ingest_ms, sv_ingest_max_ms; /* their time, all and longest */
 };
 
 struct fp_server;
 
-/* fp_server_alloc: out_dir receives OUT/HOST/STAMP.{folded,pb.gz}; NULL
- * writes nothing (fuzzing).  tmp_dir holds files being fetched from
- * devices.  0 or -ENOMEM. */
+/* fp_server_alloc: out_dir receives OUT/HOST/STAMP-SEQ.{folded,pb.gz}
+ * (fp_files_sink); NULL writes no files.  tmp_dir holds files being
+ * fetched from devices and the sessions' state (pipeline.h).  Sinks run in
+ * the caller's thread until fp_server_start.  0 or -ENOMEM. */
 int fp_server_alloc(struct fp_server **s, struct fp_resolver *r, const char *out_dir,
 		    const char *tmp_dir);
+/* fp_server_free: after the last call of the others; the sinks of the
+ * profiles still queued run first. */
 void fp_server_free(struct fp_server *s);
+
+/* fp_server_add_sink: a further sink (after the files) for every profile,
+ * e.g. fp_push_sink.  Before fp_server_start.  0 or -ENOSPC. */
+int fp_server_add_sink(struct fp_server *s, fp_sink_fn fn, void *arg);
+
+/* fp_server_start: run the sinks in the pipeline's thread, after waiting
+ * at most symbol_wait_ms for symbols being ingested (fp_pipeline_start).
+ * 0 or a negative errno. */
+int fp_server_start(struct fp_server *s, uint32_t symbol_wait_ms);
 
 /* fp_server_handle: process one request and encode the reply (malloc'd).
  * 0, or -ENOMEM when not even a reply could be built. */
 int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **reply,
 		     size_t *reply_len);
 
-/* fp_server_set_sink: fn(arg, profile, hello) is called with the profile
- * of every accepted interval (after its files are written, whether or not
- * that worked; an interval re-sent after a lost reply is not passed twice)
- * and the hello of its session, in the thread that calls fp_server_handle.
- * The pushers of push.h take them this way.  fn NULL: none (the default). */
-typedef void (*fp_server_sink_fn)(void *arg, const struct fp_profile *p,
-				  const struct fp_hello *hello);
-void fp_server_set_sink(struct fp_server *s, fp_server_sink_fn fn, void *arg);
+/* fp_server_hello / fp_server_batch: the same for a message decoded
+ * already (fleetprof record feeds its own this way): *r is the reply (the
+ * caller calls fp_reply_fini).  0, -EINVAL (a batch that refers to
+ * inconsistent definitions; counted, *r empty) or -ENOMEM. */
+int fp_server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r);
+int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_reply *r);
 
 /* fp_server_stats: the counters as of the last fp_server_handle's return;
  * any thread. */

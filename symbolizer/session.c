@@ -127,27 +127,11 @@ static char *dup_or_empty(const char *s)
 int fp_session_alloc(struct fp_session **out, const struct fp_hello *h)
 {
 	struct fp_session *s = calloc(1, sizeof(*s));
-	size_t i;
 
 	if (!s)
 		return -ENOMEM;
-	s->se_hello = *h;
-	s->se_hello.fh_host = dup_or_empty(h->fh_host);
-	s->se_hello.fh_boot_id = dup_or_empty(h->fh_boot_id);
-	s->se_hello.fh_kernel_release = dup_or_empty(h->fh_kernel_release);
-	s->se_hello.fh_agent_version = dup_or_empty(h->fh_agent_version);
-	s->se_hello.fh_label_keys = calloc(h->fh_nlabels + 1, sizeof(char *));
-	s->se_hello.fh_label_values = calloc(h->fh_nlabels + 1, sizeof(char *));
-	if (!s->se_hello.fh_host || !s->se_hello.fh_boot_id || !s->se_hello.fh_kernel_release ||
-	    !s->se_hello.fh_agent_version || !s->se_hello.fh_label_keys ||
-	    !s->se_hello.fh_label_values)
+	if (fp_hello_copy(&s->se_hello, h))
 		goto fail;
-	for (i = 0; i < h->fh_nlabels; i++) {
-		s->se_hello.fh_label_keys[i] = dup_or_empty(h->fh_label_keys[i]);
-		s->se_hello.fh_label_values[i] = dup_or_empty(h->fh_label_values[i]);
-		if (!s->se_hello.fh_label_keys[i] || !s->se_hello.fh_label_values[i])
-			goto fail;
-	}
 	if (defs_init(&s->se_mappings, sizeof(struct sess_mapping)) ||
 	    defs_init(&s->se_threads, sizeof(struct sess_thread)) ||
 	    defs_init(&s->se_nodes, sizeof(struct sess_node)) ||
@@ -644,11 +628,13 @@ int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_tab
 		if (!t->tb_noted && m->sm_path && m->sm_path[0] == '/')
 			fp_resolver_note_path(r, &id, m->sm_path, 0);
 		t->tb_noted = 1;
-		if (fp_resolver_unwind(r, &id, &blob, &blen)) {
+		if ((err = fp_resolver_unwind(r, &id, &blob, &blen))) {
 			/* Symbols but no table: the file has no CFI.  Neither
-			 * yet: a fetch from the device may bring it. */
-			if (fp_resolver_has(r, &id))
+			 * yet: a fetch from the device may bring it.  A search
+			 * still running (-EAGAIN): the next call asks again. */
+			if (err != -EAGAIN && fp_resolver_has(r, &id))
 				t->tb_state = TABLE_DONE;
+			err = 0;
 			continue;
 		}
 		if (!fp_unwind_table_needed(blob, blen) || blen > FP_TABLE_MAX ||
@@ -700,4 +686,52 @@ void fp_session_done(struct fp_session *s, uint64_t seq)
 {
 	if (seq > s->se_last_seq)
 		s->se_last_seq = seq;
+}
+
+int fp_session_resolve_again(struct fp_profile *p, struct fp_resolver *r)
+{
+	struct fp_lookup *l = NULL;
+	uint8_t *done = NULL;
+	size_t i, j;
+	int err = 0;
+
+	if (!p->pr_nframes)
+		return 0;
+	if (!(done = calloc(p->pr_nframes, 1)) || (err = fp_resolver_begin(r, &l))) {
+		free(done);
+		return err ? err : -ENOMEM;
+	}
+	/* Each frame once, in the role of its first sample, as
+	 * profile_frame did. */
+	for (i = 0; i < p->pr_nsamples && !err; i++) {
+		const struct fp_psample *s = &p->pr_samples[i];
+
+		for (j = 0; j < s->ps_nframes && !err; j++) {
+			uint32_t f = s->ps_frames[j], again;
+			const struct fp_pframe *pf = &p->pr_frames[f];
+			const struct fp_pmapping *m;
+			struct fp_resolved res = { 0 };
+			uint64_t at;
+
+			if (done[f] || pf->pf_function || pf->pf_kind != FP_FRAME_USER ||
+			    pf->pf_mapping == FP_INDEX_NONE)
+				continue;
+			done[f] = 1;
+			m = &p->pr_mappings[pf->pf_mapping];
+			if (m->pm_kind != FP_MAP_USER || !m->pm_build_id.fb_len)
+				continue;
+			at = j == 0 || !pf->pf_address ? pf->pf_address : pf->pf_address - 1;
+			fp_resolver_frame(l, m->pm_kind, &m->pm_build_id, m->pm_path, s->ps_pid, at,
+					  &res);
+			if (!res.rs_function)
+				continue;
+			err = fp_profile_add_frame(p, pf->pf_mapping, pf->pf_address, FP_FRAME_USER,
+						   res.rs_function, res.rs_system_name, &again);
+			if (!err)
+				err = add_source(p, again, &res);
+		}
+	}
+	fp_resolver_end(l);
+	free(done);
+	return err;
 }

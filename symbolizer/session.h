@@ -42,6 +42,12 @@ int fp_session_apply(struct fp_session *s, const struct fp_batch *b);
 int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
 		       struct fp_profile **p);
 
+/* fp_session_resolve_again: resolve p's user frames that are still
+ * unresolved (their symbols were being ingested when the profile was
+ * made), each in the role of the first sample that has it.  Needs no
+ * session: what a frame needs is in the profile.  0 or -ENOMEM. */
+int fp_session_resolve_again(struct fp_profile *p, struct fp_resolver *r);
+
 /* fp_session_wants: build-IDs of the session's kernel and module mappings
  * that have no table yet and were not asked for before (each is asked for
  * once per session).  The caller frees *ids.  0 or -ENOMEM. */

@@ -1,6 +1,8 @@
 /* record.c: `fleetprof record`, the one-shot local mode: the agent's
- * sampler and collector and the symbolizer's resolver in one process, no
- * server, no setup.  Writes DIR/profile.folded, DIR/profile.pb.gz,
+ * sampler and collector and the symbolizer's pipeline in one process, no
+ * socket, no setup.  The interval goes through the server's own stages
+ * (server.h, pipeline.h) as a hello and a batch; its sink is the file
+ * sink's record layout: DIR/profile.folded, DIR/profile.pb.gz,
  * DIR/profile.otlp.pb and DIR/flame.svg. */
 #include "cli.h"
 #include "collector.h"
@@ -8,12 +10,10 @@
 #include "files.h"
 #include "kernel.h"
 #include "log.h"
-#include "output.h"
 #include "procmaps.h"
-#include "otlp.h"
 #include "resolver.h"
 #include "sampler.h"
-#include "session.h"
+#include "server.h"
 #include "unwind_maps.h"
 #include "cpython.h"
 #include "unwind_table.h"
@@ -77,6 +77,18 @@ static void on_sample(const struct fp_bpf_sample *s, const void *u, const void *
 static int feed_ksyms(const struct fp_ksyms *part, void *arg)
 {
 	return fp_resolver_ksyms(arg, part);
+}
+
+/* kernel_symbols: kallsyms of id, as an agent uploads them when asked. */
+static void kernel_symbols(struct fp_kernel *kernel, struct fp_resolver *res,
+			   const struct fp_build_id *id)
+{
+	int err;
+
+	if (fp_resolver_has(res, id))
+		return;
+	if ((err = fp_kernel_ksyms(kernel, "/proc", id, 1, 20000, feed_ksyms, res)))
+		fp_warnx("kernel symbols unavailable: %s", strerror(-err));
 }
 
 /* Unwind tables: each file that samples show gets its table from the
@@ -158,18 +170,19 @@ int fp_cmd_record(int argc, char **argv)
 	struct record_unwind ru = { 0 };
 	struct fp_python *py = NULL;
 	const char *outdir = "out";
-	char cache[4096], path[4200], host[256] = "", title[512];
+	char cache[4096], host[256] = "", title[512];
 	int by_thread = 0, verbose = 0, no_python = 0, c, err;
 	struct fp_kernel kernel = { 0 };
 	struct fp_collector *col = NULL;
 	struct fp_sampler *smp = NULL;
 	struct fp_resolver *res = NULL;
-	struct fp_session *sess = NULL;
-	struct fp_profile *prof = NULL;
+	struct fp_server *srv = NULL;
+	struct fp_files_sink files = { .fs_layout = FP_FILES_RECORD };
+	struct fp_server_stats st;
+	struct fp_reply reply = { 0 };
 	struct fp_interval iv = { 0 };
 	struct fp_batch batch = { 0 };
-	struct fp_build_id *wants = NULL;
-	size_t nwants = 0, i;
+	size_t i;
 	uint64_t bpf[FP_CNT_MAX] = { 0 }, start, deadline;
 
 	default_cache(cache, sizeof(cache));
@@ -274,46 +287,45 @@ int fp_cmd_record(int argc, char **argv)
 	if ((err = fp_collector_cut(col, 1, fp_now_ns(CLOCK_REALTIME), &iv)))
 		goto out;
 
-	/* Symbolize: the same path a batch takes through the symbolizer */
+	/* Symbolize and write: the path a batch takes through the symbolizer */
 	gethostname(host, sizeof(host) - 1);
+	snprintf(title, sizeof(title), "CPU on %s, %u s at %u Hz", host, duration, frequency);
+	files = (struct fp_files_sink){ .fs_dir = outdir, .fs_layout = FP_FILES_RECORD,
+					.fs_by_thread = by_thread, .fs_title = title };
+	if ((err = fp_server_alloc(&srv, res, NULL, cache)) ||
+	    (err = fp_server_add_sink(srv, fp_files_sink, &files)))
+		goto out;
 	{
-		struct fp_hello h = { .fh_session = 1, .fh_host = host,
-				      .fh_boot_id = kernel.kn_boot_id,
+		/* A new session each run, as an agent's: the server remembers
+		 * the last interval of each. */
+		struct fp_hello h = { .fh_session = fp_now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid(),
+				      .fh_host = host, .fh_boot_id = kernel.kn_boot_id,
 				      .fh_kernel_release = kernel.kn_release,
 				      .fh_kernel_build_id = kernel.kn_build_id,
 				      .fh_agent_version = FP_VERSION, .fh_frequency = frequency };
-		if ((err = fp_session_alloc(&sess, &h)))
+		if ((err = fp_server_hello(srv, &h, &reply)))
+			goto out;
+		for (i = 0; i < reply.fr_nwant; i++)
+			kernel_symbols(&kernel, res, &reply.fr_want[i]);
+		fp_reply_fini(&reply);
+		if ((err = fp_collector_batch(col, &iv, h.fh_session, 1000000000ull / frequency,
+					      &batch)))
 			goto out;
 	}
-	if ((err = fp_collector_batch(col, &iv, 1, 1000000000ull / frequency, &batch)) ||
-	    (err = fp_session_apply(sess, &batch)) ||
-	    (err = fp_session_wants(sess, res, &wants, &nwants)))
+	/* The profile is made as the batch arrives: the kernel's and
+	 * modules' symbols first, as an agent's earlier uploads. */
+	for (i = 0; i < batch.fb_nmappings; i++)
+		if (batch.fb_mappings[i].fm_kind == FP_MAP_KERNEL ||
+		    batch.fb_mappings[i].fm_kind == FP_MAP_KMODULE)
+			kernel_symbols(&kernel, res, &batch.fb_mappings[i].fm_build_id);
+	if ((err = fp_server_batch(srv, &batch, &reply)))
 		goto out;
-	for (i = 0; i < nwants; i++) {
-		int kerr = fp_kernel_ksyms(&kernel, "/proc", &wants[i], 1, 20000, feed_ksyms, res);
-		if (kerr)
-			fp_warnx("kernel symbols unavailable: %s", strerror(-kerr));
-	}
-	if ((err = fp_session_profile(sess, res, &batch, &prof)))
-		goto out;
-
-	/* Write */
-	if ((err = fp_mkdirs(outdir))) {
-		fp_warnx("cannot create %s: %s", outdir, strerror(-err));
-		goto out;
-	}
-	snprintf(path, sizeof(path), "%s/profile.folded", outdir);
-	err = fp_write_folded(prof, path, by_thread);
-	snprintf(path, sizeof(path), "%s/profile.pb.gz", outdir);
-	if (!err)
-		err = fp_pprof_write(prof, path);
-	snprintf(path, sizeof(path), "%s/profile.otlp.pb", outdir);
-	if (!err)
-		err = fp_otlp_write(prof, NULL, path);
-	snprintf(title, sizeof(title), "CPU on %s, %u s at %u Hz", host, duration, frequency);
-	snprintf(path, sizeof(path), "%s/flame.svg", outdir);
-	if (!err)
-		err = fp_write_svg(prof, path, title, by_thread);
+	if (reply.fr_status != FP_REPLY_OK)
+		err = -EPROTO;
+	fp_reply_fini(&reply);
+	fp_server_stats(srv, &st);
+	if (!err && (st.sv_write_errors || st.sv_profiles != 1))
+		err = -EIO; /* the sink said why */
 	if (err) {
 		fp_warnx("cannot write to %s: %s", outdir, strerror(-err));
 		goto out;
@@ -325,11 +337,10 @@ int fp_cmd_record(int argc, char **argv)
 out:
 	if (err)
 		fp_warnx("record failed: %s", strerror(-err));
-	free(wants);
-	fp_profile_free(prof);
+	fp_reply_fini(&reply);
+	fp_server_free(srv);
 	if (col)
 		fp_collector_batch_release(col, &batch);
-	fp_session_free(sess);
 	fp_interval_fini(&iv);
 	fp_resolver_close(res);
 	fp_python_free(py);

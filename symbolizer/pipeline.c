@@ -1,0 +1,369 @@
+/* pipeline.c: symbol wait, sinks and sequence numbers; the pipeline
+ * thread.  See pipeline.h for who owns what. */
+#include "pipeline.h"
+#include "cli.h"
+#include "files.h"
+#include "log.h"
+#include "session.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PARKED_POLL_MS 20
+
+struct pipeline_job {
+	struct pipeline_job *pj_next;
+	struct fp_profile *pj_profile;
+	struct fp_hello pj_hello;
+	uint64_t pj_seq;
+	uint64_t pj_deadline_ns;        /* CLOCK_MONOTONIC: symbols wanted until then */
+};
+
+struct pipeline_sink {
+	fp_sink_fn ps_fn;
+	void *ps_arg;
+};
+
+struct fp_pipeline {
+	struct fp_resolver *pl_resolver;
+	char *pl_state_dir;
+	uint32_t pl_symbol_wait_ms;
+	struct pipeline_sink pl_sinks[FP_PIPELINE_MAX_SINKS];
+	size_t pl_nsinks;
+	pthread_t pl_thread;
+	int pl_started;
+	/* Under pl_lock: */
+	pthread_mutex_t pl_lock;
+	pthread_cond_t pl_wake;         /* a profile was queued, or stop */
+	struct pipeline_job *pl_head, *pl_tail;
+	size_t pl_count;                /* queued and set aside */
+	int pl_stop;
+	struct fp_pipeline_stats pl_stats;
+};
+
+int fp_pipeline_alloc(struct fp_pipeline **out, const struct fp_pipeline_opts *o)
+{
+	struct fp_pipeline *pl = calloc(1, sizeof(*pl));
+
+	if (!pl)
+		return -ENOMEM;
+	if (o->po_state_dir && !(pl->pl_state_dir = strdup(o->po_state_dir))) {
+		free(pl);
+		return -ENOMEM;
+	}
+	pl->pl_resolver = o->po_resolver;
+	pl->pl_symbol_wait_ms = o->po_symbol_wait_ms;
+	pthread_mutex_init(&pl->pl_lock, NULL);
+	pthread_cond_init(&pl->pl_wake, NULL);
+	*out = pl;
+	return 0;
+}
+
+int fp_pipeline_add_sink(struct fp_pipeline *pl, fp_sink_fn fn, void *arg)
+{
+	if (pl->pl_nsinks == FP_PIPELINE_MAX_SINKS)
+		return -ENOSPC;
+	pl->pl_sinks[pl->pl_nsinks++] = (struct pipeline_sink){ fn, arg };
+	return 0;
+}
+
+void fp_pipeline_stats(struct fp_pipeline *pl, struct fp_pipeline_stats *st)
+{
+	pthread_mutex_lock(&pl->pl_lock);
+	*st = pl->pl_stats;
+	st->pp_queue_depth = pl->pl_count;
+	pthread_mutex_unlock(&pl->pl_lock);
+}
+
+static void job_free(struct pipeline_job *j)
+{
+	if (!j)
+		return;
+	fp_profile_free(j->pj_profile);
+	fp_hello_fini(&j->pj_hello);
+	free(j);
+}
+
+/* ---- sequence numbers ---- */
+
+static int seq_path(const struct fp_pipeline *pl, const struct fp_hello *h, char *dir,
+		    size_t dlen, char *path, size_t plen)
+{
+	char host[256];
+
+	fp_safe_name(h->fh_host, host, sizeof(host));
+	if ((size_t)snprintf(dir, dlen, "%s/sessions/%s", pl->pl_state_dir, host) >= dlen ||
+	    (size_t)snprintf(path, plen, "%s/%016" PRIx64, dir, h->fh_session) >= plen)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t *seq)
+{
+	char dir[4200], path[4300];
+	unsigned long long v;
+	FILE *f;
+	int err = -ENOENT;
+
+	if (!pl->pl_state_dir || seq_path(pl, h, dir, sizeof(dir), path, sizeof(path)))
+		return -ENOENT;
+	if (!(f = fopen(path, "re")))
+		return -ENOENT;
+	if (fscanf(f, "%llu", &v) == 1) {
+		*seq = v;
+		err = 0;
+	}
+	fclose(f);
+	return err;
+}
+
+static int seq_store(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t seq)
+{
+	char dir[4200], path[4300], buf[32];
+	int n, err;
+
+	if ((err = seq_path(pl, h, dir, sizeof(dir), path, sizeof(path))) ||
+	    (err = fp_mkdirs(dir)))
+		return err;
+	n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", seq);
+	return fp_write_file(path, buf, (size_t)n, 0);
+}
+
+/* ---- symbols ---- */
+
+/* waiting_for: whether a frame of p that is not resolved yet names a
+ * build-ID a resolver worker is busy with. */
+static int waiting_for(struct fp_pipeline *pl, const struct fp_profile *p)
+{
+	uint8_t *asked;
+	size_t i;
+	int busy = 0;
+
+	if (!pl->pl_resolver || !pl->pl_symbol_wait_ms || !p->pr_nmappings)
+		return 0;
+	if (!(asked = calloc(p->pr_nmappings, 1)))
+		return 0;
+	for (i = 0; i < p->pr_nframes && !busy; i++) {
+		const struct fp_pframe *f = &p->pr_frames[i];
+		const struct fp_pmapping *m;
+
+		if (f->pf_function || f->pf_kind != FP_FRAME_USER ||
+		    f->pf_mapping == FP_INDEX_NONE || asked[f->pf_mapping])
+			continue;
+		asked[f->pf_mapping] = 1;
+		m = &p->pr_mappings[f->pf_mapping];
+		busy = m->pm_kind == FP_MAP_USER && fp_resolver_busy(pl->pl_resolver, &m->pm_build_id);
+	}
+	free(asked);
+	return busy;
+}
+
+static int unresolved(const struct fp_profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->pr_nframes; i++)
+		if (!p->pr_frames[i].pf_function && p->pr_frames[i].pf_kind == FP_FRAME_USER &&
+		    p->pr_frames[i].pf_mapping != FP_INDEX_NONE)
+			return 1;
+	return 0;
+}
+
+/* finish: resolve what came in meanwhile, run the sinks, store the
+ * sequence number, free j. */
+static void finish(struct fp_pipeline *pl, struct pipeline_job *j)
+{
+	uint64_t errors = 0, state_errors = 0;
+	size_t i;
+	int err;
+
+	if (pl->pl_resolver && unresolved(j->pj_profile) &&
+	    (err = fp_session_resolve_again(j->pj_profile, pl->pl_resolver)))
+		fp_warnx("cannot resolve a profile of %s again: %s", j->pj_hello.fh_host,
+			 strerror(-err));
+	for (i = 0; i < pl->pl_nsinks; i++)
+		if (pl->pl_sinks[i].ps_fn(pl->pl_sinks[i].ps_arg, j->pj_profile, &j->pj_hello,
+					  j->pj_seq))
+			errors++;
+	if (pl->pl_state_dir && (err = seq_store(pl, &j->pj_hello, j->pj_seq))) {
+		fp_warnx("cannot store the interval of session %016" PRIx64 " in %s: %s",
+			 j->pj_hello.fh_session, pl->pl_state_dir, strerror(-err));
+		state_errors++;
+	}
+	pthread_mutex_lock(&pl->pl_lock);
+	pl->pl_stats.pp_profiles++;
+	pl->pl_stats.pp_sink_errors += errors;
+	pl->pl_stats.pp_state_errors += state_errors;
+	if (pl->pl_started)
+		pl->pl_count--;
+	pthread_mutex_unlock(&pl->pl_lock);
+	job_free(j);
+}
+
+/* wait_inline: without a thread, wait for each busy build-ID in turn. */
+static void wait_inline(struct fp_pipeline *pl, struct pipeline_job *j)
+{
+	const struct fp_profile *p = j->pj_profile;
+	int timed_out = 0;
+	size_t i;
+
+	for (i = 0; i < p->pr_nmappings && !timed_out; i++)
+		if (p->pr_mappings[i].pm_kind == FP_MAP_USER)
+			timed_out = fp_resolver_wait(pl->pl_resolver, &p->pr_mappings[i].pm_build_id,
+						     j->pj_deadline_ns) != 0;
+	pthread_mutex_lock(&pl->pl_lock);
+	pl->pl_stats.pp_waited++;
+	pl->pl_stats.pp_wait_timeouts += timed_out;
+	pthread_mutex_unlock(&pl->pl_lock);
+}
+
+int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struct fp_hello *hello,
+		       uint64_t seq)
+{
+	struct pipeline_job *j = calloc(1, sizeof(*j));
+	int err = 0;
+
+	if (!j || fp_hello_copy(&j->pj_hello, hello)) {
+		free(j);
+		fp_profile_free(p);
+		return -ENOMEM;
+	}
+	j->pj_profile = p;
+	j->pj_seq = seq;
+	j->pj_deadline_ns = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)pl->pl_symbol_wait_ms * 1000000;
+	if (!pl->pl_started) {
+		if (waiting_for(pl, p))
+			wait_inline(pl, j);
+		finish(pl, j);
+		return 0;
+	}
+	pthread_mutex_lock(&pl->pl_lock);
+	if (pl->pl_count >= FP_PIPELINE_QUEUE) {
+		pl->pl_stats.pp_dropped++;
+		err = -EAGAIN;
+	} else {
+		if (pl->pl_tail)
+			pl->pl_tail->pj_next = j;
+		else
+			pl->pl_head = j;
+		pl->pl_tail = j;
+		pl->pl_count++;
+		pthread_cond_signal(&pl->pl_wake);
+		j = NULL;
+	}
+	pthread_mutex_unlock(&pl->pl_lock);
+	job_free(j);
+	return err;
+}
+
+/* behind: whether a job of j's session is set aside before j in the list
+ * at head (a device's intervals reach the sinks in order). */
+static int behind(const struct pipeline_job *head, const struct pipeline_job *j)
+{
+	for (; head && head != j; head = head->pj_next)
+		if (head->pj_hello.fh_session == j->pj_hello.fh_session)
+			return 1;
+	return 0;
+}
+
+/* pipeline_main: the pipeline thread.  The profiles set aside for their
+ * symbols (parked, oldest first) are its own: no other thread sees that
+ * list. */
+static void *pipeline_main(void *arg)
+{
+	struct fp_pipeline *pl = arg;
+	struct pipeline_job *parked = NULL, **tail = &parked, *in, *j, **pp;
+	int stop;
+
+	for (;;) {
+		pthread_mutex_lock(&pl->pl_lock);
+		if (parked && !pl->pl_head && !pl->pl_stop) {
+			uint64_t at = fp_now_ns(CLOCK_REALTIME) + PARKED_POLL_MS * 1000000ull;
+			struct timespec ts = { (time_t)(at / 1000000000ull),
+					       (long)(at % 1000000000ull) };
+			pthread_cond_timedwait(&pl->pl_wake, &pl->pl_lock, &ts);
+		}
+		while (!parked && !pl->pl_head && !pl->pl_stop)
+			pthread_cond_wait(&pl->pl_wake, &pl->pl_lock);
+		in = pl->pl_head;
+		pl->pl_head = pl->pl_tail = NULL;
+		stop = pl->pl_stop;
+		pthread_mutex_unlock(&pl->pl_lock);
+
+		/* New profiles: set aside when their symbols are on the way,
+		 * or when an earlier one of their session is. */
+		while ((j = in)) {
+			in = j->pj_next;
+			j->pj_next = NULL;
+			if (!stop && (waiting_for(pl, j->pj_profile) || behind(parked, j))) {
+				pthread_mutex_lock(&pl->pl_lock);
+				pl->pl_stats.pp_waited++;
+				pthread_mutex_unlock(&pl->pl_lock);
+				*tail = j;
+				tail = &j->pj_next;
+			} else {
+				finish(pl, j);
+			}
+		}
+		/* Set aside ones, oldest first, once their symbols are there
+		 * or their time is up. */
+		for (pp = &parked; (j = *pp);) {
+			int late = fp_now_ns(CLOCK_MONOTONIC) >= j->pj_deadline_ns;
+
+			if (!stop && !late &&
+			    (waiting_for(pl, j->pj_profile) || behind(parked, j))) {
+				pp = &j->pj_next;
+				continue;
+			}
+			*pp = j->pj_next;
+			if (late && waiting_for(pl, j->pj_profile)) {
+				pthread_mutex_lock(&pl->pl_lock);
+				pl->pl_stats.pp_wait_timeouts++;
+				pthread_mutex_unlock(&pl->pl_lock);
+			}
+			finish(pl, j);
+		}
+		for (tail = &parked; *tail; tail = &(*tail)->pj_next)
+			;
+		if (stop && !parked)
+			break;
+	}
+	return NULL;
+}
+
+int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms)
+{
+	int err;
+
+	if (pl->pl_started)
+		return -EINVAL;
+	pl->pl_symbol_wait_ms = symbol_wait_ms;
+	pl->pl_started = 1;
+	if ((err = pthread_create(&pl->pl_thread, NULL, pipeline_main, pl))) {
+		pl->pl_started = 0;
+		return -err;
+	}
+	return 0;
+}
+
+void fp_pipeline_free(struct fp_pipeline *pl)
+{
+	if (!pl)
+		return;
+	if (pl->pl_started) {
+		pthread_mutex_lock(&pl->pl_lock);
+		pl->pl_stop = 1;
+		pthread_cond_signal(&pl->pl_wake);
+		pthread_mutex_unlock(&pl->pl_lock);
+		pthread_join(pl->pl_thread, NULL);
+	}
+	pthread_cond_destroy(&pl->pl_wake);
+	pthread_mutex_destroy(&pl->pl_lock);
+	free(pl->pl_state_dir);
+	free(pl);
+}

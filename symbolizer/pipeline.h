@@ -1,0 +1,92 @@
+/* pipeline.h: the symbolizer's pipeline: decode -> session -> resolve ->
+ * sinks.
+ *
+ * server.c decodes a message (wire.h) and applies it to its session
+ * (session.h), which resolves the interval's frames from the symbol cache
+ * (resolver.h) into a profile; fp_pipeline_submit takes that profile.  A
+ * profile whose frames name a build-ID that a resolver worker is still
+ * ingesting waits for it, at most the symbol wait after it was submitted;
+ * its frames are then resolved again (fp_session_resolve_again).  Then
+ * every sink runs (the files of files.h, the pushers of push.h), and the
+ * interval's sequence number is stored with the session under the state
+ * directory, STATE/sessions/HOST/SESSION, so that an interval re-sent
+ * after a lost reply is recognised even by a new symbolizer process
+ * (fp_pipeline_last_seq).  fleetprof record and the server share it.
+ *
+ * Threads.  Until fp_pipeline_start, fp_pipeline_submit does all of that
+ * in the caller's thread (fleetprof record, tests, fuzzing).  After it,
+ * one pipeline thread does: submit only queues the profile (at most
+ * FP_PIPELINE_QUEUE of them wait, the others are dropped and counted) and
+ * returns, so a reply never waits for a sink or for symbols.  A profile
+ * waiting for its symbols is set aside, not waited on: the profiles of
+ * other devices go on meanwhile, those of its own device wait behind it
+ * (a device's intervals reach the sinks in order).  pl_lock guards the queue and the
+ * statistics; sinks are called by one thread at a time (the pipeline
+ * thread, or the only caller), so they need no lock of their own for it.
+ */
+#ifndef FP_PIPELINE_H
+#define FP_PIPELINE_H
+
+#include <stdint.h>
+#include "batch.h"
+#include "profile.h"
+#include "resolver.h"
+
+#define FP_PIPELINE_QUEUE 4096          /* profiles waiting for the thread */
+#define FP_PIPELINE_MAX_SINKS 4
+#define FP_SYMBOL_WAIT_DEFAULT_MS 5000
+#define FP_SYMBOL_WAIT_MAX_MS 3600000
+
+/* A sink: takes each finished profile with the hello of its session and
+ * its interval's sequence number.  Returns 0 or a negative errno (counted
+ * in pp_sink_errors). */
+typedef int (*fp_sink_fn)(void *arg, const struct fp_profile *p, const struct fp_hello *hello,
+			  uint64_t seq);
+
+struct fp_pipeline_opts {
+	struct fp_resolver *po_resolver;
+	const char *po_state_dir;       /* sequence numbers; NULL: none kept */
+	uint32_t po_symbol_wait_ms;     /* 0: sinks never wait for symbols */
+};
+
+struct fp_pipeline_stats {
+	uint64_t pp_profiles;           /* through every sink */
+	uint64_t pp_sink_errors;        /* sink calls that failed */
+	uint64_t pp_dropped;            /* queue full */
+	uint64_t pp_waited;             /* profiles that waited for symbols */
+	uint64_t pp_wait_timeouts;      /* ... and whose symbols were still not there */
+	uint64_t pp_queue_depth;        /* profiles queued or waiting now */
+	uint64_t pp_state_errors;       /* sequence numbers that could not be stored */
+};
+
+struct fp_pipeline;
+
+/* fp_pipeline_alloc: 0 or -ENOMEM. */
+int fp_pipeline_alloc(struct fp_pipeline **pl, const struct fp_pipeline_opts *o);
+
+/* fp_pipeline_free: stops the thread after it has run the sinks of every
+ * profile still queued (without waiting for symbols any longer). */
+void fp_pipeline_free(struct fp_pipeline *pl);
+
+/* fp_pipeline_add_sink: fn(arg, ...) for every profile, in the order
+ * added.  Before fp_pipeline_start.  0 or -ENOSPC (FP_PIPELINE_MAX_SINKS). */
+int fp_pipeline_add_sink(struct fp_pipeline *pl, fp_sink_fn fn, void *arg);
+
+/* fp_pipeline_start: from now on, a thread runs the sinks, and a
+ * profile waits at most symbol_wait_ms for its symbols (replacing
+ * po_symbol_wait_ms).  0, -EINVAL (started already) or a negative errno. */
+int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms);
+
+/* fp_pipeline_submit: take p (freed by the pipeline, also on error) of
+ * interval seq of the session of hello (copied).  Any thread.  0,
+ * -EAGAIN (queue full, dropped) or -ENOMEM. */
+int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struct fp_hello *hello,
+		       uint64_t seq);
+
+/* fp_pipeline_last_seq: the sequence number last stored for the session
+ * of hello.  0 or -ENOENT (none). */
+int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *hello, uint64_t *seq);
+
+void fp_pipeline_stats(struct fp_pipeline *pl, struct fp_pipeline_stats *st);
+
+#endif
