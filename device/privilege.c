@@ -160,8 +160,13 @@ int fp_privilege_drop(void)
 	int err;
 
 	_Static_assert(NALLOWED + 1 < 256, "jump offsets are 8 bits");
-	if (threads() != 1)
-		return -EBUSY;
+	/* A thread just joined (the agent's probe of pthread's layout) may
+	 * still be counted for a moment after pthread_join returns. */
+	for (int i = 0; threads() != 1; i++) {
+		if (i == 100)
+			return -EBUSY;
+		usleep(1000);
+	}
 	if ((err = drop_capabilities(fp_privilege_kept())))
 		return err;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
