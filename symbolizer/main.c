@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <nng/nng.h>
@@ -125,6 +126,19 @@ static int fetch_chain(const struct fp_build_id *id, void *arg)
 	if (fd < 0 && fc->fc_store)
 		fd = fp_store_open_file(fc->fc_store, hex, FP_STORE_EXECUTABLE, NULL);
 	return fd;
+}
+
+/* raise_nofile: every agent holds a connection, so the soft limit on
+ * open files (often 1,024) goes up to the hard one. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		fp_warn("cannot raise the limit on open files");
 }
 
 int main(int argc, char **argv)
@@ -236,6 +250,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fp_log_init("fleetprof-symbolizer", verbose, use_syslog);
+	raise_nofile();
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);

@@ -23,7 +23,7 @@
 #include "profile.h"
 #include "resolver.h"
 
-#define FP_SERVER_MAX_SESSIONS 4096
+#define FP_SERVER_MAX_SESSIONS 16384
 
 struct fp_server_stats {
 	uint64_t sv_sessions;           /* held now */
