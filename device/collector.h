@@ -61,7 +61,9 @@ typedef int (*fp_pycode_fn)(uint32_t pid, uint64_t addr, uint32_t tag, struct fp
 /* fp_collector_set_pycode_fn: install that hook (default: none, and every
  * Python frame is "[unknown]").  Each distinct code object (pid, address,
  * tag) is read once per collector; one that cannot be read is defined as
- * "[unknown]", never under another code object's name. */
+ * "[unknown]", never under another code object's name.  A Python frame's
+ * offset is sent as the first of the instructions, in a row, on the same
+ * line as its own (common/pyline.h), decoded once per code object. */
 void fp_collector_set_pycode_fn(struct fp_collector *c, fp_pycode_fn fn, void *arg);
 
 /* fp_collector_remap: call the maps hook again for every process whose
