@@ -965,3 +965,26 @@ size_t fp_collector_bytes(const struct fp_collector *c)
 	       (c->cl_pycode_cap + c->cl_pyfile_cap) * sizeof(void *) +
 	       c->cl_pylines_cap * sizeof(*c->cl_pylines);
 }
+
+void fp_collector_nodes(const struct fp_collector *c, struct fp_collector_nodes *n)
+{
+	size_t i, len, count = fp_intern_count(c->cl_nodes);
+
+	memset(n, 0, sizeof(*n));
+	for (i = 0; i < count; i++) {
+		const struct node_key *k = fp_intern_key(c->cl_nodes, (uint32_t)i, &len);
+		const struct mapping_key *mk;
+
+		if (k->nk_mapping == FP_MAPPING_NONE) {
+			n->cn_unmapped++;
+			continue;
+		}
+		mk = fp_intern_key(c->cl_mappings, k->nk_mapping, &len);
+		if (mk->mk_kind == FP_MAP_PYTHON)
+			n->cn_python++;
+		else if (mk->mk_kind == FP_MAP_USER)
+			n->cn_user++;
+		else
+			n->cn_kernel++;
+	}
+}

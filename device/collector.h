@@ -119,4 +119,16 @@ int fp_collector_open_file(struct fp_collector *c, const struct fp_build_id *id)
 /* fp_collector_bytes: memory the collector holds, for the agent's budget. */
 size_t fp_collector_bytes(const struct fp_collector *c);
 
+/* The stack trie's nodes (since the collector's start), by their frame:
+ * which kinds of frame make new stacks, for the agent's exit log. */
+struct fp_collector_nodes {
+	uint64_t cn_user;     /* native, in a process's ELF file */
+	uint64_t cn_kernel;   /* vmlinux and modules */
+	uint64_t cn_python;   /* Python code objects */
+	uint64_t cn_unmapped; /* addresses in no mapping */
+};
+
+/* fp_collector_nodes: count them, in time linear in their number. */
+void fp_collector_nodes(const struct fp_collector *c, struct fp_collector_nodes *n);
+
 #endif

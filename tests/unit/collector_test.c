@@ -523,6 +523,12 @@ static void test_batch_definitions(void)
 	CHECK_EQ_INT(bt.fb_nthreads, 2);
 	CHECK_EQ_INT(bt.fb_nmappings, 4);
 	CHECK_EQ_INT(bt.fb_nnodes, 9);
+	/* By frame: A's vmlinux, module, unmapped and three user frames; B's
+	 * vmlinux and two user frames. */
+	struct fp_collector_nodes kinds;
+	fp_collector_nodes(c, &kinds);
+	CHECK(kinds.cn_kernel == 3 && kinds.cn_user == 5 && kinds.cn_unmapped == 1 &&
+	      kinds.cn_python == 0);
 	peer_take(p, &bt);
 	check_peer_clean(p);
 
@@ -1357,6 +1363,10 @@ static void test_python_offsets_per_line(void)
 	check_peer_clean(p);
 	/* 0; 4; 12; 14; 20; unknown; and the unread code's 2 and 4. */
 	CHECK_EQ_INT(bt.fb_nnodes, 8);
+	struct fp_collector_nodes kinds;
+	fp_collector_nodes(c, &kinds);
+	CHECK(kinds.cn_python == 8 && kinds.cn_user == 0 && kinds.cn_kernel == 0 &&
+	      kinds.cn_unmapped == 0);
 	CHECK_EQ_INT(bt.fb_ncounts, 8);
 	for (size_t i = 0; i < bt.fb_ncounts && i < 16; i++) {
 		struct fp_frame f[FP_MAX_FRAMES];
