@@ -138,9 +138,9 @@ def main():
     n = 0
     for code in code_objects(module):
         units = lines_per_unit(code)
-        print("static const uint8_t c%d_starts[] = {\n%s\n};" %
-              (len(entries), carray(instruction_starts(code))))
         starts = len(entries)
+        print("static const uint8_t c%d_starts[] = {\n%s\n};" %
+              (starts, carray(instruction_starts(code))))
         lnotab_units = []
         for i, line in enumerate(units):
             if line == 0:
