@@ -6,6 +6,7 @@
 #include "elfnote.h"
 #include "intern.h"
 #include "procmaps.h"
+#include "pyline.h"
 #include "python.h"
 
 #include <errno.h>
@@ -55,6 +56,22 @@ struct thread_info {
 	char *ti_container;
 };
 
+/* The same-line runs of a Python code object's bytecode (pyline.h), decoded
+ * once when the code object is read: the offset each run starts at,
+ * ascending from 0, and where the last one ends.  A frame's instruction
+ * offset is sent as its run's start, so that the trie has a node per line
+ * of Python, not per instruction. */
+struct py_lines {
+	uint32_t *pl_starts;
+	uint32_t pl_n;
+	uint64_t pl_end;
+};
+
+/* Run starts fit in 32 bits: a table has at most FP_PY_LINETABLE_MAX
+ * bytes, and each moves the offset by at most 255 (3.9: 255 per 2-byte
+ * pair) or 16 bytes (3.11+: 8 code units per header byte). */
+_Static_assert((uint64_t)FP_PY_LINETABLE_MAX * 255 < UINT32_MAX, "run starts fit in 32 bits");
+
 struct proc_entry {
 	struct fp_procmaps *pe_maps;
 	int pe_known;         /* the sampler sends this process's raw addresses */
@@ -92,7 +109,8 @@ struct fp_collector {
 	void *cl_pycode_arg;
 	struct fp_pycode **cl_pycode; /* by mapping id: Python code objects */
 	char **cl_pyfile;
-	size_t cl_pycode_cap, cl_pyfile_cap, cl_py_bytes;
+	struct py_lines *cl_pylines; /* by mapping id: their line runs */
+	size_t cl_pycode_cap, cl_pyfile_cap, cl_pylines_cap, cl_py_bytes;
 	uint32_t cl_files_listed; /* cl_paths ids passed to fp_collector_new_files */
 	uint32_t *cl_announce; /* mappings to define before any frame uses them */
 	size_t cl_nannounce, cl_announce_cap;
@@ -198,8 +216,11 @@ void fp_collector_free(struct fp_collector *c)
 		fp_pycode_free(c->cl_pycode[i]);
 	for (i = 0; i < c->cl_pyfile_cap; i++)
 		free(c->cl_pyfile[i]);
+	for (i = 0; i < c->cl_pylines_cap; i++)
+		free(c->cl_pylines[i].pl_starts);
 	free(c->cl_pycode);
 	free(c->cl_pyfile);
+	free(c->cl_pylines);
 	fp_intern_free(c->cl_mappings);
 	fp_intern_free(c->cl_threads);
 	fp_intern_free(c->cl_nodes);
@@ -487,8 +508,53 @@ static int kernel_frame(struct fp_collector *c, uint64_t ip, struct fp_frame *f)
 	return 0;
 }
 
+/* py_lines_build: the line runs of code's table.  Two passes, the first
+ * to count them, so that the array is exactly their size. */
+static int py_lines_build(const struct fp_pycode *code, struct py_lines *pl)
+{
+	struct fp_pyline_iter it;
+	struct fp_pyline_run r;
+	uint32_t n = 0;
+
+	fp_pyline_iter_init(&it, code->pc_lines, code->pc_linetable, code->pc_linetable_len,
+			    code->pc_firstlineno);
+	while (fp_pyline_iter_next(&it, &r))
+		n++;
+	if (!n)
+		return 0;
+	if (!(pl->pl_starts = malloc(n * sizeof(*pl->pl_starts))))
+		return -ENOMEM;
+	fp_pyline_iter_init(&it, code->pc_lines, code->pc_linetable, code->pc_linetable_len,
+			    code->pc_firstlineno);
+	while (pl->pl_n < n && fp_pyline_iter_next(&it, &r)) {
+		pl->pl_starts[pl->pl_n++] = (uint32_t)r.pr_start;
+		pl->pl_end = r.pr_end;
+	}
+	return 0;
+}
+
+/* py_line_start: the start of the run that holds lasti; lasti itself when
+ * it is unknown or in no run (past the table's end, a damaged table, a
+ * code object that could not be read), for the symbolizer to judge. */
+static uint32_t py_line_start(const struct py_lines *pl, uint32_t lasti)
+{
+	uint32_t lo = 0, hi = pl->pl_n;
+
+	if (lasti == FP_PY_OFFSET_UNKNOWN || !pl->pl_n || lasti >= pl->pl_end)
+		return lasti;
+	while (hi - lo > 1) { /* pl_starts[lo] <= lasti < pl_starts[hi] */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (pl->pl_starts[mid] <= lasti)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return pl->pl_starts[lo];
+}
+
 /* python_frame: the frame of a Python code object: a mapping per (pid,
- * address, tag), read once, "[unknown]" when it cannot be read. */
+ * address, tag), read once, "[unknown]" when it cannot be read; its
+ * offset the first of lasti's line (py_lines). */
 static int python_frame(struct fp_collector *c, uint32_t pid, uint64_t addr, uint32_t tag,
 			uint32_t lasti, struct fp_frame *f)
 {
@@ -502,13 +568,18 @@ static int python_frame(struct fp_collector *c, uint32_t pid, uint64_t addr, uin
 	memcpy(key.fb_data + 12, &tag, 4);
 	if (mapping_get(c, FP_MAP_PYTHON, &key, "", &f->ff_mapping))
 		return -ENOMEM;
-	f->ff_offset = lasti;
-	if (f->ff_mapping < before)
-		return 0; /* read before */
+	if (f->ff_mapping < before) { /* read before, or out of memory then */
+		f->ff_offset = f->ff_mapping < c->cl_pylines_cap
+				       ? py_line_start(&c->cl_pylines[f->ff_mapping], lasti)
+				       : lasti;
+		return 0;
+	}
 	if (grow(&c->cl_pycode, &c->cl_pycode_cap, (size_t)f->ff_mapping + 1,
 		 sizeof(*c->cl_pycode)) ||
 	    grow(&c->cl_pyfile, &c->cl_pyfile_cap, (size_t)f->ff_mapping + 1,
-		 sizeof(*c->cl_pyfile)))
+		 sizeof(*c->cl_pyfile)) ||
+	    grow(&c->cl_pylines, &c->cl_pylines_cap, (size_t)f->ff_mapping + 1,
+		 sizeof(*c->cl_pylines)))
 		return -ENOMEM;
 	if (!c->cl_pycode_fn || c->cl_pycode_fn(pid, addr, tag, &code, &file, c->cl_pycode_arg)) {
 		if (!(code = calloc(1, sizeof(*code))) || !(code->pc_qualname = strdup("[unknown]"))) {
@@ -519,8 +590,12 @@ static int python_frame(struct fp_collector *c, uint32_t pid, uint64_t addr, uin
 	}
 	c->cl_pycode[f->ff_mapping] = code;
 	c->cl_pyfile[f->ff_mapping] = file;
+	if (py_lines_build(code, &c->cl_pylines[f->ff_mapping]))
+		return -ENOMEM;
 	c->cl_py_bytes += sizeof(*code) + strlen(code->pc_qualname) + code->pc_linetable_len +
-			  (file ? strlen(file) : 0);
+			  (file ? strlen(file) : 0) +
+			  c->cl_pylines[f->ff_mapping].pl_n * sizeof(uint32_t);
+	f->ff_offset = py_line_start(&c->cl_pylines[f->ff_mapping], lasti);
 	return 0;
 }
 
@@ -890,5 +965,29 @@ size_t fp_collector_bytes(const struct fp_collector *c)
 	       fp_intern_bytes(c->cl_paths) + c->cl_counts_cap * sizeof(*c->cl_counts) +
 	       c->cl_mstate_cap + c->cl_tstate_cap + c->cl_nstate_cap +
 	       c->cl_tinfo_cap * sizeof(*c->cl_tinfo) + c->cl_py_bytes +
-	       (c->cl_pycode_cap + c->cl_pyfile_cap) * sizeof(void *);
+	       (c->cl_pycode_cap + c->cl_pyfile_cap) * sizeof(void *) +
+	       c->cl_pylines_cap * sizeof(*c->cl_pylines);
+}
+
+void fp_collector_nodes(const struct fp_collector *c, struct fp_collector_nodes *n)
+{
+	size_t i, len, count = fp_intern_count(c->cl_nodes);
+
+	memset(n, 0, sizeof(*n));
+	for (i = 0; i < count; i++) {
+		const struct node_key *k = fp_intern_key(c->cl_nodes, (uint32_t)i, &len);
+		const struct mapping_key *mk;
+
+		if (k->nk_mapping == FP_MAPPING_NONE) {
+			n->cn_unmapped++;
+			continue;
+		}
+		mk = fp_intern_key(c->cl_mappings, k->nk_mapping, &len);
+		if (mk->mk_kind == FP_MAP_PYTHON)
+			n->cn_python++;
+		else if (mk->mk_kind == FP_MAP_USER)
+			n->cn_user++;
+		else
+			n->cn_kernel++;
+	}
 }

@@ -61,7 +61,9 @@ typedef int (*fp_pycode_fn)(uint32_t pid, uint64_t addr, uint32_t tag, struct fp
 /* fp_collector_set_pycode_fn: install that hook (default: none, and every
  * Python frame is "[unknown]").  Each distinct code object (pid, address,
  * tag) is read once per collector; one that cannot be read is defined as
- * "[unknown]", never under another code object's name. */
+ * "[unknown]", never under another code object's name.  A Python frame's
+ * offset is sent as the first of the instructions, in a row, on the same
+ * line as its own (common/pyline.h), decoded once per code object. */
 void fp_collector_set_pycode_fn(struct fp_collector *c, fp_pycode_fn fn, void *arg);
 
 /* fp_collector_remap: call the maps hook again for every process whose
@@ -118,5 +120,17 @@ int fp_collector_open_file(struct fp_collector *c, const struct fp_build_id *id)
 
 /* fp_collector_bytes: memory the collector holds, for the agent's budget. */
 size_t fp_collector_bytes(const struct fp_collector *c);
+
+/* The stack trie's nodes (since the collector's start), by their frame:
+ * which kinds of frame make new stacks, for the agent's exit log. */
+struct fp_collector_nodes {
+	uint64_t cn_user;     /* native, in a process's ELF file */
+	uint64_t cn_kernel;   /* vmlinux and modules */
+	uint64_t cn_python;   /* Python code objects */
+	uint64_t cn_unmapped; /* addresses in no mapping */
+};
+
+/* fp_collector_nodes: count them, in time linear in their number. */
+void fp_collector_nodes(const struct fp_collector *c, struct fp_collector_nodes *n);
 
 #endif

@@ -625,6 +625,7 @@ static void agent_failback(struct agent *a)
 static void log_footprint(struct agent *a)
 {
 	struct fp_sampler_stats st = { 0 };
+	struct fp_collector_nodes nodes;
 	char line[256] = "";
 	FILE *f;
 
@@ -647,6 +648,11 @@ static void log_footprint(struct agent *a)
 		a->ag_ksyms_bytes, a->ag_file_bytes, a->ag_table_bytes, st.ss_run_count,
 		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes,
 		fp_collector_bytes(a->ag_collector), a->ag_resets, line);
+	fp_collector_nodes(a->ag_collector, &nodes);
+	fp_info("stack trie: %" PRIu64 " nodes: %" PRIu64 " native user frames, %" PRIu64
+		" kernel, %" PRIu64 " Python, %" PRIu64 " unmapped",
+		nodes.cn_user + nodes.cn_kernel + nodes.cn_python + nodes.cn_unmapped,
+		nodes.cn_user, nodes.cn_kernel, nodes.cn_python, nodes.cn_unmapped);
 	if (a->ag_unwind) {
 		uint64_t c[FP_CNT_MAX] = { 0 };
 		struct fp_unwind_stats us;

@@ -19,7 +19,8 @@ same run.  `make bench` runs it as root.
    frames per sample; then ten daemon-like processes
    (tests/workload/pydaemon.py, a different variant each) under the agent
    at its default frequency and interval: agent CPU, peak RSS, heap, BPF
-   maps, wire bytes per sample and code object reads per second (the
+   maps, wire bytes per sample, the stack trie's nodes by kind of frame,
+   and code object reads per second (the
    agent's process_vm_readv calls to the daemons, recorded by `perf record`
    on the syscall's tracepoint) in steady state, the second half of the run.
 5. Fleet (`fleetprof loadgen`, simulated devices at 200 samples/s each, one
@@ -463,6 +464,8 @@ def python_daemons(args, tmp, symb):
     mine = {d.pid for d in daemons}
     runs, ns_per_run, map_bytes = bpf_figures(log)
     wire = re.search(r"wire: (\d+) bytes of batches \(([\d.]+) bytes/sample\)", log)
+    trie = re.search(r"stack trie: (\d+) nodes: (\d+) native user frames, (\d+) kernel, "
+                     r"(\d+) Python", log)
     # The host runs other processes too: the daemons' share of the samples.
     total = py = 0
     for stack, n in folded_stacks(f"{tmp}/python/out", started):
@@ -474,6 +477,7 @@ def python_daemons(args, tmp, symb):
             "samples": samples_taken(log), "share": 100.0 * py / total if total else 0.0,
             "steady": steady_bytes_per_sample(log),
             "all": float(wire.group(2)) if wire else float("nan"),
+            "trie": [int(x) for x in trie.groups()] if trie else [0, 0, 0, 0],
             "readv_per_s": sum(p in mine for t, p in readv if t >= t1) / (t2 - t1),
             "readv_other_per_s": sum(p not in mine for t, p in readv if t >= t1) / (t2 - t1),
             # per 10 s interval from the agent's start, to the daemons
@@ -736,6 +740,8 @@ def python_lines(args, py):
              row("BPF map memory, KiB", m["map_bytes"] // 1024),
              row("wire bytes/sample, steady state (goal <= 2)", f"{m['steady']:.2f}"),
              row("wire bytes/sample, whole run (excl. kallsyms)", f"{m['all']:.2f}"),
+             row("stack-trie nodes at exit, all processes", m["trie"][0]),
+             "  native user frames {1}, kernel {2}, Python {3}".format(*m["trie"]),
              row("process_vm_readv calls/s to the daemons (goal 0)", f"{m['readv_per_s']:.2f}"),
              row("  to other processes of the host", f"{m['readv_other_per_s']:.2f}"),
              "  process_vm_readv calls/s to the daemons per 10 s from the agent's start: "

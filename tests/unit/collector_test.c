@@ -2,7 +2,7 @@
  * (device/collector.c): frame resolution (kernel, module, build-ID, IP
  * and raw user frames against this very process), aggregation, intervals,
  * and which definitions (mappings, threads, stack trie nodes) each batch
- * carries. */
+ * carries; Python frames' offsets folded to their line's first. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +20,8 @@
 #include "collector.h"
 #include "container.h"
 #include "elfnote.h"
+#include "pyline.h"
+#include "python.h"
 
 #define KTEXT 0xffffffff81000000ull
 #define MODBASE 0xffffffffc0000000ull
@@ -521,6 +523,12 @@ static void test_batch_definitions(void)
 	CHECK_EQ_INT(bt.fb_nthreads, 2);
 	CHECK_EQ_INT(bt.fb_nmappings, 4);
 	CHECK_EQ_INT(bt.fb_nnodes, 9);
+	/* By frame: A's vmlinux, module, unmapped and three user frames; B's
+	 * vmlinux and two user frames. */
+	struct fp_collector_nodes kinds;
+	fp_collector_nodes(c, &kinds);
+	CHECK(kinds.cn_kernel == 3 && kinds.cn_user == 5 && kinds.cn_unmapped == 1 &&
+	      kinds.cn_python == 0);
 	peer_take(p, &bt);
 	check_peer_clean(p);
 
@@ -1283,6 +1291,119 @@ out:
 	fp_collector_free(c);
 }
 
+/* A 3.11 location table: [0, 4) line 10, [4, 8) and [8, 12) line 11
+ * (two entries, one run), [12, 14) no location; the code ends at 14. */
+static const uint8_t py_table[] = { 0x81, 0x00, 0xd9, 0x01, 0x02, 0xd1, 0x01, 0x02, 0xf8 };
+
+/* The pycode hook: the code object at 0x1000 has py_table, any other
+ * cannot be read. */
+static int fake_code(uint32_t pid, uint64_t addr, uint32_t tag, struct fp_pycode **code,
+		     char **filename, void *arg)
+{
+	struct fp_pycode *c;
+
+	(*(int *)arg)++;
+	if (addr != 0x1000)
+		return -EFAULT;
+	if (!(c = calloc(1, sizeof(*c))) || !(c->pc_qualname = strdup("f")) ||
+	    !(c->pc_linetable = malloc(sizeof(py_table)))) {
+		fp_pycode_free(c);
+		return -ENOMEM;
+	}
+	memcpy(c->pc_linetable, py_table, sizeof(py_table));
+	c->pc_linetable_len = sizeof(py_table);
+	c->pc_lines = FP_PY_LOCATIONS;
+	c->pc_firstlineno = 10;
+	*code = c;
+	*filename = NULL;
+	return 0;
+}
+
+/* One Python frame per sample, at each lasti: the stack trie gets a node
+ * per line, at the line's first instruction, which the symbolizer puts on
+ * the same line as lasti; offsets in no run (past the table, unknown, or
+ * of a code object that could not be read) go as they came.  The code
+ * object is read once. */
+static void test_python_offsets_per_line(void)
+{
+	static const struct {
+		uint64_t addr;
+		uint32_t lasti, sent;
+	} cases[] = {
+		{ 0x1000, 0, 0 },   { 0x1000, 2, 0 },   { 0x1000, 4, 4 },
+		{ 0x1000, 6, 4 },   { 0x1000, 11, 4 },  { 0x1000, 12, 12 },
+		{ 0x1000, 14, 14 }, { 0x1000, 20, 20 }, { 0x1000, FP_PY_LASTI_NONE, FP_PY_LASTI_NONE },
+		{ 0x2000, 2, 2 },   { 0x2000, 4, 4 },
+	};
+	const size_t n = sizeof(cases) / sizeof(cases[0]);
+	struct fp_collector *c = new_collector();
+	struct peer *p = peer_new();
+	uint32_t pid = (uint32_t)getpid(), leaf[16], read_map = FP_MAPPING_NONE;
+	struct fp_interval iv;
+	struct fp_batch bt;
+	struct sample s;
+	int reads = 0;
+
+	if (!c || !p)
+		goto out;
+	fp_collector_set_pycode_fn(c, fake_code, &reads);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t slots[2] = { FP_PY_SLOT_FRAME | (uint64_t)cases[i].lasti << 32 | 0x77,
+				      cases[i].addr };
+		make_sample(&s, pid, pid, "py", NULL, 0, NULL, 0);
+		memcpy(s.u, slots, sizeof(slots));
+		s.hdr.ustack_bytes = sizeof(slots);
+		s.hdr.flags = FP_SAMPLE_USER_RAW;
+		add(c, &s, 1);
+	}
+	CHECK_EQ_INT(reads, 2);
+	CHECK_EQ_INT(fp_collector_cut(c, 1, 1, &iv), 0);
+	CHECK_EQ_INT(fp_collector_batch(c, &iv, 1, 10000000, &bt), 0);
+	peer_take(p, &bt);
+	check_peer_clean(p);
+	/* 0; 4; 12; 14; 20; unknown; and the unread code's 2 and 4. */
+	CHECK_EQ_INT(bt.fb_nnodes, 8);
+	struct fp_collector_nodes kinds;
+	fp_collector_nodes(c, &kinds);
+	CHECK(kinds.cn_python == 8 && kinds.cn_user == 0 && kinds.cn_kernel == 0 &&
+	      kinds.cn_unmapped == 0);
+	CHECK_EQ_INT(bt.fb_ncounts, 8);
+	for (size_t i = 0; i < bt.fb_ncounts && i < 16; i++) {
+		struct fp_frame f[FP_MAX_FRAMES];
+		CHECK_EQ_INT(peer_stack(p, bt.fb_counts[i].fc_node, f), 1);
+		leaf[i] = bt.fb_counts[i].fc_node;
+		CHECK_EQ_INT(p->maps[f[0].ff_mapping].kind, FP_MAP_PYTHON);
+		/* Only the code at 0x1000 has a node at offset 0. */
+		if (f[0].ff_offset == 0)
+			read_map = f[0].ff_mapping;
+	}
+	CHECK(read_map != FP_MAPPING_NONE);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t sent = UINT32_MAX, count = 0;
+		for (size_t j = 0; j < bt.fb_ncounts && j < 16; j++) {
+			const struct fp_frame *f = &p->nodes[leaf[j]].frame;
+			if (f->ff_offset != cases[i].sent ||
+			    (f->ff_mapping == read_map) != (cases[i].addr == 0x1000))
+				continue;
+			sent = (uint32_t)f->ff_offset;
+			count += bt.fb_counts[j].fc_count;
+		}
+		CHECK_EQ_INT(sent, cases[i].sent);
+		if (cases[i].addr == 0x1000 && cases[i].lasti == 4)
+			CHECK_EQ_INT(count, 3);
+		if (cases[i].addr == 0x1000 && cases[i].lasti != FP_PY_LASTI_NONE)
+			CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, py_table, sizeof(py_table), 10,
+					       cases[i].sent),
+				     fp_pyline(FP_PY_LOCATIONS, py_table, sizeof(py_table), 10,
+					       cases[i].lasti));
+	}
+	fp_collector_batch_release(c, &bt);
+	fp_interval_fini(&iv);
+out:
+	free(p);
+	fp_collector_free(c);
+}
+
 int main(void)
 {
 	if (setup() != 0) {
@@ -1305,5 +1426,6 @@ int main(void)
 	RUN(test_many_cuts);
 	RUN(test_full_depth);
 	RUN(test_many_stacks);
+	RUN(test_python_offsets_per_line);
 	return CHECK_DONE();
 }

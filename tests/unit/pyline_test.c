@@ -1,13 +1,16 @@
-/* pyline_test.c: line numbers from CPython line tables (symbolizer/pyline.c).
+/* pyline_test.c: line numbers and same-line runs from CPython line tables
+ * (common/pyline.c).
  *
- * The vectors of pyline_vectors.h are CPython's own: tables and the line
- * of every code unit, printed by CPython 3.11 (pyline_vectors.py).  The
- * hand-made cases below cover 3.9's co_lnotab layout and damaged tables. */
+ * The vectors of pyline_vectors.h are CPython's own: tables, the line of
+ * every code unit and where instructions start, printed by CPython 3.11
+ * (pyline_vectors.py).  The hand-made cases below cover 3.9's co_lnotab
+ * layout and damaged tables. */
 #include "check.h"
 
 #include "batch.h"
 #include "pyline.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +210,127 @@ static void test_locations_damaged(void)
 	free(heap);
 }
 
+/* The agent sends a frame's offset folded to the start of its run: for
+ * every offset of every vector (even and odd bytes), the run holds it, the
+ * symbolizer's line for the run's start is its line for the offset, the
+ * start is where an instruction starts, and the run is as long as it can
+ * be (the offsets just outside it are on other lines, or in no run). */
+static void test_runs_fold_same_line(void)
+{
+	size_t v, checked = 0, offsets = 0, starts = 0;
+
+	for (v = 0; v < sizeof(py_vectors) / sizeof(py_vectors[0]); v++) {
+		const struct py_vector *pv = &py_vectors[v];
+		uint64_t last_start = UINT64_MAX;
+		int bad = 0;
+
+		for (uint64_t off = 0; off < 2 * pv->nunits; off++) {
+			struct fp_pyline_run r, next;
+			uint32_t line = fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno, off);
+
+			if (fp_pyline_run(pv->format, pv->table, pv->len, pv->firstlineno, off, &r)) {
+				bad++;
+				continue;
+			}
+			bad += !(r.pr_start <= off && off < r.pr_end);
+			bad += r.pr_line != line;
+			bad += fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno,
+					 r.pr_start) != line;
+			bad += r.pr_start >= 2 * pv->nunits || !pv->starts[r.pr_start / 2] ||
+			       r.pr_start % 2;
+			if (r.pr_start)
+				bad += fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno,
+						 r.pr_start - 1) == line;
+			if (r.pr_end != UINT64_MAX &&
+			    !fp_pyline_run(pv->format, pv->table, pv->len, pv->firstlineno,
+					   r.pr_end, &next))
+				bad += next.pr_line == line || next.pr_start != r.pr_end;
+			if (bad && !checked)
+				fprintf(stderr, "  %s (format %u): offset %llu: run [%llu, %llu) line %u\n",
+					pv->name, pv->format, (unsigned long long)off,
+					(unsigned long long)r.pr_start, (unsigned long long)r.pr_end,
+					r.pr_line);
+			starts += r.pr_start != last_start;
+			last_start = r.pr_start;
+			checked++;
+		}
+		offsets += 2 * pv->nunits;
+		CHECK_EQ_INT(bad, 0);
+	}
+	CHECK_EQ_INT(checked, offsets);
+	/* Folding is what the agent does it for: far fewer distinct offsets. */
+	CHECK(starts * 3 < offsets / 2);
+	printf("  %zu offsets, %zu code units, %zu runs\n", offsets, offsets / 2, starts);
+}
+
+/* The iterator's runs: from offset 0, each where the one before ended, no
+ * two in a row on the same line; a 3.11+ table's runs end where the code
+ * does, a 3.9 table's last run never ends. */
+static void test_runs_iterate(void)
+{
+	for (size_t v = 0; v < sizeof(py_vectors) / sizeof(py_vectors[0]); v++) {
+		const struct py_vector *pv = &py_vectors[v];
+		struct fp_pyline_iter it;
+		struct fp_pyline_run r, prev = { 0, 0, UINT32_MAX };
+		int bad = 0, n = 0;
+
+		fp_pyline_iter_init(&it, pv->format, pv->table, pv->len, pv->firstlineno);
+		while (fp_pyline_iter_next(&it, &r)) {
+			bad += r.pr_start != prev.pr_end || r.pr_end <= r.pr_start ||
+			       r.pr_line == prev.pr_line;
+			prev = r;
+			n++;
+		}
+		CHECK_EQ_INT(bad, 0);
+		CHECK(n > 0);
+		if (pv->format == FP_PY_LOCATIONS)
+			CHECK_EQ_INT(prev.pr_end, 2 * pv->nunits);
+		else
+			CHECK(prev.pr_end == UINT64_MAX);
+		CHECK_EQ_INT(fp_pyline_iter_next(&it, &r), 0);
+	}
+}
+
+/* Runs of the hand-made tables: 3.9's split step joins two pairs on line
+ * 7; a 3.11+ "no location" entry is a run of its own, and entries past a
+ * malformed one, or past the table's end, are in no run. */
+static void test_runs_forms(void)
+{
+	static const uint8_t lnotab[] = { 6, 1, 44, 5, 255, 0, 45, 127, 0, 73, 11, 0xff };
+	static const uint8_t loc[] = {
+		0x80, 0x00,       /* 1 unit, line 10 */
+		0xd3, 0x04, 0x09, /* 4 units, line 10 */
+		0xf8,             /* 1 unit, no location */
+		0xe9, 0x05,       /* 2 units, line 8 */
+		0xe8, 0x00,       /* 1 unit, line 8 */
+		0xe8, 0x42,       /* the table ends inside the varint */
+	};
+	struct fp_pyline_run r;
+
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LNOTAB, lnotab, sizeof(lnotab), 1, 100, &r), 0);
+	CHECK(r.pr_start == 50 && r.pr_end == 350 && r.pr_line == 7);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LNOTAB, lnotab, sizeof(lnotab), 1, 360, &r), 0);
+	CHECK(r.pr_start == 350 && r.pr_end == 361 && r.pr_line == 207);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LNOTAB, lnotab, sizeof(lnotab), 1, FP_PY_OFFSET_UNKNOWN,
+				   &r), 0);
+	CHECK(r.pr_start == 361 && r.pr_end == UINT64_MAX && r.pr_line == 206);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LNOTAB, NULL, 0, 42, 7, &r), 0);
+	CHECK(r.pr_start == 0 && r.pr_end == UINT64_MAX && r.pr_line == 42);
+
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LOCATIONS, loc, sizeof(loc), 10, 9, &r), 0);
+	CHECK(r.pr_start == 0 && r.pr_end == 10 && r.pr_line == 10);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LOCATIONS, loc, sizeof(loc), 10, 11, &r), 0);
+	CHECK(r.pr_start == 10 && r.pr_end == 12 && r.pr_line == 0);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LOCATIONS, loc, sizeof(loc), 10, 17, &r), 0);
+	CHECK(r.pr_start == 12 && r.pr_end == 18 && r.pr_line == 8);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LOCATIONS, loc, sizeof(loc), 10, 18, &r), -ENOENT);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LOCATIONS, loc, 10, 10, 17, &r), 0);
+	CHECK(r.pr_start == 12 && r.pr_end == 18 && r.pr_line == 8);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LOCATIONS, loc, 10, 10, 18, &r), -ENOENT);
+	CHECK_EQ_INT(fp_pyline_run(FP_PY_LOCATIONS, NULL, 0, 10, 0, &r), -ENOENT);
+	CHECK_EQ_INT(fp_pyline_run(3, loc, sizeof(loc), 10, 0, &r), -ENOENT);
+}
+
 int main(void)
 {
 	RUN(test_cpython_vectors);
@@ -215,5 +339,8 @@ int main(void)
 	RUN(test_lnotab_out_of_range);
 	RUN(test_locations_forms);
 	RUN(test_locations_damaged);
+	RUN(test_runs_fold_same_line);
+	RUN(test_runs_iterate);
+	RUN(test_runs_forms);
 	return CHECK_DONE();
 }
