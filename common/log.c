@@ -1,4 +1,6 @@
-/* log.c: stderr in the foreground, syslog for daemons. */
+/* log.c: stderr in the foreground, syslog for daemons.  Messages are
+ * formatted, then escaped (fp_log_escape) as a whole: the one place that
+ * keeps strings from outside from breaking lines, whatever the call site. */
 #include "log.h"
 
 #include <errno.h>
@@ -19,11 +21,53 @@ void fp_log_init(const char *progname, int verbose, int use_syslog)
 		openlog(progname, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
+char *fp_log_escape(const char *s, size_t n, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (!len)
+		return buf;
+	for (size_t i = 0; i < n && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char e[4];
+		size_t elen = 1;
+
+		e[0] = (char)c;
+		if (c == '\n' || c == '\r' || c == '\t') {
+			e[0] = '\\';
+			e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+			elen = 2;
+		} else if (c < 0x20 || c == 0x7f) {
+			e[0] = '\\';
+			e[1] = 'x';
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+			elen = 4;
+		}
+		if (o + elen + 1 > len) {
+			/* Room for "..." where the cut is. */
+			while (o && o + 4 > len)
+				o--;
+			if (o + 4 <= len) {
+				memcpy(buf + o, "...", 3);
+				o += 3;
+			}
+			break;
+		}
+		memcpy(buf + o, e, elen);
+		o += elen;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 static void log_vwrite(int pri, const char *suffix, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char raw[1024], msg[1200];
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	fp_log_escape(raw, sizeof(raw), msg, sizeof(msg));
 	if (log_syslog) {
 		syslog(pri, "%s%s%s", msg, suffix ? ": " : "", suffix ? suffix : "");
 		return;

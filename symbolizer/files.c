@@ -5,6 +5,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <time.h>
@@ -37,26 +38,59 @@ int fp_mkdirs(const char *dir)
 
 typedef int (*write_fn)(const struct fp_profile *p, FILE *f, const char *title, int by_thread);
 
-static int write_atomic(const char *path, write_fn fn, const struct fp_profile *p,
-			const char *title, int by_thread)
+/* open_beside: a new file beside path, named PATH.tmpXXXXXX with six
+ * random characters, created with O_EXCL (mkstemp): nothing planted at a
+ * guessable name is followed or overwritten.  Mode 0644: profiles are meant
+ * to be read by others.  The fd, its name in *tmp (free it), or -errno. */
+static int open_beside(const char *path, char **tmp)
 {
-	char tmp[4200];
-	FILE *f;
-	int err;
+	int fd, err;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	err = fn(p, f, title, by_thread);
-	if (fclose(f) && !err)
+	if (asprintf(tmp, "%s.tmpXXXXXX", path) < 0)
+		return -ENOMEM;
+	if ((fd = mkostemp(*tmp, O_CLOEXEC)) < 0 || fchmod(fd, 0644) < 0) {
 		err = -errno;
-	if (!err && rename(tmp, path))
+		if (fd >= 0) {
+			close(fd);
+			unlink(*tmp);
+		}
+		free(*tmp);
+		*tmp = NULL;
+		return err;
+	}
+	return fd;
+}
+
+/* commit_beside: rename tmp over path when err is 0, else remove it;
+ * frees tmp.  err, or the rename's. */
+static int commit_beside(char *tmp, const char *path, int err)
+{
+	if (!err && rename(tmp, path) < 0)
 		err = -errno;
 	if (err)
 		unlink(tmp);
+	free(tmp);
 	return err;
+}
+
+static int write_atomic(const char *path, write_fn fn, const struct fp_profile *p,
+			const char *title, int by_thread)
+{
+	char *tmp;
+	FILE *f;
+	int fd, err;
+
+	if ((fd = open_beside(path, &tmp)) < 0)
+		return fd;
+	if (!(f = fdopen(fd, "w"))) {
+		err = -errno;
+		close(fd);
+		return commit_beside(tmp, path, err);
+	}
+	err = fn(p, f, title, by_thread);
+	if (fclose(f) && !err)
+		err = -errno;
+	return commit_beside(tmp, path, err);
 }
 
 static int folded_fn(const struct fp_profile *p, FILE *f, const char *title, int by_thread)
@@ -150,33 +184,19 @@ static int gzip_to_fd(int fd, const uint8_t *buf, size_t len)
 
 int fp_write_file(const char *path, const void *buf, size_t len, int gzip)
 {
-	char *tmp = NULL;
+	char *tmp;
 	int fd, err;
 
 	/* Readers of path see the old file or the complete new one, never a
 	 * prefix: write beside it, then rename over it. */
-	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
-		return -ENOMEM;
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		err = -errno;
-		free(tmp);
-		return err;
-	}
+	if ((fd = open_beside(path, &tmp)) < 0)
+		return fd;
 	err = gzip ? gzip_to_fd(fd, buf, len) : fp_write_all(fd, buf, len);
-	/* mkstemp creates 0600; profiles are meant to be read by others. */
-	if (!err && fchmod(fd, 0644) < 0)
-		err = -errno;
 	if (!err && fsync(fd) < 0)
 		err = -errno;
 	if (close(fd) < 0 && !err)
 		err = -errno;
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	free(tmp);
-	return err;
+	return commit_beside(tmp, path, err);
 }
 
 static int write_intervals(const struct fp_files_sink *fs, const struct fp_profile *p,

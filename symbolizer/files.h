@@ -1,6 +1,8 @@
 /* files.h: writing output files safely: parent directories created, each
  * file written to a temporary name and renamed into place, so readers
- * never see half a profile.  fp_files_sink is the pipeline's file output
+ * never see half a profile.  The temporary name is PATH.tmpXXXXXX, six
+ * random characters, created with O_EXCL: a file or symbolic link planted
+ * at a guessed name is neither followed nor overwritten.  fp_files_sink is the pipeline's file output
  * (pipeline.h). */
 #ifndef FP_FILES_H
 #define FP_FILES_H

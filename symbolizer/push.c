@@ -11,9 +11,16 @@
  *
  * so a record says all about its request but the base URL and the
  * --push-header values (credentials stay out of the spool).  The pusher
- * thread peeks the oldest record, sends it with nng's HTTP client and
- * deletes it unless the failure is worth a retry. */
+ * thread peeks the oldest record, sends it with nng's HTTP client on a
+ * connection of its own and deletes it unless the failure is worth a
+ * retry; a record that keeps failing is dropped after pu_max_attempts
+ * answered attempts or once older than pu_max_age, so one request the
+ * destination always refuses cannot hold up the queue.  The response is
+ * read by hand (head, then the body only when its Content-Length is within
+ * pu_response_max) because nng's transact reads whatever length the server
+ * declares. */
 #include "push.h"
+#include "cli.h"
 #include "log.h"
 #include "otlp.h"
 #include "otlp_profiles_service.pb-c.h"
@@ -21,6 +28,7 @@
 #include "spool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -54,6 +63,9 @@ struct fp_push {
 	size_t pu_nheaders;
 	char *pu_hname[FP_PUSH_MAX_HEADERS], *pu_hvalue[FP_PUSH_MAX_HEADERS];
 	uint32_t pu_backoff_min, pu_backoff_max, pu_timeout;
+	uint32_t pu_max_attempts;       /* answered failures before a record is dropped */
+	int64_t pu_max_age;             /* seconds: a record failing when older is dropped */
+	size_t pu_response_max;         /* response bodies read, bytes */
 	nng_url *pu_url;
 	nng_http_client *pu_client;
 	nng_aio *pu_aio;
@@ -735,20 +747,120 @@ static int split_record(char *rec, size_t len, char **f, uint8_t **body, size_t 
 	return 0;
 }
 
-static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64_t *retry_after,
-				char *why, size_t wlen)
+/* arm: pu_aio's timeout for the next operation, what is left until the
+ * monotonic deadline (at least 1 ms). */
+static void arm(struct fp_push *p, uint64_t deadline)
 {
-	char *f[5], *uri = NULL, body_text[EXCERPT_MAX + 8];
+	uint64_t now = now_ms();
+
+	nng_aio_set_timeout(p->pu_aio, (nng_duration)(deadline > now ? deadline - now : 1));
+}
+
+static int finish(struct fp_push *p)
+{
+	nng_aio_wait(p->pu_aio);
+	return nng_aio_result(p->pu_aio);
+}
+
+/* content_length: the Content-Length of res; 0 when absent, -1 when not
+ * a plain decimal. */
+static int64_t content_length(nng_http_res *res)
+{
+	const char *cl = nng_http_res_get_header(res, "Content-Length");
+	int64_t n = 0;
+
+	if (!cl)
+		return 0;
+	if (!*cl)
+		return -1;
+	for (; *cl; cl++) {
+		if (*cl < '0' || *cl > '9' || n > (INT64_MAX - 9) / 10)
+			return -1;
+		n = n * 10 + (*cl - '0');
+	}
+	return n;
+}
+
+/* transact: req on a connection of its own, closed after.  The response's
+ * head goes into res, and its body too when it has a Content-Length of at
+ * most pu_response_max; a longer one is left unread (*too_large set to its
+ * length), and so is a chunked one.  *reached is set once connected: a
+ * failure after that counts as an attempt.  0 or an nng error. */
+static int transact(struct fp_push *p, nng_http_req *req, nng_http_res *res, uint64_t deadline,
+		    int *reached, int64_t *too_large)
+{
+	nng_http_conn *conn;
+	const char *te;
+	nng_iov iov;
+	int64_t len;
+	void *body = NULL;
+	int rv;
+
+	arm(p, deadline);
+	nng_http_client_connect(p->pu_client, p->pu_aio);
+	if ((rv = finish(p)))
+		return rv;
+	conn = nng_aio_get_output(p->pu_aio, 0);
+	*reached = 1;
+	arm(p, deadline);
+	nng_http_conn_write_req(conn, req, p->pu_aio);
+	if ((rv = finish(p)))
+		goto out;
+	arm(p, deadline);
+	nng_http_conn_read_res(conn, res, p->pu_aio);
+	if ((rv = finish(p)))
+		goto out;
+	te = nng_http_res_get_header(res, "Transfer-Encoding");
+	if (te && strcasestr(te, "chunked"))
+		goto out; /* not read: the status is what matters */
+	if ((len = content_length(res)) < 0) {
+		rv = NNG_EPROTO;
+		goto out;
+	}
+	if ((uint64_t)len > p->pu_response_max) {
+		*too_large = len;
+		goto out;
+	}
+	if (!len)
+		goto out;
+	if (!(body = malloc((size_t)len))) {
+		rv = NNG_ENOMEM;
+		goto out;
+	}
+	iov = (nng_iov){ .iov_buf = body, .iov_len = (size_t)len };
+	arm(p, deadline);
+	if (!(rv = nng_aio_set_iov(p->pu_aio, 1, &iov))) {
+		nng_http_conn_read_all(conn, p->pu_aio);
+		rv = finish(p);
+	}
+	if (!rv)
+		rv = nng_http_res_copy_data(res, body, (size_t)len);
+out:
+	free(body);
+	nng_http_conn_close(conn);
+	return rv;
+}
+
+/* send_record: one attempt at the request of a spool record.  *reached:
+ * whether the destination was reached (see transact); desc gets the
+ * record's description for the logs. */
+static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64_t *retry_after,
+				int *reached, char *desc, size_t dlen, char *why, size_t wlen)
+{
+	char *f[5], *uri = NULL, body_text[EXCERPT_MAX + 64];
 	uint8_t *body;
 	size_t blen;
 	nng_http_req *req = NULL;
 	nng_http_res *res = NULL;
 	enum outcome out = RETRY;
 	uint64_t timeout = p->pu_timeout;
+	int64_t too_large = -1;
 	uint16_t status;
 	int rv;
 
 	*retry_after = 0;
+	*reached = 0;
+	snprintf(desc, dlen, "a request");
 	if (split_record(rec, len, f, &body, &blen)) {
 		fp_warnx("push %s: deleting an unreadable spool record", p->pu_name);
 		pthread_mutex_lock(&p->pu_mu);
@@ -756,6 +868,7 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 		pthread_mutex_unlock(&p->pu_mu);
 		return PERMANENT;
 	}
+	snprintf(desc, dlen, "%s", f[4]);
 	if (asprintf(&uri, "%s%s", p->pu_path, f[1]) < 0) {
 		snprintf(why, wlen, "out of memory");
 		return RETRY;
@@ -764,6 +877,7 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 	    (rv = nng_http_req_set_method(req, "POST")) ||
 	    (rv = nng_http_req_set_header(req, "Content-Type", f[2])) ||
 	    (rv = nng_http_req_set_header(req, "User-Agent", "fleetprof/" FP_VERSION)) ||
+	    (rv = nng_http_req_set_header(req, "Connection", "close")) ||
 	    (f[3][0] && (rv = nng_http_req_set_header(req, "Content-Encoding", f[3]))))
 		goto nng_fail;
 	for (size_t i = 0; i < p->pu_nheaders; i++) {
@@ -785,13 +899,19 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 			timeout = p->pu_timeout;
 	}
 	pthread_mutex_unlock(&p->pu_mu);
-	nng_aio_set_timeout(p->pu_aio, (nng_duration)timeout);
-	nng_http_client_transact(p->pu_client, req, res, p->pu_aio);
-	nng_aio_wait(p->pu_aio);
-	if ((rv = nng_aio_result(p->pu_aio))) {
+	if ((rv = transact(p, req, res, now_ms() + timeout, reached, &too_large))) {
 		snprintf(why, wlen, "%s: %s", p->pu_base,
-			 rv == NNG_ETIMEDOUT ? "timed out" : nng_strerror(rv));
+			 rv == NNG_ETIMEDOUT ? "timed out" :
+			 rv == NNG_EPROTO   ? "invalid response" : nng_strerror(rv));
 		goto out;
+	}
+	if (too_large >= 0) {
+		fp_warnx("push %s: %s answered %s with a body of %" PRId64
+			 " bytes, over the %zu-byte cap: not read",
+			 p->pu_name, p->pu_base, desc, too_large, p->pu_response_max);
+		pthread_mutex_lock(&p->pu_mu);
+		p->pu_stats.ps_too_large++;
+		pthread_mutex_unlock(&p->pu_mu);
 	}
 	status = nng_http_res_get_status(res);
 	if (status >= 200 && status < 300) {
@@ -804,7 +924,11 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 		out = SENT;
 		goto out;
 	}
-	excerpt(res, body_text, sizeof(body_text));
+	if (too_large >= 0)
+		snprintf(body_text, sizeof(body_text), "(a body of %" PRId64 " bytes, not read)",
+			 too_large);
+	else
+		excerpt(res, body_text, sizeof(body_text));
 	if (status == 408 || status == 429 || status >= 500) {
 		const char *ra = nng_http_res_get_header(res, "Retry-After");
 		char *endp;
@@ -863,12 +987,13 @@ const char *fp_push_name(const struct fp_push *p)
 static void log_stats(struct fp_push *p, const struct fp_push_stats *t)
 {
 	fp_info("push %s %s: queued %" PRIu64 ", pushed %" PRIu64 ", retried %" PRIu64
-		", dropped %" PRIu64 ", permanent failures %" PRIu64 ", partial successes %" PRIu64
-		" (%" PRIu64 " profiles rejected), damaged %" PRIu64 ", encode errors %" PRIu64
-		"; spool %" PRIu64 " requests, %" PRIu64 " bytes",
+		", dropped %" PRIu64 ", permanent failures %" PRIu64 ", gave up %" PRIu64
+		", partial successes %" PRIu64 " (%" PRIu64 " profiles rejected), damaged %" PRIu64
+		", encode errors %" PRIu64 ", responses too large %" PRIu64 "; spool %" PRIu64
+		" requests, %" PRIu64 " bytes",
 		p->pu_name, p->pu_base, t->ps_queued, t->ps_pushed, t->ps_retried, t->ps_dropped,
-		t->ps_permanent, t->ps_partial, t->ps_rejected, t->ps_damaged, t->ps_encode_errors,
-		t->ps_spool_files, t->ps_spool_bytes);
+		t->ps_permanent, t->ps_gave_up, t->ps_partial, t->ps_rejected, t->ps_damaged,
+		t->ps_encode_errors, t->ps_too_large, t->ps_spool_files, t->ps_spool_bytes);
 }
 
 void fp_push_log_stats(struct fp_push *p)
@@ -910,15 +1035,17 @@ static uint64_t jitter(struct fp_push *p, uint64_t ms)
 static void *pusher(void *arg)
 {
 	struct fp_push *p = arg;
-	uint64_t backoff = p->pu_backoff_min, last_log = now_ms();
-	char why[1024];
+	uint64_t backoff = p->pu_backoff_min, last_log = now_ms(), head = 0;
+	uint32_t attempts = 0;  /* answered failures of the record `head` */
+	char why[1024], desc[512];
 
 	for (;;) {
 		uint64_t id, retry_after, delay, until;
+		int64_t written, age;
 		void *rec;
 		size_t len;
 		enum outcome o;
-		int rv;
+		int rv, reached;
 
 		maybe_log(p, &last_log);
 		pthread_mutex_lock(&p->pu_mu);
@@ -928,7 +1055,7 @@ static void *pusher(void *arg)
 		}
 		pthread_mutex_unlock(&p->pu_mu);
 
-		rv = fp_spool_peek(p->pu_spool, &id, &rec, &len);
+		rv = fp_spool_peek(p->pu_spool, &id, &rec, &len, &written);
 		if (rv) {
 			pthread_mutex_lock(&p->pu_mu);
 			if (p->pu_stop && rv == -ENOENT) {
@@ -941,8 +1068,26 @@ static void *pusher(void *arg)
 			pthread_mutex_unlock(&p->pu_mu);
 			continue;
 		}
-		o = send_record(p, rec, len, &retry_after, why, sizeof(why));
+		if (id != head) {
+			head = id;
+			attempts = 0;
+		}
+		o = send_record(p, rec, len, &retry_after, &reached, desc, sizeof(desc), why,
+				sizeof(why));
 		free(rec);
+		/* The bounds: attempts the destination answered (an outage
+		 * of its own is what the spool is for), and age. */
+		attempts += o == RETRY && reached;
+		age = (int64_t)time(NULL) - written;
+		if (o == RETRY && (attempts >= p->pu_max_attempts || age > p->pu_max_age)) {
+			fp_warnx("push %s: %s; giving up on %s after %u answered attempts, "
+				 "%" PRId64 " s old: dropped",
+				 p->pu_name, why, desc, attempts, age);
+			pthread_mutex_lock(&p->pu_mu);
+			p->pu_stats.ps_gave_up++;
+			pthread_mutex_unlock(&p->pu_mu);
+			o = PERMANENT;
+		}
 		fp_spool_release(p->pu_spool, id, o != RETRY);
 		if (o != RETRY) {
 			backoff = p->pu_backoff_min;
@@ -1038,6 +1183,9 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 	if (p->pu_backoff_max < p->pu_backoff_min)
 		p->pu_backoff_max = p->pu_backoff_min;
 	p->pu_timeout = o->po_timeout_ms ? o->po_timeout_ms : 20000;
+	p->pu_max_attempts = o->po_max_attempts ? o->po_max_attempts : FP_PUSH_MAX_ATTEMPTS;
+	p->pu_max_age = o->po_max_age_s ? o->po_max_age_s : FP_PUSH_MAX_AGE_S;
+	p->pu_response_max = o->po_response_max ? o->po_response_max : FP_PUSH_RESPONSE_MAX;
 	p->pu_seed = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)p;
 	if (!(p->pu_name = strdup(o->po_name)) || !(p->pu_base = strdup(o->po_url))) {
 		err = -ENOMEM;
@@ -1101,10 +1249,11 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 		goto fail;
 	}
 	p->pu_started = 1;
-	fp_info("push %s: %s to %s%s, spool %s (at most %" PRIu64 " MB, %zu requests waiting)",
+	fp_info("push %s: %s to %s%s, spool %s (at most %" PRIu64 " MB, %zu requests waiting), "
+		"a request dropped after %u answered attempts or %" PRId64 " s",
 		o->po_name, o->po_format == FP_PUSH_PPROF ? "pprof" : "OTLP", o->po_url,
 		o->po_gzip ? ", gzip" : "", dir, o->po_spool_max >> 20,
-		fp_spool_count(p->pu_spool));
+		fp_spool_count(p->pu_spool), p->pu_max_attempts, p->pu_max_age);
 	*out = p;
 	return 0;
 fail:
@@ -1169,15 +1318,11 @@ void fp_push_stop(struct fp_push *p, uint32_t flush_ms)
 
 static int cli_error(const char *flag, const char *arg, const char *why)
 {
-	fprintf(stderr, "fleetprof-symbolizer: invalid %s '", flag);
-	for (const unsigned char *c = (const unsigned char *)arg; *c; c++)
-		if (*c == '\r' || *c == '\n')
-			fputs(*c == '\r' ? "\\r" : "\\n", stderr);
-		else if (*c < 0x20 || *c == 0x7f)
-			fprintf(stderr, "\\x%02x", *c);
-		else
-			fputc(*c, stderr);
-	fprintf(stderr, "'%s%s\n", why ? ": " : "", why ? why : "");
+	char shown[512];
+
+	fprintf(stderr, "fleetprof-symbolizer: invalid %s '%s'%s%s\n", flag,
+		fp_log_escape(arg, strlen(arg), shown, sizeof(shown)), why ? ": " : "",
+		why ? why : "");
 	return -1;
 }
 
@@ -1226,27 +1371,134 @@ int fp_push_cli_option(struct fp_push_cli *c, int opt, const char *arg)
 			return cli_error("--spool-max", arg, "expected megabytes, 1 to 1048576");
 		c->pc_spool_max_mb = (uint32_t)mb;
 		return 1;
+	case FP_PUSH_OPT_HEADER_FILE:
+		if (!arg[0])
+			return cli_error("--push-header-file", arg, "empty file name");
+		c->pc_header_file = arg;
+		return 1;
+	case FP_PUSH_OPT_MAX_ATTEMPTS:
+		return fp_parse_u32("fleetprof-symbolizer", "--push-max-attempts", arg, 1, 1000,
+				    &c->pc_max_attempts) ? -1 : 1;
+	case FP_PUSH_OPT_MAX_AGE:
+		return fp_parse_u32("fleetprof-symbolizer", "--push-max-age", arg, 60,
+				    30 * 24 * 3600, &c->pc_max_age_s) ? -1 : 1;
 	default:
 		return 0;
 	}
 }
 
+#define HEADER_FILE_MAX (64 << 10)
+
+int fp_push_header_file(const char *path, char **headers, size_t *n)
+{
+	char *buf = NULL, *line, *next;
+	size_t have = *n, lineno = 0, len = 0;
+	struct stat st;
+	ssize_t r;
+	int fd, err = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0 || fstat(fd, &st)) {
+		err = -errno;
+		fp_warn("--push-header-file %s", path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > HEADER_FILE_MAX) {
+		fp_warnx("--push-header-file %s: %s", path,
+			 S_ISREG(st.st_mode) ? "larger than 64 KiB" : "not a regular file");
+		err = -EINVAL;
+		goto out;
+	}
+	if (st.st_mode & (S_IRGRP | S_IROTH))
+		fp_warnx("--push-header-file %s: readable by %s (mode %03o): its credentials "
+			 "are not secret; chmod 600 it",
+			 path, st.st_mode & S_IROTH ? "everyone" : "its group",
+			 (unsigned)(st.st_mode & 0777));
+	if (!(buf = malloc(HEADER_FILE_MAX + 1))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Read to the end, whatever stat said: the bound is ours. */
+	while ((r = read(fd, buf + len, HEADER_FILE_MAX + 1 - len)) > 0 &&
+	       (len += (size_t)r) <= HEADER_FILE_MAX)
+		;
+	if (r < 0 || len > HEADER_FILE_MAX) {
+		err = r < 0 ? -errno : -EINVAL;
+		fp_warnx("--push-header-file %s: %s", path,
+			 r < 0 ? strerror(errno) : "larger than 64 KiB");
+		goto out;
+	}
+	buf[len] = '\0';
+	if (strlen(buf) != len) {
+		fp_warnx("--push-header-file %s: contains a NUL byte", path);
+		err = -EINVAL;
+		goto out;
+	}
+	for (line = buf; line && *line; line = next) {
+		const char *why;
+		size_t l;
+
+		lineno++;
+		if ((next = strchr(line, '\n')))
+			*next++ = '\0';
+		l = strlen(line);
+		if (l && line[l - 1] == '\r')
+			line[--l] = '\0';
+		if (!l || line[0] == '#')
+			continue;
+		if (fp_push_header_check(line, &why)) {
+			fp_warnx("--push-header-file %s: line %zu: %s", path, lineno, why);
+			err = -EINVAL;
+			goto out;
+		}
+		if (*n == FP_PUSH_MAX_HEADERS) {
+			fp_warnx("--push-header-file %s: line %zu: more than %d headers", path,
+				 lineno, FP_PUSH_MAX_HEADERS);
+			err = -EINVAL;
+			goto out;
+		}
+		if (!(headers[*n] = strdup(line))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		(*n)++;
+	}
+out:
+	if (err)
+		while (*n > have)
+			free(headers[--*n]);
+	if (buf) /* it held credentials */
+		explicit_bzero(buf, HEADER_FILE_MAX + 1);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
 int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir,
 		      struct fp_push **pushers)
 {
-	struct fp_push_opts o = { .po_gzip = c->pc_gzip, .po_headers = c->pc_headers,
-				  .po_nheaders = c->pc_nheaders };
+	char *headers[FP_PUSH_MAX_HEADERS];
+	struct fp_push_opts o = { .po_gzip = c->pc_gzip, .po_headers = (const char *const *)headers,
+				  .po_max_attempts = c->pc_max_attempts,
+				  .po_max_age_s = c->pc_max_age_s };
 	char spool[4200];
-	size_t n = 0;
-	int err;
+	size_t n = 0, nheaders = 0;
+	int err = 0;
 
 	pushers[0] = NULL;
 	if (!c->pc_pyroscope && !c->pc_otlp) {
-		if (c->pc_gzip || c->pc_nheaders || c->pc_spool || c->pc_pyroscope_pprof)
+		if (c->pc_gzip || c->pc_nheaders || c->pc_spool || c->pc_pyroscope_pprof ||
+		    c->pc_header_file || c->pc_max_attempts || c->pc_max_age_s)
 			fp_warnx("push flags without --pyroscope or --otlp-endpoint: "
 				 "nothing is pushed");
 		return 0;
 	}
+	/* --push-header first, then the file's, up to the same bound. */
+	for (size_t i = 0; i < c->pc_nheaders; i++)
+		headers[nheaders++] = (char *)c->pc_headers[i];
+	if (c->pc_header_file && (err = fp_push_header_file(c->pc_header_file, headers, &nheaders)))
+		return err;
+	o.po_nheaders = nheaders;
 	if (c->pc_spool)
 		snprintf(spool, sizeof(spool), "%s", c->pc_spool);
 	else
@@ -1258,7 +1510,7 @@ int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir,
 		o.po_url = c->pc_pyroscope;
 		o.po_format = c->pc_pyroscope_pprof ? FP_PUSH_PPROF : FP_PUSH_OTLP;
 		if ((err = fp_push_start(&pushers[n], &o)))
-			return err;
+			goto out;
 		pushers[++n] = NULL;
 	}
 	if (c->pc_otlp) {
@@ -1267,9 +1519,15 @@ int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir,
 		o.po_format = FP_PUSH_OTLP;
 		if ((err = fp_push_start(&pushers[n], &o))) {
 			fp_push_stop_all(pushers, 0);
-			return err;
+			goto out;
 		}
 		pushers[++n] = NULL;
 	}
-	return 0;
+out:
+	/* The pushers keep copies. */
+	for (size_t i = c->pc_nheaders; i < nheaders; i++) {
+		explicit_bzero(headers[i], strlen(headers[i]));
+		free(headers[i]);
+	}
+	return err;
 }

@@ -20,8 +20,15 @@
  * spool file per request; the pusher sends them oldest first.  A connection
  * error, a timeout, 408, 429 or 5xx is retried, the file kept, after 1 s,
  * then doubling up to 60 s, with jitter (Retry-After, when longer, is
- * honoured up to the maximum).  Any other answer outside 2xx is a permanent
- * failure: logged with the response body, counted, the file deleted.  An
+ * honoured up to the maximum).  A request is dropped and counted
+ * (ps_gave_up) when it fails after po_max_attempts attempts the
+ * destination answered (failures to connect do not count: that outage is
+ * what the spool is for), or when it fails and was spooled more than
+ * po_max_age_s ago.  Any other answer outside 2xx is a permanent
+ * failure: logged with the response body, counted, the file deleted.
+ * A response body is read only when its Content-Length is at most
+ * po_response_max (a longer one is counted, ps_too_large, and its status
+ * still decides; a chunked one is not read).  An
  * OTLP partial success (ExportProfilesServiceResponse.partial_success) is
  * logged and its rejected profiles counted, never retried.  Headers given
  * with --push-header are added at send time and never written to the spool.
@@ -40,6 +47,9 @@ enum fp_push_format {
 };
 
 #define FP_PUSH_MAX_HEADERS 32
+#define FP_PUSH_MAX_ATTEMPTS 10                 /* default of po_max_attempts */
+#define FP_PUSH_MAX_AGE_S (24 * 3600)           /* default of po_max_age_s */
+#define FP_PUSH_RESPONSE_MAX (1u << 20)         /* default of po_response_max */
 
 struct fp_push_opts {
 	const char *po_name;            /* for logs: "otlp", "pyroscope" */
@@ -53,6 +63,9 @@ struct fp_push_opts {
 	uint32_t po_backoff_min_ms;     /* 0: 1000 */
 	uint32_t po_backoff_max_ms;     /* 0: 60000 */
 	uint32_t po_timeout_ms;         /* per request; 0: 20000 */
+	uint32_t po_max_attempts;       /* 0: FP_PUSH_MAX_ATTEMPTS */
+	uint32_t po_max_age_s;          /* 0: FP_PUSH_MAX_AGE_S */
+	size_t po_response_max;         /* bytes of a response body read; 0: FP_PUSH_RESPONSE_MAX */
 };
 
 struct fp_push_stats {
@@ -62,6 +75,8 @@ struct fp_push_stats {
 	uint64_t ps_dropped;            /* oldest dropped from a full spool, or not spooled */
 	uint64_t ps_damaged;            /* spool files found damaged, deleted */
 	uint64_t ps_permanent;          /* refused for good (4xx but 408/429), deleted */
+	uint64_t ps_gave_up;            /* dropped after the attempt or age bound */
+	uint64_t ps_too_large;          /* responses whose body was over the cap, not read */
 	uint64_t ps_partial;            /* OTLP partial successes */
 	uint64_t ps_rejected;           /* profiles those rejected */
 	uint64_t ps_encode_errors;
@@ -121,6 +136,9 @@ enum {
 	FP_PUSH_OPT_HEADER,
 	FP_PUSH_OPT_SPOOL,
 	FP_PUSH_OPT_SPOOL_MAX,
+	FP_PUSH_OPT_HEADER_FILE,
+	FP_PUSH_OPT_MAX_ATTEMPTS,
+	FP_PUSH_OPT_MAX_AGE,
 };
 
 /* Entries of a struct option array (getopt.h). */
@@ -131,7 +149,10 @@ enum {
 	{ "push-gzip", no_argument, NULL, FP_PUSH_OPT_GZIP },                         \
 	{ "push-header", required_argument, NULL, FP_PUSH_OPT_HEADER },               \
 	{ "spool", required_argument, NULL, FP_PUSH_OPT_SPOOL },                      \
-	{ "spool-max", required_argument, NULL, FP_PUSH_OPT_SPOOL_MAX }
+	{ "spool-max", required_argument, NULL, FP_PUSH_OPT_SPOOL_MAX },              \
+	{ "push-header-file", required_argument, NULL, FP_PUSH_OPT_HEADER_FILE },     \
+	{ "push-max-attempts", required_argument, NULL, FP_PUSH_OPT_MAX_ATTEMPTS },   \
+	{ "push-max-age", required_argument, NULL, FP_PUSH_OPT_MAX_AGE }
 
 #define FP_PUSH_FLUSH_MS 2000           /* what SIGTERM leaves to flushing */
 
@@ -142,11 +163,24 @@ struct fp_push_cli {
 	size_t pc_nheaders;
 	const char *pc_spool;           /* NULL: CACHE/spool */
 	uint32_t pc_spool_max_mb;       /* 0: 256 */
+	const char *pc_header_file;     /* more headers, read at fp_push_cli_start */
+	uint32_t pc_max_attempts;       /* 0: FP_PUSH_MAX_ATTEMPTS */
+	uint32_t pc_max_age_s;          /* 0: FP_PUSH_MAX_AGE_S */
 };
 
 /* fp_push_cli_option: one result of getopt_long.  1: a push flag, taken;
  * 0: not one; -1: an invalid value, said on stderr (exit 2). */
 int fp_push_cli_option(struct fp_push_cli *c, int opt, const char *arg);
+
+/* fp_push_header_file: the headers of file `path`, one 'Name: value' a
+ * line as fp_push_header_check takes them (blank lines and lines starting
+ * with '#' skipped, a CR before the LF dropped), appended to
+ * headers[*n..FP_PUSH_MAX_HEADERS) as malloc'd strings the caller frees.
+ * Warns when others may read the file.  A bad line is reported by its
+ * number, never its text (it may hold a credential).  0, -EINVAL (a bad
+ * line, too many headers, larger than 64 KiB, not a regular file) or
+ * another negative errno; all logged, nothing appended on failure. */
+int fp_push_header_file(const char *path, char **headers, size_t *n);
 
 /* fp_push_cli_start: start the pushers the flags ask for (none, one or
  * two) into pushers[0..], NULL-terminated (room for 3).  0 or a negative

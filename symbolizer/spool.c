@@ -254,7 +254,7 @@ static int refuse(struct fp_spool *sp, int err)
 int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
 {
 	uint8_t header[HEADER_LEN], trailer[TRAILER_LEN];
-	char tmp[64], name[64];
+	char *tmp = NULL, name[64];
 	uLong crc = crc32(0, NULL, 0);
 	uint64_t len = 0, seq, size;
 	size_t i;
@@ -279,11 +279,16 @@ int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
 	pthread_mutex_lock(&sp->sp_mu);
 	seq = sp->sp_next++;
 	pthread_mutex_unlock(&sp->sp_mu);
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%" PRIu64, seq);
 	name_of(seq, name, sizeof(name));
-	fd = openat(sp->sp_dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return refuse(sp, -errno);
+	/* A random name created with O_EXCL (mkostemp, mode 0600): nothing
+	 * planted in DIR at a guessed name is followed. */
+	if (asprintf(&tmp, "%s/" TMP_PREFIX "XXXXXX", sp->sp_dir) < 0)
+		return refuse(sp, -ENOMEM);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		err = -errno;
+		free(tmp);
+		return refuse(sp, err);
+	}
 	err = fp_write_all(fd, header, sizeof(header));
 	for (i = 0; !err && i < (size_t)iovcnt; i++)
 		err = fp_write_all(fd, iov[i].iov_base, iov[i].iov_len);
@@ -291,12 +296,13 @@ int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
 		err = fp_write_all(fd, trailer, sizeof(trailer));
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && renameat(sp->sp_dirfd, tmp, sp->sp_dirfd, name))
+	if (!err && renameat(AT_FDCWD, tmp, sp->sp_dirfd, name))
 		err = -errno;
-	if (err) {
-		unlinkat(sp->sp_dirfd, tmp, 0);
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	if (err)
 		return refuse(sp, err);
-	}
 
 	pthread_mutex_lock(&sp->sp_mu);
 	make_room(sp, size);
@@ -322,7 +328,8 @@ int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
 
 /* read_record: the record in file `name`, checked.  0, -EBADMSG (damaged
  * or cut short), -ENOMEM or another negative errno. */
-static int read_record(struct fp_spool *sp, const char *name, void **data, size_t *len)
+static int read_record(struct fp_spool *sp, const char *name, void **data, size_t *len,
+		       int64_t *written)
 {
 	uint8_t header[HEADER_LEN], trailer[TRAILER_LEN];
 	uint64_t rlen;
@@ -381,6 +388,7 @@ static int read_record(struct fp_spool *sp, const char *name, void **data, size_
 	buf[rlen] = '\0';
 	*data = buf;
 	*len = (size_t)rlen;
+	*written = (int64_t)st.st_mtime;
 	buf = NULL;
 out:
 	free(buf);
@@ -388,7 +396,7 @@ out:
 	return err;
 }
 
-int fp_spool_peek(struct fp_spool *sp, uint64_t *id, void **data, size_t *len)
+int fp_spool_peek(struct fp_spool *sp, uint64_t *id, void **data, size_t *len, int64_t *written)
 {
 	for (;;) {
 		char name[64];
@@ -408,7 +416,7 @@ int fp_spool_peek(struct fp_spool *sp, uint64_t *id, void **data, size_t *len)
 		if (!seq)
 			return -ENOENT;
 		name_of(seq, name, sizeof(name));
-		err = read_record(sp, name, data, len);
+		err = read_record(sp, name, data, len, written);
 		if (!err) {
 			*id = seq;
 			return 0;

@@ -46,11 +46,13 @@ void fp_spool_close(struct fp_spool *sp);
 int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt);
 
 /* fp_spool_peek: the oldest intact record, malloc'd into *data (free it),
- * and its id; damaged files met on the way are deleted and counted.  The
+ * its id, and when it was written (its file's mtime, seconds since the
+ * epoch: kept across restarts); damaged files met on the way are deleted
+ * and counted.  The
  * record stays in the spool, and is not dropped, until fp_spool_release.
  * 0, -ENOENT (empty; also when the only record is already handed out),
  * -ENOMEM. */
-int fp_spool_peek(struct fp_spool *sp, uint64_t *id, void **data, size_t *len);
+int fp_spool_peek(struct fp_spool *sp, uint64_t *id, void **data, size_t *len, int64_t *written);
 
 /* fp_spool_release: done with a peeked record; remove deletes it, else it
  * stays, to be peeked again. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OVERHEAD 20 /* header and CRC of every file */
@@ -34,13 +35,16 @@ static int put_str(struct fp_spool *sp, const char *s)
 static int take(struct fp_spool *sp, const char *want)
 {
 	uint64_t id;
+	int64_t written, now = (int64_t)time(NULL);
 	void *data;
 	size_t len;
 	int ok;
 
-	if (fp_spool_peek(sp, &id, &data, &len))
+	if (fp_spool_peek(sp, &id, &data, &len, &written))
 		return 0;
-	ok = len == strlen(want) && !memcmp(data, want, len);
+	/* Written a moment ago, by this test (the file's mtime). */
+	ok = len == strlen(want) && !memcmp(data, want, len) && written <= now &&
+	     written >= now - 60;
 	if (!ok)
 		fprintf(stderr, "  got '%.*s', want '%s'\n", (int)len, (char *)data, want);
 	free(data);
@@ -108,9 +112,10 @@ static void test_order(void)
 	CHECK_EQ_INT(st.ss_bytes, 0);
 	{
 		uint64_t id;
+		int64_t written;
 		void *data;
 		size_t len;
-		CHECK_EQ_INT(fp_spool_peek(sp, &id, &data, &len), -ENOENT);
+		CHECK_EQ_INT(fp_spool_peek(sp, &id, &data, &len, &written), -ENOENT);
 	}
 	fp_spool_close(sp);
 }
@@ -121,6 +126,7 @@ static void test_keep_on_release(void)
 	struct fp_spool *sp;
 	char dir[128];
 	uint64_t id, id2;
+	int64_t written;
 	void *data;
 	size_t len;
 
@@ -128,10 +134,10 @@ static void test_keep_on_release(void)
 	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
 	put_str(sp, "a");
 	put_str(sp, "b");
-	CHECK(fp_spool_peek(sp, &id, &data, &len) == 0);
+	CHECK(fp_spool_peek(sp, &id, &data, &len, &written) == 0);
 	free(data);
 	/* While "a" is out, the next peek moves on (one consumer would not). */
-	CHECK(fp_spool_peek(sp, &id2, &data, &len) == 0 && len == 1 && !memcmp(data, "b", 1));
+	CHECK(fp_spool_peek(sp, &id2, &data, &len, &written) == 0 && len == 1 && !memcmp(data, "b", 1));
 	free(data);
 	fp_spool_release(sp, id2, 0);
 	fp_spool_release(sp, id, 0);
@@ -177,6 +183,7 @@ static void test_bound(void)
 	char dir[128], rec[101];
 	int records, tmps;
 	uint64_t id;
+	int64_t written;
 	void *data;
 	size_t len;
 
@@ -195,7 +202,7 @@ static void test_bound(void)
 	count_files(dir, &records, &tmps);
 	CHECK_EQ_INT(records, 3);
 	/* The oldest went: "c" is first now. */
-	CHECK(fp_spool_peek(sp, &id, &data, &len) == 0);
+	CHECK(fp_spool_peek(sp, &id, &data, &len, &written) == 0);
 	CHECK(len == 100 && ((char *)data)[0] == 'c');
 	free(data);
 	/* The record being sent survives overflow; the next oldest goes. */
