@@ -2,9 +2,13 @@
  * 127.0.0.1, a small one of this test's own (a thread answering each
  * request with the next status of a script, then closing the connection):
  * what is retried and what is not, Retry-After, the spool across a restart,
- * the request's path, headers and body. */
+ * the request's path, headers and body; a response declaring 440 MB (not
+ * read, memory flat), a request always answered 500 (dropped after the
+ * bound, the next one goes through), the age bound, and --push-header-file. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -14,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,7 +46,11 @@ struct httpd {
 	const char *hd_retry_after;    /* sent with 429 and 503 when set */
 	int hd_nrequests;
 	struct request hd_requests[MAX_REQUESTS];
+	int64_t hd_declare;            /* > 0: answers declare this Content-Length... */
+	size_t hd_streamed;            /* ...and send up to STREAM_MAX of it: bytes sent */
 };
+
+#define STREAM_MAX (64u << 20)
 
 static char tmpdir[64];
 
@@ -131,13 +140,28 @@ static void *httpd_main(void *arg)
 			free(rq.rq_body);
 		}
 		snprintf(answer, sizeof(answer),
-			 "HTTP/1.1 %d Scripted\r\nContent-Length: 0\r\nConnection: close\r\n%s%s%s\r\n",
-			 status, hd->hd_retry_after && (status == 429 || status == 503) ? "Retry-After: " : "",
+			 "HTTP/1.1 %d Scripted\r\nContent-Length: %lld\r\nConnection: close\r\n%s%s%s\r\n",
+			 status, (long long)hd->hd_declare,
+			 hd->hd_retry_after && (status == 429 || status == 503) ? "Retry-After: " : "",
 			 hd->hd_retry_after && (status == 429 || status == 503) ? hd->hd_retry_after : "",
 			 hd->hd_retry_after && (status == 429 || status == 503) ? "\r\n" : "");
 		pthread_mutex_unlock(&hd->hd_mu);
 		if (write(fd, answer, strlen(answer)) < 0)
 			fprintf(stderr, "  httpd: write: %s\n", strerror(errno));
+		if (hd->hd_declare > 0) {
+			/* Body bytes until the client hangs up (or STREAM_MAX). */
+			static char chunk[65536];
+			size_t sent = 0;
+			ssize_t n;
+
+			memset(chunk, 'x', sizeof(chunk));
+			while (sent < STREAM_MAX &&
+			       (n = send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL)) > 0)
+				sent += (size_t)n;
+			pthread_mutex_lock(&hd->hd_mu);
+			hd->hd_streamed += sent;
+			pthread_mutex_unlock(&hd->hd_mu);
+		}
 		close(fd);
 	}
 }
@@ -239,6 +263,58 @@ static int permanent(const struct fp_push_stats *st, uint64_t n)
 static int retried(const struct fp_push_stats *st, uint64_t n)
 {
 	return st->ps_retried >= n;
+}
+
+static int gave_up(const struct fp_push_stats *st, uint64_t n)
+{
+	return st->ps_gave_up >= n;
+}
+
+/* rss_kb: this process's resident set, kB (VmRSS), or -1. */
+static long rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* capture: stderr into file path from now (fd: what to restore), or back. */
+static int capture_start(const char *path)
+{
+	int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	fflush(stderr);
+	if (fd >= 0) {
+		dup2(fd, 2);
+		close(fd);
+	}
+	return saved;
+}
+
+static void capture_end(int saved)
+{
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+}
+
+/* slurp: file path into buf (terminated).  Bytes read. */
+static size_t slurp(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? (size_t)n : 0;
 }
 
 static struct fp_push_opts opts(const char *name, char *url, size_t urllen, int port)
@@ -438,6 +514,198 @@ static void test_pprof_gzip(void)
 	httpd_stop(&hd);
 }
 
+/* A 200 that declares a 440 MB body and streams 64 MiB of it: the body is
+ * not read (the connection is closed, the server cannot send much), memory
+ * does not grow, the request counts as sent and the answer as too large. */
+static void test_huge_response(void)
+{
+	struct fp_push_stats st;
+	struct fp_push *pu = NULL;
+	struct httpd hd;
+	char url[128];
+	struct fp_push_opts o;
+	long before, after;
+
+	CHECK_EQ_INT(httpd_start(&hd, NULL, 0), 0);
+	hd.hd_declare = 440000000;
+	o = opts("huge", url, sizeof(url), hd.hd_port);
+	CHECK_EQ_INT(fp_push_start(&pu, &o), 0);
+	if (!pu) {
+		httpd_stop(&hd);
+		return;
+	}
+	before = rss_kb();
+	CHECK_EQ_INT(push_one(pu, "host-a"), 0);
+	CHECK(wait_stats(pu, &st, pushed, 1));
+	after = rss_kb();
+	CHECK_EQ_INT(st.ps_pushed, 1);
+	CHECK_EQ_INT(st.ps_too_large, 1);
+	CHECK_EQ_INT(st.ps_retried, 0);
+	CHECK_EQ_INT(st.ps_spool_files, 0);
+	fp_push_stop(pu, 0);
+	httpd_stop(&hd);
+	fprintf(stderr, "  RSS %ld kB before, %ld kB after; the server sent %zu bytes of body\n",
+		before, after, hd.hd_streamed);
+	CHECK(before > 0 && after - before < 16 * 1024);
+	CHECK(hd.hd_streamed < STREAM_MAX / 2);
+}
+
+/* A request always answered 500 is dropped after po_max_attempts (counted),
+ * and the next one, queued behind it, then goes through. */
+static void test_always_500(void)
+{
+	static const int script[] = { 500, 500, 500 };
+	struct fp_push_stats st;
+	struct fp_push *pu = NULL;
+	struct httpd hd;
+	char url[128];
+	struct fp_push_opts o;
+
+	CHECK_EQ_INT(httpd_start(&hd, script, 3), 0);
+	o = opts("always500", url, sizeof(url), hd.hd_port);
+	o.po_max_attempts = 3;
+	CHECK_EQ_INT(fp_push_start(&pu, &o), 0);
+	if (!pu) {
+		httpd_stop(&hd);
+		return;
+	}
+	CHECK_EQ_INT(push_one(pu, "host-first"), 0);
+	CHECK_EQ_INT(push_one(pu, "host-second"), 0);
+	CHECK(wait_stats(pu, &st, pushed, 1));
+	CHECK_EQ_INT(st.ps_gave_up, 1);
+	CHECK_EQ_INT(st.ps_retried, 2);
+	CHECK_EQ_INT(st.ps_pushed, 1);
+	CHECK_EQ_INT(st.ps_permanent, 0);
+	CHECK_EQ_INT(st.ps_spool_files, 0);
+	fp_push_stop(pu, 0);
+	CHECK_EQ_INT(httpd_count(&hd), 4);
+	for (int i = 0; i < hd.hd_nrequests && i < 4; i++) {
+		const struct request *rq = &hd.hd_requests[i];
+		const char *want = i < 3 ? "host-first" : "host-second";
+		CHECK(memmem(rq->rq_body, rq->rq_len, want, strlen(want)) != NULL);
+	}
+	httpd_stop(&hd);
+}
+
+/* Failing to connect is not an answered attempt: the request stays however
+ * often it is tried; once it fails older than po_max_age_s (its file's
+ * mtime, so across a restart) it is dropped. */
+static void test_dead_destination(void)
+{
+	struct fp_push_stats st;
+	struct fp_push *pu = NULL;
+	struct httpd dead;
+	char url[128], path[256];
+	struct fp_push_opts o;
+	struct dirent *de;
+	DIR *d;
+	int port, backdated = 0;
+
+	CHECK_EQ_INT(httpd_start(&dead, NULL, 0), 0);
+	port = dead.hd_port;
+	httpd_stop(&dead);
+	o = opts("deadage", url, sizeof(url), port);
+	o.po_max_attempts = 1;
+	o.po_max_age_s = 60;
+	CHECK_EQ_INT(fp_push_start(&pu, &o), 0);
+	if (!pu)
+		return;
+	CHECK_EQ_INT(push_one(pu, "host-a"), 0);
+	CHECK(wait_stats(pu, &st, retried, 3));
+	CHECK_EQ_INT(st.ps_gave_up, 0);
+	CHECK_EQ_INT(st.ps_spool_files, 1);
+	fp_push_stop(pu, 0);
+	pu = NULL;
+
+	/* Spooled two minutes ago, as far as the pusher can tell. */
+	snprintf(path, sizeof(path), "%s/deadage", tmpdir);
+	if ((d = opendir(path))) {
+		while ((de = readdir(d))) {
+			struct timespec t[2] = { { time(NULL) - 120, 0 }, { time(NULL) - 120, 0 } };
+			if (strstr(de->d_name, ".req"))
+				backdated += !utimensat(dirfd(d), de->d_name, t, 0);
+		}
+		closedir(d);
+	}
+	CHECK_EQ_INT(backdated, 1);
+	CHECK_EQ_INT(fp_push_start(&pu, &o), 0);
+	if (!pu)
+		return;
+	CHECK(wait_stats(pu, &st, gave_up, 1));
+	CHECK_EQ_INT(st.ps_gave_up, 1);
+	CHECK_EQ_INT(st.ps_pushed, 0);
+	CHECK_EQ_INT(st.ps_spool_files, 0);
+	fp_push_stop(pu, 0);
+}
+
+/* --push-header-file: lines as --push-header, comments and blank lines
+ * skipped, CRLF taken; a bad line named by its number, never its text; a
+ * file others may read is a warning. */
+static void test_header_file(void)
+{
+	static const char good[] = "X-Scope-OrgID: tenant-1\n# a comment\n\n"
+				   "Authorization: Bearer s3cret\r\n";
+	char path[128], log[128], text[4096], *headers[FP_PUSH_MAX_HEADERS];
+	size_t n = 0;
+	int fd, saved;
+
+	snprintf(path, sizeof(path), "%s/headers", tmpdir);
+	snprintf(log, sizeof(log), "%s/headers.log", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && write(fd, good, sizeof(good) - 1) == (ssize_t)sizeof(good) - 1);
+	close(fd);
+	chmod(path, 0600);
+	saved = capture_start(log);
+	CHECK_EQ_INT(fp_push_header_file(path, headers, &n), 0);
+	capture_end(saved);
+	slurp(log, text, sizeof(text));
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK(!strcmp(headers[0], "X-Scope-OrgID: tenant-1"));
+		CHECK(!strcmp(headers[1], "Authorization: Bearer s3cret"));
+		free(headers[0]);
+		free(headers[1]);
+	}
+	CHECK(!strstr(text, "readable"));
+
+	/* Readable by everyone: taken, with a warning. */
+	chmod(path, 0644);
+	n = 0;
+	saved = capture_start(log);
+	CHECK_EQ_INT(fp_push_header_file(path, headers, &n), 0);
+	capture_end(saved);
+	slurp(log, text, sizeof(text));
+	CHECK(strstr(text, "readable by everyone") != NULL);
+	while (n)
+		free(headers[--n]);
+
+	/* A bad third line: refused, nothing kept, the secret not logged. */
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	CHECK(fd >= 0 && write(fd, "X-A: 1\nX-B: 2\nAuthorization Bearer s3cret\n", 42) == 42);
+	close(fd);
+	chmod(path, 0600);
+	saved = capture_start(log);
+	CHECK_EQ_INT(fp_push_header_file(path, headers, &n), -EINVAL);
+	capture_end(saved);
+	slurp(log, text, sizeof(text));
+	CHECK_EQ_INT(n, 0);
+	CHECK(strstr(text, "line 3: expected 'Name: value'") != NULL);
+	CHECK(!strstr(text, "s3cret"));
+
+	/* A header fleetprof sets itself, and a directory. */
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	CHECK(fd >= 0 && write(fd, "Content-Length: 5\n", 18) == 18);
+	close(fd);
+	saved = capture_start(log);
+	CHECK_EQ_INT(fp_push_header_file(path, headers, &n), -EINVAL);
+	CHECK_EQ_INT(fp_push_header_file(tmpdir, headers, &n), -EINVAL);
+	capture_end(saved);
+	slurp(log, text, sizeof(text));
+	CHECK_EQ_INT(n, 0);
+	CHECK(strstr(text, "line 1: fleetprof sets this header itself") != NULL);
+	CHECK(strstr(text, "not a regular file") != NULL);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -452,6 +720,10 @@ int main(void)
 	RUN(test_retry_after);
 	RUN(test_spool_across_restart);
 	RUN(test_pprof_gzip);
+	RUN(test_huge_response);
+	RUN(test_always_500);
+	RUN(test_dead_destination);
+	RUN(test_header_file);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "push_test: cannot remove %s\n", tmpdir);
