@@ -24,7 +24,7 @@ void fp_log_init(const char *progname, int verbose, int use_syslog)
 char *fp_log_escape(const char *s, size_t n, char *buf, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
+	size_t o = 0, fit = 0;
 
 	if (!len)
 		return buf;
@@ -46,9 +46,8 @@ char *fp_log_escape(const char *s, size_t n, char *buf, size_t len)
 			elen = 4;
 		}
 		if (o + elen + 1 > len) {
-			/* Room for "..." where the cut is. */
-			while (o && o + 4 > len)
-				o--;
+			/* Cut where "..." still fits, never inside an escape. */
+			o = fit;
 			if (o + 4 <= len) {
 				memcpy(buf + o, "...", 3);
 				o += 3;
@@ -57,6 +56,8 @@ char *fp_log_escape(const char *s, size_t n, char *buf, size_t len)
 		}
 		memcpy(buf + o, e, elen);
 		o += elen;
+		if (o + 4 <= len)
+			fit = o;
 	}
 	buf[o] = '\0';
 	return buf;

@@ -333,6 +333,35 @@ static void test_lock(void)
 	CHECK_EQ_INT(fp_spool_open(&b, dir, 0), -EINVAL);
 }
 
+/* A symbolic link planted at the temporary name the spool used to pick
+ * (.tmp-SEQ) is not followed: the record goes into its own file. */
+static void test_planted_link(void)
+{
+	struct fp_spool *sp;
+	char dir[128], victim[160], link[160], buf[64];
+	int records, tmps, fd;
+	ssize_t n;
+
+	new_dir(dir, sizeof(dir));
+	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
+	snprintf(victim, sizeof(victim), "%s.victim", dir);
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	CHECK(fd >= 0 && write(fd, "untouched", 9) == 9);
+	close(fd);
+	snprintf(link, sizeof(link), "%s/.tmp-1", dir);
+	CHECK_EQ_INT(symlink(victim, link), 0);
+	CHECK_EQ_INT(put_str(sp, "record"), 0);
+	fd = open(victim, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	close(fd);
+	CHECK(n == 9 && !memcmp(buf, "untouched", 9));
+	CHECK(take(sp, "record"));
+	count_files(dir, &records, &tmps);
+	CHECK_EQ_INT(records, 0);
+	CHECK_EQ_INT(tmps, 1); /* the link, left alone until the next open */
+	fp_spool_close(sp);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof(root), "/tmp/fp-spool-test.XXXXXX");
@@ -347,6 +376,7 @@ int main(void)
 	RUN(test_resume);
 	RUN(test_corrupt);
 	RUN(test_lock);
+	RUN(test_planted_link);
 	{
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
