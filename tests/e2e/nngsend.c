@@ -2,7 +2,8 @@
  * and prints the reply, so the tests can feed it anything.
  *
  *   nngsend ADDR FILE        send FILE's bytes ("-": stdin)
- *   nngsend --hello FILE     write a valid hello message to FILE
+ *   nngsend --hello FILE [HOST]  write a valid hello message to FILE, of
+ *                            host "nngsend" or HOST (any bytes)
  *   nngsend --batch SEQ FILE write batch SEQ of the hello's session to FILE:
  *                            10 samples of one two-frame stack in a user
  *                            mapping /nonexistent/app; SEQ 1 defines them
@@ -15,7 +16,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
-static int dump_hello(const char *path)
+static int dump_hello(const char *path, const char *host)
 {
 	struct fp_hello h = { .fh_session = 42, .fh_host = "nngsend", .fh_boot_id = "b",
 			      .fh_kernel_release = "r", .fh_agent_version = "t", .fh_frequency = 99,
@@ -24,6 +25,8 @@ static int dump_hello(const char *path)
 	char *buf;
 	FILE *f;
 
+	if (host)
+		h.fh_host = (char *)host;
 	if (fp_wire_encode_hello(&h, &buf, &len) || !(f = fopen(path, "wb")))
 		return 1;
 	fwrite(buf, 1, len, f);
@@ -73,12 +76,12 @@ int main(int argc, char **argv)
 	size_t rlen;
 	FILE *f;
 
-	if (argc == 3 && !strcmp(argv[1], "--hello"))
-		return dump_hello(argv[2]);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "--hello"))
+		return dump_hello(argv[2], argc == 4 ? argv[3] : NULL);
 	if (argc == 4 && !strcmp(argv[1], "--batch"))
 		return dump_batch(argv[2], argv[3]);
 	if (argc != 3) {
-		fprintf(stderr, "usage: nngsend ADDR FILE | nngsend --hello FILE | "
+		fprintf(stderr, "usage: nngsend ADDR FILE | nngsend --hello FILE [HOST] | "
 				"nngsend --batch SEQ FILE\n");
 		return 2;
 	}

@@ -18,7 +18,13 @@
 #  4. --pyroscope-format pprof, the whole machine: one /ingest request per
 #     interval and service, the name in Pyroscope's syntax, each pprof with
 #     that service's samples only, all adding up to what the agent sampled.
-#  Invalid push flags exit 2 with a message.
+#  5. Logs and credentials: a hello whose host name holds a newline, CR and an
+#     escape sequence is logged as one line, escaped, with no forged line;
+#     --push-header-file (mode 644: a warning) reaches the wire and its
+#     secret never the log; the retry bounds of --push-max-attempts and
+#     --push-max-age are in the start line.
+#  Invalid push flags exit 2 with a message (a bad header file: 1, the line
+#  number without its text).
 TEST=push
 . tests/e2e/lib.sh
 need_root
@@ -128,7 +134,7 @@ check pushed-count test "${pushed:-x}" -eq "$intervals"
 check values-add-up test "$values" -eq "$sampled_total"
 check written-add-up test "$written" -eq "$sampled_total"
 check retried-counted test "${retried:-0}" -gt 0
-check nothing-dropped grep -qE 'push otlp .*dropped 0, permanent failures 0, partial successes 0 .*spool 0 requests' "$TMP/symb2.log"
+check nothing-dropped grep -qE 'push otlp .*dropped 0, permanent failures 0, gave up 0, partial successes 0 .*spool 0 requests' "$TMP/symb2.log"
 # Oldest first: the intervals arrive in the order they were taken.
 check oldest-first bash -c "grep -E '^ +Start time +: ' '$TMP/collector.log' | sed 's/.*: //' | sort -c"
 check collector-cxx-method grep -qF 'fp::Cruncher::crunch(int)' "$TMP/collector.log"
@@ -151,8 +157,9 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get('Content-Length', 0)))
         with open(log, 'a') as f:
-            f.write('%s %s tenant=%s gzip=%s\n' % (self.path, self.headers.get('Content-Type'),
-                    self.headers.get('X-Scope-OrgID'), body[:2] == b'\x1f\x8b'))
+            f.write('%s %s tenant=%s gzip=%s auth=%s\n' % (self.path,
+                    self.headers.get('Content-Type'), self.headers.get('X-Scope-OrgID'),
+                    body[:2] == b'\x1f\x8b', self.headers.get('Authorization')))
         if mode == 'save':
             H.n = getattr(H, 'n', 0) + 1
             with open('%s.%d' % (log, H.n), 'wb') as f:
@@ -200,7 +207,7 @@ check permanent-not-retried test "$got400" -eq "$intervals3"
 check permanent-logged-with-body grep -q 'push otlp: .* refused .* for good: 400 Bad Request: unknown tenant' "$TMP/symb3.log"
 check permanent-counted grep -qE "push otlp .*pushed 0, retried 0, dropped 0, permanent failures $intervals3, .*spool 0 requests" "$TMP/symb3.log"
 check partial-logged grep -q 'push pyroscope: .*partial success, 2 profiles rejected: too old' "$TMP/symb3.log"
-check partial-counted grep -qE "push pyroscope .*pushed $intervals3, retried 0, dropped 0, permanent failures 0, partial successes $intervals3 \($((2 * intervals3)) profiles rejected\)" "$TMP/symb3.log"
+check partial-counted grep -qE "push pyroscope .*pushed $intervals3, retried 0, dropped 0, permanent failures 0, gave up 0, partial successes $intervals3 \($((2 * intervals3)) profiles rejected\)" "$TMP/symb3.log"
 check header-sent bash -c "grep -c 'tenant=tenant-1 gzip=True' '$TMP/rpart.log' | grep -qx '$gotpart'"
 check otlp-content-type grep -q '^/v1development/profiles application/x-protobuf ' "$TMP/r400.log"
 
@@ -306,6 +313,37 @@ check pprof-values-add-up test "$(echo "$out" | sed -n 's/.* samples \([0-9]*\)$
 check pprof-keeps-functions grep -qE '^workload: inline [1-9][0-9]* crunch [1-9]' <<< "$out"
 check pprof-pushed-all grep -qE "push pyroscope .*retried 0, dropped 0, permanent failures 0, .*spool 0 requests" "$TMP/symb4.log"
 
+# ---- 5: a forged host name, --push-header-file ----
+SEND=$BUILD/tests/nngsend
+printf '# the tenant'"'"'s token\nAuthorization: Bearer s3cret-token\r\n' > "$TMP/headers"
+chmod 644 "$TMP/headers"
+before5=$(grep -c 'auth=Bearer s3cret-token' "$TMP/rsave.log")
+start_symbolizer "$TMP/symb5.log" --otlp-endpoint "http://127.0.0.1:$psave" \
+	--push-header-file "$TMP/headers" --push-max-attempts 3 --push-max-age 600 \
+	--spool "$TMP/spool5"
+"$SEND" --hello "$TMP/evil.hello" $'sw1\nfleetprof-symbolizer: FORGED accepted\r\x1b[2K'
+check forged-hello-accepted bash -c "'$SEND' '$addr' '$TMP/evil.hello' | grep -qx 'status 0'"
+start_agent "$TMP/agent5.log"
+sleep 3
+kill -INT "$agent"; wait "$agent"
+sleep 1
+kill -TERM "$symb"; wait "$symb"
+after5=$(grep -c 'auth=Bearer s3cret-token' "$TMP/rsave.log")
+echo "phase 5: $((after5 - before5)) requests with the file's header" >&2
+check host-logged-escaped grep -qF 'from sw1\nfleetprof-symbolizer: FORGED accepted\r\x1b[2K (kernel' "$TMP/symb5.log"
+check no-forged-line bash -c "! grep -q '^fleetprof-symbolizer: FORGED' '$TMP/symb5.log'"
+check no-control-bytes test "$(LC_ALL=C tr -d '\n\t -~' < "$TMP/symb5.log" | wc -c)" -eq 0
+check header-file-warns grep -q "push-header-file .*readable by everyone (mode 644)" "$TMP/symb5.log"
+check header-file-sent test "$after5" -gt "$before5"
+check header-file-not-logged bash -c "! grep -q s3cret '$TMP/symb5.log'"
+check bounds-logged grep -q 'push otlp: .*dropped after 3 answered attempts or 600 s' "$TMP/symb5.log"
+printf 'X-A: 1\nAuthorization Bearer s3cret-token\n' > "$TMP/badheaders"
+out=$("$SYMB" --listen "$addr" --cache "$TMP/cache" --otlp-endpoint http://127.0.0.1:1 \
+	--spool "$TMP/spool6" --push-header-file "$TMP/badheaders" 2>&1)
+rc=$?
+check header-file-bad-line test $rc -eq 1 -a -n "$(echo "$out" | grep "badheaders: line 2: expected 'Name: value'")"
+check header-file-bad-not-logged bash -c "! grep -q s3cret <<< '$out'"
+
 # ---- bad flags ----
 bad() { # bad NAME PATTERN ARGS...: exit 2 and the message
 	local name=$1 pat=$2 out rc
@@ -320,4 +358,7 @@ bad header-reserved 'sets this header itself' --otlp-endpoint http://127.0.0.1:1
 bad url-scheme 'invalid --pyroscope' --pyroscope ftp://example.com
 bad format 'expected otlp or pprof' --pyroscope http://127.0.0.1:1 --pyroscope-format json
 bad spool-max 'invalid --spool-max' --otlp-endpoint http://127.0.0.1:1 --spool-max 0
+bad max-attempts 'invalid --push-max-attempts' --otlp-endpoint http://127.0.0.1:1 --push-max-attempts 0
+bad max-age 'invalid --push-max-age' --otlp-endpoint http://127.0.0.1:1 --push-max-age 5
+bad header-escaped 'X-A: b\\x1b\[2K' --otlp-endpoint http://127.0.0.1:1 --push-header $'X-A: b\x1b[2K'
 tail -n 12 "$TMP/symb2.log" >&2
