@@ -67,6 +67,8 @@ fi
 	'fleetprof_push_queued_total{destination="otlp"}=5' \
 	'fleetprof_push_sent_total{destination="otlp"}=0' \
 	'fleetprof_push_spool_files{destination="otlp"}=5' \
+	'fleetprof_push_gave_up_total{destination="otlp"}=0' \
+	'fleetprof_push_responses_too_large_total{destination="otlp"}=0' \
 	'fleetprof_push_spool_bytes{destination="otlp"}>=500'
 check parser-ran test $? -eq 0
 
