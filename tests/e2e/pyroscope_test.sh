@@ -210,7 +210,7 @@ else
 	echo "python: $(folded_total "$TMP/py.folded") samples in $intervals intervals, $pyint with Python frames, $(($(date +%s) - pyt0)) s" >&2
 	for dest in pyroscope otlp; do
 		check "python-$dest-pushed-every-interval" grep -qE \
-			"push $dest .*: queued $intervals, pushed $intervals, retried [0-9]+, dropped 0, permanent failures 0, partial successes 0 " \
+			"push $dest .*: queued $intervals, pushed $intervals, retried [0-9]+, dropped 0, permanent failures 0, gave up 0, partial successes 0 " \
 			"$TMP/pysymb.log"
 	done
 
