@@ -626,7 +626,8 @@ static void log_footprint(struct agent *a)
 {
 	struct fp_sampler_stats st = { 0 };
 	struct fp_collector_nodes nodes;
-	char line[256] = "";
+	unsigned long hwm_kb = 0;
+	char line[256];
 	FILE *f;
 
 	fp_sampler_stats(a->ag_sampler, &st);
@@ -634,20 +635,19 @@ static void log_footprint(struct agent *a)
 		" times, kallsyms %" PRIu64 " times; %" PRIu64 " refused (queues full)",
 		a->ag_fetch_deferred, a->ag_ksyms_deferred, a->ag_asks_dropped);
 	f = fopen("/proc/self/status", "re");
-	while (f && fgets(line, sizeof(line), f) && strncmp(line, "VmHWM:", 6))
+	while (f && fgets(line, sizeof(line), f) && sscanf(line, "VmHWM: %lu kB", &hwm_kb) != 1)
 		;
 	if (f)
 		fclose(f);
-	line[strcspn(line, "\n")] = '\0';
 	fp_info("wire: %" PRIu64 " bytes of batches (%.2f bytes/sample), %" PRIu64
 		" bytes of kallsyms, %" PRIu64 " bytes of files, %" PRIu64 " bytes of unwind tables; "
 		"bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64
-		" bytes; collector %zu bytes; memory resets %" PRIu64 "; %s",
+		" bytes; collector %zu bytes; memory resets %" PRIu64 "; peak RSS %lu kB",
 		a->ag_batch_bytes,
 		a->ag_acked_samples ? (double)a->ag_batch_bytes / a->ag_acked_samples : 0.0,
 		a->ag_ksyms_bytes, a->ag_file_bytes, a->ag_table_bytes, st.ss_run_count,
 		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes,
-		fp_collector_bytes(a->ag_collector), a->ag_resets, line);
+		fp_collector_bytes(a->ag_collector), a->ag_resets, hwm_kb);
 	fp_collector_nodes(a->ag_collector, &nodes);
 	fp_info("stack trie: %" PRIu64 " nodes: %" PRIu64 " native user frames, %" PRIu64
 		" kernel, %" PRIu64 " Python, %" PRIu64 " unmapped",

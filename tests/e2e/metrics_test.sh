@@ -39,9 +39,12 @@ if out=$(promtool check metrics < "$TMP/metrics" 2>&1); then
 else
 	fail promtool "$out"
 fi
-# The batch's user mapping is in no source: the first look-up asks the cache,
-# the debug directory, the local path and the store (fetch); the four later
-# ones stop at the cache, where the failure is remembered.
+# The batch's user mapping is in no source.  Each batch is looked up twice:
+# when its reply is built (a miss there queues the symbol job) and in the
+# pipeline after the wait for symbols.  The first look-up asks the cache,
+# and the symbol worker the debug directory, the local path and the store
+# (fetch); the nine later ones stop at the cache, where the failure is
+# remembered.
 # Debian's python3-prometheus-client, hence Debian's python3.
 /usr/bin/python3 tests/e2e/metrics_test.py "$TEST" "$TMP/metrics" \
 	'fleetprof_sessions=1' \
@@ -54,12 +57,12 @@ fi
 	'fleetprof_rejected_total{reason="version"}=1' \
 	'fleetprof_rejected_total{reason="type"}=0' \
 	'fleetprof_rejected_total{reason="content"}=0' \
-	'fleetprof_symbol_misses_total{source="cache"}=5' \
+	'fleetprof_symbol_misses_total{source="cache"}=10' \
 	'fleetprof_symbol_hits_total{source="cache"}=0' \
 	'fleetprof_symbol_misses_total{source="debug_dir"}=1' \
 	'fleetprof_symbol_misses_total{source="local"}=1' \
 	'fleetprof_symbol_misses_total{source="fetch"}=1' \
-	'fleetprof_symbol_known_missing_total=4' \
+	'fleetprof_symbol_known_missing_total=9' \
 	'fleetprof_symbol_ingest_seconds_count=1' \
 	'fleetprof_symbol_ingest_seconds_sum>=0' \
 	'fleetprof_http_rejected_total{reason="bad"}=1' \
