@@ -102,7 +102,12 @@ send() {
 		"$SEND" "tcp://127.0.0.1:$port" "$TMP/batch.msg" | grep -q 'status 0'
 }
 # folded OUT HOST SEQ: that batch's profile.
-folded() { cat "$1/$2"/*-"$3".folded 2> /dev/null; }
+# folded OUT HOST SEQ: the interval's profile; the sink writes it after the
+# reply, so wait for it a little.
+folded() {
+	wait_for 10 compgen -G "$1/$2/*-$3.folded" > /dev/null
+	cat "$1/$2"/*-"$3".folded 2> /dev/null
+}
 
 # wait_http PORT: until the HTTP API answers.
 wait_http() {
