@@ -74,6 +74,20 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	sample(f, "rejected_total", "reason=\"version\"", st.sv_rejected_version);
 	sample(f, "rejected_total", "reason=\"type\"", st.sv_rejected_type);
 	sample(f, "rejected_total", "reason=\"content\"", st.sv_rejected_content);
+	sample(f, "rejected_total", "reason=\"new_session_rate\"", st.sv_rejected_new_sessions);
+	sample(f, "rejected_total", "reason=\"sessions_full\"", st.sv_rejected_sessions_full);
+	sample(f, "rejected_total", "reason=\"kallsyms_unasked\"", st.sv_rejected_unasked);
+	sample(f, "rejected_total", "reason=\"future_interval\"", st.sv_rejected_clock);
+	one(f, "session_limit_restarts_total", "counter",
+	    "Sessions started over for a per-session limit (mappings, threads, nodes, bytes).",
+	    st.sv_session_limits);
+	one(f, "device_fetches", "gauge", "Symbol fetches from devices running now.",
+	    st.sv_fetch_active);
+	one(f, "device_fetches_expired_total", "counter",
+	    "Symbol fetches from devices ended for want of an answer.", st.sv_fetch_expired);
+	one(f, "device_fetches_deferred_total", "counter",
+	    "Symbol fetches from devices put off for a bound (at once, per session, per reply).",
+	    st.sv_fetch_deferred);
 	one(f, "agent_lost_samples", "gauge",
 	    "Samples the agents report lost, the sum of their latest totals.",
 	    st.sv_agent_lost_samples);

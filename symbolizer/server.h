@@ -24,6 +24,19 @@
 #include "resolver.h"
 
 #define FP_SERVER_MAX_SESSIONS 16384
+/* New sessions a second, by default and at most (--new-sessions). */
+#define FP_SERVER_NEW_SESSIONS_DEFAULT 1000
+#define FP_SERVER_NEW_SESSIONS_MAX 1000000
+/* A session unused this long may make room for a new one. */
+#define FP_SERVER_IDLE_S 300
+/* How far in the future an interval may start (the device's clock). */
+#define FP_SERVER_CLOCK_AHEAD_S 3600
+
+/* What the server admits; fp_server_set_limits. */
+struct fp_server_limits {
+	uint32_t sl_max_sessions;       /* 1-FP_SERVER_MAX_SESSIONS */
+	uint32_t sl_new_sessions_per_s; /* 1-FP_SERVER_NEW_SESSIONS_MAX, also the burst */
+};
 
 struct fp_server_stats {
 	uint64_t sv_sessions;           /* held now */
@@ -34,11 +47,19 @@ struct fp_server_stats {
 	uint64_t sv_need_hello;         /* batches of unknown sessions */
 	uint64_t sv_rejected_malformed, sv_rejected_version, sv_rejected_type;
 	uint64_t sv_rejected_content;   /* decodable but inconsistent */
+	uint64_t sv_rejected_new_sessions; /* hellos over the new-session rate */
+	uint64_t sv_rejected_sessions_full; /* hellos with no slot free or idle */
+	uint64_t sv_rejected_unasked;   /* kallsyms nobody asked for */
+	uint64_t sv_rejected_clock;     /* intervals starting in the future */
+	uint64_t sv_session_limits;     /* sessions started over: a per-session limit */
 	uint64_t sv_agent_lost_samples; /* as reported by agents (latest totals) */
 	uint64_t sv_write_errors;
 	uint64_t sv_profiles;
 	uint64_t sv_file_parts;         /* file bytes fetched from devices */
 	uint64_t sv_table_bytes;        /* unwind table bytes sent to agents */
+	uint64_t sv_fetch_active;       /* device fetches running now (devfetch.h) */
+	uint64_t sv_fetch_expired;      /* ... that had no answer in time */
+	uint64_t sv_fetch_deferred;     /* ... not started for a bound */
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
 	uint64_t sv_pipeline_queue;     /* profiles waiting for their sinks now */
 	uint64_t sv_pipeline_dropped;   /* profiles dropped: pipeline queue full */
@@ -66,6 +87,11 @@ void fp_server_free(struct fp_server *s);
 /* fp_server_add_sink: a further sink (after the files) for every profile,
  * e.g. fp_push_sink.  Before fp_server_start.  0 or -ENOSPC. */
 int fp_server_add_sink(struct fp_server *s, fp_sink_fn fn, void *arg);
+
+/* fp_server_set_limits: replace the defaults (FP_SERVER_MAX_SESSIONS,
+ * FP_SERVER_NEW_SESSIONS_DEFAULT).  A hello beyond them gets a REJECTED
+ * reply: the agent says hello again later.  0 or -EINVAL (out of range). */
+int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l);
 
 /* fp_server_start: run the sinks in the pipeline's thread, after waiting
  * at most symbol_wait_ms for symbols being ingested (fp_pipeline_start).
