@@ -50,9 +50,10 @@ static void one(FILE *f, const char *name, const char *type, const char *help, u
 	sample(f, name, NULL, v);
 }
 
-static void server_metrics(FILE *f, const struct fp_server *s)
+static void server_metrics(FILE *f, const struct fp_server *s, struct fp_listener *lst)
 {
 	struct fp_server_stats st;
+	struct fp_listen_stats ls;
 
 	fp_server_stats(s, &st);
 	one(f, "sessions", "gauge", "Agent sessions held.", st.sv_sessions);
@@ -78,6 +79,16 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	sample(f, "rejected_total", "reason=\"sessions_full\"", st.sv_rejected_sessions_full);
 	sample(f, "rejected_total", "reason=\"kallsyms_unasked\"", st.sv_rejected_unasked);
 	sample(f, "rejected_total", "reason=\"future_interval\"", st.sv_rejected_clock);
+	if (lst) {
+		fp_listen_stats(lst, &ls);
+		one(f, "connections", "gauge", "Agents' connections open.", ls.ls_connections);
+		one(f, "connections_refused_total", "counter",
+		    "Connections closed as soon as made: --max-connections open already.",
+		    ls.ls_refused);
+		one(f, "connections_idle_closed_total", "counter",
+		    "Connections closed after --idle-timeout without a complete message.",
+		    ls.ls_idle_closed);
+	}
 	one(f, "session_limit_restarts_total", "counter",
 	    "Sessions started over for a per-session limit (mappings, threads, nodes, bytes).",
 	    st.sv_session_limits);
@@ -249,7 +260,7 @@ int fp_metrics_render(const struct fp_metrics *m, struct fp_http *h, char **text
 	if (!f)
 		return -ENOMEM;
 	if (m->mt_server)
-		server_metrics(f, m->mt_server);
+		server_metrics(f, m->mt_server, m->mt_listener);
 	if (m->mt_resolver)
 		resolver_metrics(f, m->mt_resolver);
 	if (h)
