@@ -26,7 +26,8 @@ struct listen_worker {
 struct listen_conn {
 	nng_pipe lc_pipe;
 	time_t lc_last;
-	int lc_open;
+	uint8_t lc_open;        /* counted in ls_connections */
+	uint8_t lc_closing;     /* closed by the sweeper */
 };
 
 struct fp_listener {
@@ -90,18 +91,20 @@ static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 					l->ls_conns = c, l->ls_conns_cap = cap;
 			}
 			if (idx < l->ls_conns_cap)
-				l->ls_conns[idx] = (struct listen_conn){ p, time(NULL), 1 };
+				l->ls_conns[idx] = (struct listen_conn){ p, time(NULL), 1, 0 };
 			l->ls_stats.ls_connections++;
 		} else {
 			refuse = 1; /* no memory to track it */
 			l->ls_stats.ls_refused++;
 		}
 	} else if (ev == NNG_PIPE_EV_REM_POST) {
+		/* nng 1.x reports the removal of a pipe closed at ADD_PRE
+		 * too: only those counted are uncounted. */
 		if (fp_intern_find(l->ls_ids, &id, sizeof(id), &idx) == 0 &&
-		    idx < l->ls_conns_cap && l->ls_conns[idx].lc_open)
+		    idx < l->ls_conns_cap && l->ls_conns[idx].lc_open) {
 			l->ls_conns[idx].lc_open = 0;
-		if (l->ls_stats.ls_connections)
 			l->ls_stats.ls_connections--;
+		}
 	}
 	pthread_mutex_unlock(&l->ls_lock);
 	/* No further event for a pipe closed before it was added. */
@@ -140,8 +143,9 @@ static void *sweeper(void *arg)
 		for (i = n = 0; i < fp_intern_count(l->ls_ids) && i < l->ls_conns_cap &&
 				n < sizeof(idle) / sizeof(idle[0]); i++) {
 			struct listen_conn *c = &l->ls_conns[i];
-			if (c->lc_open && now - c->lc_last >= (time_t)l->ls_idle_s) {
-				c->lc_open = 0;
+			if (c->lc_open && !c->lc_closing &&
+			    now - c->lc_last >= (time_t)l->ls_idle_s) {
+				c->lc_closing = 1;
 				idle[n++] = c->lc_pipe;
 			}
 		}

@@ -326,12 +326,16 @@ static int reply_encode(struct fp_reply *r, char **buf, size_t *len)
 	return err;
 }
 
+/* reject: encode a REJECTED reply saying why, and count it (counter is
+ * one of sv_stats; sv_lock is taken here). */
 static int reject(struct fp_server *s, uint64_t *counter, const char *why, char **buf,
 		  size_t *len)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_REJECTED, .fr_error = (char *)why };
 
+	pthread_mutex_lock(&s->sv_lock);
 	(*counter)++;
+	pthread_mutex_unlock(&s->sv_lock);
 	fp_warnx("rejected a message: %s", why);
 	return fp_wire_encode_reply(&r, buf, len);
 }
@@ -469,6 +473,9 @@ int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_rep
 	return err;
 }
 
+/* The handlers decode the message and encode the reply without sv_lock,
+ * which is held only to apply the message: an 8 MiB batch being decoded
+ * keeps no other device waiting. */
 static int handle_hello(struct fp_server *s, const void *req, size_t len, char **buf,
 			size_t *rlen)
 {
@@ -478,13 +485,9 @@ static int handle_hello(struct fp_server *s, const void *req, size_t len, char *
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
-	err = server_hello(s, &h, &r);
+	err = fp_server_hello(s, &h, &r);
 	fp_hello_fini(&h);
-	if (err) {
-		fp_reply_fini(&r);
-		return err;
-	}
-	return reply_encode(&r, buf, rlen);
+	return err ? err : reply_encode(&r, buf, rlen);
 }
 
 static int handle_batch(struct fp_server *s, const void *req, size_t len, char **buf,
@@ -496,7 +499,9 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+	pthread_mutex_lock(&s->sv_lock);
 	err = server_batch(s, &b, &r);
+	pthread_mutex_unlock(&s->sv_lock);
 	fp_batch_fini(&b);
 	if (err) {
 		fp_reply_fini(&r);
@@ -517,62 +522,78 @@ static int handle_file(struct fp_server *s, const void *req, size_t len, char **
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+	pthread_mutex_lock(&s->sv_lock);
 	err = fp_devfetch_data(s->sv_devfetch, &d, &r.fr_ranges, &r.fr_nranges);
+	if (!err)
+		s->sv_stats.sv_file_parts++;
+	pthread_mutex_unlock(&s->sv_lock);
 	fp_file_data_fini(&d);
-	if (err == -EINVAL) {
-		free(r.fr_ranges);
-		return reject(s, &s->sv_stats.sv_rejected_content, "file data nobody asked for", buf,
-			      rlen);
-	}
 	if (err) {
 		free(r.fr_ranges);
+		if (err == -EINVAL)
+			return reject(s, &s->sv_stats.sv_rejected_content,
+				      "file data nobody asked for", buf, rlen);
 		return err;
 	}
-	s->sv_stats.sv_file_parts++;
 	return reply_encode(&r, buf, rlen);
+}
+
+/* server_ksyms: apply k; with sv_lock held.  0, or the counter and reason
+ * of a rejection in *counter and *why. */
+static void server_ksyms(struct fp_server *s, const struct fp_ksyms *k, struct fp_reply *r,
+			 uint64_t **counter, const char **why)
+{
+	struct server_session *ss = session_find(s, k->fs_session);
+
+	if (!ss) {
+		s->sv_stats.sv_need_hello++;
+		r->fr_status = FP_REPLY_NEED_HELLO;
+	} else if (!fp_session_asked(ss->ss_session, &k->fs_build_id) ||
+		   (k->fs_part == 0 && fp_resolver_has(s->sv_resolver, &k->fs_build_id))) {
+		/* Only what this session was asked for, and only once. */
+		*counter = &s->sv_stats.sv_rejected_unasked;
+		*why = "kallsyms nobody asked for";
+	} else if (fp_resolver_ksyms(s->sv_resolver, k)) {
+		*counter = &s->sv_stats.sv_rejected_content;
+		*why = "kallsyms part out of order or unusable";
+	} else {
+		s->sv_stats.sv_ksyms++;
+		if (k->fs_last)
+			fp_info("stored kallsyms of %s (%s)", k->fs_name,
+				k->fs_kind == FP_MAP_KERNEL ? "kernel" : "module");
+	}
 }
 
 static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char **buf,
 			size_t *rlen)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_OK };
-	struct server_session *ss;
+	uint64_t *counter = NULL;
+	const char *why = NULL;
 	struct fp_ksyms k;
 	int err = fp_wire_decode_ksyms(req, len, &k);
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
-	if (!(ss = session_find(s, k.fs_session))) {
-		s->sv_stats.sv_need_hello++;
-		r.fr_status = FP_REPLY_NEED_HELLO;
-	} else if (!fp_session_asked(ss->ss_session, &k.fs_build_id) ||
-		   (k.fs_part == 0 && fp_resolver_has(s->sv_resolver, &k.fs_build_id))) {
-		/* Only what this session was asked for, and only once. */
-		fp_ksyms_fini(&k);
-		return reject(s, &s->sv_stats.sv_rejected_unasked, "kallsyms nobody asked for", buf,
-			      rlen);
-	} else if ((err = fp_resolver_ksyms(s->sv_resolver, &k))) {
-		fp_ksyms_fini(&k);
-		return reject(s, &s->sv_stats.sv_rejected_content,
-			      "kallsyms part out of order or unusable", buf, rlen);
-	} else {
-		s->sv_stats.sv_ksyms++;
-		if (k.fs_last)
-			fp_info("stored kallsyms of %s (%s)", k.fs_name,
-				k.fs_kind == FP_MAP_KERNEL ? "kernel" : "module");
-	}
+	pthread_mutex_lock(&s->sv_lock);
+	server_ksyms(s, &k, &r, &counter, &why);
+	pthread_mutex_unlock(&s->sv_lock);
 	fp_ksyms_fini(&k);
+	if (counter)
+		return reject(s, counter, why, buf, rlen);
 	return reply_encode(&r, buf, rlen);
 }
 
-static int server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
-			 size_t *rlen)
+int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
+		     size_t *rlen)
 {
 	int type, err;
 
+	pthread_mutex_lock(&s->sv_lock);
 	s->sv_stats.sv_messages++;
 	s->sv_stats.sv_bytes += len;
 	fp_devfetch_expire(s->sv_devfetch);
+	pthread_mutex_unlock(&s->sv_lock);
 	err = fp_wire_peek(req, len, &type);
 	switch (err) {
 	case 0:
@@ -600,15 +621,4 @@ static int server_handle(struct fp_server *s, const void *req, size_t len, char 
 		return reject(s, &s->sv_stats.sv_rejected_type,
 			      "message type not accepted by the symbolizer", buf, rlen);
 	}
-}
-
-int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
-		     size_t *rlen)
-{
-	int err;
-
-	pthread_mutex_lock(&s->sv_lock);
-	err = server_handle(s, req, len, buf, rlen);
-	pthread_mutex_unlock(&s->sv_lock);
-	return err;
 }
