@@ -25,7 +25,7 @@
  *   fetch      N sessions, each with a batch naming 200 user mappings of
  *              unknown build-IDs, never answering: ranges (asked for in
  *              all), max_ranges (in one reply), fds_before, fds_after
- *   limits     a batch of 70,000 mappings, then batches of 150,000 threads
+ *   limits     a batch of 70,000 mappings, then batches of 30,000 threads
  *              until the session is started over: mappings_status,
  *              threads_batches (accepted before the restart)
  *   collide    one batch of 32,768 stack nodes whose ids collide under a
@@ -335,7 +335,7 @@ static void attack_fetch(unsigned n)
 
 static void attack_limits(void)
 {
-	enum { MAPPINGS = 70000, THREADS = 150000 };
+	enum { MAPPINGS = 70000, THREADS = 30000 };
 	struct fp_mapping *m = calloc(MAPPINGS, sizeof(*m));
 	struct fp_thread *t = calloc(THREADS, sizeof(*t));
 	struct fp_batch b = { .fb_session = 0x9000, .fb_seq = 1, .fb_start_ns = REAL_START_NS,
@@ -352,10 +352,13 @@ static void attack_limits(void)
 	if (fp_wire_encode_batch(&b, &buf, &len))
 		exit(1);
 	printf("mappings_status=%d\n", call(s, buf, len, NULL));
-	/* Threads: more than a message holds, so over several batches. */
+	/* Threads: over several batches, as an agent defines them.  The
+	 * server holds its lock while it applies a batch (about 1 us a
+	 * definition), so one batch of all of them would hold other devices'
+	 * replies for that long. */
 	hello(s, 0x9000, "limits-host");
 	b.fb_nmappings = 0, b.fb_mappings = NULL;
-	for (uint64_t seq = 1; seq <= 4; seq++) {
+	for (uint64_t seq = 1; seq <= 10; seq++) {
 		for (uint32_t i = 0; i < THREADS; i++)
 			t[i] = (struct fp_thread){ .ft_id = (uint32_t)(seq * THREADS + i),
 						   .ft_pid = i, .ft_tid = i, .ft_comm = "t",
