@@ -22,9 +22,10 @@
  *              then one starting a day in the future: same_status,
  *              future_status
  *   ksyms      kallsyms for a build-ID nobody asked for: ksyms_status
- *   fetch      N sessions, each with a batch naming 200 user mappings of
- *              unknown build-IDs, never answering: ranges (asked for in
- *              all), max_ranges (in one reply), fds_before, fds_after
+ *   fetch      N sessions, each with two batches naming 200 user mappings
+ *              of unknown build-IDs, never answering: fetch_replies_ok,
+ *              ranges (asked for in all), max_ranges (in one reply),
+ *              fds_before, fds_after
  *   limits     a batch of 70,000 mappings, then batches of 30,000 threads
  *              until the session is started over: mappings_status,
  *              threads_batches (accepted before the restart)
@@ -280,9 +281,9 @@ static void attack_ksyms(void)
 	nng_close(s);
 }
 
-/* fetch_batch: batch 1 of session naming 200 user mappings of build-IDs
- * no source has, one sample in each. */
-static int fetch_batch(nng_socket s, uint64_t session, struct fp_reply *r)
+/* fetch_batch: batch seq of session naming 200 user mappings of build-IDs
+ * no source has, one sample in each; batch 1 defines them. */
+static int fetch_batch(nng_socket s, uint64_t session, uint64_t seq, struct fp_reply *r)
 {
 	enum { M = 200 };
 	static struct fp_mapping m[M];
@@ -290,8 +291,10 @@ static int fetch_batch(nng_socket s, uint64_t session, struct fp_reply *r)
 	static struct fp_count c[M];
 	struct fp_thread t = { .ft_id = 1, .ft_pid = 1, .ft_tid = 1, .ft_comm = "x",
 			       .ft_process = "x" };
-	struct fp_batch b = { .fb_session = session, .fb_seq = 1, .fb_start_ns = REAL_START_NS,
-			      .fb_end_ns = REAL_START_NS + 1, .fb_nmappings = M, .fb_mappings = m,
+	struct fp_batch b = { .fb_session = session, .fb_seq = seq,
+			      .fb_start_ns = REAL_START_NS + seq * 1000000000ull,
+			      .fb_end_ns = REAL_START_NS + seq * 1000000000ull + 1,
+			      .fb_nmappings = M, .fb_mappings = m,
 			      .fb_nthreads = 1, .fb_threads = &t, .fb_nnodes = M, .fb_nodes = nd,
 			      .fb_ncounts = M, .fb_counts = c };
 	size_t len;
@@ -306,6 +309,8 @@ static int fetch_batch(nng_socket s, uint64_t session, struct fp_reply *r)
 		nd[i] = (struct fp_node){ i, FP_NODE_NONE, { i, 0x1000 } };
 		c[i] = (struct fp_count){ 1, i, 1 };
 	}
+	if (seq > 1)
+		b.fb_nmappings = b.fb_nthreads = b.fb_nnodes = 0;
 	if (fp_wire_encode_batch(&b, &buf, &len))
 		return -1;
 	return call(s, buf, len, r);
@@ -317,16 +322,22 @@ static void attack_fetch(unsigned n)
 	int fds_before = open_fds(), statuses = 0;
 	nng_socket s = dial();
 
-	for (unsigned i = 0; i < n; i++) {
-		struct fp_reply r = { 0 };
-		uint64_t session = 0x8000 + i;
+	/* Batch 2, a second later, when no source has been found for any
+	 * of the build-IDs: all of them are to be fetched now. */
+	for (uint64_t seq = 1; seq <= 2; seq++) {
+		for (unsigned i = 0; i < n; i++) {
+			struct fp_reply r = { 0 };
+			uint64_t session = 0x8000 + i;
 
-		hello(s, session, "fetch-host");
-		statuses += fetch_batch(s, session, &r) == FP_REPLY_OK;
-		ranges += r.fr_nranges;
-		if (r.fr_nranges > max_ranges)
-			max_ranges = r.fr_nranges;
-		fp_reply_fini(&r);
+			if (seq == 1)
+				hello(s, session, "fetch-host");
+			statuses += fetch_batch(s, session, seq, &r) == FP_REPLY_OK;
+			ranges += r.fr_nranges;
+			if (r.fr_nranges > max_ranges)
+				max_ranges = r.fr_nranges;
+			fp_reply_fini(&r);
+		}
+		nng_msleep(1000);
 	}
 	printf("fetch_replies_ok=%d\nranges=%zu\nmax_ranges=%zu\nfds_before=%d\nfds_after=%d\n",
 	       statuses, ranges, max_ranges, fds_before, open_fds());
