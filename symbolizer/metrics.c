@@ -64,6 +64,9 @@ static void server_metrics(FILE *f, const struct fp_server *s, struct fp_listene
 	one(f, "batches_total", "counter", "Batches accepted (one per interval).", st.sv_batches);
 	one(f, "kallsyms_messages_total", "counter", "Kernel symbol messages accepted.",
 	    st.sv_ksyms);
+	one(f, "kallsyms_dropped_total", "counter",
+	    "Kernel symbol messages asked of several agents, taken after one was stored.",
+	    st.sv_ksyms_dropped);
 	one(f, "samples_total", "counter", "Samples in accepted batches.", st.sv_samples);
 	one(f, "duplicate_batches_total", "counter",
 	    "Batches sent again after a lost reply, accepted once.", st.sv_duplicates);

@@ -187,11 +187,12 @@ void fp_server_log_stats(const struct fp_server *s)
 		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started, ds.dv_done,
 		ds.dv_failed, ds.dv_bytes);
 	fp_info("limits: refused hellos: new-session rate %" PRIu64 ", table full %" PRIu64
-		"; kallsyms nobody asked for %" PRIu64 "; intervals from the future %" PRIu64
+		"; kallsyms nobody asked for %" PRIu64 " (stored already, dropped %" PRIu64
+		"); intervals from the future %" PRIu64
 		"; sessions over a limit %" PRIu64 "; device fetches expired %" PRIu64
 		", deferred %" PRIu64,
 		t->sv_rejected_new_sessions, t->sv_rejected_sessions_full, t->sv_rejected_unasked,
-		t->sv_rejected_clock, t->sv_session_limits, t->sv_fetch_expired,
+		t->sv_ksyms_dropped, t->sv_rejected_clock, t->sv_session_limits, t->sv_fetch_expired,
 		t->sv_fetch_deferred);
 }
 
@@ -548,11 +549,14 @@ static void server_ksyms(struct fp_server *s, const struct fp_ksyms *k, struct f
 	if (!ss) {
 		s->sv_stats.sv_need_hello++;
 		r->fr_status = FP_REPLY_NEED_HELLO;
-	} else if (!fp_session_asked(ss->ss_session, &k->fs_build_id) ||
-		   (k->fs_part == 0 && fp_resolver_has(s->sv_resolver, &k->fs_build_id))) {
-		/* Only what this session was asked for, and only once. */
+	} else if (!fp_session_asked(ss->ss_session, &k->fs_build_id)) {
+		/* Only what this session was asked for. */
 		*counter = &s->sv_stats.sv_rejected_unasked;
 		*why = "kallsyms nobody asked for";
+	} else if (fp_resolver_has(s->sv_resolver, &k->fs_build_id)) {
+		/* Asked of several agents at once, stored from the first:
+		 * the others' parts are taken and dropped. */
+		s->sv_stats.sv_ksyms_dropped++;
 	} else if (fp_resolver_ksyms(s->sv_resolver, k)) {
 		*counter = &s->sv_stats.sv_rejected_content;
 		*why = "kallsyms part out of order or unusable";

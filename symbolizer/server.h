@@ -50,6 +50,7 @@ struct fp_server_stats {
 	uint64_t sv_rejected_new_sessions; /* hellos over the new-session rate */
 	uint64_t sv_rejected_sessions_full; /* hellos with no slot free or idle */
 	uint64_t sv_rejected_unasked;   /* kallsyms nobody asked for */
+	uint64_t sv_ksyms_dropped;      /* kallsyms parts of tables stored already */
 	uint64_t sv_rejected_clock;     /* intervals starting in the future */
 	uint64_t sv_session_limits;     /* sessions started over: a per-session limit */
 	uint64_t sv_agent_lost_samples; /* as reported by agents (latest totals) */

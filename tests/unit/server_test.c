@@ -426,16 +426,20 @@ static void test_admission(void)
 		free(buf);
 	}
 	/* Kallsyms: the kernel's were asked of each session at its hello;
-	 * another build-ID's were asked of none; once stored, no session
-	 * may send them again. */
+	 * another build-ID's were asked of none. */
 	CHECK_EQ_INT(ksyms_from(s, 100, &other), FP_REPLY_REJECTED);
 	CHECK(!fp_resolver_has(res, &other));
 	CHECK_EQ_INT(ksyms_from(s, 100, &admission_kernel), FP_REPLY_OK);
 	CHECK(fp_resolver_has(res, &admission_kernel));
-	CHECK_EQ_INT(ksyms_from(s, 101, &admission_kernel), FP_REPLY_REJECTED);
+	/* Asked of 101 too, stored already: taken, not stored again. */
+	CHECK_EQ_INT(ksyms_from(s, 101, &admission_kernel), FP_REPLY_OK);
+	/* A session that said hello after it was stored was not asked. */
+	CHECK_EQ_INT(hello_from(s, 100, "switch-1"), FP_REPLY_OK);
+	CHECK_EQ_INT(ksyms_from(s, 100, &admission_kernel), FP_REPLY_REJECTED);
 	fp_server_stats(s, &st);
 	CHECK_EQ_INT(st.sv_rejected_unasked, 2);
 	CHECK_EQ_INT(st.sv_ksyms, 1);
+	CHECK_EQ_INT(st.sv_ksyms_dropped, 1);
 	CHECK_EQ_INT(st.sv_rejected_new_sessions, 1);
 	CHECK_EQ_INT(st.sv_rejected_sessions_full, 1);
 	CHECK_EQ_INT(st.sv_rejected_content, 1);
