@@ -50,6 +50,7 @@ struct fp_devfetch {
 	struct fetch *df_fetches;
 	size_t df_cap;
 	time_t df_expired_at;   /* last fp_devfetch_expire scan */
+	uint32_t df_timeout_s;
 	struct fp_devfetch_stats df_stats;
 };
 
@@ -71,7 +72,8 @@ static void fetch_end(struct fp_devfetch *f, struct fetch *fe, enum fetch_stage 
 	f->df_stats.dv_active--;
 }
 
-int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const char *tmpdir)
+int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const char *tmpdir,
+		      uint32_t timeout_s)
 {
 	struct fp_devfetch *f = calloc(1, sizeof(*f));
 
@@ -82,6 +84,7 @@ int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const cha
 		return -ENOMEM;
 	}
 	f->df_resolver = r;
+	f->df_timeout_s = timeout_s;
 	elf_version(EV_CURRENT);
 	*out = f;
 	return 0;
@@ -129,11 +132,11 @@ void fp_devfetch_expire(struct fp_devfetch *f)
 	for (i = 0; i < fp_intern_count(f->df_ids) && i < f->df_cap; i++) {
 		struct fetch *fe = &f->df_fetches[i];
 
-		if (!running(fe) || now - fe->fe_last <= FP_DEVFETCH_TIMEOUT)
+		if (!running(fe) || now - fe->fe_last <= (time_t)f->df_timeout_s)
 			continue;
 		fp_build_id_hex(&fe->fe_id, hex);
-		fp_warnx("symbols of %s from the device: no answer in %d s; asking again later",
-			 hex, FP_DEVFETCH_TIMEOUT);
+		fp_warnx("symbols of %s from the device: no answer in %u s; asking again later",
+			 hex, f->df_timeout_s);
 		fetch_end(f, fe, STAGE_EXPIRED);
 		f->df_stats.dv_expired++;
 	}

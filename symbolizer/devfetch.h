@@ -10,9 +10,9 @@
  * parsing happens here, on a sparse copy of the file, which is finally
  * ingested like an upload.  Each build-ID is fetched once for the whole fleet; a failure
  * (the agent cannot read it, the bytes make no sense) is final for the
- * life of the process.  A fetch with no answer for FP_DEVFETCH_TIMEOUT
- * seconds expires (fp_devfetch_expire) and may start again from the next
- * session that reports the build-ID.
+ * life of the process.  A fetch with no answer for its timeout
+ * (FP_DEVFETCH_TIMEOUT seconds in the server) expires (fp_devfetch_expire)
+ * and may start again from the next session that reports the build-ID.
  *
  * What a peer can make it hold is bounded: at most FP_DEVFETCH_ACTIVE
  * fetches run at once, FP_DEVFETCH_PER_SESSION of them from one session;
@@ -41,8 +41,10 @@
 
 struct fp_devfetch;
 
-/* fp_devfetch_alloc: sparse copies go to files in tmpdir.  0 or -ENOMEM. */
-int fp_devfetch_alloc(struct fp_devfetch **f, struct fp_resolver *r, const char *tmpdir);
+/* fp_devfetch_alloc: sparse copies go to files in tmpdir; a fetch with no
+ * answer for timeout_s seconds expires.  0 or -ENOMEM. */
+int fp_devfetch_alloc(struct fp_devfetch **f, struct fp_resolver *r, const char *tmpdir,
+		      uint32_t timeout_s);
 void fp_devfetch_free(struct fp_devfetch *f);
 
 /* fp_devfetch_want: session reported a user mapping with build-ID id that
@@ -61,8 +63,8 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_bu
 int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct fp_range **ranges,
 		     size_t *n);
 
-/* fp_devfetch_expire: end the fetches that had no answer for
- * FP_DEVFETCH_TIMEOUT seconds, closing their files.  Call it often (each
+/* fp_devfetch_expire: end the fetches that had no answer for their
+ * timeout, closing their files.  Call it often (each
  * message): it looks at the fetches at most once a second. */
 void fp_devfetch_expire(struct fp_devfetch *f);
 

@@ -68,7 +68,7 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 	now_mono(&s->sv_tokens_at);
 	pthread_mutex_init(&s->sv_lock, NULL);
 	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) || fp_intern_alloc(&s->sv_ids) ||
-	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir) ||
+	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT) ||
 	    fp_pipeline_alloc(&s->sv_pipeline, &po)) {
 		fp_server_free(s);
 		return -ENOMEM;
