@@ -6,13 +6,22 @@
  * (wire.h) and applied to its session (session.h), whose profile is
  * resolved (resolver.h) and handed to the pipeline's sinks.
  *
+ * It accepts only what it asked for: new sessions at a bounded rate and
+ * only into free slots or those idle for FP_SERVER_IDLE_S (a session in
+ * use is never evicted), a session id for one host only, no interval
+ * from the future, kallsyms only for build-IDs asked of that session,
+ * device fetches within devfetch.h's bounds.  Where the host name is
+ * decided: the hello's (fh_host), the one place a verified identity of
+ * the connection would replace it.
+ *
  * Threads.  fp_server_handle, fp_server_hello and fp_server_batch may be
  * called from any number of threads (listen.h calls them from its
  * workers): one lock, sv_lock, guards the sessions, the device fetches,
- * kallsyms assembly and the counters, and is held only for work that
- * needs no file: once the resolver has workers (fp_resolver_start) and
- * the pipeline its thread (fp_server_start), nothing under it parses a
- * file, asks the network or writes a profile. */
+ * kallsyms assembly and the counters, and is held only to apply a
+ * decoded message (messages are decoded and replies encoded outside it),
+ * for work that needs no file: once the resolver has workers
+ * (fp_resolver_start) and the pipeline its thread (fp_server_start),
+ * nothing under it parses a file, asks the network or writes a profile. */
 #ifndef FP_SERVER_H
 #define FP_SERVER_H
 
