@@ -125,10 +125,15 @@ $(BUILD)/tests/nngsend: $(call obj,tests/e2e/nngsend.c $(COMMON_SRCS))
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $^ $(AGENT_LIBS) -o $@
 
+$(BUILD)/tests/hostile: $(call obj,tests/e2e/hostile.c $(COMMON_SRCS))
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $^ $(AGENT_LIBS) -o $@
+
 $(BUILD):
 	$(Q)mkdir -p $@
 
-test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD) $(BUILD)/tests/nngsend
+test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD) $(BUILD)/tests/nngsend \
+		$(BUILD)/tests/hostile
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
 bench: deps all $(WORKLOAD) $(BENCH_BINS)

@@ -1,10 +1,16 @@
 /* intern.c: open addressing over an array of (hash, id); keys live in one
  * growing arena so that a table is a handful of allocations. */
 #include "intern.h"
+#include "fileid.h"
 
+#include <endian.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 struct intern_key {
 	size_t ik_offset; /* into it_arena */
@@ -21,26 +27,38 @@ struct fp_intern {
 	size_t it_arena_len, it_arena_cap;
 };
 
+/* The hash is SipHash-2-4 (fileid.h), keyed, so that a peer that chooses
+ * keys (agents choose the ids the symbolizer interns) cannot choose keys
+ * that collide in the table.  The key is drawn once per process from
+ * getrandom(). */
+static uint8_t hash_key[16];
+static pthread_once_t hash_key_once = PTHREAD_ONCE_INIT;
+
+/* hash_key_init: 16 random bytes.  Without them (no getrandom: a kernel
+ * before 3.17) the key is the clock's and the address space's, which a
+ * remote peer cannot read either. */
+static void hash_key_init(void)
+{
+	struct timespec ts;
+	uint64_t k[2];
+
+	if (getrandom(hash_key, sizeof(hash_key), 0) == (ssize_t)sizeof(hash_key))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	k[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&ts;
+	k[1] = (uint64_t)ts.tv_sec ^ (uintptr_t)&hash_key_once ^ (uint64_t)getpid();
+	memcpy(hash_key, k, sizeof(hash_key));
+}
+
 uint64_t fp_hash(const void *data, size_t len)
 {
-	const unsigned char *p = data;
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (len * 0xff51afd7ed558ccdull);
+	uint8_t out[8];
+	uint64_t h;
 
-	while (len >= 8) {
-		uint64_t w;
-		memcpy(&w, p, 8);
-		h = (h ^ (w * 0xc2b2ae3d27d4eb4full)) * 0x9e3779b97f4a7c15ull;
-		h ^= h >> 29;
-		p += 8, len -= 8;
-	}
-	if (len) {
-		uint64_t w = 0;
-		memcpy(&w, p, len);
-		h = (h ^ (w * 0xc2b2ae3d27d4eb4full)) * 0x9e3779b97f4a7c15ull;
-	}
-	h ^= h >> 32;
-	h *= 0xd6e8feb86659fd93ull;
-	return h ^ (h >> 32);
+	pthread_once(&hash_key_once, hash_key_init);
+	fp_siphash(hash_key, &data, &len, 1, out, sizeof(out));
+	memcpy(&h, out, sizeof(h));
+	return le64toh(h);
 }
 
 int fp_intern_alloc(struct fp_intern **t)

@@ -1,6 +1,8 @@
 /* intern.h: byte-string keys to dense ids 0, 1, 2, ...  The agent interns
  * stacks, threads and mappings with it, so that each is defined once and
- * afterwards referred to by its id. */
+ * afterwards referred to by its id; the symbolizer keeps the ids agents
+ * chose with it, so its hash is keyed (fp_hash).  A table is not
+ * thread-safe: its owner serialises the calls. */
 #ifndef FP_INTERN_H
 #define FP_INTERN_H
 
@@ -30,7 +32,10 @@ size_t fp_intern_bytes(const struct fp_intern *t);
 /* fp_intern_clear: forget every key; ids start again from 0. */
 void fp_intern_clear(struct fp_intern *t);
 
-/* fp_hash: the 64-bit hash the table uses. */
+/* fp_hash: the 64-bit hash the table uses: SipHash-2-4 (fp_siphash,
+ * fileid.h) under a key drawn at random once per process, so that its
+ * values differ from one process to the next and no peer can choose
+ * colliding keys.  Any thread. */
 uint64_t fp_hash(const void *data, size_t len);
 
 #endif

@@ -23,7 +23,6 @@
 #define WIRE_MAX_LABELS 64
 #define WIRE_MAX_KSYMS 1000000   /* symbols per FP_MSG_KSYMS message */
 #define WIRE_MAX_WANT 4096       /* build-IDs per reply */
-#define WIRE_MAX_RANGES 64       /* file ranges per reply */
 #define WIRE_MAX_TABLE_PARTS (FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX) /* per reply */
 #define WIRE_NONE (-1)           /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
 #define WIRE_ZONE_CHUNK 8192
@@ -507,7 +506,7 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	size_t i;
 
 	if (!status_ok(r->fr_status) || r->fr_nwant > WIRE_MAX_WANT ||
-	    (r->fr_nwant && !r->fr_want) || r->fr_nranges > WIRE_MAX_RANGES ||
+	    (r->fr_nwant && !r->fr_want) || r->fr_nranges > FP_WIRE_MAX_RANGES ||
 	    (r->fr_nranges && !r->fr_ranges))
 		return -EINVAL;
 	for (i = 0; i < r->fr_nranges; i++)
@@ -1278,7 +1277,7 @@ static int ranges_from_obj(const msgpack_object *o, struct fp_reply *r)
 	void *p;
 	int err;
 
-	if ((err = obj_tuples(o, RANGE_WIDTH, WIRE_MAX_RANGES, &a, &n)) ||
+	if ((err = obj_tuples(o, RANGE_WIDTH, FP_WIRE_MAX_RANGES, &a, &n)) ||
 	    (err = alloc_array(n, sizeof(struct fp_range), &p)))
 		return err;
 	r->fr_ranges = p;

@@ -15,6 +15,7 @@
  * bytes per msgpack item, so this also bounds what one hostile message can
  * make the symbolizer allocate (under 200 MiB). */
 #define FP_WIRE_MAX_MESSAGE (8u << 20)
+#define FP_WIRE_MAX_RANGES 64 /* file ranges per reply */
 
 enum fp_msg_type {
 	FP_MSG_HELLO = 1,

@@ -3,6 +3,7 @@
 #include "intern.h"
 #include "log.h"
 #include "pyinterp.h"
+#include "wire.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -14,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_PENDING 256 /* ranges outstanding per file */
+#define MAX_PENDING FP_WIRE_MAX_RANGES /* ranges outstanding per file: one reply */
 
 enum fetch_stage {
 	STAGE_HEADER,   /* asked for the ELF header */
@@ -24,6 +25,7 @@ enum fetch_stage {
 	STAGE_VERSION,  /* a CPython interpreter's Py_Version, if any */
 	STAGE_DONE,
 	STAGE_FAILED,
+	STAGE_EXPIRED,  /* no answer in time: may start again */
 };
 
 struct fetch {
@@ -31,11 +33,11 @@ struct fetch {
 	uint64_t fe_session;
 	enum fetch_stage fe_stage;
 	time_t fe_last;         /* last request or answer */
-	int fe_fd;              /* the sparse copy */
+	int fe_fd;              /* the sparse copy, from the first answer; or -1 */
 	uint64_t fe_size;       /* the file's size, from the first answer */
 	uint64_t fe_bytes;      /* asked for so far */
 	size_t fe_npending;
-	struct fp_range fe_pending[MAX_PENDING];
+	struct fp_range *fe_pending;    /* MAX_PENDING of them while running */
 	int fe_py;                      /* asked for Py_Version: */
 	uint64_t fe_py_shdr;            /* where its section's header is */
 	struct fp_pyinterp_site fe_py_site;
@@ -47,10 +49,31 @@ struct fp_devfetch {
 	struct fp_intern *df_ids; /* build-ID -> df_fetches index */
 	struct fetch *df_fetches;
 	size_t df_cap;
+	time_t df_expired_at;   /* last fp_devfetch_expire scan */
+	uint32_t df_timeout_s;
 	struct fp_devfetch_stats df_stats;
 };
 
-int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const char *tmpdir)
+static int running(const struct fetch *fe)
+{
+	return fe->fe_stage < STAGE_DONE;
+}
+
+/* fetch_end: a running fetch stops holding anything. */
+static void fetch_end(struct fp_devfetch *f, struct fetch *fe, enum fetch_stage stage)
+{
+	fe->fe_stage = stage;
+	fe->fe_npending = 0;
+	free(fe->fe_pending);
+	fe->fe_pending = NULL;
+	if (fe->fe_fd >= 0)
+		close(fe->fe_fd);
+	fe->fe_fd = -1;
+	f->df_stats.dv_active--;
+}
+
+int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const char *tmpdir,
+		      uint32_t timeout_s)
 {
 	struct fp_devfetch *f = calloc(1, sizeof(*f));
 
@@ -61,6 +84,7 @@ int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const cha
 		return -ENOMEM;
 	}
 	f->df_resolver = r;
+	f->df_timeout_s = timeout_s;
 	elf_version(EV_CURRENT);
 	*out = f;
 	return 0;
@@ -72,9 +96,9 @@ void fp_devfetch_free(struct fp_devfetch *f)
 
 	if (!f)
 		return;
-	for (i = 0; i < fp_intern_count(f->df_ids); i++)
-		if (f->df_fetches[i].fe_fd >= 0)
-			close(f->df_fetches[i].fe_fd);
+	for (i = 0; i < fp_intern_count(f->df_ids) && i < f->df_cap; i++)
+		if (running(&f->df_fetches[i]))
+			fetch_end(f, &f->df_fetches[i], STAGE_FAILED);
 	fp_intern_free(f->df_ids);
 	free(f->df_fetches);
 	free(f->df_tmpdir);
@@ -92,12 +116,43 @@ static void fetch_fail(struct fp_devfetch *f, struct fetch *fe, const char *why)
 
 	fp_build_id_hex(&fe->fe_id, hex);
 	fp_warnx("symbols of %s from the device: %s; not asking again", hex, why);
-	fe->fe_stage = STAGE_FAILED;
-	fe->fe_npending = 0;
-	if (fe->fe_fd >= 0)
-		close(fe->fe_fd);
-	fe->fe_fd = -1;
+	fetch_end(f, fe, STAGE_FAILED);
 	f->df_stats.dv_failed++;
+}
+
+void fp_devfetch_expire(struct fp_devfetch *f)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+	time_t now = time(NULL);
+	size_t i;
+
+	if (!f->df_stats.dv_active || now == f->df_expired_at)
+		return;
+	f->df_expired_at = now;
+	for (i = 0; i < fp_intern_count(f->df_ids) && i < f->df_cap; i++) {
+		struct fetch *fe = &f->df_fetches[i];
+
+		if (!running(fe) || now - fe->fe_last <= (time_t)f->df_timeout_s)
+			continue;
+		fp_build_id_hex(&fe->fe_id, hex);
+		fp_warnx("symbols of %s from the device: no answer in %u s; asking again later",
+			 hex, f->df_timeout_s);
+		fetch_end(f, fe, STAGE_EXPIRED);
+		f->df_stats.dv_expired++;
+	}
+}
+
+/* may_start: whether a fetch from session may start now, answering in a
+ * reply that asks for n ranges already. */
+static int may_start(const struct fp_devfetch *f, uint64_t session, size_t n)
+{
+	size_t i, mine = 0;
+
+	if (n >= FP_WIRE_MAX_RANGES || f->df_stats.dv_active >= FP_DEVFETCH_ACTIVE)
+		return 0;
+	for (i = 0; i < fp_intern_count(f->df_ids) && i < f->df_cap; i++)
+		mine += running(&f->df_fetches[i]) && f->df_fetches[i].fe_session == session;
+	return mine < FP_DEVFETCH_PER_SESSION;
 }
 
 /* ask: queue [offset, offset + length) in pieces of at most FP_RANGE_MAX. */
@@ -108,7 +163,8 @@ static int ask(struct fetch *fe, uint64_t offset, uint64_t length, struct fp_ran
 		uint32_t piece = length > FP_RANGE_MAX ? FP_RANGE_MAX : (uint32_t)length;
 		struct fp_range *p;
 
-		if (fe->fe_npending == MAX_PENDING || fe->fe_bytes + piece > FP_DEVFETCH_MAX_BYTES)
+		if (fe->fe_npending == MAX_PENDING || *n >= FP_WIRE_MAX_RANGES ||
+		    fe->fe_bytes + piece > FP_DEVFETCH_MAX_BYTES)
 			return -E2BIG;
 		p = realloc(*ranges, (*n + 1) * sizeof(**ranges));
 		if (!p)
@@ -127,39 +183,41 @@ static int ask(struct fetch *fe, uint64_t offset, uint64_t length, struct fp_ran
 int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_build_id *id,
 		     struct fp_range **ranges, size_t *n)
 {
-	char path[4200];
 	struct fetch *fe;
 	uint32_t idx;
 	int added;
 
+	if (fp_intern_find(f->df_ids, id->fb_data, id->fb_len, &idx) == 0) {
+		if (idx >= f->df_cap)
+			return 0; /* no memory for it once: ended */
+		fe = &f->df_fetches[idx];
+		if (fe->fe_stage != STAGE_EXPIRED)
+			return 0; /* running, or ended for good */
+	} else if (fp_intern_count(f->df_ids) >= FP_DEVFETCH_TRACKED) {
+		f->df_stats.dv_deferred++;
+		return 0;
+	}
+	if (!may_start(f, session, *n)) {
+		f->df_stats.dv_deferred++;
+		return 0;
+	}
 	if (fp_intern_get(f->df_ids, id->fb_data, id->fb_len, &idx, &added))
 		return -ENOMEM;
 	if (idx >= f->df_cap) {
 		size_t cap = f->df_cap ? f->df_cap * 2 : 16;
 		struct fetch *p = realloc(f->df_fetches, cap * sizeof(*p));
 		if (!p)
-			return -ENOMEM;
+			return -ENOMEM; /* interned, never started: a gap (STAGE_FAILED) */
 		f->df_fetches = p, f->df_cap = cap;
 	}
 	fe = &f->df_fetches[idx];
-	if (!added) {
-		/* Running: leave it to its agent unless that one went quiet. */
-		if (fe->fe_stage < STAGE_DONE && time(NULL) - fe->fe_last > FP_DEVFETCH_TIMEOUT)
-			fetch_fail(f, fe, "no answer");
-		return 0;
-	}
-	memset(fe, 0, sizeof(*fe));
-	fe->fe_id = *id;
-	fe->fe_session = session;
-	fe->fe_last = time(NULL);
-	snprintf(path, sizeof(path), "%s", f->df_tmpdir);
-	fe->fe_fd = open(path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fe->fe_fd < 0) {
-		fetch_fail(f, fe, strerror(errno));
-		return 0;
-	}
-	f->df_stats.dv_started++;
+	*fe = (struct fetch){ .fe_id = *id, .fe_session = session, .fe_stage = STAGE_FAILED,
+			      .fe_last = time(NULL), .fe_fd = -1 };
+	if (!(fe->fe_pending = malloc(MAX_PENDING * sizeof(*fe->fe_pending))))
+		return -ENOMEM;
 	fe->fe_stage = STAGE_HEADER;
+	f->df_stats.dv_started++;
+	f->df_stats.dv_active++;
 	return ask(fe, 0, sizeof(Elf64_Ehdr), ranges, n) == -ENOMEM ? -ENOMEM : 0;
 }
 
@@ -381,7 +439,7 @@ static int finish(struct fp_devfetch *f, struct fetch *fe)
 	fe->fe_fd = -1;
 	if (err)
 		return err;
-	fe->fe_stage = STAGE_DONE;
+	fetch_end(f, fe, STAGE_DONE);
 	f->df_stats.dv_done++;
 	return 0;
 }
@@ -395,11 +453,12 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 	size_t i;
 	int err;
 
-	if (fp_intern_find(f->df_ids, d->fd_build_id.fb_data, d->fd_build_id.fb_len, &idx))
+	if (fp_intern_find(f->df_ids, d->fd_build_id.fb_data, d->fd_build_id.fb_len, &idx) ||
+	    idx >= f->df_cap)
 		return -EINVAL;
 	fe = &f->df_fetches[idx];
-	if (fe->fe_stage >= STAGE_DONE)
-		return 0; /* late answers of a finished or failed fetch */
+	if (!running(fe))
+		return 0; /* late answers of a finished, failed or expired fetch */
 	if (d->fd_session != fe->fe_session)
 		return -EINVAL;
 	for (i = 0; i < fe->fe_npending; i++)
@@ -414,6 +473,13 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 		return 0;
 	}
 	if (fe->fe_stage == STAGE_HEADER) {
+		/* Opened now, not when asked: a device that never answers
+		 * holds no descriptor. */
+		fe->fe_fd = open(f->df_tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (fe->fe_fd < 0) {
+			fetch_fail(f, fe, strerror(errno));
+			return 0;
+		}
 		if (d->fd_file_size > (uint64_t)1 << 40 || ftruncate(fe->fe_fd, (off_t)d->fd_file_size)) {
 			fetch_fail(f, fe, "implausible file size");
 			return 0;

@@ -9,8 +9,21 @@
  * version, for the table's trailer).  The agent copies the bytes; all
  * parsing happens here, on a sparse copy of the file, which is finally
  * ingested like an upload.  Each build-ID is fetched once for the whole fleet; a failure
- * (the agent cannot read it, the bytes make no sense, no answer for
- * FP_DEVFETCH_TIMEOUT seconds) is final for the life of the process.
+ * (the agent cannot read it, the bytes make no sense) is final for the
+ * life of the process.  A fetch with no answer for its timeout
+ * (FP_DEVFETCH_TIMEOUT seconds in the server) expires (fp_devfetch_expire)
+ * and may start again from the next session that reports the build-ID.
+ *
+ * What a peer can make it hold is bounded: at most FP_DEVFETCH_ACTIVE
+ * fetches run at once, FP_DEVFETCH_PER_SESSION of them from one session;
+ * a reply asks for at most FP_WIRE_MAX_RANGES ranges; FP_DEVFETCH_TRACKED
+ * build-IDs are remembered.  A fetch's temporary file is opened at its
+ * first answer and closed when it ends or expires, so no more than
+ * FP_DEVFETCH_ACTIVE descriptors are ever open.  A build-ID not started
+ * for a bound is asked for again with a later batch.
+ *
+ * Threads: none of its own; the caller serialises the calls (the server,
+ * under sv_lock).
  */
 #ifndef FP_DEVFETCH_H
 #define FP_DEVFETCH_H
@@ -22,17 +35,23 @@
 
 #define FP_DEVFETCH_TIMEOUT 300
 #define FP_DEVFETCH_MAX_BYTES (64u << 20) /* per file */
+#define FP_DEVFETCH_ACTIVE 64           /* fetches running at once */
+#define FP_DEVFETCH_PER_SESSION 8       /* ... from one session */
+#define FP_DEVFETCH_TRACKED 65536       /* build-IDs remembered */
 
 struct fp_devfetch;
 
-/* fp_devfetch_alloc: sparse copies go to files in tmpdir.  0 or -ENOMEM. */
-int fp_devfetch_alloc(struct fp_devfetch **f, struct fp_resolver *r, const char *tmpdir);
+/* fp_devfetch_alloc: sparse copies go to files in tmpdir; a fetch with no
+ * answer for timeout_s seconds expires.  0 or -ENOMEM. */
+int fp_devfetch_alloc(struct fp_devfetch **f, struct fp_resolver *r, const char *tmpdir,
+		      uint32_t timeout_s);
 void fp_devfetch_free(struct fp_devfetch *f);
 
 /* fp_devfetch_want: session reported a user mapping with build-ID id that
  * no source could resolve.  Starts a fetch from that session unless one
- * ran before; appends to *ranges (realloc'd, *n entries) what to ask for.
- * 0 or -ENOMEM. */
+ * ran before or a bound (above) says not now; appends to *ranges
+ * (realloc'd, *n entries, never more than FP_WIRE_MAX_RANGES) what to ask
+ * for.  0 or -ENOMEM. */
 int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_build_id *id,
 		     struct fp_range **ranges, size_t *n);
 
@@ -44,9 +63,17 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_bu
 int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct fp_range **ranges,
 		     size_t *n);
 
+/* fp_devfetch_expire: end the fetches that had no answer for their
+ * timeout, closing their files.  Call it often (each
+ * message): it looks at the fetches at most once a second. */
+void fp_devfetch_expire(struct fp_devfetch *f);
+
 struct fp_devfetch_stats {
 	uint64_t dv_started, dv_done, dv_failed;
 	uint64_t dv_bytes;
+	uint64_t dv_expired;            /* no answer in time */
+	uint64_t dv_deferred;           /* not started now: a bound */
+	uint64_t dv_active;             /* running now (each may hold a file) */
 };
 
 void fp_devfetch_stats(const struct fp_devfetch *f, struct fp_devfetch_stats *st);

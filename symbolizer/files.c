@@ -215,6 +215,15 @@ static int write_intervals(const struct fp_files_sink *fs, const struct fp_profi
 	if ((err = fp_mkdirs(dir)))
 		return err;
 	snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".folded", dir, stamp, seq);
+	/* Never over a profile written before: the host name, start time
+	 * and sequence number are the agent's word, and another agent's
+	 * word could name a profile of a real device.  One thread writes
+	 * (pipeline.h), so nothing comes between the test and the write. */
+	if (access(path, F_OK) == 0) {
+		fp_warnx("%s exists: not replacing it with a profile of session %016" PRIx64,
+			 path, hello->fh_session);
+		return -EEXIST;
+	}
 	if ((err = fp_write_folded(p, path, fs->fs_by_thread)))
 		return err;
 	snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".pb.gz", dir, stamp, seq);

@@ -1,10 +1,14 @@
-/* listen.c: nng REP contexts, one receive-handle-send loop each. */
+/* listen.c: nng REP contexts, one receive-handle-send loop each; the
+ * connection table and its sweeper. */
 #include "listen.h"
+#include "intern.h"
 #include "log.h"
 #include "wire.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/util/platform.h>
@@ -18,12 +22,161 @@ struct listen_worker {
 	enum worker_step lw_step;
 };
 
+/* A connection: when it last completed a message. */
+struct listen_conn {
+	nng_pipe lc_pipe;
+	time_t lc_last;
+	uint8_t lc_open;        /* counted in ls_connections */
+	uint8_t lc_closing;     /* closed by the sweeper */
+};
+
 struct fp_listener {
 	struct fp_server *ls_server;
 	nng_socket ls_sock;
 	struct listen_worker *ls_workers;
 	unsigned ls_nworkers;
+	/* Under ls_lock: */
+	pthread_mutex_t ls_lock;
+	pthread_cond_t ls_cond;         /* wakes the sweeper to stop */
+	int ls_stopping;
+	uint32_t ls_max_connections, ls_idle_s;
+	/* Pipe id -> index into ls_conns; entries of closed connections
+	 * stay until the table is compacted. */
+	struct fp_intern *ls_ids;
+	struct listen_conn *ls_conns;
+	size_t ls_conns_cap;
+	struct fp_listen_stats ls_stats;
+	pthread_t ls_sweeper;
+	int ls_sweeper_started;
 };
+
+/* conn_compact: rebuild the table from the open connections, when the
+ * closed ones outnumber them. */
+static void conn_compact(struct fp_listener *l)
+{
+	size_t i, n = fp_intern_count(l->ls_ids);
+	uint32_t id, idx;
+
+	if (n < 2 * l->ls_stats.ls_connections + 1024)
+		return;
+	fp_intern_clear(l->ls_ids);
+	for (i = 0; i < n; i++) {
+		if (!l->ls_conns[i].lc_open)
+			continue;
+		id = nng_pipe_id(l->ls_conns[i].lc_pipe);
+		if (fp_intern_get(l->ls_ids, &id, sizeof(id), &idx, NULL))
+			continue; /* no memory: forgotten, so never closed as idle */
+		l->ls_conns[idx] = l->ls_conns[i]; /* idx <= i: in order */
+	}
+}
+
+/* pipe_cb: count connections, refuse those over the bound. */
+static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct fp_listener *l = arg;
+	uint32_t id = nng_pipe_id(p), idx;
+	int added, refuse = 0;
+
+	pthread_mutex_lock(&l->ls_lock);
+	if (ev == NNG_PIPE_EV_ADD_PRE) {
+		conn_compact(l);
+		if (l->ls_stats.ls_connections >= l->ls_max_connections) {
+			l->ls_stats.ls_refused++;
+			refuse = 1;
+		} else if (fp_intern_get(l->ls_ids, &id, sizeof(id), &idx, &added) == 0) {
+			if (idx >= l->ls_conns_cap) {
+				size_t cap = l->ls_conns_cap ? l->ls_conns_cap * 2 : 256;
+				struct listen_conn *c = realloc(l->ls_conns, cap * sizeof(*c));
+				if (c)
+					l->ls_conns = c, l->ls_conns_cap = cap;
+			}
+			if (idx < l->ls_conns_cap)
+				l->ls_conns[idx] = (struct listen_conn){ p, time(NULL), 1, 0 };
+			l->ls_stats.ls_connections++;
+		} else {
+			refuse = 1; /* no memory to track it */
+			l->ls_stats.ls_refused++;
+		}
+	} else if (ev == NNG_PIPE_EV_REM_POST) {
+		/* nng 1.x reports the removal of a pipe closed at ADD_PRE
+		 * too: only those counted are uncounted. */
+		if (fp_intern_find(l->ls_ids, &id, sizeof(id), &idx) == 0 &&
+		    idx < l->ls_conns_cap && l->ls_conns[idx].lc_open) {
+			l->ls_conns[idx].lc_open = 0;
+			l->ls_stats.ls_connections--;
+		}
+	}
+	pthread_mutex_unlock(&l->ls_lock);
+	/* No further event for a pipe closed before it was added. */
+	if (refuse)
+		nng_pipe_close(p);
+}
+
+/* conn_seen: a message came in on p. */
+static void conn_seen(struct fp_listener *l, nng_pipe p)
+{
+	uint32_t id = nng_pipe_id(p), idx;
+
+	pthread_mutex_lock(&l->ls_lock);
+	if (fp_intern_find(l->ls_ids, &id, sizeof(id), &idx) == 0 && idx < l->ls_conns_cap)
+		l->ls_conns[idx].lc_last = time(NULL);
+	pthread_mutex_unlock(&l->ls_lock);
+}
+
+/* sweeper: once a second, close the connections idle for ls_idle_s.
+ * Closed outside the lock: nng calls pipe_cb as it closes them. */
+static void *sweeper(void *arg)
+{
+	struct fp_listener *l = arg;
+	nng_pipe idle[256];
+	struct timespec until;
+	size_t i, n;
+
+	pthread_mutex_lock(&l->ls_lock);
+	while (!l->ls_stopping) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec++;
+		pthread_cond_timedwait(&l->ls_cond, &l->ls_lock, &until);
+		if (l->ls_stopping)
+			break;
+		time_t now = time(NULL);
+		for (i = n = 0; i < fp_intern_count(l->ls_ids) && i < l->ls_conns_cap &&
+				n < sizeof(idle) / sizeof(idle[0]); i++) {
+			struct listen_conn *c = &l->ls_conns[i];
+			if (c->lc_open && !c->lc_closing &&
+			    now - c->lc_last >= (time_t)l->ls_idle_s) {
+				c->lc_closing = 1;
+				idle[n++] = c->lc_pipe;
+			}
+		}
+		l->ls_stats.ls_idle_closed += n;
+		pthread_mutex_unlock(&l->ls_lock);
+		for (i = 0; i < n; i++)
+			nng_pipe_close(idle[i]);
+		pthread_mutex_lock(&l->ls_lock);
+	}
+	pthread_mutex_unlock(&l->ls_lock);
+	return NULL;
+}
+
+int fp_listen_limits(struct fp_listener *l, uint32_t max_connections, uint32_t idle_s)
+{
+	if (!max_connections || max_connections > FP_LISTEN_CONNECTIONS_MAX || !idle_s ||
+	    idle_s > FP_LISTEN_IDLE_MAX_S)
+		return -EINVAL;
+	pthread_mutex_lock(&l->ls_lock);
+	l->ls_max_connections = max_connections;
+	l->ls_idle_s = idle_s;
+	pthread_mutex_unlock(&l->ls_lock);
+	return 0;
+}
+
+void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st)
+{
+	pthread_mutex_lock(&l->ls_lock);
+	*st = l->ls_stats;
+	pthread_mutex_unlock(&l->ls_lock);
+}
 
 /* reply_to: the reply to req (freed), or NULL when the server could build
  * none (the agent's request times out and is sent again). */
@@ -56,6 +209,7 @@ static void worker_cb(void *arg)
 	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
 		return; /* closing */
 	if (w->lw_step == STEP_RECV && rv == 0) {
+		conn_seen(w->lw_listener, nng_msg_get_pipe(nng_aio_get_msg(w->lw_aio)));
 		rep = reply_to(w->lw_listener->ls_server, nng_aio_get_msg(w->lw_aio));
 		if (rep) {
 			nng_aio_set_msg(w->lw_aio, rep);
@@ -80,18 +234,34 @@ int fp_listen_open(struct fp_listener **out, struct fp_server *s, const char *ad
 	if (!nworkers || nworkers > FP_LISTEN_WORKERS_MAX)
 		return -EINVAL;
 	if (!(l = calloc(1, sizeof(*l))) ||
-	    !(l->ls_workers = calloc(nworkers, sizeof(*l->ls_workers)))) {
+	    !(l->ls_workers = calloc(nworkers, sizeof(*l->ls_workers))) ||
+	    fp_intern_alloc(&l->ls_ids)) {
+		if (l)
+			free(l->ls_workers);
 		free(l);
 		return -ENOMEM;
 	}
 	l->ls_server = s;
+	l->ls_max_connections = FP_LISTEN_CONNECTIONS_DEFAULT;
+	l->ls_idle_s = FP_LISTEN_IDLE_DEFAULT_S;
+	pthread_mutex_init(&l->ls_lock, NULL);
+	pthread_cond_init(&l->ls_cond, NULL);
 	if ((rv = nng_rep0_open(&l->ls_sock)) != 0) {
 		fp_warnx("nng: %s", nng_strerror(rv));
+		fp_intern_free(l->ls_ids);
 		free(l->ls_workers);
 		free(l);
 		return -EIO;
 	}
 	nng_socket_set_size(l->ls_sock, NNG_OPT_RECVMAXSZ, FP_WIRE_MAX_MESSAGE);
+	if ((rv = nng_pipe_notify(l->ls_sock, NNG_PIPE_EV_ADD_PRE, pipe_cb, l)) != 0 ||
+	    (rv = nng_pipe_notify(l->ls_sock, NNG_PIPE_EV_REM_POST, pipe_cb, l)) != 0)
+		goto fail;
+	if (pthread_create(&l->ls_sweeper, NULL, sweeper, l)) {
+		rv = NNG_ENOMEM;
+		goto fail;
+	}
+	l->ls_sweeper_started = 1;
 	for (i = 0; i < nworkers; i++) {
 		struct listen_worker *w = &l->ls_workers[i];
 
@@ -133,12 +303,23 @@ void fp_listen_close(struct fp_listener *l)
 	 * interval for the next symbolizer. */
 	for (i = 0; i < l->ls_nworkers; i++)
 		nng_aio_stop(l->ls_workers[i].lw_aio);
+	if (l->ls_sweeper_started) {
+		pthread_mutex_lock(&l->ls_lock);
+		l->ls_stopping = 1;
+		pthread_cond_signal(&l->ls_cond);
+		pthread_mutex_unlock(&l->ls_lock);
+		pthread_join(l->ls_sweeper, NULL);
+	}
 	nng_msleep(200); /* the last replies leave before the socket closes */
 	for (i = 0; i < l->ls_nworkers; i++) {
 		nng_ctx_close(l->ls_workers[i].lw_ctx);
 		nng_aio_free(l->ls_workers[i].lw_aio);
 	}
-	nng_close(l->ls_sock);
+	nng_close(l->ls_sock); /* its pipe callbacks end here */
+	fp_intern_free(l->ls_ids);
+	free(l->ls_conns);
+	pthread_cond_destroy(&l->ls_cond);
+	pthread_mutex_destroy(&l->ls_lock);
 	free(l->ls_workers);
 	free(l);
 }

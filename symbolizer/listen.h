@@ -5,25 +5,55 @@
  * none waits behind another's symbol work (there is none on this path:
  * see server.h).
  *
+ * Connections are bounded (fp_listen_limits): at most max_connections at
+ * once (a further one is closed as soon as it is made), and one that
+ * completed no message for idle_s seconds is closed, so that a peer sending a
+ * message slowly, or part of one, pins its buffer (up to
+ * FP_WIRE_MAX_MESSAGE) for that long at most.  An agent whose connection
+ * was closed dials again when it next sends.
+ *
  * Threads.  The callbacks run on nng's own threads.  A worker's state is
- * its own (one aio runs one step at a time); the only state they share is
- * the server, which locks itself (server.h).
+ * its own (one aio runs one step at a time); the workers, nng's pipe
+ * callbacks and the sweeper thread (which closes idle connections once
+ * a second) share the connection table under ls_lock; the server locks
+ * itself (server.h).
  */
 #ifndef FP_LISTEN_H
 #define FP_LISTEN_H
 
+#include <stdint.h>
 #include "server.h"
 
 #define FP_LISTEN_WORKERS_DEFAULT 8
 #define FP_LISTEN_WORKERS_MAX 256
+#define FP_LISTEN_CONNECTIONS_DEFAULT 20000
+#define FP_LISTEN_CONNECTIONS_MAX 1000000
+#define FP_LISTEN_IDLE_DEFAULT_S 120
+#define FP_LISTEN_IDLE_MAX_S 86400
+
+struct fp_listen_stats {
+	uint64_t ls_connections;        /* open now */
+	uint64_t ls_refused;            /* closed at once: too many */
+	uint64_t ls_idle_closed;        /* closed: no message for idle_s */
+};
 
 struct fp_listener;
 
 /* fp_listen_open: listen on addr (tcp://HOST:PORT, ipc:///PATH) with
- * nworkers (1-FP_LISTEN_WORKERS_MAX) contexts, serving s.  0, -EINVAL
- * (bad nworkers), -ENOMEM or -EIO (nng refused: logged with its reason). */
+ * nworkers (1-FP_LISTEN_WORKERS_MAX) contexts, serving s, with the
+ * default bounds (FP_LISTEN_CONNECTIONS_DEFAULT, FP_LISTEN_IDLE_DEFAULT_S).
+ * 0, -EINVAL (bad nworkers), -ENOMEM or -EIO (nng refused: logged with
+ * its reason). */
 int fp_listen_open(struct fp_listener **l, struct fp_server *s, const char *addr,
 		   unsigned nworkers);
+
+/* fp_listen_limits: at most max_connections (1-FP_LISTEN_CONNECTIONS_MAX)
+ * at once from now on, each closed after idle_s (1-FP_LISTEN_IDLE_MAX_S)
+ * seconds without a message.  Connections open stay.  0 or -EINVAL. */
+int fp_listen_limits(struct fp_listener *l, uint32_t max_connections, uint32_t idle_s);
+
+/* fp_listen_stats: the connection counters.  Any thread. */
+void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st);
 
 /* fp_listen_close: stop every worker (a request being handled ends
  * first), give the last replies 200 ms to leave, then close the socket.

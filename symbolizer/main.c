@@ -49,7 +49,9 @@ static void usage(FILE *f)
 		"                            [--push-header-file FILE] [--push-max-attempts N]\n"
 		"                            [--push-max-age SECONDS] [--spool DIR] [--spool-max MB]\n"
 		"                            [--symbol-wait SECONDS] [--symbol-workers N]\n"
-		"                            [--listen-workers N]\n"
+		"                            [--listen-workers N] [--max-connections N]\n"
+		"                            [--idle-timeout SECONDS] [--max-sessions N]\n"
+		"                            [--new-sessions N]\n"
 		"\n"
 		"Receives stacks from fleetprof-agents, resolves their symbols and writes\n"
 		"OUT/HOST/STAMP-SEQ.folded and OUT/HOST/STAMP-SEQ.pb.gz per interval.\n"
@@ -69,6 +71,13 @@ static void usage(FILE *f)
 		"      --symbol-workers N threads that ingest files, ask debuginfod servers\n"
 		"                         and take files fetched from devices (default 2, 1-64)\n"
 		"      --listen-workers N requests handled at once (default 8, 1-256)\n"
+		"      --max-connections N  agents' connections open at once; more are closed\n"
+		"                         as soon as made (default 20000)\n"
+		"      --idle-timeout SECONDS  close a connection that completed no message\n"
+		"                         for SECONDS (default 120)\n"
+		"      --max-sessions N   agent sessions held (default and most 16384)\n"
+		"      --new-sessions N   new sessions admitted a second, also the burst\n"
+		"                         (default 1000); more hellos are refused\n"
 		"\n"
 		"Symbol service:\n"
 		"      --http HOST:PORT   serve the HTTP API: POST /v1/upload, POST /v1/missing,\n"
@@ -168,6 +177,10 @@ int main(int argc, char **argv)
 		{ "symbol-wait", required_argument, NULL, 'W' },
 		{ "symbol-workers", required_argument, NULL, 'K' },
 		{ "listen-workers", required_argument, NULL, 'L' },
+		{ "max-sessions", required_argument, NULL, 'X' },
+		{ "new-sessions", required_argument, NULL, 'Y' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
 		FP_PUSH_LONGOPTS,
 		{ 0 },
 	};
@@ -178,6 +191,8 @@ int main(int argc, char **argv)
 	size_t nupstreams = 0;
 	uint32_t max_upload_mb = 1024, symbol_wait_s = FP_SYMBOL_WAIT_DEFAULT_MS / 1000;
 	uint32_t symbol_workers = 2, listen_workers = FP_LISTEN_WORKERS_DEFAULT;
+	uint32_t max_connections = FP_LISTEN_CONNECTIONS_DEFAULT, idle_s = FP_LISTEN_IDLE_DEFAULT_S;
+	struct fp_server_limits limits = { FP_SERVER_MAX_SESSIONS, FP_SERVER_NEW_SESSIONS_DEFAULT };
 	struct fp_listener *listener = NULL;
 	char dcache[4200];
 	struct fetch_chain chain = { 0 };
@@ -224,6 +239,26 @@ int main(int argc, char **argv)
 		case 'L':
 			if (fp_parse_u32("fleetprof-symbolizer", "--listen-workers", optarg, 1,
 					 FP_LISTEN_WORKERS_MAX, &listen_workers))
+				return 2;
+			break;
+		case 'X':
+			if (fp_parse_u32("fleetprof-symbolizer", "--max-sessions", optarg, 1,
+					 FP_SERVER_MAX_SESSIONS, &limits.sl_max_sessions))
+				return 2;
+			break;
+		case 'Y':
+			if (fp_parse_u32("fleetprof-symbolizer", "--new-sessions", optarg, 1,
+					 FP_SERVER_NEW_SESSIONS_MAX, &limits.sl_new_sessions_per_s))
+				return 2;
+			break;
+		case 'C':
+			if (fp_parse_u32("fleetprof-symbolizer", "--max-connections", optarg, 1,
+					 FP_LISTEN_CONNECTIONS_MAX, &max_connections))
+				return 2;
+			break;
+		case 'I':
+			if (fp_parse_u32("fleetprof-symbolizer", "--idle-timeout", optarg, 1,
+					 FP_LISTEN_IDLE_MAX_S, &idle_s))
 				return 2;
 			break;
 		case 'U':
@@ -283,7 +318,8 @@ int main(int argc, char **argv)
 		ro.ro_fetch = fetch_chain;
 		ro.ro_fetch_arg = &chain;
 	}
-	if (fp_resolver_open(&r, &ro) || fp_server_alloc(&srv, r, out, ro.ro_cache_dir))
+	if (fp_resolver_open(&r, &ro) || fp_server_alloc(&srv, r, out, ro.ro_cache_dir) ||
+	    fp_server_set_limits(srv, &limits))
 		goto cleanup;
 	if (fp_push_cli_start(&push_cli, ro.ro_cache_dir, pushers))
 		goto cleanup;
@@ -295,7 +331,8 @@ int main(int argc, char **argv)
 		fp_warnx("cannot start the symbolizer's threads: %s", strerror(-rv));
 		goto cleanup;
 	}
-	if (fp_listen_open(&listener, srv, listen, listen_workers))
+	if (fp_listen_open(&listener, srv, listen, listen_workers) ||
+	    fp_listen_limits(listener, max_connections, idle_s))
 		goto cleanup;
 	fp_info("listening on %s (%u workers), cache %s, writing to %s; %u symbol workers, "
 		"symbol wait %u s", listen, listen_workers, ro.ro_cache_dir, out, symbol_workers,
@@ -307,7 +344,7 @@ int main(int argc, char **argv)
 					   .ho_metrics = fp_metrics_http, .ho_metrics_arg = &metrics };
 
 		metrics = (struct fp_metrics){ .mt_server = srv, .mt_resolver = r,
-					       .mt_pushers = pushers };
+					       .mt_pushers = pushers, .mt_listener = listener };
 		if (fp_http_start(&http, &ho))
 			goto cleanup;
 		fp_info("HTTP on %s, store %s, uploads %s, at most %u MB", http_addr, store_dir,
@@ -337,8 +374,10 @@ int main(int argc, char **argv)
 		fp_http_log_stats(http);
 	err = 0;
 cleanup:
+	/* Its handlers use the resolver, the store; /metrics the server, the
+	 * pushers and the listener. */
+	fp_http_stop(http);
 	fp_listen_close(listener);
-	fp_http_stop(http); /* its handlers use the resolver, the store; /metrics the server, the pushers */
 	fp_server_free(srv); /* the sinks of the last profiles run, pushers too */
 	fp_push_stop_all(pushers, FP_PUSH_FLUSH_MS); /* what is not sent stays spooled */
 	fp_resolver_close(r);

@@ -50,9 +50,10 @@ static void one(FILE *f, const char *name, const char *type, const char *help, u
 	sample(f, name, NULL, v);
 }
 
-static void server_metrics(FILE *f, const struct fp_server *s)
+static void server_metrics(FILE *f, const struct fp_server *s, struct fp_listener *lst)
 {
 	struct fp_server_stats st;
+	struct fp_listen_stats ls;
 
 	fp_server_stats(s, &st);
 	one(f, "sessions", "gauge", "Agent sessions held.", st.sv_sessions);
@@ -63,6 +64,9 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	one(f, "batches_total", "counter", "Batches accepted (one per interval).", st.sv_batches);
 	one(f, "kallsyms_messages_total", "counter", "Kernel symbol messages accepted.",
 	    st.sv_ksyms);
+	one(f, "kallsyms_dropped_total", "counter",
+	    "Kernel symbol messages asked of several agents, taken after one was stored.",
+	    st.sv_ksyms_dropped);
 	one(f, "samples_total", "counter", "Samples in accepted batches.", st.sv_samples);
 	one(f, "duplicate_batches_total", "counter",
 	    "Batches sent again after a lost reply, accepted once.", st.sv_duplicates);
@@ -74,6 +78,30 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	sample(f, "rejected_total", "reason=\"version\"", st.sv_rejected_version);
 	sample(f, "rejected_total", "reason=\"type\"", st.sv_rejected_type);
 	sample(f, "rejected_total", "reason=\"content\"", st.sv_rejected_content);
+	sample(f, "rejected_total", "reason=\"new_session_rate\"", st.sv_rejected_new_sessions);
+	sample(f, "rejected_total", "reason=\"sessions_full\"", st.sv_rejected_sessions_full);
+	sample(f, "rejected_total", "reason=\"kallsyms_unasked\"", st.sv_rejected_unasked);
+	sample(f, "rejected_total", "reason=\"future_interval\"", st.sv_rejected_clock);
+	if (lst) {
+		fp_listen_stats(lst, &ls);
+		one(f, "connections", "gauge", "Agents' connections open.", ls.ls_connections);
+		one(f, "connections_refused_total", "counter",
+		    "Connections closed as soon as made: --max-connections open already.",
+		    ls.ls_refused);
+		one(f, "connections_idle_closed_total", "counter",
+		    "Connections closed after --idle-timeout without a complete message.",
+		    ls.ls_idle_closed);
+	}
+	one(f, "session_limit_restarts_total", "counter",
+	    "Sessions started over for a per-session limit (mappings, threads, nodes, bytes).",
+	    st.sv_session_limits);
+	one(f, "device_fetches", "gauge", "Symbol fetches from devices running now.",
+	    st.sv_fetch_active);
+	one(f, "device_fetches_expired_total", "counter",
+	    "Symbol fetches from devices ended for want of an answer.", st.sv_fetch_expired);
+	one(f, "device_fetches_deferred_total", "counter",
+	    "Symbol fetches from devices put off for a bound (at once, per session, per reply).",
+	    st.sv_fetch_deferred);
 	one(f, "agent_lost_samples", "gauge",
 	    "Samples the agents report lost, the sum of their latest totals.",
 	    st.sv_agent_lost_samples);
@@ -241,7 +269,7 @@ int fp_metrics_render(const struct fp_metrics *m, struct fp_http *h, char **text
 	if (!f)
 		return -ENOMEM;
 	if (m->mt_server)
-		server_metrics(f, m->mt_server);
+		server_metrics(f, m->mt_server, m->mt_listener);
 	if (m->mt_resolver)
 		resolver_metrics(f, m->mt_resolver);
 	if (h)

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include "http.h"
+#include "listen.h"
 #include "push.h"
 #include "resolver.h"
 #include "server.h"
@@ -21,6 +22,7 @@ struct fp_metrics {
 	const struct fp_server *mt_server;
 	const struct fp_resolver *mt_resolver;
 	struct fp_push *const *mt_pushers;  /* NULL-terminated */
+	struct fp_listener *mt_listener;
 };
 
 /* fp_metrics_render: the text of every metric of m, and of h's when h is

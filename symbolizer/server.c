@@ -3,6 +3,7 @@
 #include "server.h"
 #include "devfetch.h"
 #include "files.h"
+#include "intern.h"
 #include "log.h"
 #include "pipeline.h"
 #include "session.h"
@@ -23,6 +24,7 @@ struct server_session {
 };
 
 struct fp_server {
+	struct fp_server_limits sv_limits;
 	struct fp_resolver *sv_resolver;
 	struct fp_pipeline *sv_pipeline;
 	struct fp_files_sink sv_files;  /* read by the pipeline thread only */
@@ -32,8 +34,23 @@ struct fp_server {
 	struct fp_devfetch *sv_devfetch;
 	struct server_session sv_sessions[FP_SERVER_MAX_SESSIONS];
 	size_t sv_nsessions;
+	/* Session id -> slot: sv_index[fp_intern id] is a slot of
+	 * sv_sessions, current when that slot still holds the id.  Ids of
+	 * sessions gone stay interned until the index is rebuilt. */
+	struct fp_intern *sv_ids;
+	uint32_t *sv_index;
+	size_t sv_index_cap;
+	double sv_tokens;               /* new sessions allowed now */
+	struct timespec sv_tokens_at;   /* when sv_tokens was last filled */
 	struct fp_server_stats sv_stats;
 };
+
+/* now_mono: CLOCK_MONOTONIC in seconds. */
+static double now_mono(struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	return (double)ts->tv_sec + (double)ts->tv_nsec / 1e9;
+}
 
 int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *out_dir,
 		    const char *tmp_dir)
@@ -45,9 +62,13 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 	if (!s)
 		return -ENOMEM;
 	s->sv_resolver = r;
+	s->sv_limits = (struct fp_server_limits){ FP_SERVER_MAX_SESSIONS,
+						  FP_SERVER_NEW_SESSIONS_DEFAULT };
+	s->sv_tokens = FP_SERVER_NEW_SESSIONS_DEFAULT;
+	now_mono(&s->sv_tokens_at);
 	pthread_mutex_init(&s->sv_lock, NULL);
-	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) ||
-	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir) ||
+	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) || fp_intern_alloc(&s->sv_ids) ||
+	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT) ||
 	    fp_pipeline_alloc(&s->sv_pipeline, &po)) {
 		fp_server_free(s);
 		return -ENOMEM;
@@ -71,6 +92,8 @@ void fp_server_free(struct fp_server *s)
 	for (i = 0; i < s->sv_nsessions; i++)
 		fp_session_free(s->sv_sessions[i].ss_session);
 	fp_devfetch_free(s->sv_devfetch);
+	fp_intern_free(s->sv_ids);
+	free(s->sv_index);
 	pthread_mutex_destroy(&s->sv_lock);
 	free(s->sv_out_dir);
 	free(s);
@@ -79,6 +102,18 @@ void fp_server_free(struct fp_server *s)
 int fp_server_add_sink(struct fp_server *s, fp_sink_fn fn, void *arg)
 {
 	return fp_pipeline_add_sink(s->sv_pipeline, fn, arg);
+}
+
+int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l)
+{
+	if (!l->sl_max_sessions || l->sl_max_sessions > FP_SERVER_MAX_SESSIONS ||
+	    !l->sl_new_sessions_per_s || l->sl_new_sessions_per_s > FP_SERVER_NEW_SESSIONS_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&s->sv_lock);
+	s->sv_limits = *l;
+	s->sv_tokens = l->sl_new_sessions_per_s;
+	pthread_mutex_unlock(&s->sv_lock);
+	return 0;
 }
 
 int fp_server_start(struct fp_server *s, uint32_t symbol_wait_ms)
@@ -90,11 +125,16 @@ void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 {
 	struct fp_pipeline_stats ps;
 	struct fp_resolver_stats rs;
+	struct fp_devfetch_stats ds;
 
 	pthread_mutex_lock((pthread_mutex_t *)&s->sv_lock);
 	*st = s->sv_stats;
 	st->sv_sessions = s->sv_nsessions;
+	fp_devfetch_stats(s->sv_devfetch, &ds);
 	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_lock);
+	st->sv_fetch_active = ds.dv_active;
+	st->sv_fetch_expired = ds.dv_expired;
+	st->sv_fetch_deferred = ds.dv_deferred;
 	fp_pipeline_stats(s->sv_pipeline, &ps);
 	fp_resolver_stats(s->sv_resolver, &rs);
 	st->sv_profiles = ps.pp_profiles;
@@ -146,45 +186,131 @@ void fp_server_log_stats(const struct fp_server *s)
 		" bytes)",
 		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started, ds.dv_done,
 		ds.dv_failed, ds.dv_bytes);
+	fp_info("limits: refused hellos: new-session rate %" PRIu64 ", table full %" PRIu64
+		"; kallsyms nobody asked for %" PRIu64 " (stored already, dropped %" PRIu64
+		"); intervals from the future %" PRIu64
+		"; sessions over a limit %" PRIu64 "; device fetches expired %" PRIu64
+		", deferred %" PRIu64,
+		t->sv_rejected_new_sessions, t->sv_rejected_sessions_full, t->sv_rejected_unasked,
+		t->sv_ksyms_dropped, t->sv_rejected_clock, t->sv_session_limits, t->sv_fetch_expired,
+		t->sv_fetch_deferred);
+}
+
+/* session_lookup: the slot of session id, or NULL. */
+static struct server_session *session_lookup(struct fp_server *s, uint64_t id)
+{
+	uint32_t idx, slot;
+
+	if (fp_intern_find(s->sv_ids, &id, sizeof(id), &idx))
+		return NULL;
+	slot = s->sv_index[idx];
+	return slot < s->sv_nsessions && s->sv_sessions[slot].ss_id == id &&
+			       s->sv_sessions[slot].ss_session
+		       ? &s->sv_sessions[slot]
+		       : NULL;
 }
 
 static struct server_session *session_find(struct fp_server *s, uint64_t id)
 {
-	size_t i;
+	struct server_session *ss = session_lookup(s, id);
 
-	for (i = 0; i < s->sv_nsessions; i++)
-		if (s->sv_sessions[i].ss_id == id) {
-			s->sv_sessions[i].ss_last_used = time(NULL);
-			return &s->sv_sessions[i];
-		}
-	return NULL;
+	if (ss)
+		ss->ss_last_used = time(NULL);
+	return ss;
 }
 
-/* session_add: replaces the same id, else the least recently used one
- * when the table is full. */
+/* index_set: session id is in slot from now on.  The index is rebuilt
+ * from the live sessions when the ids of sessions gone outnumber them.
+ * 0 or -ENOMEM. */
+static int index_set(struct fp_server *s, uint64_t id, uint32_t slot)
+{
+	uint32_t idx;
+	size_t i;
+
+	if (fp_intern_count(s->sv_ids) >= 2 * (size_t)FP_SERVER_MAX_SESSIONS) {
+		fp_intern_clear(s->sv_ids);
+		for (i = 0; i < s->sv_nsessions; i++)
+			if (s->sv_sessions[i].ss_session &&
+			    fp_intern_get(s->sv_ids, &s->sv_sessions[i].ss_id, sizeof(id), &idx,
+					  NULL) == 0)
+				s->sv_index[idx] = (uint32_t)i; /* fits: fewer than before */
+	}
+	if (fp_intern_get(s->sv_ids, &id, sizeof(id), &idx, NULL))
+		return -ENOMEM;
+	if (idx >= s->sv_index_cap) {
+		size_t cap = s->sv_index_cap ? s->sv_index_cap * 2 : 1024;
+		uint32_t *p = realloc(s->sv_index, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM; /* interned, but no slot: found nowhere */
+		s->sv_index = p, s->sv_index_cap = cap;
+	}
+	s->sv_index[idx] = slot;
+	return 0;
+}
+
+/* admit: whether a new session may open now: the rate of new sessions
+ * (a token bucket of sl_new_sessions_per_s tokens, refilled at that
+ * rate) and a slot, free or of a session idle for FP_SERVER_IDLE_S (the
+ * least recently used one), which *slot receives.  Sessions in use are
+ * never evicted, so no peer can push the fleet's sessions out.  0,
+ * -EAGAIN (too many new sessions this second) or -ENOSPC (table full). */
+static int admit(struct fp_server *s, struct server_session **slot)
+{
+	uint32_t rate = s->sv_limits.sl_new_sessions_per_s;
+	struct server_session *lru = NULL;
+	struct timespec ts;
+	double now = now_mono(&ts), then;
+	size_t i;
+
+	then = (double)s->sv_tokens_at.tv_sec + (double)s->sv_tokens_at.tv_nsec / 1e9;
+	s->sv_tokens += (now - then) * rate;
+	if (s->sv_tokens > rate)
+		s->sv_tokens = rate;
+	s->sv_tokens_at = ts;
+	if (s->sv_tokens < 1)
+		return -EAGAIN;
+	if (s->sv_nsessions < s->sv_limits.sl_max_sessions) {
+		*slot = &s->sv_sessions[s->sv_nsessions++];
+	} else {
+		for (i = 0; i < s->sv_nsessions; i++)
+			if (!lru || s->sv_sessions[i].ss_last_used < lru->ss_last_used)
+				lru = &s->sv_sessions[i];
+		if (!lru || time(NULL) - lru->ss_last_used < FP_SERVER_IDLE_S)
+			return -ENOSPC;
+		fp_session_free(lru->ss_session);
+		lru->ss_session = NULL;
+		*slot = lru;
+	}
+	s->sv_tokens -= 1;
+	return 0;
+}
+
+/* session_add: a new session for h, or the same id's again (an agent that
+ * says hello again starts over).  0, -EAGAIN or -ENOSPC (admit), -EPERM
+ * (the id is another host's session) or -ENOMEM. */
 static int session_add(struct fp_server *s, const struct fp_hello *h)
 {
 	struct server_session *slot = session_find(s, h->fh_session);
 	struct fp_session *n;
 	uint64_t seq;
-	size_t i;
 	int err;
 
+	if (slot && strcmp(fp_session_hello(slot->ss_session)->fh_host ?: "", h->fh_host ?: ""))
+		return -EPERM;
 	if ((err = fp_session_alloc(&n, h)))
 		return err;
-	if (!slot && s->sv_nsessions < FP_SERVER_MAX_SESSIONS)
-		slot = &s->sv_sessions[s->sv_nsessions++];
-	if (!slot) {
-		slot = &s->sv_sessions[0];
-		for (i = 1; i < s->sv_nsessions; i++)
-			if (s->sv_sessions[i].ss_last_used < slot->ss_last_used)
-				slot = &s->sv_sessions[i];
-		fp_session_free(slot->ss_session);
-		slot->ss_session = NULL;
+	if (!slot && (err = admit(s, &slot))) {
+		fp_session_free(n);
+		return err;
 	}
 	if (slot->ss_session)
 		fp_session_free(slot->ss_session);
 	*slot = (struct server_session){ h->fh_session, time(NULL), n };
+	if ((err = index_set(s, h->fh_session, (uint32_t)(slot - s->sv_sessions)))) {
+		/* Unreachable by id: the slot goes to the next new session. */
+		slot->ss_last_used = 0;
+		return err;
+	}
 	/* The last interval done survives restarts with the session's state,
 	 * so that an interval re-sent after a lost reply is recognised even
 	 * by a new symbolizer process. */
@@ -201,14 +327,28 @@ static int reply_encode(struct fp_reply *r, char **buf, size_t *len)
 	return err;
 }
 
+/* reject: encode a REJECTED reply saying why, and count it (counter is
+ * one of sv_stats; sv_lock is taken here). */
 static int reject(struct fp_server *s, uint64_t *counter, const char *why, char **buf,
 		  size_t *len)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_REJECTED, .fr_error = (char *)why };
 
+	pthread_mutex_lock(&s->sv_lock);
 	(*counter)++;
+	pthread_mutex_unlock(&s->sv_lock);
 	fp_warnx("rejected a message: %s", why);
 	return fp_wire_encode_reply(&r, buf, len);
+}
+
+/* refuse: make r a REJECTED reply saying why, and count it.  Logged at
+ * debug level: a peer can send these as fast as it likes.  0 or -ENOMEM. */
+static int refuse(struct fp_server *s, struct fp_reply *r, uint64_t *counter, const char *why)
+{
+	(*counter)++;
+	fp_debug("refused a message: %s", why);
+	r->fr_status = FP_REPLY_REJECTED;
+	return (r->fr_error = strdup(why)) ? 0 : -ENOMEM;
 }
 
 /* server_hello / server_batch: called with sv_lock held; fill r. */
@@ -218,9 +358,22 @@ static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp
 	int err;
 
 	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK };
-	s->sv_stats.sv_hellos++;
-	if ((err = session_add(s, h)))
+	switch ((err = session_add(s, h))) {
+	case 0:
+		break;
+	case -EAGAIN:
+		return refuse(s, r, &s->sv_stats.sv_rejected_new_sessions,
+			      "too many new sessions: say hello again later");
+	case -ENOSPC:
+		return refuse(s, r, &s->sv_stats.sv_rejected_sessions_full,
+			      "session table full: say hello again later");
+	case -EPERM:
+		return refuse(s, r, &s->sv_stats.sv_rejected_content,
+			      "session id in use by another host");
+	default:
 		return err;
+	}
+	s->sv_stats.sv_hellos++;
 	fp_info("session %016" PRIx64 " from %s (kernel %s, agent %s, %u Hz, %u CPUs)",
 		h->fh_session, h->fh_host, h->fh_kernel_release, h->fh_agent_version,
 		h->fh_frequency, h->fh_ncpus);
@@ -246,7 +399,14 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 		s->sv_stats.sv_duplicates++;
 		return 0;
 	}
+	/* Profiles are named by host and start time: an interval from the
+	 * future could take the name of one to come. */
+	if (b->fb_start_ns / 1000000000ull > (uint64_t)time(NULL) + FP_SERVER_CLOCK_AHEAD_S)
+		return refuse(s, r, &s->sv_stats.sv_rejected_clock,
+			      "interval starts in the future: check the device's clock");
 	err = fp_session_apply(ss->ss_session, b);
+	if (err == -E2BIG)
+		s->sv_stats.sv_session_limits++;
 	if (err == -ESTALE || err == -E2BIG) {
 		/* Start the session over: the agent re-sends every definition. */
 		s->sv_stats.sv_need_hello++;
@@ -314,6 +474,9 @@ int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_rep
 	return err;
 }
 
+/* The handlers decode the message and encode the reply without sv_lock,
+ * which is held only to apply the message: an 8 MiB batch being decoded
+ * keeps no other device waiting. */
 static int handle_hello(struct fp_server *s, const void *req, size_t len, char **buf,
 			size_t *rlen)
 {
@@ -323,13 +486,9 @@ static int handle_hello(struct fp_server *s, const void *req, size_t len, char *
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
-	err = server_hello(s, &h, &r);
+	err = fp_server_hello(s, &h, &r);
 	fp_hello_fini(&h);
-	if (err) {
-		fp_reply_fini(&r);
-		return err;
-	}
-	return reply_encode(&r, buf, rlen);
+	return err ? err : reply_encode(&r, buf, rlen);
 }
 
 static int handle_batch(struct fp_server *s, const void *req, size_t len, char **buf,
@@ -341,7 +500,9 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+	pthread_mutex_lock(&s->sv_lock);
 	err = server_batch(s, &b, &r);
+	pthread_mutex_unlock(&s->sv_lock);
 	fp_batch_fini(&b);
 	if (err) {
 		fp_reply_fini(&r);
@@ -362,54 +523,81 @@ static int handle_file(struct fp_server *s, const void *req, size_t len, char **
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+	pthread_mutex_lock(&s->sv_lock);
 	err = fp_devfetch_data(s->sv_devfetch, &d, &r.fr_ranges, &r.fr_nranges);
+	if (!err)
+		s->sv_stats.sv_file_parts++;
+	pthread_mutex_unlock(&s->sv_lock);
 	fp_file_data_fini(&d);
-	if (err == -EINVAL) {
-		free(r.fr_ranges);
-		return reject(s, &s->sv_stats.sv_rejected_content, "file data nobody asked for", buf,
-			      rlen);
-	}
 	if (err) {
 		free(r.fr_ranges);
+		if (err == -EINVAL)
+			return reject(s, &s->sv_stats.sv_rejected_content,
+				      "file data nobody asked for", buf, rlen);
 		return err;
 	}
-	s->sv_stats.sv_file_parts++;
 	return reply_encode(&r, buf, rlen);
+}
+
+/* server_ksyms: apply k; with sv_lock held.  0, or the counter and reason
+ * of a rejection in *counter and *why. */
+static void server_ksyms(struct fp_server *s, const struct fp_ksyms *k, struct fp_reply *r,
+			 uint64_t **counter, const char **why)
+{
+	struct server_session *ss = session_find(s, k->fs_session);
+
+	if (!ss) {
+		s->sv_stats.sv_need_hello++;
+		r->fr_status = FP_REPLY_NEED_HELLO;
+	} else if (!fp_session_asked(ss->ss_session, &k->fs_build_id)) {
+		/* Only what this session was asked for. */
+		*counter = &s->sv_stats.sv_rejected_unasked;
+		*why = "kallsyms nobody asked for";
+	} else if (fp_resolver_has(s->sv_resolver, &k->fs_build_id)) {
+		/* Asked of several agents at once, stored from the first:
+		 * the others' parts are taken and dropped. */
+		s->sv_stats.sv_ksyms_dropped++;
+	} else if (fp_resolver_ksyms(s->sv_resolver, k)) {
+		*counter = &s->sv_stats.sv_rejected_content;
+		*why = "kallsyms part out of order or unusable";
+	} else {
+		s->sv_stats.sv_ksyms++;
+		if (k->fs_last)
+			fp_info("stored kallsyms of %s (%s)", k->fs_name,
+				k->fs_kind == FP_MAP_KERNEL ? "kernel" : "module");
+	}
 }
 
 static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char **buf,
 			size_t *rlen)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_OK };
+	uint64_t *counter = NULL;
+	const char *why = NULL;
 	struct fp_ksyms k;
 	int err = fp_wire_decode_ksyms(req, len, &k);
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
-	if (!session_find(s, k.fs_session)) {
-		s->sv_stats.sv_need_hello++;
-		r.fr_status = FP_REPLY_NEED_HELLO;
-	} else if ((err = fp_resolver_ksyms(s->sv_resolver, &k))) {
-		fp_ksyms_fini(&k);
-		return reject(s, &s->sv_stats.sv_rejected_content,
-			      "kallsyms part out of order or unusable", buf, rlen);
-	} else {
-		s->sv_stats.sv_ksyms++;
-		if (k.fs_last)
-			fp_info("stored kallsyms of %s (%s)", k.fs_name,
-				k.fs_kind == FP_MAP_KERNEL ? "kernel" : "module");
-	}
+	pthread_mutex_lock(&s->sv_lock);
+	server_ksyms(s, &k, &r, &counter, &why);
+	pthread_mutex_unlock(&s->sv_lock);
 	fp_ksyms_fini(&k);
+	if (counter)
+		return reject(s, counter, why, buf, rlen);
 	return reply_encode(&r, buf, rlen);
 }
 
-static int server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
-			 size_t *rlen)
+int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
+		     size_t *rlen)
 {
 	int type, err;
 
+	pthread_mutex_lock(&s->sv_lock);
 	s->sv_stats.sv_messages++;
 	s->sv_stats.sv_bytes += len;
+	fp_devfetch_expire(s->sv_devfetch);
+	pthread_mutex_unlock(&s->sv_lock);
 	err = fp_wire_peek(req, len, &type);
 	switch (err) {
 	case 0:
@@ -437,15 +625,4 @@ static int server_handle(struct fp_server *s, const void *req, size_t len, char 
 		return reject(s, &s->sv_stats.sv_rejected_type,
 			      "message type not accepted by the symbolizer", buf, rlen);
 	}
-}
-
-int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
-		     size_t *rlen)
-{
-	int err;
-
-	pthread_mutex_lock(&s->sv_lock);
-	err = server_handle(s, req, len, buf, rlen);
-	pthread_mutex_unlock(&s->sv_lock);
-	return err;
 }

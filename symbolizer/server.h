@@ -6,13 +6,22 @@
  * (wire.h) and applied to its session (session.h), whose profile is
  * resolved (resolver.h) and handed to the pipeline's sinks.
  *
+ * It accepts only what it asked for: new sessions at a bounded rate and
+ * only into free slots or those idle for FP_SERVER_IDLE_S (a session in
+ * use is never evicted), a session id for one host only, no interval
+ * from the future, kallsyms only for build-IDs asked of that session,
+ * device fetches within devfetch.h's bounds.  Where the host name is
+ * decided: the hello's (fh_host), the one place a verified identity of
+ * the connection would replace it.
+ *
  * Threads.  fp_server_handle, fp_server_hello and fp_server_batch may be
  * called from any number of threads (listen.h calls them from its
  * workers): one lock, sv_lock, guards the sessions, the device fetches,
- * kallsyms assembly and the counters, and is held only for work that
- * needs no file: once the resolver has workers (fp_resolver_start) and
- * the pipeline its thread (fp_server_start), nothing under it parses a
- * file, asks the network or writes a profile. */
+ * kallsyms assembly and the counters, and is held only to apply a
+ * decoded message (messages are decoded and replies encoded outside it),
+ * for work that needs no file: once the resolver has workers
+ * (fp_resolver_start) and the pipeline its thread (fp_server_start),
+ * nothing under it parses a file, asks the network or writes a profile. */
 #ifndef FP_SERVER_H
 #define FP_SERVER_H
 
@@ -24,6 +33,19 @@
 #include "resolver.h"
 
 #define FP_SERVER_MAX_SESSIONS 16384
+/* New sessions a second, by default and at most (--new-sessions). */
+#define FP_SERVER_NEW_SESSIONS_DEFAULT 1000
+#define FP_SERVER_NEW_SESSIONS_MAX 1000000
+/* A session unused this long may make room for a new one. */
+#define FP_SERVER_IDLE_S 300
+/* How far in the future an interval may start (the device's clock). */
+#define FP_SERVER_CLOCK_AHEAD_S 3600
+
+/* What the server admits; fp_server_set_limits. */
+struct fp_server_limits {
+	uint32_t sl_max_sessions;       /* 1-FP_SERVER_MAX_SESSIONS */
+	uint32_t sl_new_sessions_per_s; /* 1-FP_SERVER_NEW_SESSIONS_MAX, also the burst */
+};
 
 struct fp_server_stats {
 	uint64_t sv_sessions;           /* held now */
@@ -34,11 +56,20 @@ struct fp_server_stats {
 	uint64_t sv_need_hello;         /* batches of unknown sessions */
 	uint64_t sv_rejected_malformed, sv_rejected_version, sv_rejected_type;
 	uint64_t sv_rejected_content;   /* decodable but inconsistent */
+	uint64_t sv_rejected_new_sessions; /* hellos over the new-session rate */
+	uint64_t sv_rejected_sessions_full; /* hellos with no slot free or idle */
+	uint64_t sv_rejected_unasked;   /* kallsyms nobody asked for */
+	uint64_t sv_ksyms_dropped;      /* kallsyms parts of tables stored already */
+	uint64_t sv_rejected_clock;     /* intervals starting in the future */
+	uint64_t sv_session_limits;     /* sessions started over: a per-session limit */
 	uint64_t sv_agent_lost_samples; /* as reported by agents (latest totals) */
 	uint64_t sv_write_errors;
 	uint64_t sv_profiles;
 	uint64_t sv_file_parts;         /* file bytes fetched from devices */
 	uint64_t sv_table_bytes;        /* unwind table bytes sent to agents */
+	uint64_t sv_fetch_active;       /* device fetches running now (devfetch.h) */
+	uint64_t sv_fetch_expired;      /* ... that had no answer in time */
+	uint64_t sv_fetch_deferred;     /* ... not started for a bound */
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
 	uint64_t sv_pipeline_queue;     /* profiles waiting for their sinks now */
 	uint64_t sv_pipeline_dropped;   /* profiles dropped: pipeline queue full */
@@ -66,6 +97,11 @@ void fp_server_free(struct fp_server *s);
 /* fp_server_add_sink: a further sink (after the files) for every profile,
  * e.g. fp_push_sink.  Before fp_server_start.  0 or -ENOSPC. */
 int fp_server_add_sink(struct fp_server *s, fp_sink_fn fn, void *arg);
+
+/* fp_server_set_limits: replace the defaults (FP_SERVER_MAX_SESSIONS,
+ * FP_SERVER_NEW_SESSIONS_DEFAULT).  A hello beyond them gets a REJECTED
+ * reply: the agent says hello again later.  0 or -EINVAL (out of range). */
+int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l);
 
 /* fp_server_start: run the sinks in the pipeline's thread, after waiting
  * at most symbol_wait_ms for symbols being ingested (fp_pipeline_start).

@@ -73,6 +73,7 @@ struct fp_session {
 	uint64_t se_last_seq;
 	uint64_t se_py_bytes;           /* held by Python mappings (sm_py_bytes) */
 	uint8_t se_kernel_asked;
+	struct fp_intern *se_asked;     /* build-IDs whose kallsyms were asked for */
 	struct fp_intern *se_table_ids; /* build-ID -> index into se_tables */
 	struct sess_table *se_tables;
 	size_t se_tables_cap;
@@ -135,7 +136,7 @@ int fp_session_alloc(struct fp_session **out, const struct fp_hello *h)
 	if (defs_init(&s->se_mappings, sizeof(struct sess_mapping)) ||
 	    defs_init(&s->se_threads, sizeof(struct sess_thread)) ||
 	    defs_init(&s->se_nodes, sizeof(struct sess_node)) ||
-	    fp_intern_alloc(&s->se_table_ids))
+	    fp_intern_alloc(&s->se_table_ids) || fp_intern_alloc(&s->se_asked))
 		goto fail;
 	*out = s;
 	return 0;
@@ -163,6 +164,7 @@ void fp_session_free(struct fp_session *s)
 	fp_intern_free(s->se_threads.d_ids);
 	fp_intern_free(s->se_nodes.d_ids);
 	fp_intern_free(s->se_table_ids);
+	fp_intern_free(s->se_asked);
 	free(s->se_tables);
 	free(s->se_mappings.d_items);
 	free(s->se_threads.d_items);
@@ -219,9 +221,11 @@ static int check_batch(struct fp_session *s, const struct fp_batch *b, struct ba
 	size_t i;
 	int added;
 
-	if (defs_count(&s->se_nodes) + b->fb_nnodes > FP_SESSION_MAX_NODES)
+	/* Counted as if every definition were new: a bound, not an account. */
+	if (defs_count(&s->se_nodes) + b->fb_nnodes > FP_SESSION_MAX_NODES ||
+	    defs_count(&s->se_mappings) + b->fb_nmappings > FP_SESSION_MAX_MAPPINGS ||
+	    defs_count(&s->se_threads) + b->fb_nthreads > FP_SESSION_MAX_THREADS)
 		return -E2BIG;
-	/* Counted as if nothing were replaced: a bound, not an account. */
 	for (i = 0; i < b->fb_nmappings; i++)
 		py += py_bytes(&b->fb_mappings[i]);
 	if (s->se_py_bytes + py > FP_SESSION_MAX_PY_BYTES)
@@ -535,6 +539,7 @@ int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_buil
 {
 	struct fp_build_id *out = NULL;
 	size_t i, count = 0, cap = 0;
+	uint32_t idx;
 
 	for (i = 0; i <= defs_count(&s->se_mappings); i++) {
 		const struct fp_build_id *id;
@@ -555,6 +560,10 @@ int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_buil
 		*asked = 1;
 		if (fp_resolver_has(r, id))
 			continue;
+		if (fp_intern_get(s->se_asked, id->fb_data, id->fb_len, &idx, NULL)) {
+			free(out);
+			return -ENOMEM;
+		}
 		if (count == cap) {
 			size_t nc = cap ? cap * 2 : 4;
 			struct fp_build_id *p = realloc(out, nc * sizeof(*p));
@@ -569,6 +578,13 @@ int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_buil
 	*ids = out;
 	*n = count;
 	return 0;
+}
+
+int fp_session_asked(const struct fp_session *s, const struct fp_build_id *id)
+{
+	uint32_t idx;
+
+	return fp_intern_find(s->se_asked, id->fb_data, id->fb_len, &idx) == 0;
 }
 
 /* tables_scan: note the build-IDs of user mappings defined since the last

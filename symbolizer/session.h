@@ -12,6 +12,8 @@
 #include "resolver.h"
 
 #define FP_SESSION_MAX_NODES (1u << 21)  /* stack trie nodes kept per session */
+#define FP_SESSION_MAX_MAPPINGS (1u << 16) /* mappings kept per session */
+#define FP_SESSION_MAX_THREADS (1u << 18)  /* threads kept per session */
 /* Bytes of Python code-object definitions (qualified names, paths and line
  * tables) kept per session. */
 #define FP_SESSION_MAX_PY_BYTES (64u << 20)
@@ -29,7 +31,8 @@ const struct fp_hello *fp_session_hello(const struct fp_session *s);
  * Nothing is kept unless all of it is valid.  0, -ESTALE (a reference to a
  * definition this session never received: the agent must start over),
  * -EINVAL (a node redefined, defined after its child, or deeper than
- * FP_MAX_FRAMES), -E2BIG (session too large: FP_SESSION_MAX_NODES nodes or
+ * FP_MAX_FRAMES), -E2BIG (session too large: FP_SESSION_MAX_NODES nodes,
+ * FP_SESSION_MAX_MAPPINGS mappings, FP_SESSION_MAX_THREADS threads or
  * FP_SESSION_MAX_PY_BYTES of Python code objects) or -ENOMEM.
  *
  * Nodes of FP_MAP_PYTHON mappings become Python frames in the profile
@@ -53,6 +56,10 @@ int fp_session_resolve_again(struct fp_profile *p, struct fp_resolver *r);
  * once per session).  The caller frees *ids.  0 or -ENOMEM. */
 int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_build_id **ids,
 		     size_t *n);
+
+/* fp_session_asked: whether fp_session_wants asked this session for the
+ * kallsyms of id: the only ones the server takes from it. */
+int fp_session_asked(const struct fp_session *s, const struct fp_build_id *id);
 
 /* fp_session_tables: the next parts of the unwind tables the agent needs:
  * for each distinct build-ID of the session's user mappings, its table

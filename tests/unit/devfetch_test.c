@@ -15,6 +15,7 @@
 #include "resolver.h"
 #include "unwind_table.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -64,7 +65,7 @@ static int fetch(struct fp_resolver *r, const char *path, enum lie lie, struct f
 	int fd = open(path, O_RDONLY), err = 0;
 
 	if (fd < 0 || fstat(fd, &sb) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    fp_elf_build_id(fd, &id) || fp_devfetch_alloc(&f, r, dir) ||
+	    fp_elf_build_id(fd, &id) || fp_devfetch_alloc(&f, r, dir, FP_DEVFETCH_TIMEOUT) ||
 	    fp_devfetch_want(f, 1, &id, &ranges, &n)) {
 		err = -1;
 		goto out;
@@ -206,8 +207,96 @@ static void test_python(void)
 	CHECK_EQ_INT(system(cmd), 0);
 }
 
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* want: session's want of build-ID number i; the ranges it asked for. */
+static size_t want(struct fp_devfetch *f, uint64_t session, uint32_t i)
+{
+	struct fp_build_id id = { .fb_len = 20 };
+	struct fp_range *ranges = NULL;
+	size_t n = 0;
+
+	memcpy(id.fb_data, &i, sizeof(i));
+	CHECK_EQ_INT(fp_devfetch_want(f, session, &id, &ranges, &n), 0);
+	free(ranges);
+	return n;
+}
+
+/* What peers can make devfetch hold: 8 fetches a session, 64 in all, no
+ * file until a fetch's first answer, none after it expires; an expired
+ * fetch starts again. */
+static void test_bounds(void)
+{
+	char tmp[] = "/tmp/devfetch_bounds.XXXXXX";
+	struct fp_devfetch_stats st;
+	struct fp_devfetch *f = NULL;
+	struct fp_range *ranges = NULL;
+	size_t n = 0, asked = 0;
+	unsigned char hdr[sizeof(Elf64_Ehdr)];
+	int fds = open_fds(), self = open("/proc/self/exe", O_RDONLY);
+	struct stat sb;
+	uint32_t i;
+
+	CHECK(mkdtemp(tmp) != NULL);
+	CHECK_EQ_INT(fp_devfetch_alloc(&f, NULL, tmp, 1), 0);
+	if (!f || self < 0 || fstat(self, &sb) || pread(self, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
+		CHECK(!"setup");
+		goto out;
+	}
+	for (i = 0; i < 20; i++)
+		asked += want(f, 1, i);
+	CHECK_EQ_INT(asked, FP_DEVFETCH_PER_SESSION);
+	for (uint64_t session = 2; session <= 9; session++)
+		for (i = 0; i < 20; i++)
+			asked += want(f, session, (uint32_t)(session * 100 + i));
+	CHECK_EQ_INT(asked, FP_DEVFETCH_ACTIVE);
+	fp_devfetch_stats(f, &st);
+	CHECK_EQ_INT(st.dv_active, FP_DEVFETCH_ACTIVE);
+	CHECK_EQ_INT(st.dv_deferred, 9 * 20 - FP_DEVFETCH_ACTIVE);
+	CHECK_EQ_INT(open_fds(), fds + 1); /* /proc/self/exe only */
+	/* The first answer of build-ID 0 opens its file. */
+	{
+		struct fp_file_data d = { .fd_session = 1, .fd_build_id = { .fb_len = 20 },
+					  .fd_file_size = (uint64_t)sb.st_size, .fd_data = hdr,
+					  .fd_len = sizeof(hdr) };
+
+		CHECK_EQ_INT(fp_devfetch_data(f, &d, &ranges, &n), 0);
+		CHECK(n >= 1);
+		CHECK_EQ_INT(open_fds(), fds + 2);
+	}
+	/* No answer for over a second: every fetch expires, its file closed. */
+	usleep(2200 * 1000);
+	fp_devfetch_expire(f);
+	fp_devfetch_stats(f, &st);
+	CHECK_EQ_INT(st.dv_expired, FP_DEVFETCH_ACTIVE);
+	CHECK_EQ_INT(st.dv_active, 0);
+	CHECK_EQ_INT(open_fds(), fds + 1);
+	/* An expired fetch starts again, from whichever session reports it. */
+	CHECK_EQ_INT(want(f, 9, 0), 1);
+	fp_devfetch_stats(f, &st);
+	CHECK_EQ_INT(st.dv_started, FP_DEVFETCH_ACTIVE + 1);
+out:
+	free(ranges);
+	fp_devfetch_free(f);
+	if (self >= 0)
+		close(self);
+	rmdir(tmp);
+}
+
 int main(void)
 {
 	RUN(test_python);
+	RUN(test_bounds);
 	return CHECK_DONE();
 }

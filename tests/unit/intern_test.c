@@ -1,12 +1,15 @@
 /* intern_test.c: byte-string interning (common/intern.c): ids, lookups,
  * key storage, growth, clearing, memory accounting and the hash. */
+#include <endian.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
+#include "fileid.h"
 #include "intern.h"
 
 static struct fp_intern *new_table(void)
@@ -420,6 +423,67 @@ static void test_hash(void)
 	CHECK(used > 4096 / 2);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t guessed_hash(const uint8_t key[16], uint32_t id)
+{
+	const void *buf = &id;
+	size_t len = sizeof(id);
+	uint64_t h;
+
+	fp_siphash(key, &buf, &len, 1, (uint8_t *)&h, sizeof(h));
+	return le64toh(h);
+}
+
+/* Ids chosen to collide: 32,768 ids whose hashes under a key the attacker
+ * guessed (all zeros, as good as any guess) fall in the first 128 slots
+ * of the table, which open addressing would probe end to end on every
+ * insertion.  Under the process's own key they spread: interning them
+ * costs about what interning sequential ids does. */
+static void test_chosen_ids(void)
+{
+	static const uint8_t guess[16] = { 0 };
+	enum { N = 32768 };
+	uint32_t *ids = malloc(N * sizeof(*ids)), n = 0, id = 0, got;
+	struct fp_intern *t = new_table(), *seq = new_table();
+	double t0, chosen, sequential;
+	int collide = 0;
+
+	CHECK(ids != NULL);
+	if (!ids)
+		return;
+	for (uint32_t k = 0; n < N; k++)
+		if ((guessed_hash(guess, k) & 0x1ffff) < 128)
+			ids[n++] = k;
+	/* The guess does collide: the test would catch an unkeyed hash. */
+	for (uint32_t i = 1; i < 64; i++)
+		collide += ((guessed_hash(guess, ids[i]) ^ guessed_hash(guess, ids[0])) & 0xff80) ==
+			   0;
+	CHECK_EQ_INT(collide, 63);
+	t0 = now_s();
+	for (uint32_t i = 0; i < N; i++)
+		CHECK_EQ_INT(fp_intern_get(t, &ids[i], sizeof(ids[i]), &got, NULL), 0);
+	chosen = now_s() - t0;
+	t0 = now_s();
+	for (uint32_t i = 0; i < N; i++)
+		CHECK_EQ_INT(fp_intern_get(seq, &i, sizeof(i), &got, NULL), 0);
+	sequential = now_s() - t0;
+	fprintf(stderr, "  32768 chosen ids: %.1f ms, sequential: %.1f ms\n", chosen * 1e3,
+		sequential * 1e3);
+	CHECK(chosen < 10 * sequential + 0.005);
+	CHECK_EQ_INT(fp_intern_find(t, &ids[N - 1], sizeof(id), &got), 0);
+	CHECK_EQ_INT(got, N - 1);
+	fp_intern_free(t);
+	fp_intern_free(seq);
+	free(ids);
+}
+
 int main(void)
 {
 	RUN(test_get_find_added);
@@ -430,5 +494,6 @@ int main(void)
 	RUN(test_clear_then_reuse);
 	RUN(test_bytes_grows);
 	RUN(test_hash);
+	RUN(test_chosen_ids);
 	return CHECK_DONE();
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmpdir[64];
@@ -325,6 +326,130 @@ static void test_hostile_messages(void)
 	fp_resolver_close(res);
 }
 
+/* A kernel no other test stores kallsyms of. */
+static const struct fp_build_id admission_kernel = { .fb_len = 20, .fb_data = { 0xee, 0x01 } };
+
+/* hello_from: a hello of session from host, running admission_kernel; its
+ * reply's status, or -1. */
+static int hello_from(struct fp_server *s, uint64_t session, const char *host)
+{
+	struct fp_hello h = test_hello(session);
+	struct fp_reply r;
+	size_t len;
+	char *buf;
+	int st = -1;
+
+	h.fh_host = (char *)host;
+	h.fh_kernel_build_id = admission_kernel;
+	if (fp_wire_encode_hello(&h, &buf, &len))
+		return -1;
+	if (call(s, buf, len, &r) == 0) {
+		st = r.fr_status;
+		CHECK(st == FP_REPLY_OK || (r.fr_error && r.fr_error[0]));
+		fp_reply_fini(&r);
+	}
+	free(buf);
+	return st;
+}
+
+/* ksyms_from: kallsyms of build-ID id from session; the reply's status. */
+static int ksyms_from(struct fp_server *s, uint64_t session, const struct fp_build_id *id)
+{
+	struct fp_ksym sym = { 0x10, "some_name" };
+	struct fp_ksyms k = { .fs_session = session, .fs_kind = FP_MAP_KERNEL, .fs_build_id = *id,
+			      .fs_name = "vmlinux", .fs_last = 1, .fs_nsyms = 1, .fs_syms = &sym };
+	struct fp_reply r;
+	size_t len;
+	char *buf;
+	int st = -1;
+
+	if (fp_wire_encode_ksyms(&k, &buf, &len))
+		return -1;
+	if (call(s, buf, len, &r) == 0) {
+		st = r.fr_status;
+		fp_reply_fini(&r);
+	}
+	free(buf);
+	return st;
+}
+
+/* What the server admits: new sessions at a rate into free slots only
+ * (a live one is never evicted), one host per session id, intervals not
+ * from the future, kallsyms only as asked. */
+static void test_admission(void)
+{
+	struct fp_server_limits lim = { .sl_max_sessions = 4, .sl_new_sessions_per_s = 3 };
+	struct fp_resolver *res = open_resolver();
+	struct fp_server_stats st;
+	struct fp_server *s = NULL;
+	const struct fp_build_id other = { .fb_len = 20, .fb_data = { 0xcd } };
+	struct fp_reply r;
+	int i;
+
+	CHECK_EQ_INT(fp_server_alloc(&s, res, NULL, tmpdir), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(fp_server_set_limits(s, &(struct fp_server_limits){ 0, 1 }), -EINVAL);
+	CHECK_EQ_INT(fp_server_set_limits(s, &(struct fp_server_limits){ 1, 0 }), -EINVAL);
+	CHECK_EQ_INT(fp_server_set_limits(s, &lim), 0);
+	/* Three new sessions at once, the fourth waits for the rate. */
+	for (i = 0; i < 3; i++)
+		CHECK_EQ_INT(hello_from(s, 100 + i, "switch-1"), FP_REPLY_OK);
+	CHECK_EQ_INT(hello_from(s, 103, "switch-1"), FP_REPLY_REJECTED);
+	/* A session held says hello again: no new session, always taken. */
+	CHECK_EQ_INT(hello_from(s, 100, "switch-1"), FP_REPLY_OK);
+	usleep(400 * 1000);
+	CHECK_EQ_INT(hello_from(s, 103, "switch-1"), FP_REPLY_OK);
+	/* Table full of live sessions: refused, none evicted. */
+	usleep(700 * 1000);
+	CHECK_EQ_INT(hello_from(s, 104, "switch-1"), FP_REPLY_REJECTED);
+	for (i = 0; i < 4; i++) {
+		CHECK_EQ_INT(send_batch(s, 100 + i, 1, 1, 21, 5, &r), 0);
+		CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+		fp_reply_fini(&r);
+	}
+	/* Another host's session id. */
+	CHECK_EQ_INT(hello_from(s, 101, "intruder"), FP_REPLY_REJECTED);
+	/* An interval from tomorrow. */
+	{
+		struct fp_count c = { 3, 21, 1 };
+		uint64_t t = ((uint64_t)time(NULL) + 86400) * 1000000000ull;
+		struct fp_batch b = { .fb_session = 100, .fb_seq = 2, .fb_start_ns = t,
+				      .fb_end_ns = t + 1, .fb_ncounts = 1, .fb_counts = &c };
+		char *buf;
+		size_t len;
+
+		CHECK_EQ_INT(fp_wire_encode_batch(&b, &buf, &len), 0);
+		CHECK_EQ_INT(call(s, buf, len, &r), 0);
+		CHECK_EQ_INT(r.fr_status, FP_REPLY_REJECTED);
+		fp_reply_fini(&r);
+		free(buf);
+	}
+	/* Kallsyms: the kernel's were asked of each session at its hello;
+	 * another build-ID's were asked of none. */
+	CHECK_EQ_INT(ksyms_from(s, 100, &other), FP_REPLY_REJECTED);
+	CHECK(!fp_resolver_has(res, &other));
+	CHECK_EQ_INT(ksyms_from(s, 100, &admission_kernel), FP_REPLY_OK);
+	CHECK(fp_resolver_has(res, &admission_kernel));
+	/* Asked of 101 too, stored already: taken, not stored again. */
+	CHECK_EQ_INT(ksyms_from(s, 101, &admission_kernel), FP_REPLY_OK);
+	/* A session that said hello after it was stored was not asked. */
+	CHECK_EQ_INT(hello_from(s, 100, "switch-1"), FP_REPLY_OK);
+	CHECK_EQ_INT(ksyms_from(s, 100, &admission_kernel), FP_REPLY_REJECTED);
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_rejected_unasked, 2);
+	CHECK_EQ_INT(st.sv_ksyms, 1);
+	CHECK_EQ_INT(st.sv_ksyms_dropped, 1);
+	CHECK_EQ_INT(st.sv_rejected_new_sessions, 1);
+	CHECK_EQ_INT(st.sv_rejected_sessions_full, 1);
+	CHECK_EQ_INT(st.sv_rejected_content, 1);
+	CHECK_EQ_INT(st.sv_rejected_clock, 1);
+	CHECK_EQ_INT(st.sv_sessions, 4);
+	CHECK_EQ_INT(st.sv_batches, 4);
+	fp_server_free(s);
+	fp_resolver_close(res);
+}
+
 /* ---- Python frames ------------------------------------------------------ */
 
 /* Worker.run as CPython 3.11 compiles it (PROTOCOL.md's example): offset 6
@@ -533,6 +658,7 @@ int main(void)
 	snprintf(out_dir, sizeof(out_dir), "%s/out", tmpdir);
 	RUN(test_full_conversation);
 	RUN(test_hostile_messages);
+	RUN(test_admission);
 	RUN(test_python_session);
 	RUN(test_python_conversation);
 	rc = CHECK_DONE();

@@ -224,6 +224,66 @@ static void test_all_or_nothing(void)
 	fp_session_free(s);
 }
 
+/* Mappings and threads per session are bounded, over batches too: one
+ * that would pass a bound is refused whole (the agent starts over). */
+static void test_limits(void)
+{
+	const uint32_t nm = FP_SESSION_MAX_MAPPINGS / 2 + 1, nt = FP_SESSION_MAX_THREADS / 2 + 1;
+	struct fp_mapping *m = calloc(nm, sizeof(*m));
+	struct fp_thread *t = calloc(nt, sizeof(*t));
+	struct fp_session *s = NULL;
+	struct fp_batch b = batch_of(1, NULL, 0);
+
+	CHECK(m && t);
+	CHECK_EQ_INT(fp_session_alloc(&s, &hello), 0);
+	if (!m || !t || !s)
+		goto out;
+	for (uint32_t i = 0; i < nm; i++)
+		m[i] = (struct fp_mapping){ .fm_id = i, .fm_kind = FP_MAP_USER, .fm_path = "/x" };
+	b.fb_nmappings = nm, b.fb_mappings = m;
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+	for (uint32_t i = 0; i < nm; i++)
+		m[i].fm_id += nm;
+	CHECK_EQ_INT(fp_session_apply(s, &b), -E2BIG);
+	b.fb_nmappings = 0;
+	for (uint32_t i = 0; i < nt; i++)
+		t[i] = (struct fp_thread){ .ft_id = i, .ft_comm = "t", .ft_process = "p" };
+	b.fb_nthreads = nt, b.fb_threads = t;
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+	for (uint32_t i = 0; i < nt; i++)
+		t[i].ft_id += nt;
+	CHECK_EQ_INT(fp_session_apply(s, &b), -E2BIG);
+	/* Within the bounds, the session goes on. */
+	b.fb_nthreads = 1;
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+out:
+	fp_session_free(s);
+	free(m);
+	free(t);
+}
+
+/* fp_session_asked: the kernel build-ID of the hello, once asked for. */
+static void test_asked(void)
+{
+	struct fp_hello h = hello;
+	struct fp_build_id kernel = { .fb_len = 20, .fb_data = { 0x4b } }, other = { .fb_len = 3 };
+	struct fp_build_id *ids = NULL;
+	struct fp_session *s = NULL;
+	size_t n = 0;
+
+	h.fh_kernel_build_id = kernel;
+	CHECK_EQ_INT(fp_session_alloc(&s, &h), 0);
+	if (!s)
+		return;
+	CHECK(!fp_session_asked(s, &kernel));
+	CHECK_EQ_INT(fp_session_wants(s, resolver, &ids, &n), 0);
+	CHECK_EQ_INT(n, 1);
+	CHECK(fp_session_asked(s, &kernel));
+	CHECK(!fp_session_asked(s, &other));
+	free(ids);
+	fp_session_free(s);
+}
+
 static void test_seen(void)
 {
 	struct fp_session *s = first_batch();
@@ -255,6 +315,8 @@ int main(void)
 	RUN(test_invalid_tries);
 	RUN(test_all_or_nothing);
 	RUN(test_seen);
+	RUN(test_limits);
+	RUN(test_asked);
 	fp_resolver_close(resolver);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
