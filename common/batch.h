@@ -209,6 +209,9 @@ struct fp_reply {
 	struct fp_range *fr_ranges;
 	size_t fr_ntables;          /* unwind table parts for the agent */
 	struct fp_table_part *fr_tables;
+	uint8_t fr_has_written;     /* fr_written is sent (OK to SAMPLES) */
+	uint64_t fr_written;        /* the session's intervals up to this seq are
+				     * through the sinks; 0: none yet */
 };
 
 /* fp_build_id_hex: write id as lowercase hex into buf (>= 2*FP_BUILD_ID_MAX+1). */

@@ -73,6 +73,7 @@ enum {
 	REPLY_WANT = 4,
 	REPLY_RANGES = 5,
 	REPLY_TABLES = 6,
+	REPLY_WRITTEN = 7,
 	REPLY_NKEYS
 };
 
@@ -520,7 +521,7 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	enc_init(&e);
 	enc_envelope(&e, FP_MSG_REPLY,
 		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0) +
-			     (r->fr_ntables > 0));
+			     (r->fr_ntables > 0) + (r->fr_has_written != 0));
 	enc_key(&e, REPLY_STATUS);
 	enc_uint(&e, r->fr_status);
 	enc_key(&e, REPLY_SEQ);
@@ -555,6 +556,10 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 			enc_check(&e, msgpack_pack_bin(&e.e_pk, t->tp_len));
 			enc_check(&e, msgpack_pack_bin_body(&e.e_pk, t->tp_data, t->tp_len));
 		}
+	}
+	if (r->fr_has_written) {
+		enc_key(&e, REPLY_WRITTEN);
+		enc_uint(&e, r->fr_written);
 	}
 	return enc_finish(&e, buf, len);
 }
@@ -1377,6 +1382,11 @@ static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 		return err;
 	if (f[REPLY_TABLES] && (err = tables_from_obj(f[REPLY_TABLES], r)))
 		return err;
+	if (f[REPLY_WRITTEN]) {
+		if ((err = obj_u64(f[REPLY_WRITTEN], &r->fr_written)))
+			return err;
+		r->fr_has_written = 1;
+	}
 	if (!f[REPLY_WANT])
 		return 0;
 	if ((err = obj_array(f[REPLY_WANT], 0, &a, &n)))

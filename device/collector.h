@@ -27,6 +27,7 @@ struct fp_interval {
 	struct fp_count *fi_counts;     /* owned */
 	uint64_t fi_samples;            /* sum of the counts */
 	struct fp_lost fi_lost;
+	uint8_t fi_acked;               /* acknowledged once (counted then) */
 };
 
 /* fp_collector_alloc: proc is the procfs mount ("/proc"), docker_root where

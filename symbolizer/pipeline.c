@@ -3,6 +3,7 @@
 #include "pipeline.h"
 #include "cli.h"
 #include "files.h"
+#include "intern.h"
 #include "log.h"
 #include "session.h"
 
@@ -22,6 +23,12 @@ struct pipeline_job {
 	struct fp_hello pj_hello;
 	uint64_t pj_seq;
 	uint64_t pj_deadline_ns;        /* CLOCK_MONOTONIC: symbols wanted until then */
+};
+
+/* The last written interval of a session, keyed by session id and host. */
+struct written_slot {
+	uint64_t ws_session, ws_host;
+	uint64_t ws_seq;
 };
 
 struct pipeline_sink {
@@ -44,6 +51,7 @@ struct fp_pipeline {
 	size_t pl_count;                /* queued and set aside */
 	int pl_stop;
 	struct fp_pipeline_stats pl_stats;
+	struct written_slot *pl_written; /* FP_PIPELINE_WRITTEN_SLOTS */
 };
 
 int fp_pipeline_alloc(struct fp_pipeline **out, const struct fp_pipeline_opts *o)
@@ -52,7 +60,9 @@ int fp_pipeline_alloc(struct fp_pipeline **out, const struct fp_pipeline_opts *o
 
 	if (!pl)
 		return -ENOMEM;
-	if (o->po_state_dir && !(pl->pl_state_dir = strdup(o->po_state_dir))) {
+	if (!(pl->pl_written = calloc(FP_PIPELINE_WRITTEN_SLOTS, sizeof(*pl->pl_written))) ||
+	    (o->po_state_dir && !(pl->pl_state_dir = strdup(o->po_state_dir)))) {
+		free(pl->pl_written);
 		free(pl);
 		return -ENOMEM;
 	}
@@ -91,6 +101,42 @@ static void job_free(struct pipeline_job *j)
 
 /* ---- sequence numbers ---- */
 
+/* written_slot: h's slot and its key in *host.  Called with pl_lock held. */
+static struct written_slot *written_slot(struct fp_pipeline *pl, const struct fp_hello *h,
+					 uint64_t *host)
+{
+	*host = fp_hash(h->fh_host, strlen(h->fh_host));
+	return &pl->pl_written[(*host ^ h->fh_session * 0x9e3779b97f4a7c15ull) &
+			       (FP_PIPELINE_WRITTEN_SLOTS - 1)];
+}
+
+static void written_note(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t seq)
+{
+	struct written_slot *w;
+	uint64_t host;
+
+	pthread_mutex_lock(&pl->pl_lock);
+	w = written_slot(pl, h, &host);
+	if (w->ws_session != h->fh_session || w->ws_host != host)
+		*w = (struct written_slot){ h->fh_session, host, seq };
+	else if (seq > w->ws_seq)
+		w->ws_seq = seq;
+	pthread_mutex_unlock(&pl->pl_lock);
+}
+
+uint64_t fp_pipeline_written(struct fp_pipeline *pl, const struct fp_hello *h)
+{
+	struct written_slot *w;
+	uint64_t host, seq = 0;
+
+	pthread_mutex_lock(&pl->pl_lock);
+	w = written_slot(pl, h, &host);
+	if (w->ws_session == h->fh_session && w->ws_host == host)
+		seq = w->ws_seq;
+	pthread_mutex_unlock(&pl->pl_lock);
+	return seq;
+}
+
 static int seq_path(const struct fp_pipeline *pl, const struct fp_hello *h, char *dir,
 		    size_t dlen, char *path, size_t plen)
 {
@@ -119,6 +165,8 @@ int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *h, uint6
 		err = 0;
 	}
 	fclose(f);
+	if (!err)
+		written_note(pl, h, *seq);
 	return err;
 }
 
@@ -195,6 +243,7 @@ static void finish(struct fp_pipeline *pl, struct pipeline_job *j)
 			 j->pj_hello.fh_session, pl->pl_state_dir, strerror(-err));
 		state_errors++;
 	}
+	written_note(pl, &j->pj_hello, j->pj_seq);
 	pthread_mutex_lock(&pl->pl_lock);
 	pl->pl_stats.pp_profiles++;
 	pl->pl_stats.pp_sink_errors += errors;
@@ -365,5 +414,6 @@ void fp_pipeline_free(struct fp_pipeline *pl)
 	pthread_cond_destroy(&pl->pl_wake);
 	pthread_mutex_destroy(&pl->pl_lock);
 	free(pl->pl_state_dir);
+	free(pl->pl_written);
 	free(pl);
 }

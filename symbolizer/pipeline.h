@@ -12,6 +12,10 @@
  * directory, STATE/sessions/HOST/SESSION, so that an interval re-sent
  * after a lost reply is recognised even by a new symbolizer process
  * (fp_pipeline_last_seq).  fleetprof record and the server share it.
+ * The pipeline also remembers, in memory, the last interval of each
+ * recent session that went through the sinks (fp_pipeline_written): the
+ * server tells the agent, which keeps an acknowledged interval until then,
+ * so that a symbolizer killed with intervals queued loses none of them.
  *
  * Threads.  Until fp_pipeline_start, fp_pipeline_submit does all of that
  * in the caller's thread (fleetprof record, tests, fuzzing).  After it,
@@ -36,6 +40,7 @@
 #define FP_PIPELINE_MAX_SINKS 4
 #define FP_SYMBOL_WAIT_DEFAULT_MS 5000
 #define FP_SYMBOL_WAIT_MAX_MS 3600000
+#define FP_PIPELINE_WRITTEN_SLOTS 65536 /* sessions whose last written seq is known */
 
 /* A sink: takes each finished profile with the hello of its session and
  * its interval's sequence number.  Returns 0 or a negative errno (counted
@@ -84,8 +89,16 @@ int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struc
 		       uint64_t seq);
 
 /* fp_pipeline_last_seq: the sequence number last stored for the session
- * of hello.  0 or -ENOENT (none). */
+ * of hello, which fp_pipeline_written then knows too.  0 or -ENOENT
+ * (none). */
 int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *hello, uint64_t *seq);
+
+/* fp_pipeline_written: the seq of the last interval of hello's session
+ * whose sinks have run (each earlier one has run or was dropped); 0 when
+ * unknown: none yet, or forgotten for another session hashed to its slot
+ * (FP_PIPELINE_WRITTEN_SLOTS), until its next interval is written.  Any
+ * thread. */
+uint64_t fp_pipeline_written(struct fp_pipeline *pl, const struct fp_hello *hello);
 
 void fp_pipeline_stats(struct fp_pipeline *pl, struct fp_pipeline_stats *st);
 

@@ -397,6 +397,8 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 	}
 	if (fp_session_seen(ss->ss_session, b->fb_seq)) {
 		s->sv_stats.sv_duplicates++;
+		r->fr_has_written = 1;
+		r->fr_written = fp_pipeline_written(s->sv_pipeline, fp_session_hello(ss->ss_session));
 		return 0;
 	}
 	/* Profiles are named by host and start time: an interval from the
@@ -445,6 +447,10 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 	/* An interval the pipeline cannot take is lost for the sinks only:
 	 * it is counted there, and the agent need not send it again. */
 	fp_pipeline_submit(s->sv_pipeline, p, fp_session_hello(ss->ss_session), b->fb_seq);
+	/* What is through the sinks: the agent keeps the rest, to send again
+	 * should this process die before the sinks run. */
+	r->fr_has_written = 1;
+	r->fr_written = fp_pipeline_written(s->sv_pipeline, fp_session_hello(ss->ss_session));
 	return 0;
 }
 

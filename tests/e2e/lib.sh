@@ -4,7 +4,7 @@ FP=$BUILD/fleetprof
 AGENT=$BUILD/fleetprof-agent
 SYMB=$BUILD/fleetprof-symbolizer
 WORKLOAD=$BUILD/tests/workload
-TMP=$(mktemp -d /tmp/fleetprof-e2e.XXXXXX)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/fleetprof-e2e.XXXXXX")
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 

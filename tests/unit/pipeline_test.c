@@ -114,6 +114,13 @@ static void run(const char *name, uint32_t wait_ms, struct capture *c, uint64_t 
 		usleep(10000);
 	}
 	CHECK_EQ_INT(ps->pp_profiles, 1);
+	/* What the server tells the agent: interval 7 is through the sinks,
+	 * and nothing of another session or host. */
+	CHECK_EQ_INT(fp_pipeline_written(pl, &h), 7);
+	h.fh_session = 43;
+	CHECK_EQ_INT(fp_pipeline_written(pl, &h), 0);
+	h.fh_session = 42, h.fh_host = "host-b";
+	CHECK_EQ_INT(fp_pipeline_written(pl, &h), 0);
 	*elapsed_ms = (c->cp_at_ns - t0) / 1000000;
 	fp_pipeline_free(pl);
 	fp_resolver_close(r);
@@ -148,8 +155,10 @@ static void test_waits_for_symbols(void)
 	snprintf(state, sizeof(state), "%s/state", tmpdir);
 	po.po_state_dir = state;
 	CHECK_EQ_INT(fp_pipeline_alloc(&pl, &po), 0);
+	CHECK_EQ_INT(fp_pipeline_written(pl, &h), 0);
 	CHECK_EQ_INT(fp_pipeline_last_seq(pl, &h, &seq), 0);
 	CHECK_EQ_INT(seq, 7);
+	CHECK_EQ_INT(fp_pipeline_written(pl, &h), 7); /* known from the state */
 	h.fh_session = 43;
 	CHECK_EQ_INT(fp_pipeline_last_seq(pl, &h, &seq), -ENOENT);
 	fp_pipeline_free(pl);

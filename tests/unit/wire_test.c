@@ -306,7 +306,8 @@ static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
 
 	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
 	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant ||
-	    a->fr_nranges != b->fr_nranges)
+	    a->fr_nranges != b->fr_nranges || a->fr_has_written != b->fr_has_written ||
+	    a->fr_written != b->fr_written)
 		return 0;
 	for (i = 0; i < a->fr_nwant; i++)
 		if (!fp_build_id_eq(&a->fr_want[i], &b->fr_want[i]))
@@ -743,7 +744,7 @@ static void test_ksyms_module_empty_part(void)
 static void test_reply_roundtrip(void)
 {
 	struct fp_build_id want[3];
-	struct fp_reply cases[3], d;
+	struct fp_reply cases[5], d;
 	int i;
 
 	build_id_fill(&want[0], 20, 1);
@@ -755,7 +756,11 @@ static void test_reply_roundtrip(void)
 	cases[1] = (struct fp_reply){ .fr_status = FP_REPLY_NEED_HELLO };
 	cases[2] = (struct fp_reply){ .fr_status = FP_REPLY_REJECTED,
 				      .fr_error = "count refers to unknown node 12" };
-	for (i = 0; i < 3; i++) {
+	/* Written: absent (an older server), 0 (nothing yet) and a seq. */
+	cases[3] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = 9, .fr_has_written = 1 };
+	cases[4] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = 9, .fr_has_written = 1,
+				      .fr_written = 8 };
+	for (i = 0; i < 5; i++) {
 		char *buf;
 		size_t len;
 		int type = 0;
