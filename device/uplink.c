@@ -1,6 +1,7 @@
 /* uplink.c: nng REQ socket with non-blocking send and receive. */
 #include "uplink.h"
 #include "log.h"
+#include "tls.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -27,9 +28,40 @@ static int nng_to_errno(int rv)
 	}
 }
 
-int fp_uplink_open(struct fp_uplink **out, const char *addr)
+/* dialer_create: a dialer for addr, with TLS from tls for tls+tcp://. */
+static int dialer_create(nng_dialer *d, nng_socket sock, const char *addr,
+			 const struct fp_tls_opts *tls)
+{
+	int is_tls = !strncmp(addr, "tls+", 4);
+	nng_tls_config *cfg = NULL;
+	nng_url *url = NULL;
+	int rv;
+
+	if (!is_tls && fp_tls_enabled(tls)) {
+		fp_warnx("%s: the --tls-* options need a tls+tcp:// address", addr);
+		return NNG_EINVAL;
+	}
+	if ((rv = nng_dialer_create(d, sock, addr))) {
+		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+		return rv;
+	}
+	if (!is_tls)
+		return 0;
+	/* The server's certificate must name the host dialled. */
+	if ((rv = nng_url_parse(&url, addr)) ||
+	    (rv = fp_tls_client_config(&cfg, tls, url->u_hostname, addr) ? NNG_EINVAL : 0) ||
+	    (rv = nng_dialer_set_ptr(*d, NNG_OPT_TLS_CONFIG, cfg)))
+		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	if (cfg)
+		nng_tls_config_free(cfg);
+	nng_url_free(url);
+	return rv;
+}
+
+int fp_uplink_open(struct fp_uplink **out, const char *addr, const struct fp_tls_opts *tls)
 {
 	struct fp_uplink *u = calloc(1, sizeof(*u));
+	nng_dialer d;
 	int rv;
 
 	if (!u)
@@ -46,8 +78,10 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr)
 	nng_socket_set_ms(u->ul_sock, NNG_OPT_SENDTIMEO, 0);
 	nng_socket_set_size(u->ul_sock, NNG_OPT_RECVMAXSZ, 1 << 20);
 	/* Non-blocking dial: the first connection may come later. */
-	if ((rv = nng_dial(u->ul_sock, addr, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+	if ((rv = dialer_create(&d, u->ul_sock, addr, tls)) == 0 &&
+	    (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0)
 		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	if (rv != 0) {
 		nng_close(u->ul_sock);
 		free(u);
 		return nng_to_errno(rv);
@@ -56,7 +90,7 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr)
 	return 0;
 }
 
-int fp_uplink_check(const char *addr)
+int fp_uplink_check(const char *addr, const struct fp_tls_opts *tls)
 {
 	nng_socket sock;
 	nng_dialer d;
@@ -66,11 +100,9 @@ int fp_uplink_check(const char *addr)
 		fp_warnx("nng: %s", nng_strerror(rv));
 		return nng_to_errno(rv);
 	}
-	/* A dialer that is never started parses the address and finds its
-	 * transport, and connects to nothing. */
-	rv = nng_dialer_create(&d, sock, addr);
-	if (rv)
-		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	/* A dialer that is never started parses the address, finds its
+	 * transport and reads the TLS files, and connects to nothing. */
+	rv = dialer_create(&d, sock, addr, tls);
 	nng_close(sock);
 	return rv ? nng_to_errno(rv) : 0;
 }

@@ -1,10 +1,12 @@
 /* listen.c: nng REP contexts, one receive-handle-send loop each. */
 #include "listen.h"
 #include "log.h"
+#include "tls.h"
 #include "wire.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/util/platform.h>
@@ -21,6 +23,7 @@ struct listen_worker {
 struct fp_listener {
 	struct fp_server *ls_server;
 	nng_socket ls_sock;
+	nng_listener ls_nng;
 	struct listen_worker *ls_workers;
 	unsigned ls_nworkers;
 };
@@ -70,8 +73,37 @@ static void worker_cb(void *arg)
 	nng_ctx_recv(w->lw_ctx, w->lw_aio);
 }
 
+/* listener_create: nng's listener on addr, with TLS from tls for
+ * tls+tcp:// (and only then). */
+static int listener_create(struct fp_listener *l, const char *addr, const struct fp_tls_opts *tls)
+{
+	int is_tls = !strncmp(addr, "tls+", 4);
+	nng_tls_config *cfg = NULL;
+	int rv;
+
+	if (is_tls != (tls && fp_tls_enabled(tls))) {
+		fp_warnx("cannot listen on %s: %s", addr,
+			 is_tls ? "a tls+tcp:// address needs --tls-cert and --tls-key"
+				: "the --tls-* options need a tls+tcp:// address");
+		return NNG_EINVAL;
+	}
+	if ((rv = nng_listener_create(&l->ls_nng, l->ls_sock, addr))) {
+		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));
+		return rv;
+	}
+	if (is_tls) {
+		if (fp_tls_server_config(&cfg, tls, addr))
+			return NNG_EINVAL;
+		rv = nng_listener_set_ptr(l->ls_nng, NNG_OPT_TLS_CONFIG, cfg);
+		nng_tls_config_free(cfg);
+	}
+	if (rv || (rv = nng_listener_start(l->ls_nng, 0)))
+		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));
+	return rv;
+}
+
 int fp_listen_open(struct fp_listener **out, struct fp_server *s, const char *addr,
-		   unsigned nworkers)
+		   unsigned nworkers, const struct fp_tls_opts *tls)
 {
 	struct fp_listener *l;
 	unsigned i;
@@ -105,10 +137,8 @@ int fp_listen_open(struct fp_listener **out, struct fp_server *s, const char *ad
 		}
 		l->ls_nworkers++;
 	}
-	if ((rv = nng_listen(l->ls_sock, addr, NULL, 0)) != 0) {
-		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));
+	if ((rv = listener_create(l, addr, tls)) != 0)
 		goto fail_logged;
-	}
 	for (i = 0; i < l->ls_nworkers; i++) {
 		l->ls_workers[i].lw_step = STEP_RECV;
 		nng_ctx_recv(l->ls_workers[i].lw_ctx, l->ls_workers[i].lw_aio);
@@ -120,6 +150,29 @@ fail:
 fail_logged:
 	fp_listen_close(l);
 	return rv == NNG_ENOMEM ? -ENOMEM : -EIO;
+}
+
+/* stat: one counter of nng's statistics of the listener; 0 without. */
+static uint64_t stat(nng_stat *listener, const char *name)
+{
+	nng_stat *st = listener ? nng_stat_find(listener, name) : NULL;
+
+	return st ? nng_stat_value(st) : 0;
+}
+
+void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st)
+{
+	nng_stat *all = NULL, *ls;
+
+	*st = (struct fp_listen_stats){ 0 };
+	if (nng_stats_get(&all))
+		return;
+	ls = nng_stat_find_listener(all, l->ls_nng);
+	st->ls_accepted = stat(ls, "accept");
+	st->ls_refused_auth = stat(ls, "auth");
+	st->ls_refused_proto = stat(ls, "proto");
+	st->ls_refused_other = stat(ls, "other");
+	nng_stats_free(all);
 }
 
 void fp_listen_close(struct fp_listener *l)

@@ -106,6 +106,19 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	    st.sv_ingest_ms / 1000);
 }
 
+static void listen_metrics(FILE *f, struct fp_listener *l)
+{
+	struct fp_listen_stats st;
+
+	fp_listen_stats(l, &st);
+	one(f, "connections_total", "counter", "Agents' connections accepted.", st.ls_accepted);
+	family(f, "connections_refused_total", "counter",
+	       "Agents' connections refused before any message, by reason.");
+	sample(f, "connections_refused_total", "reason=\"tls_auth\"", st.ls_refused_auth);
+	sample(f, "connections_refused_total", "reason=\"protocol\"", st.ls_refused_proto);
+	sample(f, "connections_refused_total", "reason=\"other\"", st.ls_refused_other);
+}
+
 static void resolver_metrics(FILE *f, const struct fp_resolver *r)
 {
 	struct fp_resolver_stats st;
@@ -236,6 +249,8 @@ int fp_metrics_render(const struct fp_metrics *m, struct fp_http *h, char **text
 		return -ENOMEM;
 	if (m->mt_server)
 		server_metrics(f, m->mt_server);
+	if (m->mt_listener)
+		listen_metrics(f, m->mt_listener);
 	if (m->mt_resolver)
 		resolver_metrics(f, m->mt_resolver);
 	if (h)
