@@ -49,11 +49,15 @@ static void usage(FILE *f)
 		"                            [--spool DIR] [--spool-max MB]\n"
 		"                            [--symbol-wait SECONDS] [--symbol-workers N]\n"
 		"                            [--listen-workers N]\n"
+		"                            [--tls-cert FILE --tls-key FILE [--tls-ca FILE]\n"
+		"                             [--tls-require-client-cert yes|no]]\n"
+		"                            [--http-token-for-reads]\n"
 		"\n"
 		"Receives stacks from fleetprof-agents, resolves their symbols and writes\n"
 		"OUT/HOST/STAMP-SEQ.folded and OUT/HOST/STAMP-SEQ.pb.gz per interval.\n"
 		"\n"
-		"  -l, --listen ADDR      listen address: tcp://HOST:PORT or ipc:///PATH\n"
+		"  -l, --listen ADDR      listen address: tcp://HOST:PORT, ipc:///PATH or\n"
+		"                         tls+tcp://HOST:PORT (with --tls-cert and --tls-key)\n"
 		"  -c, --cache DIR        symbol cache (LMDB), kept across restarts\n"
 		"                         (default /var/cache/fleetprof)\n"
 		"  -o, --out DIR          where profiles are written (default ./out)\n"
@@ -69,6 +73,14 @@ static void usage(FILE *f)
 		"                         and take files fetched from devices (default 2, 1-64)\n"
 		"      --listen-workers N requests handled at once (default 8, 1-256)\n"
 		"\n"
+		"TLS (the agents' tls+tcp:// link, and HTTPS on --http):\n"
+		"      --tls-cert FILE    the symbolizer's certificate (PEM, chain after it)\n"
+		"      --tls-key FILE     its private key (PEM, unencrypted)\n"
+		"      --tls-ca FILE      CA certificates (PEM) that verify agents' certificates\n"
+		"      --tls-require-client-cert yes|no  refuse agents without a certificate\n"
+		"                         signed by --tls-ca (default yes); with one, the host\n"
+		"                         name is the certificate's\n"
+		"\n"
 		"Symbol service:\n"
 		"      --http HOST:PORT   serve the HTTP API: POST /v1/upload, POST /v1/missing,\n"
 		"                         debuginfod's GET /buildid/HEX/debuginfo|executable,\n"
@@ -76,7 +88,9 @@ static void usage(FILE *f)
 		"      --store DIR        where uploaded files are kept, DIR/.build-id/xx/rest[.debug]\n"
 		"                         (default /var/lib/fleetprof/store); also a symbol source\n"
 		"      --upload-token TOKEN  uploads need 'Authorization: Bearer TOKEN' (default:\n"
-		"                         $FLEETPROF_UPLOAD_TOKEN; none: anyone may upload)\n"
+		"                         $FLEETPROF_UPLOAD_TOKEN; none: anyone on loopback may\n"
+		"                         upload; required when --http is not on loopback)\n"
+		"      --http-token-for-reads  downloads and /v1/missing need the token too\n"
 		"      --max-upload MB    largest upload accepted (default 1024)\n"
 		"      --debuginfod URL   upstream debuginfod server for build-IDs found nowhere\n"
 		"                         else (repeatable; files cached in CACHE/debuginfod)\n"
@@ -161,6 +175,11 @@ int main(int argc, char **argv)
 		{ "symbol-wait", required_argument, NULL, 'W' },
 		{ "symbol-workers", required_argument, NULL, 'K' },
 		{ "listen-workers", required_argument, NULL, 'L' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'Y' },
+		{ "tls-ca", required_argument, NULL, 'A' },
+		{ "tls-require-client-cert", required_argument, NULL, 'Q' },
+		{ "http-token-for-reads", no_argument, NULL, 'R' },
 		FP_PUSH_LONGOPTS,
 		{ 0 },
 	};
@@ -183,7 +202,9 @@ int main(int argc, char **argv)
 	struct fp_server_stats last = { 0 }, now;
 	struct fp_http_stats hlast = { 0 };
 	time_t last_log = time(NULL);
-	int verbose = 0, use_syslog = 0, c, rv, err = 1;
+	struct fp_tls_opts tls = { .to_require_client = 1 };
+	const char *why;
+	int verbose = 0, use_syslog = 0, token_reads = 0, c, rv, err = 1;
 
 	while ((c = getopt_long(argc, argv, "l:c:o:vhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -199,6 +220,19 @@ int main(int argc, char **argv)
 		case 'H': http_addr = optarg; break;
 		case 's': store_dir = optarg; break;
 		case 'T': token = optarg; break;
+		case 'C': tls.to_cert = optarg; break;
+		case 'Y': tls.to_key = optarg; break;
+		case 'A': tls.to_ca = optarg; break;
+		case 'R': token_reads = 1; break;
+		case 'Q':
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
+				fprintf(stderr, "fleetprof-symbolizer: invalid "
+						"--tls-require-client-cert '%s' (expected yes or no)\n",
+					optarg);
+				return 2;
+			}
+			tls.to_require_client = !strcmp(optarg, "yes");
+			break;
 		case 'M':
 			if (fp_parse_u32("fleetprof-symbolizer", "--max-upload", optarg, 1, 1 << 20,
 					 &max_upload_mb))
@@ -249,6 +283,28 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (token && !token[0])
+		token = NULL;
+	if (fp_tls_check_opts(&tls, &why)) {
+		fprintf(stderr, "fleetprof-symbolizer: %s\n", why);
+		return 2;
+	}
+	if (fp_tls_enabled(&tls) && strncmp(listen, "tls+", 4) && !http_addr) {
+		fprintf(stderr, "fleetprof-symbolizer: the --tls-* options need a tls+tcp:// "
+				"--listen address or --http\n");
+		return 2;
+	}
+	/* Beyond loopback anyone could fill the store and the cache. */
+	if (http_addr && !token && !fp_http_addr_loopback(http_addr)) {
+		fprintf(stderr, "fleetprof-symbolizer: --http %s listens beyond loopback: uploads "
+				"need a token (--upload-token or $FLEETPROF_UPLOAD_TOKEN)\n",
+			http_addr);
+		return 2;
+	}
+	if (token_reads && !token) {
+		fprintf(stderr, "fleetprof-symbolizer: --http-token-for-reads needs a token\n");
+		return 2;
+	}
 	fp_log_init("fleetprof-symbolizer", verbose, use_syslog);
 	raise_nofile();
 	signal(SIGINT, on_signal);
@@ -288,23 +344,28 @@ int main(int argc, char **argv)
 		fp_warnx("cannot start the symbolizer's threads: %s", strerror(-rv));
 		goto cleanup;
 	}
-	if (fp_listen_open(&listener, srv, listen, listen_workers))
+	if (fp_listen_open(&listener, srv, listen, listen_workers,
+			   strncmp(listen, "tls+", 4) ? NULL : &tls))
 		goto cleanup;
 	fp_info("listening on %s (%u workers), cache %s, writing to %s; %u symbol workers, "
 		"symbol wait %u s", listen, listen_workers, ro.ro_cache_dir, out, symbol_workers,
 		symbol_wait_s);
 	if (http_addr) {
 		struct fp_http_opts ho = { .ho_addr = http_addr, .ho_token = token,
+					   .ho_token_reads = token_reads,
+					   .ho_tls = tls.to_cert ? &tls : NULL,
 					   .ho_max_upload = (uint64_t)max_upload_mb << 20,
 					   .ho_store = chain.fc_store, .ho_resolver = r,
 					   .ho_metrics = fp_metrics_http, .ho_metrics_arg = &metrics };
 
-		metrics = (struct fp_metrics){ .mt_server = srv, .mt_resolver = r,
+		metrics = (struct fp_metrics){ .mt_server = srv, .mt_listener = listener,
+					       .mt_resolver = r,
 					       .mt_pushers = pushers };
 		if (fp_http_start(&http, &ho))
 			goto cleanup;
-		fp_info("HTTP on %s, store %s, uploads %s, at most %u MB", http_addr, store_dir,
-			token && token[0] ? "need a token" : "open to anyone", max_upload_mb);
+		fp_info("%s on %s, store %s, uploads %s, at most %u MB", tls.to_cert ? "HTTPS" : "HTTP",
+			http_addr, store_dir, token ? "need a token" : "open to anyone on loopback",
+			max_upload_mb);
 	}
 	for (size_t i = 0; i < nupstreams; i++)
 		fp_info("upstream debuginfod %s", upstreams[i]);
