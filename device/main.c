@@ -865,7 +865,7 @@ int main(int argc, char **argv)
 				     .ao_failback_s = FAILBACK_DEFAULT_S } };
 	struct fp_sampler_opts so = { 0 };
 	char host[256] = "";
-	uint64_t now, heap;
+	uint64_t now, heap, last_setup_failures = 0;
 	int verbose = 0, use_syslog = 0, err;
 	size_t i;
 
@@ -944,15 +944,20 @@ int main(int argc, char **argv)
 		err = agent_send(&a);
 		now = fp_now_ns(CLOCK_MONOTONIC);
 		if (err && !exiting) {
-			const char *addr = a.ag_addr;
+			const char *addr = a.ag_addr, *why = strerror(-err);
+			uint64_t setup_failures = fp_uplink_setup_failures(a.ag_uplink);
+			if (setup_failures != last_setup_failures)
+				why = "connected, then refused during set-up (TLS: see the "
+				      "certificates and --tls-ca)";
+			last_setup_failures = setup_failures;
 			if (fp_failover_failed(&a.ag_fo, now))
 				fp_warnx("symbolizer %s: %s, %u times in a row: failing over to %s with "
-					 "%zu intervals buffered", addr, strerror(-err),
+					 "%zu intervals buffered", addr, why,
 					 a.ag_o.ao_failover_after,
 					 a.ag_o.ao_servers[a.ag_fo.fo_current], a.ag_buf_len);
 			else
 				fp_warnx("symbolizer %s: %s; %zu intervals buffered, retrying in %" PRIu64
-					 " ms", addr, strerror(-err), a.ag_buf_len,
+					 " ms", addr, why, a.ag_buf_len,
 					 (a.ag_fo.fo_next_try - now) / 1000000);
 		} else if (!err) {
 			fp_failover_ok(&a.ag_fo);

@@ -12,6 +12,7 @@
 
 struct fp_uplink {
 	nng_socket ul_sock;
+	nng_dialer ul_dialer;
 };
 
 static int nng_to_errno(int rv)
@@ -61,7 +62,6 @@ static int dialer_create(nng_dialer *d, nng_socket sock, const char *addr,
 int fp_uplink_open(struct fp_uplink **out, const char *addr, const struct fp_tls_opts *tls)
 {
 	struct fp_uplink *u = calloc(1, sizeof(*u));
-	nng_dialer d;
 	int rv;
 
 	if (!u)
@@ -78,8 +78,8 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr, const struct fp_tls
 	nng_socket_set_ms(u->ul_sock, NNG_OPT_SENDTIMEO, 0);
 	nng_socket_set_size(u->ul_sock, NNG_OPT_RECVMAXSZ, 1 << 20);
 	/* Non-blocking dial: the first connection may come later. */
-	if ((rv = dialer_create(&d, u->ul_sock, addr, tls)) == 0 &&
-	    (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0)
+	if ((rv = dialer_create(&u->ul_dialer, u->ul_sock, addr, tls)) == 0 &&
+	    (rv = nng_dialer_start(u->ul_dialer, NNG_FLAG_NONBLOCK)) != 0)
 		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
 	if (rv != 0) {
 		nng_close(u->ul_sock);
@@ -105,6 +105,23 @@ int fp_uplink_check(const char *addr, const struct fp_tls_opts *tls)
 	rv = dialer_create(&d, sock, addr, tls);
 	nng_close(sock);
 	return rv ? nng_to_errno(rv) : 0;
+}
+
+uint64_t fp_uplink_setup_failures(struct fp_uplink *u)
+{
+	static const char *const kinds[] = { "auth", "proto", "other" };
+	nng_stat *all = NULL, *d, *st;
+	uint64_t n = 0;
+	size_t i;
+
+	if (nng_stats_get(&all))
+		return 0;
+	/* nng files a handshake its peer refused under "other". */
+	for (i = 0; i < 3 && (d = nng_stat_find_dialer(all, u->ul_dialer)); i++)
+		if ((st = nng_stat_find(d, kinds[i])))
+			n += nng_stat_value(st);
+	nng_stats_free(all);
+	return n;
 }
 
 void fp_uplink_close(struct fp_uplink *u)

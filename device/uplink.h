@@ -5,6 +5,7 @@
 #define FP_UPLINK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "batch.h"
 #include "tls.h"
 
@@ -17,6 +18,13 @@ struct fp_uplink;
  * the reason logged (-EINVAL: bad address or TLS files). */
 int fp_uplink_open(struct fp_uplink **u, const char *addr, const struct fp_tls_opts *tls);
 void fp_uplink_close(struct fp_uplink *u);
+
+/* fp_uplink_setup_failures: connections of u made and then lost before
+ * they could carry a message, so far: a TLS handshake that failed (the
+ * server's certificate not verified, or ours refused) or a peer that
+ * does not speak the protocol.  nng retries them by itself; the agent
+ * only sees its request time out. */
+uint64_t fp_uplink_setup_failures(struct fp_uplink *u);
 
 /* fp_uplink_check: whether addr is an address fp_uplink_open can dial,
  * without dialling it.  0, or a negative errno with the reason logged. */

@@ -5,6 +5,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <nng/nng.h>
@@ -173,6 +174,16 @@ void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st)
 	st->ls_refused_proto = stat(ls, "proto");
 	st->ls_refused_other = stat(ls, "other");
 	nng_stats_free(all);
+}
+
+void fp_listen_log_stats(struct fp_listener *l)
+{
+	struct fp_listen_stats st;
+
+	fp_listen_stats(l, &st);
+	fp_info("connections: accepted %" PRIu64 "; refused: TLS authentication %" PRIu64
+		", protocol %" PRIu64 ", other %" PRIu64, st.ls_accepted, st.ls_refused_auth,
+		st.ls_refused_proto, st.ls_refused_other);
 }
 
 void fp_listen_close(struct fp_listener *l)

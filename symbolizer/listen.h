@@ -40,6 +40,8 @@ int fp_listen_open(struct fp_listener **l, struct fp_server *s, const char *addr
 
 /* fp_listen_stats: nng's counters of the listener, any thread. */
 void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st);
+/* fp_listen_log_stats: one log line with them. */
+void fp_listen_log_stats(struct fp_listener *l);
 
 /* fp_listen_close: stop every worker (a request being handled ends
  * first), give the last replies 200 ms to leave, then close the socket.

@@ -201,6 +201,7 @@ int main(int argc, char **argv)
 	struct fp_metrics metrics = { 0 };
 	struct fp_server_stats last = { 0 }, now;
 	struct fp_http_stats hlast = { 0 };
+	struct fp_listen_stats llast = { 0 }, lnow;
 	time_t last_log = time(NULL);
 	struct fp_tls_opts tls = { .to_require_client = 1 };
 	const char *why;
@@ -381,12 +382,17 @@ int main(int argc, char **argv)
 				fp_server_log_stats(srv);
 			if (memcmp(&hnow, &hlast, sizeof(hnow)))
 				fp_http_log_stats(http);
+			fp_listen_stats(listener, &lnow);
+			if (memcmp(&lnow, &llast, sizeof(lnow)))
+				fp_listen_log_stats(listener);
+			llast = lnow;
 			last = now;
 			hlast = hnow;
 			last_log = time(NULL);
 		}
 	}
 	fp_server_log_stats(srv);
+	fp_listen_log_stats(listener);
 	if (http)
 		fp_http_log_stats(http);
 	err = 0;

@@ -113,6 +113,7 @@ bad_agent() {
 	wait "$pid"
 	check "$name-no-session" bash -c "! grep -q 'session .* from' '$TMP/symb.log'"
 	check "$name-nothing-acknowledged" grep -q 'acknowledged 0;' "$TMP/agent-$name.log"
+	check "$name-agent-says-why" grep -q 'refused during set-up (TLS' "$TMP/agent-$name.log"
 }
 bad_agent no-client-cert
 bad_agent other-ca --tls-cert "$C/stranger.crt" --tls-key "$C/stranger.key"
@@ -129,6 +130,7 @@ kill -INT "$pid"
 wait "$pid"
 check server-of-other-ca-refused bash -c "! grep -q 'session .* from' '$TMP/symb.log'"
 check server-of-other-ca-nothing-acknowledged grep -q 'acknowledged 0;' "$TMP/agent-wrong-server.log"
+check server-of-other-ca-agent-says-why grep -q 'refused during set-up (TLS' "$TMP/agent-wrong-server.log"
 
 # ---- the good agent, to Pyroscope ----
 "$AGENT" --server "$ADDR" --interval 1 --timeout 2 -p "$wl" --label fp_test=tls \
@@ -190,6 +192,7 @@ check plain-http-refused bash -c "! curl -s -o /dev/null 'http://127.0.0.1:$HPOR
 kill -TERM "$symb"
 wait "$symb"
 check symbolizer-exit-status test $? -eq 0
+check refusals-logged grep -qE 'refused: TLS authentication ([3-9]|[1-9][0-9]+),' "$TMP/symb.log"
 
 # ---- start-up rules ----
 "$SYMB" --listen "tcp://127.0.0.1:$(free_port)" --http "0.0.0.0:$(free_port)" \
