@@ -49,9 +49,11 @@ static int dialer_create(nng_dialer *d, nng_socket sock, const char *addr,
 	if (!is_tls)
 		return 0;
 	/* The server's certificate must name the host dialled. */
-	if ((rv = nng_url_parse(&url, addr)) ||
-	    (rv = fp_tls_client_config(&cfg, tls, url->u_hostname, addr) ? NNG_EINVAL : 0) ||
-	    (rv = nng_dialer_set_ptr(*d, NNG_OPT_TLS_CONFIG, cfg)))
+	if ((rv = nng_url_parse(&url, addr)))
+		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	else if (fp_tls_client_config(&cfg, tls, url->u_hostname, addr))
+		rv = NNG_EINVAL; /* logged */
+	else if ((rv = nng_dialer_set_ptr(*d, NNG_OPT_TLS_CONFIG, cfg)))
 		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
 	if (cfg)
 		nng_tls_config_free(cfg);
