@@ -2,8 +2,9 @@
  * made by openssl here, an nng REP server on tls+tcp:// with the server
  * configuration and REQ clients with client configurations, one with a
  * certificate (answered) and one without (refused during the handshake,
- * never answered); files that are missing or not PEM are refused.  And the symbol service's loopback rule
- * (fp_http_addr_loopback), which decides whether uploads need a token. */
+ * never answered); files that are missing or not PEM are refused.  And
+ * the symbol service's loopback rule (fp_http_addr_loopback), which
+ * decides whether uploads need a token. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
