@@ -119,7 +119,8 @@ uint64_t fp_uplink_setup_failures(struct fp_uplink *u)
 	if (nng_stats_get(&all))
 		return 0;
 	/* nng files a handshake its peer refused under "other". */
-	for (i = 0; i < 3 && (d = nng_stat_find_dialer(all, u->ul_dialer)); i++)
+	d = nng_stat_find_dialer(all, u->ul_dialer);
+	for (i = 0; d && i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if ((st = nng_stat_find(d, kinds[i])))
 			n += nng_stat_value(st);
 	nng_stats_free(all);

@@ -153,8 +153,9 @@ fail_logged:
 	return rv == NNG_ENOMEM ? -ENOMEM : -EIO;
 }
 
-/* stat: one counter of nng's statistics of the listener; 0 without. */
-static uint64_t stat(nng_stat *listener, const char *name)
+/* listener_stat: one counter of nng's statistics of a listener; 0
+ * without. */
+static uint64_t listener_stat(nng_stat *listener, const char *name)
 {
 	nng_stat *st = listener ? nng_stat_find(listener, name) : NULL;
 
@@ -169,10 +170,10 @@ void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st)
 	if (nng_stats_get(&all))
 		return;
 	ls = nng_stat_find_listener(all, l->ls_nng);
-	st->ls_accepted = stat(ls, "accept");
-	st->ls_refused_auth = stat(ls, "auth");
-	st->ls_refused_proto = stat(ls, "proto");
-	st->ls_refused_other = stat(ls, "other");
+	st->ls_accepted = listener_stat(ls, "accept");
+	st->ls_refused_auth = listener_stat(ls, "auth");
+	st->ls_refused_proto = listener_stat(ls, "proto");
+	st->ls_refused_other = listener_stat(ls, "other");
 	nng_stats_free(all);
 }
 
