@@ -61,6 +61,7 @@ struct agent_opts {
 	int ao_keep_privileges;  /* stay root, without the seccomp filter */
 	uint32_t ao_fetch_kb;    /* file bytes sent per interval; 0: --no-fetch */
 	uint32_t ao_max_mem_mb;  /* heap above which the agent starts over */
+	struct fp_tls_opts ao_tls; /* for tls+tcp:// servers */
 	size_t ao_nlabels;
 	char *ao_label_keys[64];
 	char *ao_label_values[64];
@@ -606,7 +607,7 @@ static int agent_flush(struct agent *a)
 static int agent_use(struct agent *a, size_t idx)
 {
 	struct fp_uplink *u;
-	int err = fp_uplink_open(&u, a->ag_o.ao_servers[idx]);
+	int err = fp_uplink_open(&u, a->ag_o.ao_servers[idx], &a->ag_o.ao_tls);
 
 	if (err)
 		return err;
@@ -642,7 +643,7 @@ static void agent_failback(struct agent *a)
 	size_t i;
 
 	for (i = 0; i < a->ag_fo.fo_current && !exiting; i++) {
-		if (fp_uplink_open(&u, a->ag_o.ao_servers[i]))
+		if (fp_uplink_open(&u, a->ag_o.ao_servers[i], &a->ag_o.ao_tls))
 			continue;
 		a->ag_uplink = u;
 		a->ag_addr = a->ag_o.ao_servers[i];
@@ -732,13 +733,21 @@ static void usage(FILE *f)
 		"                       [--timeout SECONDS] [--failover-after N]\n"
 		"                       [--failback SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
 		"                       [--no-python] [--fetch-budget KB | --no-fetch]\n"
+		"                       [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]\n"
 		"                       [--keep-privileges] [-v] [--syslog]\n"
 		"\n"
 		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
 		"as build-IDs and file offsets, to a fleetprof-symbolizer.\n"
 		"\n"
-		"  -s, --server ADDR       symbolizer address: tcp://HOST:PORT or ipc:///PATH;\n"
-		"                          repeatable (up to %d), in order of preference\n"
+		"  -s, --server ADDR       symbolizer address: tcp://HOST:PORT, ipc:///PATH or\n"
+		"                          tls+tcp://HOST:PORT; repeatable (up to %d), in\n"
+		"                          order of preference\n"
+		"      --tls-cert FILE     the agent's certificate (PEM), presented to\n"
+		"                          tls+tcp:// servers; its name is the host name\n"
+		"                          the symbolizer accepts\n"
+		"      --tls-key FILE      its private key (PEM, unencrypted)\n"
+		"      --tls-ca FILE       CA certificates (PEM) that verify the symbolizer's\n"
+		"                          certificate (default: the system's)\n"
 		"  -F, --frequency HZ      samples per second per CPU (default 99, 1-10000)\n"
 		"  -i, --interval SECONDS  send a batch every SECONDS (default 10, 1-3600)\n"
 		"  -l, --label KEY=VALUE   static label sent with every profile (up to 64)\n"
@@ -797,7 +806,7 @@ static int servers_valid(const struct agent_opts *o)
 	}
 	if (pid == 0) {
 		for (size_t i = 0; i < o->ao_nservers; i++)
-			if (fp_uplink_check(o->ao_servers[i]))
+			if (fp_uplink_check(o->ao_servers[i], &o->ao_tls))
 				_exit(2);
 		_exit(0);
 	}
@@ -822,6 +831,9 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "max-mem", required_argument, NULL, 'M' },
 		{ "failover-after", required_argument, NULL, 'O' },
 		{ "failback", required_argument, NULL, 'R' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'Y' },
+		{ "tls-ca", required_argument, NULL, 'A' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "syslog", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -829,6 +841,7 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ 0 },
 	};
 	uint32_t timeout_s = 5;
+	const char *why;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "s:F:i:l:p:b:t:vhV", longopts, NULL)) != -1) {
@@ -848,6 +861,9 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		case 'b': if (fp_parse_u32("fleetprof-agent", "buffer", optarg, 1, 100000, &o->ao_buffer)) return 2; break;
 		case 't': if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s)) return 2; break;
 		case 'P': o->ao_no_python = 1; break;
+		case 'C': o->ao_tls.to_cert = optarg; break;
+		case 'Y': o->ao_tls.to_key = optarg; break;
+		case 'A': o->ao_tls.to_ca = optarg; break;
 		case 'K': o->ao_keep_privileges = 1; break;
 		case 'N': o->ao_fetch_kb = 0; break;
 		case 'B': if (fp_parse_u32("fleetprof-agent", "fetch-budget", optarg, 1, 1 << 20, &o->ao_fetch_kb)) return 2; break;
@@ -880,6 +896,10 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		usage(stderr);
 		return 2;
 	}
+	if (fp_tls_check_opts(&o->ao_tls, &why)) {
+		fprintf(stderr, "fleetprof-agent: %s\n", why);
+		return 2;
+	}
 	o->ao_timeout_ms = timeout_s * 1000;
 	return 0;
 }
@@ -894,7 +914,7 @@ int main(int argc, char **argv)
 				     .ao_failback_s = FAILBACK_DEFAULT_S } };
 	struct fp_sampler_opts so = { 0 };
 	char host[256] = "";
-	uint64_t now, heap;
+	uint64_t now, heap, last_setup_failures = 0;
 	int verbose = 0, use_syslog = 0, err;
 	size_t i;
 
@@ -954,7 +974,7 @@ int main(int argc, char **argv)
 			 strerror(-err));
 		goto cleanup;
 	}
-	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0])))
+	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0], &a.ag_o.ao_tls)))
 		goto cleanup;
 	a.ag_addr = a.ag_o.ao_servers[0];
 	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
@@ -973,15 +993,20 @@ int main(int argc, char **argv)
 		err = agent_send(&a);
 		now = fp_now_ns(CLOCK_MONOTONIC);
 		if (err && !exiting) {
-			const char *addr = a.ag_addr;
+			const char *addr = a.ag_addr, *why = strerror(-err);
+			uint64_t setup_failures = fp_uplink_setup_failures(a.ag_uplink);
+			if (setup_failures != last_setup_failures)
+				why = "connected, then refused during set-up (TLS: see the "
+				      "certificates and --tls-ca)";
+			last_setup_failures = setup_failures;
 			if (fp_failover_failed(&a.ag_fo, now))
 				fp_warnx("symbolizer %s: %s, %u times in a row: failing over to %s with "
-					 "%zu intervals buffered", addr, strerror(-err),
+					 "%zu intervals buffered", addr, why,
 					 a.ag_o.ao_failover_after,
 					 a.ag_o.ao_servers[a.ag_fo.fo_current], a.ag_buf_len);
 			else
 				fp_warnx("symbolizer %s: %s; %zu intervals buffered, retrying in %" PRIu64
-					 " ms", addr, strerror(-err), a.ag_buf_len,
+					 " ms", addr, why, a.ag_buf_len,
 					 (a.ag_fo.fo_next_try - now) / 1000000);
 		} else if (!err) {
 			fp_failover_ok(&a.ag_fo);

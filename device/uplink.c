@@ -1,6 +1,7 @@
 /* uplink.c: nng REQ socket with non-blocking send and receive. */
 #include "uplink.h"
 #include "log.h"
+#include "tls.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 
 struct fp_uplink {
 	nng_socket ul_sock;
+	nng_dialer ul_dialer;
 };
 
 static int nng_to_errno(int rv)
@@ -27,7 +29,39 @@ static int nng_to_errno(int rv)
 	}
 }
 
-int fp_uplink_open(struct fp_uplink **out, const char *addr)
+/* dialer_create: a dialer for addr, with TLS from tls for tls+tcp://. */
+static int dialer_create(nng_dialer *d, nng_socket sock, const char *addr,
+			 const struct fp_tls_opts *tls)
+{
+	int is_tls = !strncmp(addr, "tls+", 4);
+	nng_tls_config *cfg = NULL;
+	nng_url *url = NULL;
+	int rv;
+
+	if (!is_tls && fp_tls_enabled(tls)) {
+		fp_warnx("%s: the --tls-* options need a tls+tcp:// address", addr);
+		return NNG_EINVAL;
+	}
+	if ((rv = nng_dialer_create(d, sock, addr))) {
+		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+		return rv;
+	}
+	if (!is_tls)
+		return 0;
+	/* The server's certificate must name the host dialled. */
+	if ((rv = nng_url_parse(&url, addr)))
+		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	else if (fp_tls_client_config(&cfg, tls, url->u_hostname, addr))
+		rv = NNG_EINVAL; /* logged */
+	else if ((rv = nng_dialer_set_ptr(*d, NNG_OPT_TLS_CONFIG, cfg)))
+		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	if (cfg)
+		nng_tls_config_free(cfg);
+	nng_url_free(url);
+	return rv;
+}
+
+int fp_uplink_open(struct fp_uplink **out, const char *addr, const struct fp_tls_opts *tls)
 {
 	struct fp_uplink *u = calloc(1, sizeof(*u));
 	int rv;
@@ -46,8 +80,10 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr)
 	nng_socket_set_ms(u->ul_sock, NNG_OPT_SENDTIMEO, 0);
 	nng_socket_set_size(u->ul_sock, NNG_OPT_RECVMAXSZ, 1 << 20);
 	/* Non-blocking dial: the first connection may come later. */
-	if ((rv = nng_dial(u->ul_sock, addr, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+	if ((rv = dialer_create(&u->ul_dialer, u->ul_sock, addr, tls)) == 0 &&
+	    (rv = nng_dialer_start(u->ul_dialer, NNG_FLAG_NONBLOCK)) != 0)
 		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	if (rv != 0) {
 		nng_close(u->ul_sock);
 		free(u);
 		return nng_to_errno(rv);
@@ -56,7 +92,7 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr)
 	return 0;
 }
 
-int fp_uplink_check(const char *addr)
+int fp_uplink_check(const char *addr, const struct fp_tls_opts *tls)
 {
 	nng_socket sock;
 	nng_dialer d;
@@ -66,13 +102,29 @@ int fp_uplink_check(const char *addr)
 		fp_warnx("nng: %s", nng_strerror(rv));
 		return nng_to_errno(rv);
 	}
-	/* A dialer that is never started parses the address and finds its
-	 * transport, and connects to nothing. */
-	rv = nng_dialer_create(&d, sock, addr);
-	if (rv)
-		fp_warnx("cannot dial %s: %s", addr, nng_strerror(rv));
+	/* A dialer that is never started parses the address, finds its
+	 * transport and reads the TLS files, and connects to nothing. */
+	rv = dialer_create(&d, sock, addr, tls);
 	nng_close(sock);
 	return rv ? nng_to_errno(rv) : 0;
+}
+
+uint64_t fp_uplink_setup_failures(struct fp_uplink *u)
+{
+	static const char *const kinds[] = { "auth", "proto", "other" };
+	nng_stat *all = NULL, *d, *st;
+	uint64_t n = 0;
+	size_t i;
+
+	if (nng_stats_get(&all))
+		return 0;
+	/* nng files a handshake its peer refused under "other". */
+	d = nng_stat_find_dialer(all, u->ul_dialer);
+	for (i = 0; d && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if ((st = nng_stat_find(d, kinds[i])))
+			n += nng_stat_value(st);
+	nng_stats_free(all);
+	return n;
 }
 
 void fp_uplink_close(struct fp_uplink *u)

@@ -5,18 +5,30 @@
 #define FP_UPLINK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "batch.h"
+#include "tls.h"
 
 struct fp_uplink;
 
-/* fp_uplink_open: dial addr ("tcp://host:port", "ipc:///path").  0, or a
- * negative errno with the reason logged (-EINVAL: bad address). */
-int fp_uplink_open(struct fp_uplink **u, const char *addr);
+/* fp_uplink_open: dial addr ("tcp://host:port", "ipc:///path", or
+ * "tls+tcp://host:port" with the certificates of tls, see tls.h; the
+ * server's certificate must name host).  Any tls->to_cert or to_ca with
+ * an address that is not tls+ is an error.  0, or a negative errno with
+ * the reason logged (-EINVAL: bad address or TLS files). */
+int fp_uplink_open(struct fp_uplink **u, const char *addr, const struct fp_tls_opts *tls);
 void fp_uplink_close(struct fp_uplink *u);
+
+/* fp_uplink_setup_failures: connections of u made and then lost before
+ * they could carry a message, so far: a TLS handshake that failed (the
+ * server's certificate not verified, or ours refused) or a peer that
+ * does not speak the protocol.  nng retries them by itself; the agent
+ * only sees its request time out. */
+uint64_t fp_uplink_setup_failures(struct fp_uplink *u);
 
 /* fp_uplink_check: whether addr is an address fp_uplink_open can dial,
  * without dialling it.  0, or a negative errno with the reason logged. */
-int fp_uplink_check(const char *addr);
+int fp_uplink_check(const char *addr, const struct fp_tls_opts *tls);
 
 /* fp_uplink_send: start one request (an earlier unanswered one is
  * abandoned).  0 or a negative errno. */

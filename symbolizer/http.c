@@ -10,7 +10,9 @@
 #include "http.h"
 #include "elfsyms.h"
 #include "log.h"
+#include "tls.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -431,10 +433,31 @@ static uint16_t inspect(int fd, char *hex, int *kinds, char *msg, size_t msglen)
 	return 0;
 }
 
-static int handle_upload(struct request *rq, nng_http_res **res)
+/* token_missing: whether a token is configured and the request does not
+ * carry it; then *res is the 401 answer, counted and logged.  status is
+ * body_length's: a body of unknown length closes the connection. */
+static int token_missing(struct request *rq, uint16_t status, const char *what,
+			 nng_http_res **res)
 {
 	struct fp_http *h = rq->rq_http;
 	const char *auth = nng_http_req_get_header(rq->rq_req, "Authorization");
+	const char *why = auth ? "wrong token" : "a token is required (Authorization: Bearer TOKEN)";
+
+	if (!h->ht_token || fp_http_token_eq(auth, h->ht_token))
+		return 0;
+	if (status)
+		rq->rq_body_done = 0;
+	COUNT(h, hs_unauthorized);
+	fp_info("%s refused (401): %s", what, why);
+	*res = json_error(rq, 401, "%s", why);
+	if (*res)
+		nng_http_res_set_header(*res, "WWW-Authenticate", "Bearer");
+	return 1;
+}
+
+static int handle_upload(struct request *rq, nng_http_res **res)
+{
+	struct fp_http *h = rq->rq_http;
 	char want[FP_STORE_HEX_MAX + 1], hex[2 * FP_BUILD_ID_MAX + 1], tmp[4200], msg[512];
 	struct spool sp = { .sp_fd = -1 };
 	int kind, kinds, created = 0, err;
@@ -442,15 +465,8 @@ static int handle_upload(struct request *rq, nng_http_res **res)
 
 	/* The length first: even a refusal must know what to skip. */
 	status = body_length(rq);
-	if (h->ht_token && !fp_http_token_eq(auth, h->ht_token)) {
-		if (status)
-			rq->rq_body_done = 0; /* unknown length: close */
-		*res = reject(rq, 401, auth ? "wrong upload token"
-					    : "an upload token is required (Authorization: Bearer TOKEN)");
-		if (*res)
-			nng_http_res_set_header(*res, "WWW-Authenticate", "Bearer");
+	if (token_missing(rq, status, "upload", res))
 		return 0;
-	}
 	if (status) {
 		*res = length_error(rq, status);
 		COUNT(h, hs_bad);
@@ -589,7 +605,10 @@ static int handle_missing(struct request *rq, nng_http_res **res)
 	char *p, *end;
 	int err;
 
-	if ((status = body_length(rq))) {
+	status = body_length(rq);
+	if (h->ht_o.ho_token_reads && token_missing(rq, status, "/v1/missing", res))
+		return 0;
+	if (status) {
 		*res = length_error(rq, status);
 		return 0;
 	}
@@ -698,6 +717,8 @@ static int handle_buildid(struct request *rq, nng_http_res **res)
 
 	if (body_length(rq))
 		rq->rq_body_done = 0; /* unknown: close after the answer */
+	if (h->ht_o.ho_token_reads && token_missing(rq, 0, "download", res))
+		return 0;
 	n = strcspn(uri, "?");
 	if (n >= sizeof(path) || strncmp(uri, "/buildid/", 9)) {
 		*res = json_error(rq, 404, "no such resource");
@@ -888,6 +909,47 @@ static int nng_errno(int rv)
 	}
 }
 
+static int set_tls(struct fp_http *h)
+{
+	/* Clients of the symbol service (build pipelines, debuginfod
+	 * clients) show no certificate: the token is their credential. */
+	struct fp_tls_opts server_only = { .to_cert = h->ht_o.ho_tls->to_cert,
+					   .to_key = h->ht_o.ho_tls->to_key };
+	nng_tls_config *cfg;
+	int rv;
+
+	if (fp_tls_server_config(&cfg, &server_only, "HTTPS"))
+		return NNG_EINVAL;
+	rv = nng_http_server_set_tls(h->ht_server, cfg);
+	nng_tls_config_free(cfg);
+	return rv;
+}
+
+/* host_port: addr without its http:// or https:// (the options say
+ * which it is). */
+static const char *host_port(const char *addr)
+{
+	if (!strncmp(addr, "http://", 7))
+		return addr + 7;
+	return strncmp(addr, "https://", 8) ? addr : addr + 8;
+}
+
+int fp_http_addr_loopback(const char *addr)
+{
+	char url[512], buf[16];
+	nng_url *u;
+	int ret;
+
+	if (snprintf(url, sizeof(url), "http://%s", host_port(addr)) >= (int)sizeof(url) ||
+	    nng_url_parse(&u, url))
+		return 0;
+	ret = !strcmp(u->u_hostname, "localhost") ||
+	      (inet_pton(AF_INET, u->u_hostname, buf) == 1 && (unsigned char)buf[0] == 127) ||
+	      !strcmp(u->u_hostname, "::1");
+	nng_url_free(u);
+	return ret;
+}
+
 int fp_http_start(struct fp_http **out, const struct fp_http_opts *o)
 {
 	char url[512];
@@ -897,8 +959,8 @@ int fp_http_start(struct fp_http **out, const struct fp_http_opts *o)
 
 	if (!o->ho_addr || !o->ho_addr[0] || !o->ho_store || !o->ho_resolver)
 		return -EINVAL;
-	if (snprintf(url, sizeof(url), "%s%s", strncmp(o->ho_addr, "http://", 7) ? "http://" : "",
-		     o->ho_addr) >= (int)sizeof(url))
+	if (snprintf(url, sizeof(url), "%s://%s", o->ho_tls ? "https" : "http",
+		     host_port(o->ho_addr)) >= (int)sizeof(url))
 		return -EINVAL;
 	if ((rv = nng_url_parse(&u, url))) {
 		fp_warnx("invalid HTTP address %s: %s", o->ho_addr, nng_strerror(rv));
@@ -937,6 +999,7 @@ int fp_http_start(struct fp_http **out, const struct fp_http_opts *o)
 		w->wk_started = 1;
 	}
 	if ((rv = nng_http_server_hold(&h->ht_server, u)) ||
+	    (o->ho_tls && (rv = set_tls(h))) ||
 	    (rv = add_handler(h, ROUTE_UPLOAD, "/v1/upload", "POST", on_upload, 0)) ||
 	    (rv = add_handler(h, ROUTE_MISSING, "/v1/missing", "POST", on_missing, 0)) ||
 	    (rv = add_handler(h, ROUTE_BUILDID, "/buildid", "GET", on_buildid, 1)) ||

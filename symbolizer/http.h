@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include "resolver.h"
 #include "store.h"
+#include "tls.h"
 
 #define FP_HTTP_MAX_MISSING 100000 /* build-IDs in one /v1/missing request */
 
@@ -33,8 +34,11 @@ struct fp_http;
 typedef int (*fp_http_metrics_fn)(void *arg, struct fp_http *h, char **text, size_t *len);
 
 struct fp_http_opts {
-	const char *ho_addr;             /* HOST:PORT, or http://HOST:PORT */
+	const char *ho_addr;             /* HOST:PORT (http:// or https:// ignored) */
 	const char *ho_token;            /* NULL or "": uploads need no token */
+	int ho_token_reads;              /* downloads and /v1/missing need it too */
+	const struct fp_tls_opts *ho_tls; /* NULL: HTTP; else HTTPS with its
+					   * certificate (clients show none) */
 	uint64_t ho_max_upload;          /* bytes; larger uploads get 413 */
 	struct fp_store *ho_store;
 	struct fp_resolver *ho_resolver; /* only its thread-safe calls are used */
@@ -67,6 +71,11 @@ void fp_http_stop(struct fp_http *h);
 /* fp_http_stats: a copy of the counters; any thread. */
 void fp_http_stats(struct fp_http *h, struct fp_http_stats *st);
 void fp_http_log_stats(struct fp_http *h);
+
+/* fp_http_addr_loopback: whether a --http address (HOST:PORT) listens on
+ * loopback only: localhost, 127.0.0.0/8 or ::1.  Any other, 0.0.0.0 and
+ * names included, is beyond loopback. */
+int fp_http_addr_loopback(const char *addr);
 
 /* fp_http_token_eq: whether an Authorization header value is "Bearer
  * TOKEN", compared in time that does not depend on where they differ. */

@@ -3,11 +3,14 @@
 #include "listen.h"
 #include "intern.h"
 #include "log.h"
+#include "tls.h"
 #include "wire.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -33,6 +36,7 @@ struct listen_conn {
 struct fp_listener {
 	struct fp_server *ls_server;
 	nng_socket ls_sock;
+	nng_listener ls_nng;
 	struct listen_worker *ls_workers;
 	unsigned ls_nworkers;
 	/* Under ls_lock: */
@@ -171,12 +175,6 @@ int fp_listen_limits(struct fp_listener *l, uint32_t max_connections, uint32_t i
 	return 0;
 }
 
-void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st)
-{
-	pthread_mutex_lock(&l->ls_lock);
-	*st = l->ls_stats;
-	pthread_mutex_unlock(&l->ls_lock);
-}
 
 /* reply_to: the reply to req (freed), or NULL when the server could build
  * none (the agent's request times out and is sent again). */
@@ -224,8 +222,37 @@ static void worker_cb(void *arg)
 	nng_ctx_recv(w->lw_ctx, w->lw_aio);
 }
 
+/* listener_create: nng's listener on addr, with TLS from tls for
+ * tls+tcp:// (and only then). */
+static int listener_create(struct fp_listener *l, const char *addr, const struct fp_tls_opts *tls)
+{
+	int is_tls = !strncmp(addr, "tls+", 4);
+	nng_tls_config *cfg = NULL;
+	int rv;
+
+	if (is_tls != (tls && fp_tls_enabled(tls))) {
+		fp_warnx("cannot listen on %s: %s", addr,
+			 is_tls ? "a tls+tcp:// address needs --tls-cert and --tls-key"
+				: "the --tls-* options need a tls+tcp:// address");
+		return NNG_EINVAL;
+	}
+	if ((rv = nng_listener_create(&l->ls_nng, l->ls_sock, addr))) {
+		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));
+		return rv;
+	}
+	if (is_tls) {
+		if (fp_tls_server_config(&cfg, tls, addr))
+			return NNG_EINVAL;
+		rv = nng_listener_set_ptr(l->ls_nng, NNG_OPT_TLS_CONFIG, cfg);
+		nng_tls_config_free(cfg);
+	}
+	if (rv || (rv = nng_listener_start(l->ls_nng, 0)))
+		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));
+	return rv;
+}
+
 int fp_listen_open(struct fp_listener **out, struct fp_server *s, const char *addr,
-		   unsigned nworkers)
+		   unsigned nworkers, const struct fp_tls_opts *tls)
 {
 	struct fp_listener *l;
 	unsigned i;
@@ -275,10 +302,8 @@ int fp_listen_open(struct fp_listener **out, struct fp_server *s, const char *ad
 		}
 		l->ls_nworkers++;
 	}
-	if ((rv = nng_listen(l->ls_sock, addr, NULL, 0)) != 0) {
-		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));
+	if ((rv = listener_create(l, addr, tls)) != 0)
 		goto fail_logged;
-	}
 	for (i = 0; i < l->ls_nworkers; i++) {
 		l->ls_workers[i].lw_step = STEP_RECV;
 		nng_ctx_recv(l->ls_workers[i].lw_ctx, l->ls_workers[i].lw_aio);
@@ -290,6 +315,43 @@ fail:
 fail_logged:
 	fp_listen_close(l);
 	return rv == NNG_ENOMEM ? -ENOMEM : -EIO;
+}
+
+/* listener_stat: one counter of nng's statistics of a listener; 0
+ * without. */
+static uint64_t listener_stat(nng_stat *listener, const char *name)
+{
+	nng_stat *st = listener ? nng_stat_find(listener, name) : NULL;
+
+	return st ? nng_stat_value(st) : 0;
+}
+
+void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st)
+{
+	nng_stat *all = NULL, *ls;
+
+	pthread_mutex_lock(&l->ls_lock);
+	*st = l->ls_stats;
+	pthread_mutex_unlock(&l->ls_lock);
+	if (nng_stats_get(&all))
+		return;
+	ls = nng_stat_find_listener(all, l->ls_nng);
+	st->ls_accepted = listener_stat(ls, "accept");
+	st->ls_refused_auth = listener_stat(ls, "auth");
+	st->ls_refused_proto = listener_stat(ls, "proto");
+	st->ls_refused_other = listener_stat(ls, "other");
+	nng_stats_free(all);
+}
+
+void fp_listen_log_stats(struct fp_listener *l)
+{
+	struct fp_listen_stats st;
+
+	fp_listen_stats(l, &st);
+	fp_info("connections: open %" PRIu64 ", accepted %" PRIu64 "; refused: TLS authentication %"
+		PRIu64 ", protocol %" PRIu64 ", other %" PRIu64 ", too many %" PRIu64
+		"; closed idle %" PRIu64, st.ls_connections, st.ls_accepted, st.ls_refused_auth,
+		st.ls_refused_proto, st.ls_refused_other, st.ls_refused, st.ls_idle_closed);
 }
 
 void fp_listen_close(struct fp_listener *l)

@@ -23,6 +23,7 @@
 
 #include <stdint.h>
 #include "server.h"
+#include "tls.h"
 
 #define FP_LISTEN_WORKERS_DEFAULT 8
 #define FP_LISTEN_WORKERS_MAX 256
@@ -31,29 +32,41 @@
 #define FP_LISTEN_IDLE_DEFAULT_S 120
 #define FP_LISTEN_IDLE_MAX_S 86400
 
+/* Connections.  Ours: open now, and closed for a bound.  nng's: with
+ * TLS, a handshake that fails (no client certificate when one is
+ * required, one signed by another CA, expired, not yet valid) is refused
+ * before any message: "auth". */
 struct fp_listen_stats {
 	uint64_t ls_connections;        /* open now */
 	uint64_t ls_refused;            /* closed at once: too many */
 	uint64_t ls_idle_closed;        /* closed: no message for idle_s */
+	uint64_t ls_accepted;           /* connections that became agents' pipes */
+	uint64_t ls_refused_auth;       /* peer authentication failed (TLS) */
+	uint64_t ls_refused_proto;      /* not the SP protocol, or not TLS */
+	uint64_t ls_refused_other;      /* any other failure of a new connection */
 };
 
 struct fp_listener;
 
-/* fp_listen_open: listen on addr (tcp://HOST:PORT, ipc:///PATH) with
- * nworkers (1-FP_LISTEN_WORKERS_MAX) contexts, serving s, with the
- * default bounds (FP_LISTEN_CONNECTIONS_DEFAULT, FP_LISTEN_IDLE_DEFAULT_S).
- * 0, -EINVAL (bad nworkers), -ENOMEM or -EIO (nng refused: logged with
- * its reason). */
+/* fp_listen_open: listen on addr (tcp://HOST:PORT, ipc:///PATH, or
+ * tls+tcp://HOST:PORT with tls, see tls.h; tls NULL or without a
+ * certificate for the others) with nworkers (1-FP_LISTEN_WORKERS_MAX)
+ * contexts, serving s, with the default bounds
+ * (FP_LISTEN_CONNECTIONS_DEFAULT, FP_LISTEN_IDLE_DEFAULT_S).  0, -EINVAL
+ * (bad nworkers), -ENOMEM or -EIO (nng refused, or a TLS file or option
+ * is wrong: logged with its reason). */
 int fp_listen_open(struct fp_listener **l, struct fp_server *s, const char *addr,
-		   unsigned nworkers);
+		   unsigned nworkers, const struct fp_tls_opts *tls);
 
 /* fp_listen_limits: at most max_connections (1-FP_LISTEN_CONNECTIONS_MAX)
  * at once from now on, each closed after idle_s (1-FP_LISTEN_IDLE_MAX_S)
  * seconds without a message.  Connections open stay.  0 or -EINVAL. */
 int fp_listen_limits(struct fp_listener *l, uint32_t max_connections, uint32_t idle_s);
 
-/* fp_listen_stats: the connection counters.  Any thread. */
+/* fp_listen_stats: the connection counters, ours and nng's.  Any thread. */
 void fp_listen_stats(struct fp_listener *l, struct fp_listen_stats *st);
+/* fp_listen_log_stats: one log line with them. */
+void fp_listen_log_stats(struct fp_listener *l);
 
 /* fp_listen_close: stop every worker (a request being handled ends
  * first), give the last replies 200 ms to leave, then close the socket.

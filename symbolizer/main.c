@@ -37,6 +37,14 @@ static void on_signal(int sig)
 #define MAX_UPSTREAMS 16
 #define SYMBOL_QUEUE 1024          /* symbol jobs waiting for a worker */
 
+/* Long options without a letter (the pushers' are 0x7000 on). */
+enum {
+	OPT_MAX_SESSIONS = 0x6000,
+	OPT_NEW_SESSIONS,
+	OPT_MAX_CONNECTIONS,
+	OPT_IDLE_TIMEOUT,
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -52,11 +60,15 @@ static void usage(FILE *f)
 		"                            [--listen-workers N] [--max-connections N]\n"
 		"                            [--idle-timeout SECONDS] [--max-sessions N]\n"
 		"                            [--new-sessions N]\n"
+		"                            [--tls-cert FILE --tls-key FILE [--tls-ca FILE]\n"
+		"                             [--tls-require-client-cert yes|no]]\n"
+		"                            [--http-token-for-reads]\n"
 		"\n"
 		"Receives stacks from fleetprof-agents, resolves their symbols and writes\n"
 		"OUT/HOST/STAMP-SEQ.folded and OUT/HOST/STAMP-SEQ.pb.gz per interval.\n"
 		"\n"
-		"  -l, --listen ADDR      listen address: tcp://HOST:PORT or ipc:///PATH\n"
+		"  -l, --listen ADDR      listen address: tcp://HOST:PORT, ipc:///PATH or\n"
+		"                         tls+tcp://HOST:PORT (with --tls-cert and --tls-key)\n"
 		"  -c, --cache DIR        symbol cache (LMDB), kept across restarts\n"
 		"                         (default /var/cache/fleetprof)\n"
 		"  -o, --out DIR          where profiles are written (default ./out)\n"
@@ -79,6 +91,13 @@ static void usage(FILE *f)
 		"      --new-sessions N   new sessions admitted a second, also the burst\n"
 		"                         (default 1000); more hellos are refused\n"
 		"\n"
+		"TLS (the agents' tls+tcp:// link, and HTTPS on --http):\n"
+		"      --tls-cert FILE    the symbolizer's certificate (PEM, chain after it)\n"
+		"      --tls-key FILE     its private key (PEM, unencrypted)\n"
+		"      --tls-ca FILE      CA certificates (PEM) that verify agents' certificates\n"
+		"      --tls-require-client-cert yes|no  refuse agents without a certificate\n"
+		"                         signed by --tls-ca during the handshake (default yes)\n"
+		"\n"
 		"Symbol service:\n"
 		"      --http HOST:PORT   serve the HTTP API: POST /v1/upload, POST /v1/missing,\n"
 		"                         debuginfod's GET /buildid/HEX/debuginfo|executable,\n"
@@ -86,7 +105,9 @@ static void usage(FILE *f)
 		"      --store DIR        where uploaded files are kept, DIR/.build-id/xx/rest[.debug]\n"
 		"                         (default /var/lib/fleetprof/store); also a symbol source\n"
 		"      --upload-token TOKEN  uploads need 'Authorization: Bearer TOKEN' (default:\n"
-		"                         $FLEETPROF_UPLOAD_TOKEN; none: anyone may upload)\n"
+		"                         $FLEETPROF_UPLOAD_TOKEN; none: anyone on loopback may\n"
+		"                         upload; required when --http is not on loopback)\n"
+		"      --http-token-for-reads  downloads and /v1/missing need the token too\n"
 		"      --max-upload MB    largest upload accepted (default 1024)\n"
 		"      --debuginfod URL   upstream debuginfod server for build-IDs found nowhere\n"
 		"                         else (repeatable; files cached in CACHE/debuginfod)\n"
@@ -177,10 +198,15 @@ int main(int argc, char **argv)
 		{ "symbol-wait", required_argument, NULL, 'W' },
 		{ "symbol-workers", required_argument, NULL, 'K' },
 		{ "listen-workers", required_argument, NULL, 'L' },
-		{ "max-sessions", required_argument, NULL, 'X' },
-		{ "new-sessions", required_argument, NULL, 'Y' },
-		{ "max-connections", required_argument, NULL, 'C' },
-		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+		{ "new-sessions", required_argument, NULL, OPT_NEW_SESSIONS },
+		{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'Y' },
+		{ "tls-ca", required_argument, NULL, 'A' },
+		{ "tls-require-client-cert", required_argument, NULL, 'Q' },
+		{ "http-token-for-reads", no_argument, NULL, 'R' },
 		FP_PUSH_LONGOPTS,
 		{ 0 },
 	};
@@ -204,8 +230,11 @@ int main(int argc, char **argv)
 	struct fp_metrics metrics = { 0 };
 	struct fp_server_stats last = { 0 }, now;
 	struct fp_http_stats hlast = { 0 };
+	struct fp_listen_stats llast = { 0 }, lnow;
 	time_t last_log = time(NULL);
-	int verbose = 0, use_syslog = 0, c, rv, err = 1;
+	struct fp_tls_opts tls = { .to_require_client = 1 };
+	const char *why;
+	int verbose = 0, use_syslog = 0, token_reads = 0, c, rv, err = 1;
 
 	while ((c = getopt_long(argc, argv, "l:c:o:vhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -221,6 +250,19 @@ int main(int argc, char **argv)
 		case 'H': http_addr = optarg; break;
 		case 's': store_dir = optarg; break;
 		case 'T': token = optarg; break;
+		case 'C': tls.to_cert = optarg; break;
+		case 'Y': tls.to_key = optarg; break;
+		case 'A': tls.to_ca = optarg; break;
+		case 'R': token_reads = 1; break;
+		case 'Q':
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
+				fprintf(stderr, "fleetprof-symbolizer: invalid "
+						"--tls-require-client-cert '%s' (expected yes or no)\n",
+					optarg);
+				return 2;
+			}
+			tls.to_require_client = !strcmp(optarg, "yes");
+			break;
 		case 'M':
 			if (fp_parse_u32("fleetprof-symbolizer", "--max-upload", optarg, 1, 1 << 20,
 					 &max_upload_mb))
@@ -241,22 +283,22 @@ int main(int argc, char **argv)
 					 FP_LISTEN_WORKERS_MAX, &listen_workers))
 				return 2;
 			break;
-		case 'X':
+		case OPT_MAX_SESSIONS:
 			if (fp_parse_u32("fleetprof-symbolizer", "--max-sessions", optarg, 1,
 					 FP_SERVER_MAX_SESSIONS, &limits.sl_max_sessions))
 				return 2;
 			break;
-		case 'Y':
+		case OPT_NEW_SESSIONS:
 			if (fp_parse_u32("fleetprof-symbolizer", "--new-sessions", optarg, 1,
 					 FP_SERVER_NEW_SESSIONS_MAX, &limits.sl_new_sessions_per_s))
 				return 2;
 			break;
-		case 'C':
+		case OPT_MAX_CONNECTIONS:
 			if (fp_parse_u32("fleetprof-symbolizer", "--max-connections", optarg, 1,
 					 FP_LISTEN_CONNECTIONS_MAX, &max_connections))
 				return 2;
 			break;
-		case 'I':
+		case OPT_IDLE_TIMEOUT:
 			if (fp_parse_u32("fleetprof-symbolizer", "--idle-timeout", optarg, 1,
 					 FP_LISTEN_IDLE_MAX_S, &idle_s))
 				return 2;
@@ -289,6 +331,28 @@ int main(int argc, char **argv)
 	if (!listen) {
 		fprintf(stderr, "fleetprof-symbolizer: --listen is required\n");
 		usage(stderr);
+		return 2;
+	}
+	if (token && !token[0])
+		token = NULL;
+	if (fp_tls_check_opts(&tls, &why)) {
+		fprintf(stderr, "fleetprof-symbolizer: %s\n", why);
+		return 2;
+	}
+	if (fp_tls_enabled(&tls) && strncmp(listen, "tls+", 4) && !http_addr) {
+		fprintf(stderr, "fleetprof-symbolizer: the --tls-* options need a tls+tcp:// "
+				"--listen address or --http\n");
+		return 2;
+	}
+	/* Beyond loopback anyone could fill the store and the cache. */
+	if (http_addr && !token && !fp_http_addr_loopback(http_addr)) {
+		fprintf(stderr, "fleetprof-symbolizer: --http %s listens beyond loopback: uploads "
+				"need a token (--upload-token or $FLEETPROF_UPLOAD_TOKEN)\n",
+			http_addr);
+		return 2;
+	}
+	if (token_reads && !token) {
+		fprintf(stderr, "fleetprof-symbolizer: --http-token-for-reads needs a token\n");
 		return 2;
 	}
 	fp_log_init("fleetprof-symbolizer", verbose, use_syslog);
@@ -331,7 +395,8 @@ int main(int argc, char **argv)
 		fp_warnx("cannot start the symbolizer's threads: %s", strerror(-rv));
 		goto cleanup;
 	}
-	if (fp_listen_open(&listener, srv, listen, listen_workers) ||
+	if (fp_listen_open(&listener, srv, listen, listen_workers,
+			   strncmp(listen, "tls+", 4) ? NULL : &tls) ||
 	    fp_listen_limits(listener, max_connections, idle_s))
 		goto cleanup;
 	fp_info("listening on %s (%u workers), cache %s, writing to %s; %u symbol workers, "
@@ -339,16 +404,19 @@ int main(int argc, char **argv)
 		symbol_wait_s);
 	if (http_addr) {
 		struct fp_http_opts ho = { .ho_addr = http_addr, .ho_token = token,
+					   .ho_token_reads = token_reads,
+					   .ho_tls = tls.to_cert ? &tls : NULL,
 					   .ho_max_upload = (uint64_t)max_upload_mb << 20,
 					   .ho_store = chain.fc_store, .ho_resolver = r,
 					   .ho_metrics = fp_metrics_http, .ho_metrics_arg = &metrics };
 
-		metrics = (struct fp_metrics){ .mt_server = srv, .mt_resolver = r,
-					       .mt_pushers = pushers, .mt_listener = listener };
+		metrics = (struct fp_metrics){ .mt_server = srv, .mt_listener = listener,
+					       .mt_resolver = r, .mt_pushers = pushers };
 		if (fp_http_start(&http, &ho))
 			goto cleanup;
-		fp_info("HTTP on %s, store %s, uploads %s, at most %u MB", http_addr, store_dir,
-			token && token[0] ? "need a token" : "open to anyone", max_upload_mb);
+		fp_info("%s on %s, store %s, uploads %s, at most %u MB", tls.to_cert ? "HTTPS" : "HTTP",
+			http_addr, store_dir, token ? "need a token" : "open to anyone on loopback",
+			max_upload_mb);
 	}
 	for (size_t i = 0; i < nupstreams; i++)
 		fp_info("upstream debuginfod %s", upstreams[i]);
@@ -364,12 +432,17 @@ int main(int argc, char **argv)
 				fp_server_log_stats(srv);
 			if (memcmp(&hnow, &hlast, sizeof(hnow)))
 				fp_http_log_stats(http);
+			fp_listen_stats(listener, &lnow);
+			if (memcmp(&lnow, &llast, sizeof(lnow)))
+				fp_listen_log_stats(listener);
+			llast = lnow;
 			last = now;
 			hlast = hnow;
 			last_log = time(NULL);
 		}
 	}
 	fp_server_log_stats(srv);
+	fp_listen_log_stats(listener);
 	if (http)
 		fp_http_log_stats(http);
 	err = 0;

@@ -50,10 +50,9 @@ static void one(FILE *f, const char *name, const char *type, const char *help, u
 	sample(f, name, NULL, v);
 }
 
-static void server_metrics(FILE *f, const struct fp_server *s, struct fp_listener *lst)
+static void server_metrics(FILE *f, const struct fp_server *s)
 {
 	struct fp_server_stats st;
-	struct fp_listen_stats ls;
 
 	fp_server_stats(s, &st);
 	one(f, "sessions", "gauge", "Agent sessions held.", st.sv_sessions);
@@ -82,16 +81,6 @@ static void server_metrics(FILE *f, const struct fp_server *s, struct fp_listene
 	sample(f, "rejected_total", "reason=\"sessions_full\"", st.sv_rejected_sessions_full);
 	sample(f, "rejected_total", "reason=\"kallsyms_unasked\"", st.sv_rejected_unasked);
 	sample(f, "rejected_total", "reason=\"future_interval\"", st.sv_rejected_clock);
-	if (lst) {
-		fp_listen_stats(lst, &ls);
-		one(f, "connections", "gauge", "Agents' connections open.", ls.ls_connections);
-		one(f, "connections_refused_total", "counter",
-		    "Connections closed as soon as made: --max-connections open already.",
-		    ls.ls_refused);
-		one(f, "connections_idle_closed_total", "counter",
-		    "Connections closed after --idle-timeout without a complete message.",
-		    ls.ls_idle_closed);
-	}
 	one(f, "session_limit_restarts_total", "counter",
 	    "Sessions started over for a per-session limit (mappings, threads, nodes, bytes).",
 	    st.sv_session_limits);
@@ -132,6 +121,24 @@ static void server_metrics(FILE *f, const struct fp_server *s, struct fp_listene
 	one(f, "symbol_jobs_total", "counter", "Symbol jobs done.", st.sv_ingest_jobs);
 	one(f, "symbol_jobs_seconds_total", "counter", "Wall time of the symbol jobs done.",
 	    st.sv_ingest_ms / 1000);
+}
+
+static void listen_metrics(FILE *f, struct fp_listener *l)
+{
+	struct fp_listen_stats st;
+
+	fp_listen_stats(l, &st);
+	one(f, "connections", "gauge", "Agents' connections open.", st.ls_connections);
+	one(f, "connections_total", "counter", "Agents' connections accepted.", st.ls_accepted);
+	family(f, "connections_refused_total", "counter",
+	       "Agents' connections refused before any message, by reason.");
+	sample(f, "connections_refused_total", "reason=\"tls_auth\"", st.ls_refused_auth);
+	sample(f, "connections_refused_total", "reason=\"protocol\"", st.ls_refused_proto);
+	sample(f, "connections_refused_total", "reason=\"other\"", st.ls_refused_other);
+	sample(f, "connections_refused_total", "reason=\"too_many\"", st.ls_refused);
+	one(f, "connections_idle_closed_total", "counter",
+	    "Connections closed after --idle-timeout without a complete message.",
+	    st.ls_idle_closed);
 }
 
 static void resolver_metrics(FILE *f, const struct fp_resolver *r)
@@ -269,7 +276,9 @@ int fp_metrics_render(const struct fp_metrics *m, struct fp_http *h, char **text
 	if (!f)
 		return -ENOMEM;
 	if (m->mt_server)
-		server_metrics(f, m->mt_server, m->mt_listener);
+		server_metrics(f, m->mt_server);
+	if (m->mt_listener)
+		listen_metrics(f, m->mt_listener);
 	if (m->mt_resolver)
 		resolver_metrics(f, m->mt_resolver);
 	if (h)

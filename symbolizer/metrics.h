@@ -2,7 +2,7 @@
  * format (version 0.0.4), served at GET /metrics by http.h.
  *
  * The text is rendered from the stats structs the modules keep anyway
- * (server.h, resolver.h, http.h, push.h), each copied through its own
+ * (server.h, listen.h, resolver.h, http.h, push.h), each copied through its own
  * thread-safe stats call: this module keeps no counters of its own, and
  * http.c does not depend on it (fp_metrics_http is its fp_http_metrics_fn).
  * README.md lists every metric. */
@@ -20,9 +20,9 @@
  * NULL members are left out. */
 struct fp_metrics {
 	const struct fp_server *mt_server;
+	struct fp_listener *mt_listener;
 	const struct fp_resolver *mt_resolver;
 	struct fp_push *const *mt_pushers;  /* NULL-terminated */
-	struct fp_listener *mt_listener;
 };
 
 /* fp_metrics_render: the text of every metric of m, and of h's when h is

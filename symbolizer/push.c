@@ -26,6 +26,7 @@
 #include "otlp_profiles_service.pb-c.h"
 #include "output.h"
 #include "spool.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,11 +43,9 @@
 #include <zlib.h>
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
-#include <nng/supplemental/tls/tls.h>
 
 #define RECORD_MAGIC "FPPUSH1"
 #define OTLP_PATH "/v1development/profiles"
-#define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define EXCERPT_MAX 400
 #define STATS_EVERY_MS 60000
 
@@ -1144,18 +1143,15 @@ static void push_free(struct fp_push *p)
 
 static int setup_tls(struct fp_push *p)
 {
+	static const struct fp_tls_opts system_ca = { 0 };
 	nng_tls_config *cfg;
+	char who[128];
 	int rv;
 
-	if ((rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT)))
-		return rv;
-	rv = nng_tls_config_server_name(cfg, p->pu_url->u_hostname);
-	if (!rv)
-		rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED);
-	if (!rv && (rv = nng_tls_config_ca_file(cfg, CA_BUNDLE)))
-		fp_warnx("push %s: cannot load %s: %s", p->pu_name, CA_BUNDLE, nng_strerror(rv));
-	if (!rv)
-		rv = nng_http_client_set_tls(p->pu_client, cfg);
+	snprintf(who, sizeof(who), "push %s", p->pu_name);
+	if (fp_tls_client_config(&cfg, &system_ca, p->pu_url->u_hostname, who))
+		return NNG_EINVAL;
+	rv = nng_http_client_set_tls(p->pu_client, cfg);
 	nng_tls_config_free(cfg);
 	return rv;
 }

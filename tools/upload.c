@@ -7,6 +7,7 @@
 #include "elfsyms.h"
 #include "http.h"
 #include "store.h"
+#include "tls.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,6 +39,7 @@ struct file {
 struct upload {
 	/* options */
 	const char *up_server, *up_token;
+	const char *up_ca; /* https: CA file; NULL: the system's */
 	int up_kind; /* 0: auto */
 	int up_tty;
 	/* what was found */
@@ -60,7 +62,7 @@ struct upload {
 static void upload_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: fleetprof upload --server URL [--token TOKEN]\n"
+		"usage: fleetprof upload --server URL [--token TOKEN] [--ca FILE]\n"
 		"                        [--kind auto|debuginfo|executable] [-v] FILE|DIR...\n"
 		"\n"
 		"Uploads ELF files (executables, shared objects, debug files) to the symbol\n"
@@ -68,7 +70,10 @@ static void upload_usage(FILE *f)
 		"searched recursively; files that are not ELF, or have no build-ID, are\n"
 		"skipped.  Only the build-IDs the server lacks are uploaded, debug files first.\n"
 		"\n"
-		"  -s, --server URL     the symbolizer's HTTP address, http://HOST:PORT\n"
+		"  -s, --server URL     the symbolizer's HTTP address, http://HOST:PORT or\n"
+		"                       https://HOST:PORT\n"
+		"      --ca FILE        CA certificates (PEM) that verify an https:// server\n"
+		"                       (default: the system's)\n"
 		"  -t, --token TOKEN    upload token (default: $FLEETPROF_UPLOAD_TOKEN)\n"
 		"  -k, --kind KIND      auto (default): what each file is; debuginfo or\n"
 		"                       executable: only files of that kind, stored as that\n"
@@ -252,12 +257,25 @@ static int walk(struct upload *u, const char *path, int top)
 /* http_*: one request per connection, each waited for. */
 static int client_open(struct upload *u)
 {
+	struct fp_tls_opts tls = { .to_ca = u->up_ca };
+	nng_tls_config *cfg = NULL;
 	int rv;
 
 	if ((rv = nng_url_parse(&u->up_url, u->up_base)) ||
 	    (rv = nng_http_client_alloc(&u->up_client, u->up_url)) ||
 	    (rv = nng_aio_alloc(&u->up_aio, NULL, NULL))) {
 		errmsg(u, "invalid server URL %s: %s", u->up_server, nng_strerror(rv));
+		return -1;
+	}
+	if (strcmp(u->up_url->u_scheme, "https"))
+		return 0;
+	/* The server's certificate is checked, for its host name too. */
+	if (fp_tls_client_config(&cfg, &tls, u->up_url->u_hostname, PROG))
+		return -1;
+	rv = nng_http_client_set_tls(u->up_client, cfg);
+	nng_tls_config_free(cfg);
+	if (rv) {
+		errmsg(u, "%s: TLS: %s", u->up_server, nng_strerror(rv));
 		return -1;
 	}
 	return 0;
@@ -611,6 +629,7 @@ int fp_cmd_upload(int argc, char **argv)
 		{ "server", required_argument, NULL, 's' },
 		{ "token", required_argument, NULL, 't' },
 		{ "kind", required_argument, NULL, 'k' },
+		{ "ca", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -625,6 +644,7 @@ int fp_cmd_upload(int argc, char **argv)
 		switch (c) {
 		case 's': u.up_server = optarg; break;
 		case 't': u.up_token = optarg; break;
+		case 'C': u.up_ca = optarg; break;
 		case 'k':
 			if (!strcmp(optarg, "auto")) {
 				u.up_kind = 0;
@@ -645,7 +665,7 @@ int fp_cmd_upload(int argc, char **argv)
 		return 2;
 	}
 	if (strncmp(u.up_server, "http://", 7) && strncmp(u.up_server, "https://", 8)) {
-		fprintf(stderr, "%s: invalid --server '%s' (expected http://HOST:PORT)\n", PROG,
+		fprintf(stderr, "%s: invalid --server '%s' (expected http:// or https://HOST:PORT)\n", PROG,
 			u.up_server);
 		return 2;
 	}

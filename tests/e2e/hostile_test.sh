@@ -115,7 +115,7 @@ check partial-bounded test "$(val partial partial_sent)" -le 5
 check partial-closed test "$(val partial partial_closed)" = 20
 grow=$(( $(val partial rss_max_kb) - $(val partial rss_before_kb) ))
 check partial-memory-bounded test "$grow" -lt $((5 * 8192 + 16384))
-check partial-refused-counted test "$(metric connections_refused_total)" -ge 15
+check partial-refused-counted test "$(metric 'connections_refused_total{reason="too_many"}')" -ge 15
 check partial-idle-counted test "$(metric connections_idle_closed_total)" -ge 1
 no_stall partial
 echo "partial: $(val partial partial_sent) taken, server grew by $grow kB" >&2

@@ -475,7 +475,7 @@ static void test_replies_never_wait(void)
 	CHECK_EQ_INT(fp_resolver_start(r, 2, 64), 0);
 	CHECK_EQ_INT(fp_server_alloc(&s, r, out, cache), 0);
 	CHECK_EQ_INT(fp_server_start(s, 60000), 0);
-	CHECK_EQ_INT(fp_listen_open(&l, s, addr, 8), 0);
+	CHECK_EQ_INT(fp_listen_open(&l, s, addr, 8, NULL), 0);
 	if (!l)
 		goto out;
 
