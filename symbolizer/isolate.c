@@ -1,8 +1,10 @@
-/* isolate.c: fork, build the table, send it back through a pipe. */
+/* isolate.c: fork, confine the child, build the table, send it back
+ * through a pipe. */
 #include "isolate.h"
 #include "cfi.h"
 #include "files.h"
 #include "elfsyms.h"
+#include "seccomp.h"
 #include "symtab.h"
 #include "unwind_table.h"
 
@@ -12,7 +14,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +41,47 @@ static int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
+/* What the builders (libelf on a mapping, libdwarf, liblzma, the
+ * demangler, malloc) and the way back (write, exit) use, and what a crash
+ * needs to end in its signal (abort: tgkill).  No open, no socket, no
+ * exec, no fork. */
+static const int child_calls[] = {
+	SYS_read, SYS_pread64, SYS_readv, SYS_lseek, SYS_fstat, SYS_newfstatat, SYS_close,
+	SYS_write, SYS_writev, SYS_brk, SYS_mmap, SYS_munmap, SYS_mremap, SYS_mprotect,
+	SYS_madvise, SYS_futex, SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn,
+	SYS_sigaltstack, SYS_getpid, SYS_gettid, SYS_tgkill, SYS_clock_gettime, SYS_getrandom,
+	SYS_sysinfo, SYS_exit, SYS_exit_group,
+};
+
+/* keep_only: close every descriptor but stderr (warnings, sanitizer
+ * reports) and those in keep. */
+static void keep_only(int a, int b)
+{
+	int keep[3] = { STDERR_FILENO, a < b ? a : b, a < b ? b : a };
+	unsigned from = 0;
+
+	for (int i = 0; i < 3; i++) {
+		if ((unsigned)keep[i] > from)
+			close_range(from, (unsigned)keep[i] - 1, 0);
+		if ((unsigned)keep[i] + 1 > from)
+			from = (unsigned)keep[i] + 1;
+	}
+	close_range(from, ~0u, 0);
+}
+
+/* confine: what the child holds and may do: fd and out, an empty
+ * environment (the upload token is set in the server's), no new
+ * privileges, the calls of child_calls.  0 or -errno. */
+static int confine(int fd, int out)
+{
+	keep_only(fd, out);
+	if (clearenv())
+		return -ENOMEM;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return fp_seccomp_allow(child_calls, sizeof(child_calls) / sizeof(child_calls[0]), 0);
+}
+
 static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned seconds, int out)
 {
 	struct rlimit mem = { FP_ISOLATE_MEMORY, FP_ISOLATE_MEMORY };
@@ -55,7 +100,9 @@ static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned 
 #endif
 	setrlimit(RLIMIT_CPU, &cpu);
 	signal(SIGPIPE, SIG_DFL);
-	h.ih_err = build(fd, &blob, &len);
+	h.ih_err = confine(fd, out);
+	if (!h.ih_err)
+		h.ih_err = build(fd, &blob, &len);
 	h.ih_len = h.ih_err ? 0 : len;
 	if (fp_write_all(out, &h, sizeof(h)) || (h.ih_len && fp_write_all(out, blob, len)))
 		_exit(1);

@@ -6,6 +6,16 @@
  * crash, loop or allocate without bound.  So the table is built in a
  * forked child with limits on memory and CPU time, and comes back through
  * a pipe; the parent checks it like any blob read from disk.
+ *
+ * The child holds nothing worth taking and can reach nothing: before it
+ * reads a byte it closes every descriptor but the file, the pipe and
+ * stderr, clears its environment (the server's holds the upload token),
+ * sets no_new_privs and installs a seccomp filter under which only
+ * reading the file, memory, writing to what it holds and exiting work
+ * (open, socket, exec, fork and the rest fail with EPERM).  The server
+ * itself reads no more of a file from outside than fp_elfnote_* (a few
+ * bounded preads) before the child has checked it.  Any thread may call
+ * these functions; each call forks its own child.
  */
 #ifndef FP_ISOLATE_H
 #define FP_ISOLATE_H

