@@ -43,10 +43,10 @@ static int read_all(int fd, void *buf, size_t len)
 
 /* What the builders (libelf on a mapping, libdwarf, liblzma, the
  * demangler, malloc) and the way back (write, exit) use, and what a crash
- * needs to end in its signal (abort: tgkill).  No open, no socket, no
- * exec, no fork. */
+ * needs to end in its signal (abort: tgkill); libelf checks its fd with
+ * fcntl.  No open, no socket, no exec, no fork. */
 static const int child_calls[] = {
-	SYS_read, SYS_pread64, SYS_readv, SYS_lseek, SYS_fstat, SYS_newfstatat, SYS_close,
+	SYS_read, SYS_pread64, SYS_readv, SYS_lseek, SYS_fstat, SYS_newfstatat, SYS_fcntl, SYS_close,
 	SYS_write, SYS_writev, SYS_brk, SYS_mmap, SYS_munmap, SYS_mremap, SYS_mprotect,
 	SYS_madvise, SYS_futex, SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn,
 	SYS_sigaltstack, SYS_getpid, SYS_gettid, SYS_tgkill, SYS_clock_gettime, SYS_getrandom,

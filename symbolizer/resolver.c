@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -483,13 +484,53 @@ static int ingest_fd(struct fp_resolver *r, int fd, const struct fp_build_id *id
 	return fp_elf_symtab_isolated(fd, blob, len);
 }
 
-static int ingest_file(struct fp_resolver *r, const char *path, const struct fp_build_id *id,
-		       void **blob, size_t *len)
+/* Whether a path may be a link: files of the debug directory, which the
+ * operator installs (Fedora's .build-id entries are links), may; paths an
+ * agent reported, and those derived from them, may not. */
+enum { PATH_REPORTED, PATH_OPERATOR };
+
+/* open_regular: path opened for reading if it is a regular file: never a
+ * FIFO or device, whose open or read would block this worker (and every
+ * agent waiting on it), and, for a reported path, never a symbolic link.
+ * fd, -ENOENT or another errno of open, or -EINVAL (refused: counted in
+ * rs_paths_refused). */
+static int open_regular(struct fp_resolver *r, const char *path, int trust)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	int nofollow = trust == PATH_REPORTED ? O_NOFOLLOW : 0, fd, err;
+	struct stat st;
+
+	/* Checked before the open, for the devices whose open does something;
+	 * O_NONBLOCK covers one swapped in between. */
+	err = nofollow ? lstat(path, &st) : stat(path, &st);
+	if (err)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		goto refused;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | nofollow);
+	if (fd < 0) {
+		if (errno != ELOOP) /* ELOOP: a link swapped in */
+			return -errno;
+		goto refused;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		goto refused;
+	}
+	return fd;
+refused:
+	pthread_mutex_lock(&r->rv_lock);
+	r->rv_stats.rs_paths_refused++;
+	pthread_mutex_unlock(&r->rv_lock);
+	return -EINVAL;
+}
+
+static int ingest_file(struct fp_resolver *r, const char *path, int trust,
+		       const struct fp_build_id *id, void **blob, size_t *len)
+{
+	int fd = open_regular(r, path, trust), err;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = ingest_fd(r, fd, id, blob, len);
 	close(fd);
 	return err;
@@ -512,7 +553,7 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 	char name[256], dir[4096], cand[3][4500];
 	uint32_t want, crc;
 	const char *slash = strrchr(path, '/');
-	int fd = open(path, O_RDONLY | O_CLOEXEC), i, err;
+	int fd = open_regular(r, path, PATH_REPORTED), i, err;
 
 	if (fd < 0)
 		return prev;
@@ -532,7 +573,7 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 
 		if (strcmp(cand[i], path) == 0 || (i == 2 && !r->rv_debug_dir))
 			continue;
-		fd = open(cand[i], O_RDONLY | O_CLOEXEC);
+		fd = open_regular(r, cand[i], PATH_REPORTED);
 		if (fd < 0)
 			continue;
 		err = fp_elf_debuglink_crc(fd, &crc);
@@ -572,12 +613,12 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 			fp_build_id_hex(cand[i], hex);
 			snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir,
 				 hex, hex + 2);
-			err = ingest_file(r, file, id, blob, len);
+			err = ingest_file(r, file, PATH_OPERATOR, id, blob, len);
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
 		*asked |= 1u << (*hit = FP_SOURCE_LOCAL);
-		err = ingest_file(r, path, id, blob, len);
+		err = ingest_file(r, path, PATH_REPORTED, id, blob, len);
 		/* A stripped binary names its detached debug file. */
 		if (!err_is_final(err))
 			err = ingest_debuglink(r, path, id, blob, len, err);
@@ -586,7 +627,7 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 	if (err && r->rv_proc_root && pid && path && path[0] == '/') {
 		*asked |= 1u << (*hit = FP_SOURCE_CONTAINER);
 		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
-		err = ingest_file(r, file, id, blob, len);
+		err = ingest_file(r, file, PATH_REPORTED, id, blob, len);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
@@ -778,12 +819,13 @@ int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, c
 
 /* unwind_try: compile and store the table of the file at path if it is
  * id's and has CFI. */
-static int unwind_try(struct fp_resolver *r, const char *path, const struct fp_build_id *id)
+static int unwind_try(struct fp_resolver *r, const char *path, int trust,
+		      const struct fp_build_id *id)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	int fd = open_regular(r, path, trust), err;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = same_build(fd, id);
 	if (!err)
 		err = ingest_unwind(r, fd, id);
@@ -800,16 +842,16 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 	int err = -ENOENT;
 
 	if (r->rv_local_files && path)
-		err = unwind_try(r, path, id);
+		err = unwind_try(r, path, PATH_REPORTED, id);
 	if (err && r->rv_proc_root && pid && path) {
 		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
-		err = unwind_try(r, file, id);
+		err = unwind_try(r, file, PATH_REPORTED, id);
 	}
 	if (err && r->rv_debug_dir) {
 		fp_build_id_hex(id, hex);
 		snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir, hex,
 			 hex + 2);
-		err = unwind_try(r, file, id);
+		err = unwind_try(r, file, PATH_OPERATOR, id);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
