@@ -46,18 +46,19 @@ static int read_all(int fd, void *buf, size_t len)
  * needs to end in its signal (abort: tgkill); libelf checks its fd with
  * fcntl.  No open, no socket, no exec, no fork. */
 static const int child_calls[] = {
-	SYS_read, SYS_pread64, SYS_readv, SYS_lseek, SYS_fstat, SYS_newfstatat, SYS_fcntl, SYS_close,
-	SYS_write, SYS_writev, SYS_brk, SYS_mmap, SYS_munmap, SYS_mremap, SYS_mprotect,
-	SYS_madvise, SYS_futex, SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn,
-	SYS_sigaltstack, SYS_getpid, SYS_gettid, SYS_tgkill, SYS_clock_gettime, SYS_getrandom,
-	SYS_sysinfo, SYS_exit, SYS_exit_group,
+    SYS_read,	     SYS_pread64, SYS_readv,	    SYS_lseek,		SYS_fstat,
+    SYS_newfstatat,  SYS_fcntl,	  SYS_close,	    SYS_write,		SYS_writev,
+    SYS_brk,	     SYS_mmap,	  SYS_munmap,	    SYS_mremap,		SYS_mprotect,
+    SYS_madvise,     SYS_futex,	  SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn,
+    SYS_sigaltstack, SYS_getpid,  SYS_gettid,	    SYS_tgkill,		SYS_clock_gettime,
+    SYS_getrandom,   SYS_sysinfo, SYS_exit,	    SYS_exit_group,
 };
 
 /* keep_only: close every descriptor but stderr (warnings, sanitizer
  * reports) and those in keep. */
 static void keep_only(int a, int b)
 {
-	int keep[3] = { STDERR_FILENO, a < b ? a : b, a < b ? b : a };
+	int keep[3] = {STDERR_FILENO, a < b ? a : b, a < b ? b : a};
 	unsigned from = 0;
 
 	for (int i = 0; i < 3; i++) {
