@@ -46,12 +46,17 @@ static int read_all(int fd, void *buf, size_t len)
  * needs to end in its signal (abort: tgkill); libelf checks its fd with
  * fcntl.  No open, no socket, no exec, no fork. */
 static const int child_calls[] = {
-    SYS_read,	     SYS_pread64, SYS_readv,	    SYS_lseek,		SYS_fstat,
-    SYS_newfstatat,  SYS_fcntl,	  SYS_close,	    SYS_write,		SYS_writev,
-    SYS_brk,	     SYS_mmap,	  SYS_munmap,	    SYS_mremap,		SYS_mprotect,
-    SYS_madvise,     SYS_futex,	  SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn,
-    SYS_sigaltstack, SYS_getpid,  SYS_gettid,	    SYS_tgkill,		SYS_clock_gettime,
-    SYS_getrandom,   SYS_sysinfo, SYS_exit,	    SYS_exit_group,
+	/* the file it holds (pwrite: a fetch marks sections absent) */
+	SYS_read, SYS_pread64, SYS_readv, SYS_pwrite64, SYS_lseek, SYS_fstat, SYS_newfstatat,
+	SYS_fcntl, SYS_close,
+	/* the way back, and stderr */
+	SYS_write, SYS_writev,
+	/* memory */
+	SYS_brk, SYS_mmap, SYS_munmap, SYS_mremap, SYS_mprotect, SYS_madvise,
+	/* signals, locks, time, exit */
+	SYS_futex, SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_sigaltstack,
+	SYS_getpid, SYS_gettid, SYS_tgkill, SYS_clock_gettime, SYS_getrandom, SYS_sysinfo,
+	SYS_exit, SYS_exit_group,
 };
 
 /* keep_only: close every descriptor but stderr (warnings, sanitizer
@@ -83,7 +88,8 @@ static int confine(int fd, int out)
 	return fp_seccomp_allow(child_calls, sizeof(child_calls) / sizeof(child_calls[0]), 0);
 }
 
-static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned seconds, int out)
+static void __attribute__((noreturn)) child(fp_isolate_fn fn, void *arg, int fd, unsigned seconds,
+					    int out)
 {
 	struct rlimit mem = { FP_ISOLATE_MEMORY, FP_ISOLATE_MEMORY };
 	struct rlimit cpu = { seconds, seconds };
@@ -103,15 +109,15 @@ static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned 
 	signal(SIGPIPE, SIG_DFL);
 	h.ih_err = confine(fd, out);
 	if (!h.ih_err)
-		h.ih_err = build(fd, &blob, &len);
+		h.ih_err = fn(arg, fd, &blob, &len);
 	h.ih_len = h.ih_err ? 0 : len;
 	if (fp_write_all(out, &h, sizeof(h)) || (h.ih_len && fp_write_all(out, blob, len)))
 		_exit(1);
 	_exit(0);
 }
 
-int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsigned cpu_seconds,
-			     void **blob, size_t *len)
+int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsigned cpu_seconds,
+		    void **blob, size_t *len)
 {
 	struct isolate_header h;
 	int pipefd[2], status, err = -ECHILD;
@@ -129,7 +135,7 @@ int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsig
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		child(build, fd, cpu_seconds, pipefd[1]);
+		child(fn, arg, fd, cpu_seconds, pipefd[1]);
 	}
 	close(pipefd[1]);
 	/* Read while the child writes: a large table does not fit a pipe. */
@@ -155,6 +161,24 @@ int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsig
 	*blob = buf;
 	*len = h.ih_len;
 	return 0;
+}
+
+/* A table builder is a call without an argument. */
+struct builder {
+	fp_build_fn bd_build;
+};
+
+static int call_builder(void *arg, int fd, void **blob, size_t *len)
+{
+	return ((const struct builder *)arg)->bd_build(fd, blob, len);
+}
+
+int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsigned cpu_seconds,
+			     void **blob, size_t *len)
+{
+	struct builder b = { build };
+
+	return fp_isolate_call(call_builder, &b, check, fd, cpu_seconds, blob, len);
 }
 
 static int symtab_check(const void *blob, size_t len)

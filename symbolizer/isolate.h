@@ -32,6 +32,18 @@ typedef int (*fp_build_fn)(int fd, void **blob, size_t *len);
  * formed. */
 typedef int (*fp_check_fn)(const void *blob, size_t len);
 
+/* A call made in the child: arg is the caller's memory as it was at the
+ * fork (the child's own copy); the result goes back in *blob (malloc'd,
+ * *len bytes).  0 or a negative errno, passed back to the caller. */
+typedef int (*fp_isolate_fn)(void *arg, int fd, void **blob, size_t *len);
+
+/* fp_isolate_call: fn(arg, fd, ...) in a confined child process.  Its
+ * results, or -ECHILD when the child crashed, ran out of CPU time
+ * (cpu_seconds) or memory, or returned a blob that check refuses; or
+ * the errno of pipe2 or fork.  The caller frees *blob. */
+int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsigned cpu_seconds,
+		    void **blob, size_t *len);
+
 /* fp_isolate_build_checked: build(fd, ...) in a child process.  Its
  * results, or -ECHILD when the child crashed, ran out of CPU time
  * (cpu_seconds) or memory, or returned a blob that check refuses.  The
