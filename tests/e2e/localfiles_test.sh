@@ -16,7 +16,7 @@ metric_ge() { [ "$(metric "$1" "$2")" -ge "$3" ]; } # metric_ge HPORT NAME MIN
 # session ADDR NAME N PATH ID: a hello and one batch of session N with a
 # mapping at PATH of build-ID ID; both replies in $TMP/NAME.replies
 session() {
-	"$SEND" --hello "$TMP/$2.hello" "$3"
+	"$SEND" --hello "$TMP/$2.hello" nngsend "$3"
 	"$SEND" --batch 1 "$TMP/$2.batch" "$3" "$4" "$5"
 	{ "$SEND" "$1" "$TMP/$2.hello"; "$SEND" "$1" "$TMP/$2.batch"; } > "$TMP/$2.replies"
 }

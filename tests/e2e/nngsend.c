@@ -2,9 +2,10 @@
  * and prints the reply, so the tests can feed it anything.
  *
  *   nngsend ADDR FILE        send FILE's bytes ("-": stdin)
- *   nngsend --hello FILE [SESSION]
- *                            write a valid hello message to FILE (session
- *                            42 unless given)
+ *   nngsend --hello FILE [HOST [SESSION]]
+ *                            write a valid hello message to FILE, of host
+ *                            "nngsend" or HOST (any bytes), session 42 or
+ *                            SESSION
  *   nngsend --batch SEQ FILE [SESSION PATH BUILDID]
  *                            write batch SEQ of the hello's session to FILE:
  *                            10 samples of one two-frame stack in a user
@@ -20,7 +21,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
-static int dump_hello(const char *path, uint64_t session)
+static int dump_hello(const char *path, const char *host, uint64_t session)
 {
 	struct fp_hello h = { .fh_session = session, .fh_host = "nngsend", .fh_boot_id = "b",
 			      .fh_kernel_release = "r", .fh_agent_version = "t", .fh_frequency = 99,
@@ -29,6 +30,8 @@ static int dump_hello(const char *path, uint64_t session)
 	char *buf;
 	FILE *f;
 
+	if (host)
+		h.fh_host = (char *)host;
 	if (fp_wire_encode_hello(&h, &buf, &len) || !(f = fopen(path, "wb")))
 		return 1;
 	fwrite(buf, 1, len, f);
@@ -95,8 +98,9 @@ int main(int argc, char **argv)
 	size_t rlen;
 	FILE *f;
 
-	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "--hello"))
-		return dump_hello(argv[2], argc == 4 ? strtoull(argv[3], NULL, 10) : 42);
+	if (argc >= 3 && argc <= 5 && !strcmp(argv[1], "--hello"))
+		return dump_hello(argv[2], argc >= 4 ? argv[3] : NULL,
+				  argc == 5 ? strtoull(argv[4], NULL, 10) : 42);
 	if (argc == 4 && !strcmp(argv[1], "--batch")) {
 		struct fp_build_id id = { .fb_len = 20, .fb_data = { 0xfe, 0xed, 0x01 } };
 		return dump_batch(argv[2], argv[3], 42, "/nonexistent/app", &id);
@@ -108,7 +112,7 @@ int main(int argc, char **argv)
 		return dump_batch(argv[2], argv[3], strtoull(argv[4], NULL, 10), argv[5], &id);
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: nngsend ADDR FILE | nngsend --hello FILE [SESSION] | "
+		fprintf(stderr, "usage: nngsend ADDR FILE | nngsend --hello FILE [HOST [SESSION]] | "
 				"nngsend --batch SEQ FILE [SESSION PATH BUILDID]\n");
 		return 2;
 	}
