@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define NOTE_ALIGN(x)	  (((x) + 3u) & ~(size_t)3u)
-#define MAX_PHDRS	  256
-#define MAX_NOTE_BYTES	  4096
+#define NOTE_ALIGN(x) (((x) + 3u) & ~(size_t)3u)
+#define MAX_PHDRS 256
+#define MAX_NOTE_BYTES 4096
 #define MAX_NOTE_SECTIONS 16
-#define MAX_NAME	  64 /* of a section looked up by name, with the NUL */
+#define MAX_NAME 64 /* of a section looked up by name, with the NUL */
 
 /* note_desc: the descriptor of the first note in a buffer of raw notes
  * with this type and name whose descriptor is 1 to max_desc bytes, or
@@ -50,8 +50,8 @@ static const unsigned char *note_desc(const unsigned char *p, size_t len, uint32
 int fp_elfnote_find(const void *notes, size_t len, struct fp_build_id *id)
 {
 	size_t n;
-	const unsigned char *d =
-	    note_desc(notes, len, NT_GNU_BUILD_ID, "GNU", 4, FP_BUILD_ID_MAX, &n);
+	const unsigned char *d = note_desc(notes, len, NT_GNU_BUILD_ID, "GNU", 4,
+					   FP_BUILD_ID_MAX, &n);
 
 	if (!d)
 		return -ENOENT;
@@ -110,8 +110,7 @@ static int read_header(int fd, struct elf_header *h)
 	h->eh_is64 = ident[EI_CLASS] == ELFCLASS64;
 	if (!h->eh_is64 && ident[EI_CLASS] != ELFCLASS32)
 		return -EINVAL;
-	if (ident[EI_DATA] !=
-	    (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+	if (ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
 		return -EINVAL;
 	if (h->eh_is64) {
 		Elf64_Ehdr eh;
@@ -154,13 +153,13 @@ static int note_segments(int fd, const struct elf_header *h, struct note_seg *se
 			if ((err = read_exact(fd, &ph, sizeof(ph), h->eh_phoff + i * sizeof(ph))))
 				return err;
 			if (ph.p_type == PT_NOTE)
-				segs[n++] = (struct note_seg){ph.p_offset, ph.p_filesz};
+				segs[n++] = (struct note_seg){ ph.p_offset, ph.p_filesz };
 		} else {
 			Elf32_Phdr ph;
 			if ((err = read_exact(fd, &ph, sizeof(ph), h->eh_phoff + i * sizeof(ph))))
 				return err;
 			if (ph.p_type == PT_NOTE)
-				segs[n++] = (struct note_seg){ph.p_offset, ph.p_filesz};
+				segs[n++] = (struct note_seg){ ph.p_offset, ph.p_filesz };
 		}
 	}
 	*nsegs = n;
@@ -178,13 +177,15 @@ static int section_header(int fd, const struct elf_header *h, unsigned i,
 		Elf64_Shdr sh;
 		if ((err = read_exact(fd, &sh, sizeof(sh), h->eh_shoff + i * sizeof(sh))))
 			return err;
-		*s = (struct fp_elfnote_section){sh.sh_type, sh.sh_flags, sh.sh_offset, sh.sh_size};
+		*s = (struct fp_elfnote_section){ sh.sh_type, sh.sh_flags, sh.sh_offset,
+						  sh.sh_size };
 		*name = sh.sh_name;
 	} else {
 		Elf32_Shdr sh;
 		if ((err = read_exact(fd, &sh, sizeof(sh), h->eh_shoff + i * sizeof(sh))))
 			return err;
-		*s = (struct fp_elfnote_section){sh.sh_type, sh.sh_flags, sh.sh_offset, sh.sh_size};
+		*s = (struct fp_elfnote_section){ sh.sh_type, sh.sh_flags, sh.sh_offset,
+						  sh.sh_size };
 		*name = sh.sh_name;
 	}
 	return 0;
@@ -202,7 +203,7 @@ static int note_sections(int fd, const struct elf_header *h, struct note_seg *se
 		if ((err = section_header(fd, h, i, &s, &name)))
 			return err;
 		if (s.es_type == SHT_NOTE)
-			segs[n++] = (struct note_seg){s.es_offset, s.es_size};
+			segs[n++] = (struct note_seg){ s.es_offset, s.es_size };
 	}
 	*nsegs = n;
 	return 0;

@@ -25,7 +25,7 @@
 int fp_seccomp_allow(const int *calls, size_t n, unsigned flags)
 {
 	struct sock_filter prog[5 + MAX_CALLS + 2];
-	struct sock_fprog fprog = {.filter = prog};
+	struct sock_fprog fprog = { .filter = prog };
 	size_t len = 0;
 
 	if (n > MAX_CALLS)
@@ -37,8 +37,8 @@ int fp_seccomp_allow(const int *calls, size_t n, unsigned flags)
 	prog[len++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						   offsetof(struct seccomp_data, nr));
 	/* x32's calls are numbered from bit 30 on x86_64: none allowed */
-	prog[len++] =
-	    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, (uint8_t)n, 0);
+	prog[len++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u,
+						   (uint8_t)n, 0);
 	for (size_t i = 0; i < n; i++)
 		prog[len++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 							   (uint32_t)calls[i], (uint8_t)(n - i), 0);

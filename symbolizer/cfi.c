@@ -1131,7 +1131,7 @@ int fp_cfi_compile(int fd, void **blob, size_t *len)
  * server, before the isolated child compiles the table. */
 int fp_cfi_has_cfi(int fd)
 {
-	static const char *const names[] = {".eh_frame", ".debug_frame"};
+	static const char *const names[] = { ".eh_frame", ".debug_frame" };
 	struct fp_elfnote_section s;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

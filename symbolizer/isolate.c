@@ -63,7 +63,7 @@ static const int child_calls[] = {
  * reports) and those in keep. */
 static void keep_only(int a, int b)
 {
-	int keep[3] = {STDERR_FILENO, a < b ? a : b, a < b ? b : a};
+	int keep[3] = { STDERR_FILENO, a < b ? a : b, a < b ? b : a };
 	unsigned from = 0;
 
 	for (int i = 0; i < 3; i++) {

@@ -48,9 +48,9 @@ struct reach {
 	int rc_open_errno;   /* of open("/etc/passwd") */
 	int rc_socket_errno; /* of socket() */
 	int rc_fork_errno;   /* of fork() */
-	int rc_nfds;	     /* descriptors open, of the first 1024 */
-	int rc_fds[8];	     /* the first 8 of them */
-	int rc_nenv;	     /* environment variables */
+	int rc_nfds;         /* descriptors open, of the first 1024 */
+	int rc_fds[8];       /* the first 8 of them */
+	int rc_nenv;         /* environment variables */
 };
 
 extern char **environ;

@@ -271,8 +271,8 @@ static void test_unsafe_paths(void)
 {
 	char tmp[] = "/tmp/resolver_paths.XXXXXX", cache[64], plain[64], fifo[64], link[64],
 	     cmd[4300], self[4096];
-	const char *paths[] = {fifo, link, "/dev/zero", "/tmp", plain};
-	struct fp_resolver_opts o = {.ro_local_files = 1};
+	const char *paths[] = { fifo, link, "/dev/zero", "/tmp", plain };
+	struct fp_resolver_opts o = { .ro_local_files = 1 };
 	struct fp_resolver_stats st;
 	struct fp_build_id id;
 	struct fp_resolver *r;
