@@ -7,6 +7,7 @@
 #include "intern.h"
 #include "isolate.h"
 #include "log.h"
+#include "openroot.h"
 #include "symtab.h"
 #include "unwind_table.h"
 
@@ -492,13 +493,25 @@ enum { PATH_REPORTED, PATH_OPERATOR };
 /* open_regular: path opened for reading if it is a regular file: never a
  * FIFO or device, whose open or read would block this worker (and every
  * agent waiting on it), and, for a reported path, never a symbolic link.
- * fd, -ENOENT or another errno of open, or -EINVAL (refused: counted in
+ * A pid (not 0) names the process whose root the path is resolved in,
+ * every component inside it and none a link (openroot.h).  fd, -ENOENT or
+ * another errno of open, or -EINVAL (refused: counted in
  * rs_paths_refused). */
-static int open_regular(struct fp_resolver *r, const char *path, int trust)
+static int open_regular(struct fp_resolver *r, uint32_t pid, const char *path, int trust)
 {
 	int nofollow = trust == PATH_REPORTED ? O_NOFOLLOW : 0, fd, err;
+	char root[32];
 	struct stat st;
 
+	if (pid) {
+		snprintf(root, sizeof(root), "/proc/%u/root", pid);
+		fd = fp_open_in_root(root, path);
+		if (fd == -ELOOP)
+			goto refused;
+		if (fd < 0)
+			return fd;
+		goto opened;
+	}
 	/* Checked before the open, for the devices whose open does something;
 	 * O_NONBLOCK covers one swapped in between. */
 	err = nofollow ? lstat(path, &st) : stat(path, &st);
@@ -512,6 +525,7 @@ static int open_regular(struct fp_resolver *r, const char *path, int trust)
 			return -errno;
 		goto refused;
 	}
+opened:
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
 		goto refused;
@@ -524,10 +538,10 @@ refused:
 	return -EINVAL;
 }
 
-static int ingest_file(struct fp_resolver *r, const char *path, int trust,
+static int ingest_file(struct fp_resolver *r, uint32_t pid, const char *path, int trust,
 		       const struct fp_build_id *id, void **blob, size_t *len)
 {
-	int fd = open_regular(r, path, trust), err;
+	int fd = open_regular(r, pid, path, trust), err;
 
 	if (fd < 0)
 		return fd;
@@ -553,7 +567,7 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 	char name[256], dir[4096], cand[3][4500];
 	uint32_t want, crc;
 	const char *slash = strrchr(path, '/');
-	int fd = open_regular(r, path, PATH_REPORTED), i, err;
+	int fd = open_regular(r, 0, path, PATH_REPORTED), i, err;
 
 	if (fd < 0)
 		return prev;
@@ -573,7 +587,7 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 
 		if (strcmp(cand[i], path) == 0 || (i == 2 && !r->rv_debug_dir))
 			continue;
-		fd = open_regular(r, cand[i], PATH_REPORTED);
+		fd = open_regular(r, 0, cand[i], PATH_REPORTED);
 		if (fd < 0)
 			continue;
 		err = fp_elf_debuglink_crc(fd, &crc);
@@ -613,12 +627,12 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 			fp_build_id_hex(cand[i], hex);
 			snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir,
 				 hex, hex + 2);
-			err = ingest_file(r, file, PATH_OPERATOR, id, blob, len);
+			err = ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
 		*asked |= 1u << (*hit = FP_SOURCE_LOCAL);
-		err = ingest_file(r, path, PATH_REPORTED, id, blob, len);
+		err = ingest_file(r, 0, path, PATH_REPORTED, id, blob, len);
 		/* A stripped binary names its detached debug file. */
 		if (!err_is_final(err))
 			err = ingest_debuglink(r, path, id, blob, len, err);
@@ -626,8 +640,7 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 	/* A container's files: its mount namespace, seen through procfs. */
 	if (err && r->rv_proc_root && pid && path && path[0] == '/') {
 		*asked |= 1u << (*hit = FP_SOURCE_CONTAINER);
-		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
-		err = ingest_file(r, file, PATH_REPORTED, id, blob, len);
+		err = ingest_file(r, pid, path, PATH_REPORTED, id, blob, len);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
@@ -819,10 +832,10 @@ int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, c
 
 /* unwind_try: compile and store the table of the file at path if it is
  * id's and has CFI. */
-static int unwind_try(struct fp_resolver *r, const char *path, int trust,
+static int unwind_try(struct fp_resolver *r, uint32_t pid, const char *path, int trust,
 		      const struct fp_build_id *id)
 {
-	int fd = open_regular(r, path, trust), err;
+	int fd = open_regular(r, pid, path, trust), err;
 
 	if (fd < 0)
 		return fd;
@@ -842,16 +855,14 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 	int err = -ENOENT;
 
 	if (r->rv_local_files && path)
-		err = unwind_try(r, path, PATH_REPORTED, id);
-	if (err && r->rv_proc_root && pid && path) {
-		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
-		err = unwind_try(r, file, PATH_REPORTED, id);
-	}
+		err = unwind_try(r, 0, path, PATH_REPORTED, id);
+	if (err && r->rv_proc_root && pid && path)
+		err = unwind_try(r, pid, path, PATH_REPORTED, id);
 	if (err && r->rv_debug_dir) {
 		fp_build_id_hex(id, hex);
 		snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir, hex,
 			 hex + 2);
-		err = unwind_try(r, file, PATH_OPERATOR, id);
+		err = unwind_try(r, 0, file, PATH_OPERATOR, id);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
