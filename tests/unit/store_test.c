@@ -197,14 +197,19 @@ static void test_layout(void)
 	CHECK_EQ_INT(fp_store_open(&s, ""), -EINVAL);
 }
 
+/* classify_path: fp_store_classify of the file at path; CHECKs that the
+ * isolated child (what the server runs on uploads) says the same. */
 static int classify_path(const char *path, int *kinds)
 {
-	int fd = open(path, O_RDONLY), err;
+	int fd = open(path, O_RDONLY), err, err2, kinds2 = -1;
 
 	if (fd < 0)
 		return -errno;
 	err = fp_store_classify(fd, kinds);
+	err2 = fp_store_classify_isolated(fd, &kinds2);
 	close(fd);
+	CHECK_EQ_INT(err2, err);
+	CHECK(err || kinds2 == *kinds);
 	return err;
 }
 
