@@ -49,7 +49,7 @@ static const int child_calls[] = {
 	/* the file it holds (pwrite: a fetch marks sections absent) */
 	SYS_read, SYS_pread64, SYS_readv, SYS_pwrite64, SYS_lseek, SYS_fstat, SYS_newfstatat,
 	SYS_fcntl, SYS_close,
-	/* the way back, and stderr */
+	/* the way back (and stderr under sanitizers) */
 	SYS_write, SYS_writev,
 	/* memory */
 	SYS_brk, SYS_mmap, SYS_munmap, SYS_mremap, SYS_mprotect, SYS_madvise,
@@ -59,14 +59,25 @@ static const int child_calls[] = {
 	SYS_exit, SYS_exit_group,
 };
 
-/* keep_only: close every descriptor but stderr (warnings, sanitizer
- * reports) and those in keep. */
+/* keep_only: close every descriptor but a and b; and stderr in sanitizer
+ * builds, for their reports.  Not otherwise: the server's log is no place
+ * for what a parser taken over would write (the upload token is in its
+ * memory). */
 static void keep_only(int a, int b)
 {
-	int keep[3] = { STDERR_FILENO, a < b ? a : b, a < b ? b : a };
+#ifdef __SANITIZE_ADDRESS__
+	int keep[3] = { a, b, STDERR_FILENO }, n = 3;
+#else
+	int keep[3] = { a, b }, n = 2;
+#endif
 	unsigned from = 0;
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 1; i < n; i++) /* sorted */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1], keep[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++) {
 		if ((unsigned)keep[i] > from)
 			close_range(from, (unsigned)keep[i] - 1, 0);
 		if ((unsigned)keep[i] + 1 > from)
@@ -76,7 +87,7 @@ static void keep_only(int a, int b)
 }
 
 /* confine: what the child holds and may do: fd and out, an empty
- * environment (the upload token is set in the server's), no new
+ * environment (the server's may hold the upload token), no new
  * privileges, the calls of child_calls.  0 or -errno. */
 static int confine(int fd, int out)
 {

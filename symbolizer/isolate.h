@@ -8,8 +8,8 @@
  * a pipe; the parent checks it like any blob read from disk.
  *
  * The child holds nothing worth taking and can reach nothing: before it
- * reads a byte it closes every descriptor but the file, the pipe and
- * stderr, clears its environment (the server's holds the upload token),
+ * reads a byte it closes every descriptor but the file and the pipe
+ * (stderr included: the server's log), clears its environment (the server's holds the upload token),
  * sets no_new_privs and installs a seccomp filter under which only
  * reading the file, memory, writing to what it holds and exiting work
  * (open, socket, exec, fork and the rest fail with EPERM).  The server
