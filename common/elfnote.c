@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #define MAX_NOTE_BYTES 4096
 #define MAX_NOTE_SECTIONS 16
 #define MAX_NAME 64 /* of a section looked up by name, with the NUL */
+#define MAX_NAMES (64u << 10) /* of the section name table read */
+#define SHDR_CHUNK 64 /* section headers read at once */
 
 /* note_desc: the descriptor of the first note in a buffer of raw notes
  * with this type and name whose descriptor is 1 to max_desc bytes, or
@@ -166,24 +169,52 @@ static int note_segments(int fd, const struct elf_header *h, struct note_seg *se
 	return 0;
 }
 
+/* A cursor over the section headers, which it reads SHDR_CHUNK at a time:
+ * a hostile file may declare 65,279 of them. */
+struct shdr_cursor {
+	const struct elf_header *sc_h;
+	int sc_fd;
+	unsigned sc_first, sc_count; /* the headers in sc_buf */
+	unsigned char sc_buf[SHDR_CHUNK * sizeof(Elf64_Shdr)];
+};
+
+static void shdr_cursor_init(struct shdr_cursor *c, int fd, const struct elf_header *h)
+{
+	c->sc_h = h;
+	c->sc_fd = fd;
+	c->sc_first = c->sc_count = 0;
+}
+
 /* section_header: section i's header, and the offset of its name in the
  * section name table. */
-static int section_header(int fd, const struct elf_header *h, unsigned i,
-			  struct fp_elfnote_section *s, uint32_t *name)
+static int section_header(struct shdr_cursor *c, unsigned i, struct fp_elfnote_section *s,
+			  uint32_t *name)
 {
+	const struct elf_header *h = c->sc_h;
+	size_t entsize = h->eh_is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	const unsigned char *p;
 	int err;
 
+	if (i >= h->eh_shnum)
+		return -EINVAL;
+	if (i < c->sc_first || i - c->sc_first >= c->sc_count) {
+		unsigned n = h->eh_shnum - i < SHDR_CHUNK ? h->eh_shnum - i : SHDR_CHUNK;
+
+		c->sc_count = 0;
+		if ((err = read_exact(c->sc_fd, c->sc_buf, n * entsize, h->eh_shoff + i * entsize)))
+			return err;
+		c->sc_first = i, c->sc_count = n;
+	}
+	p = c->sc_buf + (i - c->sc_first) * entsize;
 	if (h->eh_is64) {
 		Elf64_Shdr sh;
-		if ((err = read_exact(fd, &sh, sizeof(sh), h->eh_shoff + i * sizeof(sh))))
-			return err;
+		memcpy(&sh, p, sizeof(sh));
 		*s = (struct fp_elfnote_section){ sh.sh_type, sh.sh_flags, sh.sh_offset,
 						  sh.sh_size };
 		*name = sh.sh_name;
 	} else {
 		Elf32_Shdr sh;
-		if ((err = read_exact(fd, &sh, sizeof(sh), h->eh_shoff + i * sizeof(sh))))
-			return err;
+		memcpy(&sh, p, sizeof(sh));
 		*s = (struct fp_elfnote_section){ sh.sh_type, sh.sh_flags, sh.sh_offset,
 						  sh.sh_size };
 		*name = sh.sh_name;
@@ -195,12 +226,14 @@ static int section_header(int fd, const struct elf_header *h, unsigned i,
 static int note_sections(int fd, const struct elf_header *h, struct note_seg *segs, int *nsegs)
 {
 	struct fp_elfnote_section s;
+	struct shdr_cursor c;
 	uint32_t name;
 	unsigned i;
 	int n = 0, err;
 
+	shdr_cursor_init(&c, fd, h);
 	for (i = 1; i < h->eh_shnum && n < *nsegs; i++) {
-		if ((err = section_header(fd, h, i, &s, &name)))
+		if ((err = section_header(&c, i, &s, &name)))
 			return err;
 		if (s.es_type == SHT_NOTE)
 			segs[n++] = (struct note_seg){ s.es_offset, s.es_size };
@@ -258,11 +291,14 @@ int fp_elfnote_build_id(int fd, struct fp_build_id *id)
 
 int fp_elfnote_section(int fd, const char *name, struct fp_elfnote_section *out)
 {
-	size_t want = strlen(name) + 1;
+	size_t want = strlen(name) + 1, have;
 	struct fp_elfnote_section names, s;
+	struct shdr_cursor c;
 	struct elf_header h;
+	char *table = NULL;
 	uint32_t at;
 	unsigned i;
+	ssize_t n;
 	int err;
 
 	if (want > MAX_NAME)
@@ -271,22 +307,38 @@ int fp_elfnote_section(int fd, const char *name, struct fp_elfnote_section *out)
 		return err;
 	if (!h.eh_shnum)
 		return -ENOENT;
-	if ((err = section_header(fd, &h, h.eh_shstrndx, &names, &at)))
+	shdr_cursor_init(&c, fd, &h);
+	if ((err = section_header(&c, h.eh_shstrndx, &names, &at)))
 		return err;
-	if (names.es_type != SHT_STRTAB)
+	if (names.es_type != SHT_STRTAB || names.es_offset > INT64_MAX)
 		return -EINVAL;
-	for (i = 1; i < h.eh_shnum; i++) {
-		char buf[MAX_NAME];
-
-		if ((err = section_header(fd, &h, i, &s, &at)))
-			return err;
-		if (at >= names.es_size || names.es_size - at < want ||
-		    read_exact(fd, buf, want, names.es_offset + at) || memcmp(buf, name, want))
-			continue;
-		*out = s;
-		return 0;
+	/* The names, read once; those past MAX_NAMES bytes match nothing. */
+	have = names.es_size < MAX_NAMES ? (size_t)names.es_size : MAX_NAMES;
+	if (!(table = malloc(have ? have : 1)))
+		return -ENOMEM;
+	n = pread(fd, table, have, (off_t)names.es_offset);
+	if (n < 0) {
+		err = -errno;
+		goto out;
 	}
-	return -ENOENT;
+	have = (size_t)n;
+	err = -ENOENT;
+	for (i = 1; i < h.eh_shnum; i++) {
+		int e = section_header(&c, i, &s, &at);
+
+		if (e) {
+			err = e;
+			break;
+		}
+		if (at < have && have - at >= want && !memcmp(table + at, name, want)) {
+			*out = s;
+			err = 0;
+			break;
+		}
+	}
+out:
+	free(table);
+	return err;
 }
 
 int fp_elfnote_debuglink(int fd, char *name, size_t name_size, uint32_t *crc)

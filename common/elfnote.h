@@ -42,15 +42,18 @@ struct fp_elfnote_section {
 };
 
 /* fp_elfnote_section: the header of the first section named name (at most
- * 63 bytes) in the ELF file open at fd.  0, -ENOENT (none), -EINVAL (not
- * ELF, or malformed section headers) or a negative errno from pread. */
+ * 63 bytes) in the ELF file open at fd; names past the first 64 KiB of
+ * the section name table match nothing.  0, -ENOENT (none), -EINVAL (not
+ * ELF, or malformed section headers), -ENOMEM or a negative errno from
+ * pread. */
 int fp_elfnote_section(int fd, const char *name, struct fp_elfnote_section *out);
 
 /* fp_elfnote_debuglink: the .gnu_debuglink of the ELF file at fd: the
  * name of its detached debug file (a file name, never a path: no '/', not
  * "." or "..") into name (name_size bytes with the NUL), and that file's
  * CRC-32 into *crc.  0, -ENOENT (no debuglink), -EINVAL (malformed),
- * -ENAMETOOLONG (name_size too small) or a negative errno from pread. */
+ * -ENAMETOOLONG (name_size too small), -ENOMEM or a negative errno from
+ * pread. */
 int fp_elfnote_debuglink(int fd, char *name, size_t name_size, uint32_t *crc);
 
 #endif
