@@ -1,13 +1,12 @@
 /* privilege.c: capabilities, no_new_privs and the seccomp filter of
- * privilege.h, with the raw system calls (no libcap, no libseccomp). */
+ * privilege.h, with the raw system calls (no libcap; the filter is
+ * common/seccomp.c's). */
 #include "privilege.h"
+#include "seccomp.h"
 
 #include <errno.h>
-#include <linux/audit.h>
 #include <linux/capability.h>
-#include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +19,6 @@
 #endif
 #ifndef CAP_CHECKPOINT_RESTORE
 #define CAP_CHECKPOINT_RESTORE 40
-#endif
-
-#if defined(__x86_64__)
-#define FP_AUDIT_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define FP_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#else
-#error "the seccomp filter knows x86_64 and aarch64"
 #endif
 
 /* The system calls of the agent once running, as strace shows them over
@@ -127,39 +118,10 @@ static int drop_capabilities(uint64_t kept)
 
 #define NALLOWED (sizeof(allowed) / sizeof(allowed[0]))
 
-static int install_filter(void)
-{
-	/* arch check, x32 refused, one jump per allowed call, then EPERM */
-	struct sock_filter prog[5 + NALLOWED + 2];
-	struct sock_fprog fprog = { .filter = prog };
-	size_t n = 0;
-
-	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-						 offsetof(struct seccomp_data, arch));
-	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FP_AUDIT_ARCH, 1, 0);
-	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-						 offsetof(struct seccomp_data, nr));
-	/* x32's calls are numbered from bit 30 on x86_64: none allowed */
-	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u,
-						 (uint8_t)NALLOWED, 0);
-	for (size_t i = 0; i < NALLOWED; i++)
-		prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-							 (uint32_t)allowed[i],
-							 (uint8_t)(NALLOWED - i), 0);
-	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
-	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-	fprog.len = (unsigned short)n;
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog))
-		return -errno;
-	return 0;
-}
-
 int fp_privilege_drop(void)
 {
 	int err;
 
-	_Static_assert(NALLOWED + 1 < 256, "jump offsets are 8 bits");
 	/* A thread just joined (the agent's probe of pthread's layout) may
 	 * still be counted for a moment after pthread_join returns. */
 	for (int i = 0; threads() != 1; i++) {
@@ -171,5 +133,5 @@ int fp_privilege_drop(void)
 		return err;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -errno;
-	return install_filter();
+	return fp_seccomp_allow(allowed, NALLOWED, SECCOMP_FILTER_FLAG_TSYNC);
 }

@@ -2,16 +2,15 @@
  * following any path a container controls. */
 #include "procmaps.h"
 #include "elfnote.h"
+#include "openroot.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -120,28 +119,6 @@ struct fp_vma *fp_procmaps_find(struct fp_procmaps *pm, uint64_t ip)
 	return NULL;
 }
 
-/* open_in_root: path as the process pid sees it, resolved inside its root:
- * no symbolic link is followed, "/" and ".." stay in the root. */
-static int open_in_root(const char *proc, uint32_t pid, const char *path)
-{
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
-					   RESOLVE_NO_MAGICLINKS };
-	char root[64];
-	int dfd, fd, err;
-
-	if (path[0] != '/')
-		return -ENOENT;
-	snprintf(root, sizeof(root), "%s/%" PRIu32 "/root", proc, pid);
-	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-	err = errno;
-	close(dfd);
-	return fd >= 0 ? fd : -err;
-}
-
 int fp_procmaps_open(const char *proc, uint32_t pid, const struct fp_vma *vma)
 {
 	char path[128];
@@ -153,8 +130,11 @@ int fp_procmaps_open(const char *proc, uint32_t pid, const struct fp_vma *vma)
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, proc, pid,
 		 vma->fv_start, vma->fv_end);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		fd = open_in_root(proc, pid, vma->fv_path);
+	if (fd < 0) {
+		/* Not allowed: the path, resolved inside the process's root. */
+		snprintf(path, sizeof(path), "%s/%" PRIu32 "/root", proc, pid);
+		fd = fp_open_in_root(path, vma->fv_path);
+	}
 	if (fd < 0)
 		return -ENOENT;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != vma->fv_inode ||

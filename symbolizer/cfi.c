@@ -14,6 +14,7 @@
  * even its range cannot be trusted; it never fails the file.
  */
 #include "cfi.h"
+#include "elfnote.h"
 #include "pyinterp.h"
 #include "unwind_table.h"
 
@@ -1126,17 +1127,18 @@ int fp_cfi_compile(int fd, void **blob, size_t *len)
 	return fp_cfi_compile_stats(fd, blob, len, NULL);
 }
 
+/* Read with the bounded reader, not libelf: the resolver asks this in the
+ * server, before the isolated child compiles the table. */
 int fp_cfi_has_cfi(int fd)
 {
-	struct cfi_ctx x = { 0 };
-	int go = 0, has;
-	Elf *elf;
+	static const char *const names[] = { ".eh_frame", ".debug_frame" };
+	struct fp_elfnote_section s;
 
-	if (elf_version(EV_CURRENT) == EV_NONE || !(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
-		return 0;
-	has = load_elf(&x, elf, &go) == 0;
-	elf_end(elf);
-	return has;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (fp_elfnote_section(fd, names[i], &s) == 0 && s.es_type != SHT_NOBITS &&
+		    s.es_size)
+			return 1;
+	return 0;
 }
 
 const struct fp_unwind_row *fp_cfi_row(const void *blob, size_t len, uint64_t off)

@@ -1,6 +1,10 @@
-/* devfetch.c: fetching symbol sections from devices, driven from here. */
+/* devfetch.c: fetching symbol sections from devices, driven from here.
+ * The copy's ELF structure (sent by the device: untrusted) is read with
+ * libelf only in the isolated child (isolate.h): each stage's plan is
+ * made there and comes back as the fetch's new state and its ranges. */
 #include "devfetch.h"
 #include "intern.h"
+#include "isolate.h"
 #include "log.h"
 #include "pyinterp.h"
 #include "wire.h"
@@ -428,6 +432,108 @@ out:
 	return err;
 }
 
+#define STAGE_SECONDS 10 /* CPU time of a stage's plan: headers and names */
+
+/* What a stage's child sends back: the fetch as next_stage left it, and
+ * the ranges it asked for. */
+struct stage_plan {
+	struct fetch sp_fetch;
+	uint64_t sp_nranges;
+	struct fp_range sp_ranges[];
+};
+
+static int plan_stage(void *arg, int fd, void **blob, size_t *len)
+{
+	struct stage_plan *plan;
+	struct fp_range *ranges = NULL;
+	size_t n = 0;
+	int err;
+
+	plan = malloc(sizeof(*plan));
+	if (!plan)
+		return -ENOMEM;
+	plan->sp_fetch = *(const struct fetch *)arg;
+	plan->sp_fetch.fe_fd = fd;
+	if ((err = next_stage(&plan->sp_fetch, &ranges, &n))) {
+		free(ranges);
+		free(plan);
+		return err;
+	}
+	*len = sizeof(*plan) + n * sizeof(*ranges);
+	if (!(*blob = realloc(plan, *len))) {
+		free(plan);
+		free(ranges);
+		return -ENOMEM;
+	}
+	plan = *blob;
+	plan->sp_nranges = n;
+	if (n)
+		memcpy(plan->sp_ranges, ranges, n * sizeof(*ranges));
+	free(ranges);
+	return 0;
+}
+
+static int plan_check(const void *blob, size_t len)
+{
+	const struct stage_plan *plan = blob;
+
+	if (len < sizeof(*plan) || plan->sp_nranges > MAX_PENDING ||
+	    len != sizeof(*plan) + plan->sp_nranges * sizeof(plan->sp_ranges[0]) ||
+	    plan->sp_fetch.fe_npending > MAX_PENDING ||
+	    plan->sp_fetch.fe_bytes > FP_DEVFETCH_MAX_BYTES)
+		return -EINVAL;
+	return 0;
+}
+
+/* next_stage_isolated: next_stage in the isolated child; its ranges are
+ * appended to *ranges.  The child may change only the stage, what is
+ * pending and asked for, and the Py_Version site; each range must lie in
+ * the file.  Errors as next_stage's, and -EINVAL when the child failed or
+ * broke those rules. */
+static int next_stage_isolated(struct fetch *fe, struct fp_range **ranges, size_t *n)
+{
+	struct stage_plan *plan;
+	struct fp_range *p;
+	struct fetch got;
+	size_t len, i;
+	void *blob;
+	int err;
+
+	err = fp_isolate_call(plan_stage, fe, plan_check, fe->fe_fd, STAGE_SECONDS, &blob, &len);
+	if (err)
+		return err == -ENOMEM || err == -E2BIG ? err : -EINVAL;
+	plan = blob;
+	got = plan->sp_fetch;
+	err = -EINVAL;
+	if (!fp_build_id_match(&got.fe_id, &fe->fe_id) || got.fe_session != fe->fe_session ||
+	    got.fe_size != fe->fe_size || got.fe_bytes < fe->fe_bytes ||
+	    got.fe_npending != plan->sp_nranges || got.fe_stage <= fe->fe_stage ||
+	    got.fe_stage > STAGE_VERSION)
+		goto out;
+	for (i = 0; i < plan->sp_nranges; i++) {
+		const struct fp_range *r = &plan->sp_ranges[i];
+
+		if (!fp_build_id_match(&r->fg_build_id, &fe->fe_id) || r->fg_length > FP_RANGE_MAX ||
+		    r->fg_offset > fe->fe_size || r->fg_length > fe->fe_size - r->fg_offset)
+			goto out;
+	}
+	err = -ENOMEM;
+	if (plan->sp_nranges) {
+		if (!(p = realloc(*ranges, (*n + plan->sp_nranges) * sizeof(*p))))
+			goto out;
+		memcpy(p + *n, plan->sp_ranges, plan->sp_nranges * sizeof(*p));
+		*ranges = p;
+		*n += plan->sp_nranges;
+	}
+	got.fe_fd = fe->fe_fd;
+	got.fe_last = fe->fe_last;
+	*fe = got;
+	err = 0;
+out:
+	free(blob);
+	return err;
+}
+
 static int finish(struct fp_devfetch *f, struct fetch *fe)
 {
 	int err = fe->fe_py ? narrow_version(fe) : 0;
@@ -495,9 +601,9 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 	if (fe->fe_npending)
 		return 0;
 	if (fe->fe_stage != STAGE_VERSION) {
-		err = next_stage(fe, ranges, n);
+		err = next_stage_isolated(fe, ranges, n);
 		if (!err && !fe->fe_npending && fe->fe_stage == STAGE_SECTIONS)
-			err = next_stage(fe, ranges, n); /* no sections: on to the version */
+			err = next_stage_isolated(fe, ranges, n); /* no sections: on to the version */
 		if (err == -ENOMEM)
 			return err;
 		if (!err && !fe->fe_npending && fe->fe_stage != STAGE_VERSION)

@@ -7,15 +7,6 @@
 #include <stdint.h>
 #include "batch.h"
 
-/* fp_elf_build_id: the GNU build-ID of the ELF file open at fd, from a
- * SHT_NOTE section or, failing that, a PT_NOTE segment (gelf_getnote);
- * without one (or with one over FP_BUILD_ID_MAX bytes), the file's
- * synthetic id (fileid.h: from its Go build ID note, else its contents),
- * as the agent computes it.  0, -EINVAL (not ELF / malformed), -ENOSYS
- * (libelf unusable), -EAGAIN (the file changed while it was hashed) or a
- * negative errno. */
-int fp_elf_build_id(int fd, struct fp_build_id *id);
-
 /* fp_elf_symtab: build a symbol table blob (symtab.h) from the ELF file at
  * fd: function symbols (STT_FUNC, STT_GNU_IFUNC) of .symtab, or of .dynsym
  * when there is no .symtab, plus those of the .symtab inside MiniDebugInfo
@@ -39,17 +30,9 @@ struct fp_dwarf_stats;
  * (stats may be NULL). */
 int fp_elf_symtab_stats(int fd, void **blob, size_t *len, struct fp_dwarf_stats *stats);
 
-/* fp_elf_debuglink: the .gnu_debuglink of the ELF file at fd: the name of
- * its detached debug file (a plain file name, checked to hold no '/', to
- * look for beside the file, in its .debug/ subdirectory and under
- * /usr/lib/debug/<the file's directory>/) into name (name_size bytes,
- * NUL-terminated), and the CRC-32 of that debug file's whole contents
- * (compare with fp_elf_debuglink_crc).  0, -ENOENT (no debuglink),
- * -EINVAL (malformed), -ENAMETOOLONG or a negative errno. */
-int fp_elf_debuglink(int fd, char *name, size_t name_size, uint32_t *crc);
-
 /* fp_elf_debuglink_crc: the CRC-32 (zlib's, as GNU debuglink uses) of the
- * whole file at fd, read with pread.  0 or a negative errno. */
+ * whole file at fd, read with pread, to compare with the one
+ * fp_elfnote_debuglink (elfnote.h) found.  0 or a negative errno. */
 int fp_elf_debuglink_crc(int fd, uint32_t *crc);
 
 /* fp_demangle: the demangled form of an Itanium C++ name (malloc'd), or

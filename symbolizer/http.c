@@ -8,7 +8,7 @@
  * the aio.  A file served to a debuginfod client is written the same way,
  * in pieces, after its header. */
 #include "http.h"
-#include "elfsyms.h"
+#include "elfnote.h"
 #include "log.h"
 #include "tls.h"
 
@@ -404,7 +404,7 @@ static uint16_t inspect(int fd, char *hex, int *kinds, char *msg, size_t msglen)
 		snprintf(msg, msglen, "not an ELF file");
 		return 400;
 	}
-	err = fp_elf_build_id(fd, &id);
+	err = fp_elfnote_build_id(fd, &id);
 	if (err == -ENOENT) {
 		snprintf(msg, msglen, "the ELF file has no GNU build-ID note (link with --build-id)");
 		return 400;
@@ -422,7 +422,7 @@ static uint16_t inspect(int fd, char *hex, int *kinds, char *msg, size_t msglen)
 		snprintf(msg, msglen, "build-ID %s is too short to be stored", hex);
 		return 400;
 	}
-	if ((err = fp_store_classify(fd, kinds))) {
+	if ((err = fp_store_classify_isolated(fd, kinds))) {
 		snprintf(msg, msglen, "malformed ELF file");
 		return err == -EINVAL ? 400 : 500;
 	}

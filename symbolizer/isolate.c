@@ -1,8 +1,10 @@
-/* isolate.c: fork, build the table, send it back through a pipe. */
+/* isolate.c: fork, confine the child, build the table, send it back
+ * through a pipe. */
 #include "isolate.h"
 #include "cfi.h"
 #include "files.h"
 #include "elfsyms.h"
+#include "seccomp.h"
 #include "symtab.h"
 #include "unwind_table.h"
 
@@ -12,7 +14,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,7 +41,66 @@ static int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
-static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned seconds, int out)
+/* What the builders (libelf on a mapping, libdwarf, liblzma, the
+ * demangler, malloc) and the way back (write, exit) use, and what a crash
+ * needs to end in its signal (abort: tgkill); libelf checks its fd with
+ * fcntl.  No open, no socket, no exec, no fork. */
+static const int child_calls[] = {
+	/* the file it holds (pwrite: a fetch marks sections absent) */
+	SYS_read, SYS_pread64, SYS_readv, SYS_pwrite64, SYS_lseek, SYS_fstat, SYS_newfstatat,
+	SYS_fcntl, SYS_close,
+	/* the way back (and stderr under sanitizers) */
+	SYS_write, SYS_writev,
+	/* memory */
+	SYS_brk, SYS_mmap, SYS_munmap, SYS_mremap, SYS_mprotect, SYS_madvise,
+	/* signals, locks, time, exit */
+	SYS_futex, SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_sigaltstack,
+	SYS_getpid, SYS_gettid, SYS_tgkill, SYS_clock_gettime, SYS_getrandom, SYS_sysinfo,
+	SYS_exit, SYS_exit_group,
+};
+
+/* keep_only: close every descriptor but a and b; and stderr in sanitizer
+ * builds, for their reports.  Not otherwise: the server's log is no place
+ * for what a parser taken over would write (the upload token is in its
+ * memory). */
+static void keep_only(int a, int b)
+{
+#ifdef __SANITIZE_ADDRESS__
+	int keep[3] = { a, b, STDERR_FILENO }, n = 3;
+#else
+	int keep[3] = { a, b }, n = 2;
+#endif
+	unsigned from = 0;
+
+	for (int i = 1; i < n; i++) /* sorted */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1], keep[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > from)
+			close_range(from, (unsigned)keep[i] - 1, 0);
+		if ((unsigned)keep[i] + 1 > from)
+			from = (unsigned)keep[i] + 1;
+	}
+	close_range(from, ~0u, 0);
+}
+
+/* confine: what the child holds and may do: fd and out, an empty
+ * environment (the server's may hold the upload token), no new
+ * privileges, the calls of child_calls.  0 or -errno. */
+static int confine(int fd, int out)
+{
+	keep_only(fd, out);
+	if (clearenv())
+		return -ENOMEM;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return fp_seccomp_allow(child_calls, sizeof(child_calls) / sizeof(child_calls[0]), 0);
+}
+
+static void __attribute__((noreturn)) child(fp_isolate_fn fn, void *arg, int fd, unsigned seconds,
+					    int out)
 {
 	struct rlimit mem = { FP_ISOLATE_MEMORY, FP_ISOLATE_MEMORY };
 	struct rlimit cpu = { seconds, seconds };
@@ -55,15 +118,17 @@ static void __attribute__((noreturn)) child(fp_build_fn build, int fd, unsigned 
 #endif
 	setrlimit(RLIMIT_CPU, &cpu);
 	signal(SIGPIPE, SIG_DFL);
-	h.ih_err = build(fd, &blob, &len);
+	h.ih_err = confine(fd, out);
+	if (!h.ih_err)
+		h.ih_err = fn(arg, fd, &blob, &len);
 	h.ih_len = h.ih_err ? 0 : len;
 	if (fp_write_all(out, &h, sizeof(h)) || (h.ih_len && fp_write_all(out, blob, len)))
 		_exit(1);
 	_exit(0);
 }
 
-int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsigned cpu_seconds,
-			     void **blob, size_t *len)
+int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsigned cpu_seconds,
+		    void **blob, size_t *len)
 {
 	struct isolate_header h;
 	int pipefd[2], status, err = -ECHILD;
@@ -81,7 +146,7 @@ int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsig
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		child(build, fd, cpu_seconds, pipefd[1]);
+		child(fn, arg, fd, cpu_seconds, pipefd[1]);
 	}
 	close(pipefd[1]);
 	/* Read while the child writes: a large table does not fit a pipe. */
@@ -107,6 +172,24 @@ int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsig
 	*blob = buf;
 	*len = h.ih_len;
 	return 0;
+}
+
+/* A table builder is a call without an argument. */
+struct builder {
+	fp_build_fn bd_build;
+};
+
+static int call_builder(void *arg, int fd, void **blob, size_t *len)
+{
+	return ((const struct builder *)arg)->bd_build(fd, blob, len);
+}
+
+int fp_isolate_build_checked(fp_build_fn build, fp_check_fn check, int fd, unsigned cpu_seconds,
+			     void **blob, size_t *len)
+{
+	struct builder b = { build };
+
+	return fp_isolate_call(call_builder, &b, check, fd, cpu_seconds, blob, len);
 }
 
 static int symtab_check(const void *blob, size_t len)

@@ -49,7 +49,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fleetprof-symbolizer --listen ADDR [--cache DIR] [--out DIR]\n"
-		"                            [--debug-dir DIR] [--no-local-files] [-v] [--syslog]\n"
+		"                            [--debug-dir DIR] [--local-files] [-v] [--syslog]\n"
 		"                            [--http HOST:PORT] [--store DIR] [--upload-token TOKEN]\n"
 		"                            [--max-upload MB] [--debuginfod URL]...\n"
 		"                            [--pyroscope URL [--pyroscope-format otlp|pprof]]\n"
@@ -74,8 +74,10 @@ static void usage(FILE *f)
 		"  -o, --out DIR          where profiles are written (default ./out)\n"
 		"      --debug-dir DIR    detached debug files, DIR/.build-id/xx/rest.debug\n"
 		"                         (default /usr/lib/debug)\n"
-		"      --no-local-files   do not read binaries at the paths agents report\n"
-		"                         (they are read only when their build-ID matches)\n"
+		"      --local-files      also read binaries at the paths agents report, on\n"
+		"                         this host (regular files only, used only when their\n"
+		"                         build-ID matches); for agents that share the host's\n"
+		"                         files.  Off by default (--no-local-files)\n"
 		"      --symbol-wait SECONDS  how long an interval whose build-IDs are being\n"
 		"                         ingested waits for their symbols before it is\n"
 		"                         written and pushed (default 5, 0-3600; keep it under\n"
@@ -185,6 +187,7 @@ int main(int argc, char **argv)
 		{ "cache", required_argument, NULL, 'c' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "debug-dir", required_argument, NULL, 'D' },
+		{ "local-files", no_argument, NULL, 'F' },
 		{ "no-local-files", no_argument, NULL, 'N' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "syslog", no_argument, NULL, 'S' },
@@ -211,7 +214,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct fp_resolver_opts ro = { .ro_cache_dir = "/var/cache/fleetprof",
-				       .ro_debug_dir = "/usr/lib/debug", .ro_local_files = 1 };
+				       .ro_debug_dir = "/usr/lib/debug" };
 	const char *listen = NULL, *out = "out", *http_addr = NULL, *store_dir = NULL;
 	const char *token = getenv("FLEETPROF_UPLOAD_TOKEN"), *upstreams[MAX_UPSTREAMS];
 	size_t nupstreams = 0;
@@ -242,6 +245,7 @@ int main(int argc, char **argv)
 		case 'c': ro.ro_cache_dir = optarg; break;
 		case 'o': out = optarg; break;
 		case 'D': ro.ro_debug_dir = optarg; break;
+		case 'F': ro.ro_local_files = 1; break;
 		case 'N': ro.ro_local_files = 0; break;
 		case 'v': verbose++; break;
 		case 'S': use_syslog = 1; break;

@@ -180,6 +180,9 @@ static void resolver_metrics(FILE *f, const struct fp_resolver *r)
 	    st.rs_unwind_failed);
 	one(f, "unwind_table_bytes_total", "counter", "Bytes of the unwind tables stored.",
 	    st.rs_unwind_bytes);
+	one(f, "symbol_paths_refused_total", "counter",
+	    "Reported mapping paths not opened: not a regular file (FIFO, device, symbolic link).",
+	    st.rs_paths_refused);
 }
 
 static void http_metrics(FILE *f, struct fp_http *h)

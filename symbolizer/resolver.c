@@ -2,10 +2,12 @@
 #include "resolver.h"
 #include "cfi.h"
 #include "cli.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "intern.h"
 #include "isolate.h"
 #include "log.h"
+#include "openroot.h"
 #include "symtab.h"
 #include "unwind_table.h"
 
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -415,23 +418,9 @@ static int stored_rank(struct fp_resolver *r, const struct fp_build_id *id, stru
  * .debug_frame at most) never replaces the binary's. */
 static int eh_frame_nobits(int fd)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	int nobits = 0;
+	struct fp_elfnote_section s;
 
-	if (elf && elf_kind(elf) == ELF_K_ELF && !elf_getshdrstrndx(elf, &shstrndx)) {
-		while (!nobits && (scn = elf_nextscn(elf, scn))) {
-			const char *name;
-			GElf_Shdr sh;
-
-			nobits = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOBITS &&
-				 (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
-				 !strcmp(name, ".eh_frame");
-		}
-	}
-	elf_end(elf);
-	return nobits;
+	return fp_elfnote_section(fd, ".eh_frame", &s) == 0 && s.es_type == SHT_NOBITS;
 }
 
 /* ingest_unwind: compile and store the unwind table of the ELF file at fd
@@ -476,7 +465,7 @@ static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id
 static int same_build(int fd, const struct fp_build_id *id)
 {
 	struct fp_build_id file_id;
-	int err = fp_elf_build_id(fd, &file_id);
+	int err = fp_elfnote_build_id(fd, &file_id);
 
 	if (!err && !fp_build_id_match(&file_id, id))
 		err = -ESTALE;
@@ -496,13 +485,66 @@ static int ingest_fd(struct fp_resolver *r, int fd, const struct fp_build_id *id
 	return fp_elf_symtab_isolated(fd, blob, len);
 }
 
-static int ingest_file(struct fp_resolver *r, const char *path, const struct fp_build_id *id,
-		       void **blob, size_t *len)
+/* Whether a path may be a link: files of the debug directory, which the
+ * operator installs (Fedora's .build-id entries are links), may; paths an
+ * agent reported, and those derived from them, may not. */
+enum { PATH_REPORTED, PATH_OPERATOR };
+
+/* open_regular: path opened for reading if it is a regular file: never a
+ * FIFO or device, whose open or read would block this worker (and every
+ * agent waiting on it), and, for a reported path, never a symbolic link.
+ * A pid (not 0) names the process whose root the path is resolved in,
+ * every component inside it and none a link (openroot.h).  fd, -ENOENT or
+ * another errno of open, or -EINVAL (refused: counted in
+ * rs_paths_refused). */
+static int open_regular(struct fp_resolver *r, uint32_t pid, const char *path, int trust)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	int nofollow = trust == PATH_REPORTED ? O_NOFOLLOW : 0, fd, err;
+	char root[32];
+	struct stat st;
+
+	if (pid) {
+		snprintf(root, sizeof(root), "/proc/%u/root", pid);
+		fd = fp_open_in_root(root, path);
+		if (fd == -ELOOP)
+			goto refused;
+		if (fd < 0)
+			return fd;
+		goto opened;
+	}
+	/* Checked before the open, for the devices whose open does something;
+	 * O_NONBLOCK covers one swapped in between. */
+	err = nofollow ? lstat(path, &st) : stat(path, &st);
+	if (err)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		goto refused;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | nofollow);
+	if (fd < 0) {
+		if (errno != ELOOP) /* ELOOP: a link swapped in */
+			return -errno;
+		goto refused;
+	}
+opened:
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		goto refused;
+	}
+	return fd;
+refused:
+	pthread_mutex_lock(&r->rv_lock);
+	r->rv_stats.rs_paths_refused++;
+	pthread_mutex_unlock(&r->rv_lock);
+	return -EINVAL;
+}
+
+static int ingest_file(struct fp_resolver *r, uint32_t pid, const char *path, int trust,
+		       const struct fp_build_id *id, void **blob, size_t *len)
+{
+	int fd = open_regular(r, pid, path, trust), err;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = ingest_fd(r, fd, id, blob, len);
 	close(fd);
 	return err;
@@ -525,11 +567,11 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 	char name[256], dir[4096], cand[3][4500];
 	uint32_t want, crc;
 	const char *slash = strrchr(path, '/');
-	int fd = open(path, O_RDONLY | O_CLOEXEC), i, err;
+	int fd = open_regular(r, 0, path, PATH_REPORTED), i, err;
 
 	if (fd < 0)
 		return prev;
-	err = fp_elf_debuglink(fd, name, sizeof(name), &want);
+	err = fp_elfnote_debuglink(fd, name, sizeof(name), &want);
 	close(fd);
 	if (err || !slash || (size_t)(slash - path) >= sizeof(dir))
 		return prev;
@@ -545,7 +587,7 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 
 		if (strcmp(cand[i], path) == 0 || (i == 2 && !r->rv_debug_dir))
 			continue;
-		fd = open(cand[i], O_RDONLY | O_CLOEXEC);
+		fd = open_regular(r, 0, cand[i], PATH_REPORTED);
 		if (fd < 0)
 			continue;
 		err = fp_elf_debuglink_crc(fd, &crc);
@@ -585,12 +627,12 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 			fp_build_id_hex(cand[i], hex);
 			snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir,
 				 hex, hex + 2);
-			err = ingest_file(r, file, id, blob, len);
+			err = ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
 		*asked |= 1u << (*hit = FP_SOURCE_LOCAL);
-		err = ingest_file(r, path, id, blob, len);
+		err = ingest_file(r, 0, path, PATH_REPORTED, id, blob, len);
 		/* A stripped binary names its detached debug file. */
 		if (!err_is_final(err))
 			err = ingest_debuglink(r, path, id, blob, len, err);
@@ -598,8 +640,7 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 	/* A container's files: its mount namespace, seen through procfs. */
 	if (err && r->rv_proc_root && pid && path && path[0] == '/') {
 		*asked |= 1u << (*hit = FP_SOURCE_CONTAINER);
-		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
-		err = ingest_file(r, file, id, blob, len);
+		err = ingest_file(r, pid, path, PATH_REPORTED, id, blob, len);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
@@ -791,12 +832,13 @@ int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, c
 
 /* unwind_try: compile and store the table of the file at path if it is
  * id's and has CFI. */
-static int unwind_try(struct fp_resolver *r, const char *path, const struct fp_build_id *id)
+static int unwind_try(struct fp_resolver *r, uint32_t pid, const char *path, int trust,
+		      const struct fp_build_id *id)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	int fd = open_regular(r, pid, path, trust), err;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = same_build(fd, id);
 	if (!err)
 		err = ingest_unwind(r, fd, id);
@@ -813,16 +855,14 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 	int err = -ENOENT;
 
 	if (r->rv_local_files && path)
-		err = unwind_try(r, path, id);
-	if (err && r->rv_proc_root && pid && path) {
-		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
-		err = unwind_try(r, file, id);
-	}
+		err = unwind_try(r, 0, path, PATH_REPORTED, id);
+	if (err && r->rv_proc_root && pid && path)
+		err = unwind_try(r, pid, path, PATH_REPORTED, id);
 	if (err && r->rv_debug_dir) {
 		fp_build_id_hex(id, hex);
 		snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir, hex,
 			 hex + 2);
-		err = unwind_try(r, file, id);
+		err = unwind_try(r, 0, file, PATH_OPERATOR, id);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
@@ -892,7 +932,7 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 	void *blob;
 	int err;
 
-	if ((err = fp_elf_build_id(fd, &id)))
+	if ((err = fp_elfnote_build_id(fd, &id)))
 		return err;
 	ingest_unwind(r, fd, &id);
 	if ((err = fp_elf_symtab_isolated(fd, &blob, &len)))

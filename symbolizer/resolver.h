@@ -169,6 +169,7 @@ struct fp_resolver_stats {
 	uint64_t rs_unwind_compiled;     /* unwind tables compiled and stored */
 	uint64_t rs_unwind_failed;       /* files with CFI whose compile failed */
 	uint64_t rs_unwind_bytes;        /* bytes of the tables stored */
+	uint64_t rs_paths_refused; /* not regular files (FIFO, device, link...) */
 	/* A look-up's first use of a build-ID asks the sources in order until
 	 * one has its table: a hit there, a miss at each one before. */
 	uint64_t rs_hits[FP_SOURCE_COUNT], rs_misses[FP_SOURCE_COUNT];

@@ -1,6 +1,7 @@
 /* store.c: uploaded files by build-ID, in the /usr/lib/debug layout. */
 #include "store.h"
 #include "files.h"
+#include "isolate.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -220,6 +221,46 @@ int fp_store_classify(int fd, int *kinds)
 out:
 	elf_end(e);
 	return err;
+}
+
+/* The blob of the child is the kinds, an int. */
+static int classify_build(int fd, void **blob, size_t *len)
+{
+	int *kinds = malloc(sizeof(*kinds)), err;
+
+	if (!kinds)
+		return -ENOMEM;
+	if ((err = fp_store_classify(fd, kinds))) {
+		free(kinds);
+		return err;
+	}
+	*blob = kinds;
+	*len = sizeof(*kinds);
+	return 0;
+}
+
+static int classify_check(const void *blob, size_t len)
+{
+	int kinds;
+
+	if (len != sizeof(kinds))
+		return -EINVAL;
+	memcpy(&kinds, blob, sizeof(kinds));
+	return kinds & ~(FP_STORE_DEBUGINFO | FP_STORE_EXECUTABLE) ? -EINVAL : 0;
+}
+
+int fp_store_classify_isolated(int fd, int *kinds)
+{
+	void *blob;
+	size_t len;
+	int err = fp_isolate_build_checked(classify_build, classify_check, fd, FP_ISOLATE_SECONDS,
+					   &blob, &len);
+
+	if (err)
+		return err;
+	memcpy(kinds, blob, sizeof(*kinds));
+	free(blob);
+	return 0;
 }
 
 int fp_store_tmpfile(struct fp_store *s, char *buf, size_t len)

@@ -65,6 +65,11 @@ int fp_store_open_file(const struct fp_store *s, const char *hex, int kind, uint
  * -EINVAL (not ELF or malformed) or -ENOSYS (libelf unusable). */
 int fp_store_classify(int fd, int *kinds);
 
+/* fp_store_classify_isolated: fp_store_classify in the isolated child
+ * (isolate.h), for files from outside.  Its results, or -ECHILD when the
+ * child failed. */
+int fp_store_classify_isolated(int fd, int *kinds);
+
 /* fp_store_tmpfile: a new empty file under DIR/.tmp, open for reading and
  * writing; its path goes to buf.  The caller either passes it to
  * fp_store_commit or removes it with fp_store_discard.  fd or a negative

@@ -112,7 +112,7 @@ class Symbolizer:
     def __init__(self, build, tmp):
         self.addr = f"tcp://127.0.0.1:{free_port()}"
         self.proc = subprocess.Popen(
-            [f"{build}/fleetprof-symbolizer", "--listen", self.addr, "--cache", f"{tmp}/cache",
+            [f"{build}/fleetprof-symbolizer", "--local-files", "--listen", self.addr, "--cache", f"{tmp}/cache",
              "--out", f"{tmp}/out"], stderr=subprocess.DEVNULL)
         time.sleep(0.3)
 

@@ -24,6 +24,7 @@
  */
 #include "cli.h"
 #include "commands.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "hist.h"
 #include "wire.h"
@@ -710,7 +711,7 @@ static int map_file(struct lg_mapping *m, const char *path)
 
 	if (fd < 0)
 		return -errno;
-	err = fstat(fd, &st) ? -errno : fp_elf_build_id(fd, &m->lm_id);
+	err = fstat(fd, &st) ? -errno : fp_elfnote_build_id(fd, &m->lm_id);
 	close(fd);
 	if (err)
 		return err;

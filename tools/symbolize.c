@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "cfi.h"
 #include "debuginfod.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "log.h"
 #include "symcache.h"
@@ -87,7 +88,7 @@ static int open_debug(const char *debug_dir, const struct fp_build_id *id)
 
 	debug_path(debug_dir, id, dbg, sizeof(dbg));
 	dfd = open(dbg, O_RDONLY | O_CLOEXEC);
-	if (dfd >= 0 && (fp_elf_build_id(dfd, &dbg_id) || !fp_build_id_eq(id, &dbg_id))) {
+	if (dfd >= 0 && (fp_elfnote_build_id(dfd, &dbg_id) || !fp_build_id_eq(id, &dbg_id))) {
 		close(dfd);
 		dfd = -1;
 	}
@@ -174,7 +175,7 @@ static int file_table(struct table *tb, const char *path, const char *debug_dir,
 		return 1;
 	}
 	/* Without a build-ID note, a hash of the contents: still the file's. */
-	have_id = fp_elf_build_id(fd, &id) == 0;
+	have_id = fp_elfnote_build_id(fd, &id) == 0;
 	if (cache && have_id) {
 		if ((err = fp_symcache_open(&tb->tb_cache, cache))) {
 			fp_warnx("cannot open the symbol cache %s: %s", cache, strerror(-err));

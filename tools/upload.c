@@ -4,6 +4,7 @@
  * /v1/upload), debug files first. */
 #include "batch.h"
 #include "commands.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "http.h"
 #include "store.h"
@@ -180,7 +181,7 @@ static int add_file(struct upload *u, const char *path, const struct stat *st)
 		close(fd);
 		return 0; /* not ELF: not ours */
 	}
-	err = fp_elf_build_id(fd, &id);
+	err = fp_elfnote_build_id(fd, &id);
 	if (!err)
 		err = fp_store_classify(fd, &kinds);
 	close(fd);

@@ -19,7 +19,7 @@ need_root
 gcc -O2 -g tests/kernels/nofp.c -o "$TMP/nofp" || { fail build; exit 0; }
 port=$(free_port)
 addr=tcp://127.0.0.1:$port
-"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" -v > "$TMP/symb.log" 2>&1 &
+"$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" -v > "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
 sleep 0.5

@@ -7,7 +7,7 @@ SEND=$BUILD/tests/nngsend
 
 port=$(free_port)
 addr=tcp://127.0.0.1:$port
-"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
+"$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
 sleep 0.5

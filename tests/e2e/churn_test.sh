@@ -14,7 +14,7 @@ clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer tests/workload
 	-o "$TMP/churn" || { fail build; exit 0; }
 port=$(free_port)
 addr=tcp://127.0.0.1:$port
-"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
+"$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
 sleep 0.5

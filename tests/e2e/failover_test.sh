@@ -25,7 +25,7 @@ addra=tcp://127.0.0.1:$porta
 addrb=tcp://127.0.0.1:$portb
 service=http://127.0.0.1:$hport
 
-"$SYMB" --listen "tcp://127.0.0.1:$sport" --http "127.0.0.1:$hport" --store "$TMP/store" \
+"$SYMB" --local-files --listen "tcp://127.0.0.1:$sport" --http "127.0.0.1:$hport" --store "$TMP/store" \
 	--cache "$TMP/cache-service" --out "$TMP/out-service" > "$TMP/service.log" 2>&1 &
 service_pid=$!
 PIDS+=($service_pid)

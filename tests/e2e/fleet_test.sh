@@ -39,7 +39,7 @@ check help-exits-0 bash -c "'$FP' loadgen --help | grep -q -- '--churn NEW_STACK
 
 port=$(free_port)
 addr=tcp://127.0.0.1:$port
-"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
+"$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
 sleep 0.5

@@ -71,7 +71,7 @@ check record-synthetic-id grep -qE 'fb1d01' "$TMP/raw"
 # matches the agent's.
 port=$(free_port)
 mkdir -p "$TMP/nodebug"
-"$SYMB" --listen "tcp://127.0.0.1:$port" --cache "$TMP/cache" --out "$TMP/out" \
+"$SYMB" --local-files --listen "tcp://127.0.0.1:$port" --cache "$TMP/cache" --out "$TMP/out" \
 	--debug-dir "$TMP/nodebug" > "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)

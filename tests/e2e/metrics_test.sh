@@ -11,7 +11,7 @@ port=$(free_port)
 hport=$(free_port)
 dead=$(free_port)
 addr=tcp://127.0.0.1:$port
-"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" --debug-dir "$TMP/debug" \
+"$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" --debug-dir "$TMP/debug" \
 	--http "127.0.0.1:$hport" --store "$TMP/store" --otlp-endpoint "http://127.0.0.1:$dead" \
 	> "$TMP/symb.log" 2>&1 &
 symb=$!

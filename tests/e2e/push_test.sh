@@ -45,7 +45,7 @@ SPOOL=$TMP/spool/otlp
 start_symbolizer() { # start_symbolizer LOG ARGS...
 	local log=$1
 	shift
-	"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" "$@" >> "$log" 2>&1 &
+	"$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" "$@" >> "$log" 2>&1 &
 	symb=$!
 	PIDS+=($symb)
 	sleep 0.5

@@ -172,7 +172,7 @@ else
 	wait_for 10 grep -q 'pywork: ready' "$TMP/pywork.out"
 	check python-workload-ready grep -q 'pywork: ready' "$TMP/pywork.out"
 	sport=$(free_port)
-	"$SYMB" --listen "tcp://127.0.0.1:$sport" --cache "$TMP/pycache" --out "$TMP/pyout" \
+	"$SYMB" --local-files --listen "tcp://127.0.0.1:$sport" --cache "$TMP/pycache" --out "$TMP/pyout" \
 		--spool "$TMP/pyspool" --pyroscope "$URL" --pyroscope-format pprof \
 		--otlp-endpoint "$URL" > "$TMP/pysymb.log" 2>&1 &
 	symb=$!

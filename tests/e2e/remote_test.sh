@@ -9,7 +9,7 @@ need_root
 port=$(free_port)
 addr=tcp://127.0.0.1:$port
 start_symbolizer() {
-	"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" >> "$TMP/symb.log" 2>&1 &
+	"$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" >> "$TMP/symb.log" 2>&1 &
 	symb=$!
 	PIDS+=($symb)
 }

@@ -28,7 +28,7 @@ DEVICES=${SOAK_DEVICES:-1000}
 port=$(free_port)
 addr=tcp://127.0.0.1:$port
 start_symbolizer() {
-	"$SYMB" --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" >> "$TMP/symb.log" 2>&1 &
+	"$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" >> "$TMP/symb.log" 2>&1 &
 	symb=$!
 	PIDS+=($symb)
 	echo "$symb" > "$TMP/symb.pid"

@@ -17,7 +17,7 @@ check binary-stripped bash -c "! readelf -S '$TMP/bin/workload' | grep -q '\.sym
 
 port=$(free_port)
 http=$(free_port)
-"$SYMB" --listen "tcp://127.0.0.1:$port" --http "127.0.0.1:$http" --store "$TMP/store" \
+"$SYMB" --local-files --listen "tcp://127.0.0.1:$port" --http "127.0.0.1:$http" --store "$TMP/store" \
 	--cache "$TMP/cache" --out "$TMP/out" --debug-dir "$TMP/nodebug" > "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)

@@ -81,7 +81,7 @@ HPORT=$(free_port)
 ADDR=tls+tcp://127.0.0.1:$SPORT
 HURL=https://127.0.0.1:$HPORT
 TOKEN=tls-test-token
-FLEETPROF_UPLOAD_TOKEN=$TOKEN "$SYMB" --listen "$ADDR" --tls-cert "$C/server.crt" \
+FLEETPROF_UPLOAD_TOKEN=$TOKEN "$SYMB" --local-files --listen "$ADDR" --tls-cert "$C/server.crt" \
 	--tls-key "$C/server.key" --tls-ca "$C/ca.crt" --http "127.0.0.1:$HPORT" \
 	--http-token-for-reads --store "$TMP/store" --cache "$TMP/cache" --out "$TMP/out" \
 	--spool "$TMP/spool" --pyroscope "$PURL" > "$TMP/symb.log" 2>&1 &

@@ -252,7 +252,7 @@ check concurrent-file-whole cmp -s "$TMP/twin" "$TMP/store/.build-id/${TWIN:0:2}
 # --- too large --------------------------------------------------------------
 port2=$(free_port)
 http2=$(free_port)
-"$SYMB" --listen "tcp://127.0.0.1:$port2" --http "127.0.0.1:$http2" --store "$TMP/store2" \
+"$SYMB" --local-files --listen "tcp://127.0.0.1:$port2" --http "127.0.0.1:$http2" --store "$TMP/store2" \
 	--cache "$TMP/cache2" --out "$TMP/out2" --max-upload 1 > "$TMP/symb2.log" 2>&1 &
 symb2=$!
 PIDS+=($symb2)

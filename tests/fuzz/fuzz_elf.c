@@ -11,6 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, memmem */
 #endif
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "symtab.h"
 
@@ -114,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ftruncate(fd, 0) != 0 || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
 		fail("writing the memfd", -1);
 
-	err = fp_elf_build_id(fd, &id);
+	err = fp_elfnote_build_id(fd, &id);
 	if (err && err != -ENOENT && err != -EINVAL)
 		fail("unexpected build-ID error", err);
 	if (!err && (id.fb_len == 0 || id.fb_len > FP_BUILD_ID_MAX))
@@ -124,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char name[256];
 		uint32_t crc;
 
-		err = fp_elf_debuglink(fd, name, sizeof(name), &crc);
+		err = fp_elfnote_debuglink(fd, name, sizeof(name), &crc);
 		if (err && err != -ENOENT && err != -EINVAL && err != -ENAMETOOLONG)
 			fail("unexpected debuglink error", err);
 		if (!err && (!name[0] || strchr(name, '/')))

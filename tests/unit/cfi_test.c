@@ -8,6 +8,7 @@
  */
 #include "check.h"
 #include "cfi.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "isolate.h"
 #include "resolver.h"
@@ -983,7 +984,7 @@ static void test_resolver(void)
 	if (!r)
 		return;
 	fd = open(path, O_RDONLY);
-	CHECK_EQ_INT(fp_elf_build_id(fd, &id), 0);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), 0);
 	CHECK_EQ_INT(fp_cfi_compile(fd, &direct, &dlen), 0);
 	close(fd);
 	/* No path known, no debug directory: nothing, and remembered. */

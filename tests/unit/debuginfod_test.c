@@ -4,6 +4,7 @@
  * nor the program's path, so the symbols can only come from upstream. */
 #include "check.h"
 #include "debuginfod.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "log.h"
 #include "resolver.h"
@@ -123,7 +124,7 @@ static int setup(void)
 		return -1;
 	}
 	fd = open(prog, O_RDONLY);
-	if (fd < 0 || fp_elf_build_id(fd, &prog_id) || func_file_offset(prog, &func_offset)) {
+	if (fd < 0 || fp_elfnote_build_id(fd, &prog_id) || func_file_offset(prog, &func_offset)) {
 		fprintf(stderr, "  cannot read the test program's build-ID or " FUNC "\n");
 		return -1;
 	}
@@ -297,7 +298,7 @@ static void test_fetch_direct(void)
 	fd = fp_debuginfod_fetch(&prog_id, d);
 	CHECK(fd >= 0);
 	if (fd >= 0) {
-		CHECK(fp_elf_build_id(fd, &got) == 0 && fp_build_id_eq(&got, &prog_id));
+		CHECK(fp_elfnote_build_id(fd, &got) == 0 && fp_build_id_eq(&got, &prog_id));
 		close(fd);
 	}
 	fp_debuginfod_close(d);

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "cfi.h"
 #include "devfetch.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "resolver.h"
 #include "unwind_table.h"
@@ -65,7 +66,7 @@ static int fetch(struct fp_resolver *r, const char *path, enum lie lie, struct f
 	int fd = open(path, O_RDONLY), err = 0;
 
 	if (fd < 0 || fstat(fd, &sb) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    fp_elf_build_id(fd, &id) || fp_devfetch_alloc(&f, r, dir, FP_DEVFETCH_TIMEOUT) ||
+	    fp_elfnote_build_id(fd, &id) || fp_devfetch_alloc(&f, r, dir, FP_DEVFETCH_TIMEOUT) ||
 	    fp_devfetch_want(f, 1, &id, &ranges, &n)) {
 		err = -1;
 		goto out;
@@ -123,7 +124,7 @@ static void check_fetched(const char *path, uint32_t want_version, enum lie lie)
 		CHECK(!"open");
 		return;
 	}
-	CHECK_EQ_INT(fp_elf_build_id(fd, &id), 0);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), 0);
 	CHECK_EQ_INT(fp_cfi_compile(fd, &full, &flen), 0);
 	close(fd);
 	py = fp_unwind_table_cpython(full, flen);

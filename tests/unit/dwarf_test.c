@@ -21,6 +21,7 @@
 
 #include "check.h"
 #include "dwarf.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "symtab.h"
 
@@ -613,16 +614,16 @@ static void test_detached_debug_file(void)
 		     0);
 	/* The link: the debug file's name and CRC. */
 	fd = open(bin, O_RDONLY);
-	CHECK_EQ_INT(fp_elf_debuglink(fd, name, sizeof(name), &crc), 0);
+	CHECK_EQ_INT(fp_elfnote_debuglink(fd, name, sizeof(name), &crc), 0);
 	CHECK(strcmp(name, "split.debug") == 0);
-	CHECK_EQ_INT(fp_elf_debuglink(fd, name, 5, &crc), -ENAMETOOLONG);
+	CHECK_EQ_INT(fp_elfnote_debuglink(fd, name, 5, &crc), -ENAMETOOLONG);
 	/* The stripped file alone has nothing to offer. */
 	CHECK_EQ_INT(fp_elf_symtab(fd, &blob, &len), -ENOENT);
 	close(fd);
 	fd = open(dbg, O_RDONLY);
 	CHECK_EQ_INT(fp_elf_debuglink_crc(fd, &file_crc), 0);
 	CHECK_EQ_INT(file_crc, crc);
-	CHECK_EQ_INT(fp_elf_debuglink(fd, name, sizeof(name), &crc), -ENOENT);
+	CHECK_EQ_INT(fp_elfnote_debuglink(fd, name, sizeof(name), &crc), -ENOENT);
 	close(fd);
 
 	/* The debug file, against llvm-symbolizer on it.  (On the stripped
@@ -661,7 +662,7 @@ static void test_bad_debuglinks(void)
 				tmpdir, links[i]),
 			     0);
 		fd = open(path, O_RDONLY);
-		err = fp_elf_debuglink(fd, name, sizeof(name), &crc);
+		err = fp_elfnote_debuglink(fd, name, sizeof(name), &crc);
 		CHECK(err == -EINVAL);
 		close(fd);
 	}

@@ -1,5 +1,6 @@
-/* elfnote_test.c: GNU build-ID notes (device/elfnote.c) of real files,
- * compared with readelf; hostile and truncated inputs. */
+/* elfnote_test.c: GNU build-ID notes (common/elfnote.c) of real files,
+ * compared with readelf; hostile and truncated inputs; sections by name
+ * and debuglinks. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -578,6 +581,94 @@ static void test_crafted_elf(void)
 	unlink(path);
 }
 
+/* many_sections: an ELF64 file in a memfd with nsec section headers: the
+ * name table (section 1), then sections named ".text" but the last, named
+ * last_name and holding a debuglink to "x.debug" with CRC 0x12345678.
+ * fd or -1. */
+static int many_sections(unsigned nsec, const char *last_name)
+{
+	static const char link[12] = "x.debug\0\x78\x56\x34\x12";
+	char names[64];
+	size_t nameslen = 1 + sizeof(".text") + strlen(last_name) + 1;
+	uint64_t shoff = sizeof(Elf64_Ehdr), data = shoff + (uint64_t)nsec * sizeof(Elf64_Shdr);
+	Elf64_Ehdr eh = { .e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			  .e_shoff = shoff, .e_ehsize = sizeof(Elf64_Ehdr),
+			  .e_phentsize = sizeof(Elf64_Phdr), .e_shentsize = sizeof(Elf64_Shdr),
+			  .e_shnum = (uint16_t)nsec, .e_shstrndx = 1 };
+	int fd = memfd_create("sections", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64, eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	memset(names, 0, sizeof(names));
+	memcpy(names + 1, ".text", sizeof(".text"));
+	memcpy(names + 1 + sizeof(".text"), last_name, strlen(last_name) + 1);
+	if (pwrite(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    pwrite(fd, names, nameslen, (off_t)data) != (ssize_t)nameslen ||
+	    pwrite(fd, link, sizeof(link), (off_t)(data + 64)) != sizeof(link))
+		goto fail;
+	for (unsigned i = 1; i < nsec; i++) {
+		Elf64_Shdr sh = { .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_offset = data + 64,
+				  .sh_size = sizeof(link) };
+		if (i == 1)
+			sh = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_offset = data,
+					   .sh_size = nameslen };
+		else if (i == nsec - 1)
+			sh.sh_name = 1 + sizeof(".text");
+		if (pwrite(fd, &sh, sizeof(sh), (off_t)(shoff + i * sizeof(sh))) != sizeof(sh))
+			goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+/* Sections by name and the debuglink, through the chunked section reader:
+ * found at the last of 65,279 sections (the most e_shnum holds) in a few
+ * milliseconds, missing ones -ENOENT, none where the name table is not
+ * one. */
+static void test_sections(void)
+{
+	static const unsigned counts[] = { 4, 64, 65, 129, 65279 };
+	struct fp_elfnote_section s;
+	char name[16];
+	uint32_t crc;
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		int fd = many_sections(counts[i], ".gnu_debuglink");
+		struct timespec a, b;
+		double ms;
+
+		CHECK(fd >= 0);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		CHECK_EQ_INT(fp_elfnote_debuglink(fd, name, sizeof(name), &crc), 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+		CHECK(strcmp(name, "x.debug") == 0 && crc == 0x12345678);
+		CHECK_EQ_INT(fp_elfnote_section(fd, ".text", &s), 0);
+		CHECK(s.es_type == SHT_PROGBITS && s.es_size == 12);
+		CHECK_EQ_INT(fp_elfnote_section(fd, ".eh_frame", &s), -ENOENT);
+		CHECK_EQ_INT(fp_elfnote_debuglink(fd, name, 7, &crc), -ENAMETOOLONG);
+		printf("  %5u sections: debuglink in %.2f ms\n", counts[i], ms);
+		CHECK(ms < 50);
+		close(fd);
+	}
+	{
+		/* The name table's index names a section that is not one. */
+		int fd = many_sections(3, ".gnu_debuglink");
+		Elf64_Ehdr eh;
+
+		CHECK(fd >= 0 && pread(fd, &eh, sizeof(eh), 0) == sizeof(eh));
+		eh.e_shstrndx = 2;
+		CHECK(pwrite(fd, &eh, sizeof(eh), 0) == sizeof(eh));
+		CHECK_EQ_INT(fp_elfnote_section(fd, ".text", &s), -EINVAL);
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/elfnote_test.XXXXXX");
@@ -591,6 +682,7 @@ int main(void)
 	RUN(test_truncated_copies);
 	RUN(test_crafted_notes);
 	RUN(test_crafted_elf);
+	RUN(test_sections);
 	rmdir(tmpdir);
 	return CHECK_DONE();
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "symtab.h"
 
@@ -176,7 +177,7 @@ static int file_build_id(const char *path, struct fp_build_id *id)
 
 	if (fd < 0)
 		return -errno;
-	err = fp_elf_build_id(fd, id);
+	err = fp_elfnote_build_id(fd, id);
 	close(fd);
 	return err;
 }
@@ -260,7 +261,7 @@ static void test_build_id_segments_only(void)
 		eh.e_shstrndx = 0;
 		CHECK_EQ_INT(pwrite(fd, &eh, sizeof(eh), 0), sizeof(eh));
 	}
-	CHECK_EQ_INT(fp_elf_build_id(fd, &id), 0);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), 0);
 	CHECK_EQ_INT(file_build_id(libc_path, &want), 0);
 	CHECK(id.fb_len == want.fb_len && memcmp(id.fb_data, want.fb_data, want.fb_len) == 0);
 	/* No sections, no symbols. */
@@ -917,7 +918,7 @@ static void check_clean(const void *data, size_t len, int *ok_symtab)
 	CHECK(fd >= 0);
 	if (fd < 0)
 		return;
-	err = fp_elf_build_id(fd, &id);
+	err = fp_elfnote_build_id(fd, &id);
 	CHECK(err == 0 || err == -ENOENT || err == -EINVAL);
 	err = fp_elf_symtab(fd, &blob, &blen);
 	CHECK(err == 0 || err == -ENOENT || err == -EINVAL);
@@ -961,25 +962,25 @@ static void test_bad_files(void)
 	int fd;
 
 	fd = memfd_with(text, sizeof(text) - 1);
-	CHECK_EQ_INT(fp_elf_build_id(fd, &id), -EINVAL);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), -EINVAL);
 	CHECK_EQ_INT(fp_elf_symtab(fd, &blob, &len), -EINVAL);
 	close(fd);
 	fd = memfd_with(NULL, 0);
-	CHECK_EQ_INT(fp_elf_build_id(fd, &id), -EINVAL);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), -EINVAL);
 	CHECK_EQ_INT(fp_elf_symtab(fd, &blob, &len), -EINVAL);
 	close(fd);
 	fd = memfd_with(elf_magic_only, sizeof(elf_magic_only));
-	CHECK_EQ_INT(fp_elf_build_id(fd, &id), -EINVAL);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), -EINVAL);
 	CHECK_EQ_INT(fp_elf_symtab(fd, &blob, &len), -EINVAL);
 	close(fd);
 	/* Not regular files. */
 	fd = open("/dev/null", O_RDONLY);
-	CHECK_EQ_INT(fp_elf_build_id(fd, &id), -EINVAL);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &id), -EINVAL);
 	close(fd);
 	fd = open("/", O_RDONLY | O_DIRECTORY);
 	CHECK_EQ_INT(fp_elf_symtab(fd, &blob, &len), -EINVAL);
 	close(fd);
-	CHECK_EQ_INT(fp_elf_build_id(-1, &id), -EBADF);
+	CHECK_EQ_INT(fp_elfnote_build_id(-1, &id), -EBADF);
 	/* Out-parameters are written only on success. */
 	CHECK(id.fb_len == 77 && blob == (void *)&id && len == 77);
 }

@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int crash(int fd, void **blob, size_t *len)
@@ -39,6 +41,86 @@ static int garbage(int fd, void **blob, size_t *len)
 	*blob = strdup("not a symbol table at all");
 	*len = strlen(*blob);
 	return 0;
+}
+
+/* What a parser taken over by a hostile file could reach. */
+struct reach {
+	int rc_open_errno;   /* of open("/etc/passwd") */
+	int rc_socket_errno; /* of socket() */
+	int rc_fork_errno;   /* of fork() */
+	int rc_nfds;         /* descriptors open, of the first 1024 */
+	int rc_fds[8];       /* the first 8 of them */
+	int rc_nenv;         /* environment variables */
+};
+
+extern char **environ;
+
+static int probe(int fd, void **blob, size_t *len)
+{
+	struct reach *r = calloc(1, sizeof(*r));
+	struct stat st;
+	int s;
+
+	if (!r)
+		return -ENOMEM;
+	r->rc_open_errno = open("/etc/passwd", O_RDONLY) < 0 ? errno : 0;
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	r->rc_socket_errno = s < 0 ? errno : 0;
+	r->rc_fork_errno = fork() < 0 ? errno : 0; /* a child, if any, exits at once */
+	for (int i = 0; i < 1024; i++)
+		if (fstat(i, &st) == 0 && r->rc_nfds++ < 8)
+			r->rc_fds[r->rc_nfds - 1] = i;
+	for (char **e = environ; e && *e; e++)
+		r->rc_nenv++;
+	*blob = r;
+	*len = sizeof(*r);
+	return 0;
+}
+
+static int any_blob(const void *blob, size_t len)
+{
+	return len == sizeof(struct reach) ? 0 : -EINVAL;
+}
+
+/* The child holds the file and its pipe, no environment (the upload
+ * token), and cannot open, connect or fork. */
+static void test_child_confined(void)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), stray = dup(fd), extra;
+	struct reach *r = NULL;
+	size_t len = 0;
+	int sock = socket(AF_UNIX, SOCK_STREAM, 0); /* a connection the server holds */
+
+	setenv("FLEETPROF_UPLOAD_TOKEN", "secret", 1);
+	extra = open("/etc/hostname", O_RDONLY); /* no O_CLOEXEC: forked children inherit it */
+	CHECK(fd >= 0 && stray >= 0 && sock >= 0 && extra >= 0);
+	CHECK_EQ_INT(fp_isolate_build_checked(probe, any_blob, fd, 5, (void **)&r, &len), 0);
+	if (r) {
+		CHECK_EQ_INT(r->rc_open_errno, EPERM);
+		CHECK_EQ_INT(r->rc_socket_errno, EPERM);
+		CHECK_EQ_INT(r->rc_fork_errno, EPERM);
+		/* the file and the pipe (and stderr under ASan): nothing of the
+		 * parent's */
+#ifdef __SANITIZE_ADDRESS__
+		CHECK_EQ_INT(r->rc_nfds, 3);
+		CHECK_EQ_INT(r->rc_fds[0], STDERR_FILENO);
+		memmove(r->rc_fds, r->rc_fds + 1, 2 * sizeof(r->rc_fds[0]));
+#else
+		CHECK_EQ_INT(r->rc_nfds, 2);
+#endif
+		CHECK_EQ_INT(r->rc_fds[0], fd);
+		CHECK(r->rc_fds[1] != stray && r->rc_fds[1] != sock && r->rc_fds[1] != extra);
+		CHECK_EQ_INT(r->rc_nenv, 0);
+	}
+	/* The parent is untouched. */
+	CHECK(getenv("FLEETPROF_UPLOAD_TOKEN") != NULL);
+	CHECK(fcntl(extra, F_GETFD) == 0);
+	unsetenv("FLEETPROF_UPLOAD_TOKEN");
+	free(r);
+	close(extra);
+	close(sock);
+	close(stray);
+	close(fd);
 }
 
 static void test_same_as_direct(void)
@@ -98,5 +180,6 @@ int main(void)
 	RUN(test_same_as_direct);
 	RUN(test_errors_pass_through);
 	RUN(test_child_failures);
+	RUN(test_child_confined);
 	return CHECK_DONE();
 }

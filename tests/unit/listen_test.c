@@ -12,6 +12,7 @@
  * figures before and after a change. */
 #include "check.h"
 #include "cli.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "files.h"
 #include "listen.h"
@@ -227,7 +228,7 @@ static int find_big(char *path, size_t len)
 	for (i = 0; i < sizeof(libcs) / sizeof(libcs[0]) && err; i++) {
 		if ((fd = open(libcs[i], O_RDONLY | O_CLOEXEC)) < 0)
 			continue;
-		err = fp_elf_build_id(fd, &id);
+		err = fp_elfnote_build_id(fd, &id);
 		close(fd);
 		snprintf(code_path, sizeof(code_path), "%s", libcs[i]);
 	}
@@ -457,7 +458,7 @@ static void test_replies_never_wait(void)
 	if (fd < 0)
 		return;
 	elf_version(EV_CURRENT);
-	CHECK_EQ_INT(fp_elf_build_id(fd, &big_id), 0);
+	CHECK_EQ_INT(fp_elfnote_build_id(fd, &big_id), 0);
 	{
 		int code = open(code_path, O_RDONLY | O_CLOEXEC);
 		CHECK_EQ_INT(pick_functions(fd, code), 0);
@@ -537,7 +538,7 @@ int main(int argc, char **argv)
 			return 2;
 		elf_version(EV_CURRENT);
 		code = open(code_path, O_RDONLY | O_CLOEXEC);
-		if (fp_elf_build_id(fd, &big_id) || pick_functions(fd, code))
+		if (fp_elfnote_build_id(fd, &big_id) || pick_functions(fd, code))
 			return 2;
 		close(fd);
 		close(code);

@@ -5,6 +5,7 @@
  * kept under the state directory. */
 #include "check.h"
 #include "cli.h"
+#include "elfnote.h"
 #include "elfsyms.h"
 #include "pipeline.h"
 #include "resolver.h"
@@ -53,7 +54,7 @@ static int setup(void)
 	if (fd < 0)
 		return -errno;
 	elf_version(EV_CURRENT);
-	err = fp_elf_build_id(fd, &libc_id);
+	err = fp_elfnote_build_id(fd, &libc_id);
 	close(fd);
 	if (err)
 		return err;

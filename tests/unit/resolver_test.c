@@ -10,16 +10,19 @@
  */
 #include "check.h"
 #include "cfi.h"
+#include "elfnote.h"
 #include "resolver.h"
 #include "unwind_table.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BUILD_ID "0x5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed"
@@ -251,8 +254,96 @@ out:
 	CHECK_EQ_INT(system(cmd), 0);
 }
 
+static void stalled(int sig)
+{
+	static const char msg[] = "FAIL: resolver_test.c:test_unsafe_paths (stalled)\n";
+
+	(void)sig;
+	(void)!write(STDOUT_FILENO, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/* Paths agents report are opened only when they are regular files: a FIFO
+ * (whose open would block the worker) or a device is refused, and so is a
+ * symbolic link, even to the right file.  The same file at a plain path
+ * gives its tables.  Both as a local file and as a container's (through
+ * /proc/PID/root, here this process's). */
+static void test_unsafe_paths(void)
+{
+	char tmp[] = "/tmp/resolver_paths.XXXXXX", cache[64], plain[64], fifo[64], link[64],
+	     cmd[4300], self[4096];
+	const char *paths[] = { fifo, link, "/dev/zero", "/tmp", plain };
+	struct fp_resolver_opts o = { 0 };
+	struct fp_resolver_stats st;
+	struct fp_build_id id;
+	struct fp_resolver *r;
+	const size_t npaths = sizeof(paths) / sizeof(paths[0]);
+	size_t i;
+	int container;
+
+	CHECK(mkdtemp(tmp) != NULL);
+	snprintf(cache, sizeof(cache), "%s/cache", tmp);
+	snprintf(plain, sizeof(plain), "%s/exe", tmp);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
+	snprintf(link, sizeof(link), "%s/link", tmp);
+	CHECK(realpath("/proc/self/exe", self) != NULL);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", self, plain);
+	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+	CHECK_EQ_INT(symlink(plain, link), 0);
+	{
+		int fd = open(plain, O_RDONLY);
+		CHECK(fd >= 0 && fp_elfnote_build_id(fd, &id) == 0);
+		close(fd);
+	}
+	o.ro_cache_dir = cache;
+	signal(SIGALRM, stalled);
+	/* Each path as a local file, then each as a container's. */
+	for (i = 0, container = 0; container < 2; i = (i + 1) % npaths, container += i == 0) {
+		int refused = paths[i] != plain, want_err = refused ? -ENOENT : 0;
+		uint32_t pid = container ? (uint32_t)getpid() : 0;
+		struct fp_resolved res;
+		struct fp_lookup *l;
+		size_t len = 0;
+		void *blob = NULL;
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", cache);
+		CHECK_EQ_INT(system(cmd), 0);
+		r = NULL;
+		o.ro_local_files = !container;
+		o.ro_proc_root = container;
+		CHECK_EQ_INT(fp_resolver_open(&r, &o), 0);
+		if (!r)
+			break;
+		alarm(30);
+		/* The unwind table's search, then the symbols'. */
+		CHECK_EQ_INT(fp_resolver_note_path(r, &id, paths[i], pid), 0);
+		CHECK_EQ_INT(fp_resolver_unwind(r, &id, &blob, &len), want_err);
+		free(blob);
+		CHECK_EQ_INT(fp_resolver_begin(r, &l), 0);
+		fp_resolver_frame(l, FP_MAP_USER, &id, paths[i], pid, 0x1000, &res);
+		fp_resolver_end(l);
+		alarm(0);
+		CHECK_EQ_INT(fp_resolver_has(r, &id), !refused);
+		fp_resolver_stats(r, &st);
+		/* Refused by the unwind table's search and the symbols'. */
+		if (refused)
+			CHECK(st.rs_paths_refused >= 2);
+		else
+			CHECK_EQ_INT(st.rs_paths_refused, 0);
+		printf("  %-9s %-5s %s (%llu refused)\n", container ? "container" : "local",
+		       strrchr(paths[i], '/') + 1,
+		       refused ? "refused" : "read", (unsigned long long)st.rs_paths_refused);
+		fp_resolver_close(r);
+	}
+	signal(SIGALRM, SIG_DFL);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	CHECK_EQ_INT(system(cmd), 0);
+}
+
 int main(void)
 {
 	RUN(test_preference);
+	RUN(test_unsafe_paths);
 	return CHECK_DONE();
 }
