@@ -527,6 +527,10 @@ static int next_stage_isolated(struct fetch *fe, struct fp_range **ranges, size_
 	}
 	got.fe_fd = fe->fe_fd;
 	got.fe_last = fe->fe_last;
+	/* Pending is the parent's array (the child's copy died with it); a
+	 * stage starts with none pending and leaves those it asked for. */
+	got.fe_pending = fe->fe_pending;
+	memcpy(got.fe_pending, plan->sp_ranges, plan->sp_nranges * sizeof(*got.fe_pending));
 	*fe = got;
 	err = 0;
 out:
