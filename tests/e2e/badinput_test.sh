@@ -21,7 +21,9 @@ expect() { # expect NAME PATTERN FILE
 expect valid-hello 'status 0' "$TMP/hello"
 : > "$TMP/empty"
 expect empty-message 'status 2' "$TMP/empty"
-head -c 4096 /dev/urandom > "$TMP/garbage"
+# Random bytes after 0xc1, which msgpack never uses: random bytes alone
+# start like a message with another version now and then (1 run in 30).
+{ printf '\xc1'; head -c 4095 /dev/urandom; } > "$TMP/garbage"
 expect garbage 'status 2' "$TMP/garbage"
 size=$(stat -c %s "$TMP/hello")
 ok=1
