@@ -8,6 +8,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "privilege.h"
+#include "ring.h"
 #include "sampler.h"
 #include "unwind_maps.h"
 #include "cpython.h"
@@ -82,11 +83,7 @@ struct agent {
 	uint64_t ag_session;
 	uint64_t ag_seq;
 	uint64_t ag_next_cut_ns;
-	/* Ring of ag_o.ao_buffer intervals: the first ag_buf_acked were
-	 * acknowledged in this session but are not through the server's sinks
-	 * yet (kept, to send again should it die first); the rest are unsent. */
-	struct fp_interval *ag_buf;
-	size_t ag_buf_head, ag_buf_len, ag_buf_acked;
+	struct fp_ring ag_ring;     /* closed intervals until written */
 	struct fp_lost ag_lost;     /* agent-side totals */
 	uint64_t ag_sampled, ag_acked_samples;
 	uint64_t ag_batch_bytes, ag_ksyms_bytes; /* acknowledged, on the wire */
@@ -157,43 +154,6 @@ static int collector_open(struct agent *a)
 	return 0;
 }
 
-static struct fp_interval *ring_at(struct agent *a, size_t i)
-{
-	return &a->ag_buf[(a->ag_buf_head + i) % a->ag_o.ao_buffer];
-}
-
-/* ring_pop: free the oldest interval. */
-static void ring_pop(struct agent *a)
-{
-	fp_interval_fini(ring_at(a, 0));
-	a->ag_buf_head = (a->ag_buf_head + 1) % a->ag_o.ao_buffer;
-	a->ag_buf_len--;
-	if (a->ag_buf_acked)
-		a->ag_buf_acked--;
-}
-
-/* ring_drop_unsent: free the oldest unsent interval, keeping the order of
- * the acknowledged ones before it. */
-static void ring_drop_unsent(struct agent *a)
-{
-	size_t i;
-
-	fp_interval_fini(ring_at(a, a->ag_buf_acked));
-	for (i = a->ag_buf_acked; i > 0; i--)
-		*ring_at(a, i) = *ring_at(a, i - 1);
-	a->ag_buf_head = (a->ag_buf_head + 1) % a->ag_o.ao_buffer;
-	a->ag_buf_len--;
-}
-
-/* ring_written: free the acknowledged intervals the reply says are
- * through the server's sinks (all of them, from a server that does not
- * say). */
-static void ring_written(struct agent *a, const struct fp_reply *r)
-{
-	while (a->ag_buf_acked && (!r->fr_has_written || ring_at(a, 0)->fi_seq <= r->fr_written))
-		ring_pop(a);
-}
-
 /* agent_new_session: the next exchange starts a new session (a hello);
  * the collector forgets what the peer knew when the hello is answered. */
 static void agent_new_session(struct agent *a)
@@ -209,19 +169,9 @@ static void agent_new_session(struct agent *a)
  * Unwind tables stay: they have their own fixed budget. */
 static void agent_start_over(struct agent *a, uint64_t heap)
 {
-	size_t i;
-
 	fp_warnx("memory %" PRIu64 " MB over --max-mem %u MB: forgetting all processes and "
 		 "stacks, new session", heap >> 20, a->ag_o.ao_max_mem_mb);
-	for (i = 0; i < a->ag_buf_len; i++) {
-		struct fp_interval *iv = ring_at(a, i);
-		if (i >= a->ag_buf_acked) { /* the acknowledged ones are no loss */
-			a->ag_lost.fl_batches++;
-			a->ag_lost.fl_samples_dropped += iv->fi_samples;
-		}
-		fp_interval_fini(iv);
-	}
-	a->ag_buf_head = a->ag_buf_len = a->ag_buf_acked = 0;
+	fp_ring_clear(&a->ag_ring, &a->ag_lost.fl_batches, &a->ag_lost.fl_samples_dropped);
 	fp_collector_free(a->ag_collector);
 	a->ag_collector = NULL;
 	fp_sampler_forget_pids(a->ag_sampler);
@@ -246,7 +196,7 @@ static void agent_budget(struct agent *a)
 static void agent_cut(struct agent *a)
 {
 	uint64_t bpf[FP_CNT_MAX];
-	struct fp_interval iv;
+	struct fp_interval iv, old;
 
 	agent_budget(a);
 	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
@@ -260,20 +210,14 @@ static void agent_cut(struct agent *a)
 		iv.fi_lost.fl_samples += bpf[FP_CNT_LOST];
 		iv.fi_lost.fl_stack_errors = bpf[FP_CNT_USTACK_ERR] + bpf[FP_CNT_KSTACK_ERR];
 	}
-	if (a->ag_buf_len == a->ag_o.ao_buffer) {
-		struct fp_interval *old = ring_at(a, 0);
-		if (!a->ag_buf_acked) {
-			a->ag_lost.fl_batches++;
-			a->ag_lost.fl_samples_dropped += old->fi_samples;
-			fp_warnx("buffer full: dropping interval %" PRIu64 " (%" PRIu64 " samples)",
-				 old->fi_seq, old->fi_samples);
-		}
-		ring_pop(a);
+	if (fp_ring_push(&a->ag_ring, &iv, &old)) {
+		a->ag_lost.fl_batches++;
+		a->ag_lost.fl_samples_dropped += old.fi_samples;
+		fp_warnx("buffer full: dropping interval %" PRIu64 " (%" PRIu64 " samples)",
+			 old.fi_seq, old.fi_samples);
 	}
-	*ring_at(a, a->ag_buf_len) = iv;
-	a->ag_buf_len++;
 	fp_debug("interval %" PRIu64 ": %" PRIu64 " samples, %zu stacks, %zu buffered",
-		 iv.fi_seq, iv.fi_samples, iv.fi_ncounts, a->ag_buf_len);
+		 iv.fi_seq, iv.fi_samples, iv.fi_ncounts, fp_ring_len(&a->ag_ring));
 }
 
 /* Sample for up to timeout_ms; close the interval when it is due. */
@@ -530,8 +474,9 @@ static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 /* Send every unsent interval, oldest first.  0 when none is left. */
 static int agent_flush(struct agent *a)
 {
-	while (a->ag_buf_acked < a->ag_buf_len) {
-		struct fp_interval *iv = ring_at(a, a->ag_buf_acked);
+	struct fp_interval *iv;
+
+	while ((iv = fp_ring_next(&a->ag_ring))) {
 		struct fp_reply r = { 0 };
 		struct fp_batch b;
 		uint64_t seq = iv->fi_seq;
@@ -554,21 +499,19 @@ static int agent_flush(struct agent *a)
 			return err;
 		}
 		/* The buffer may have moved while we waited (a cut, a drop). */
-		iv = a->ag_buf_acked < a->ag_buf_len ? ring_at(a, a->ag_buf_acked) : NULL;
+		iv = fp_ring_next(&a->ag_ring);
 		switch (r.fr_status) {
 		case FP_REPLY_OK:
 			fp_collector_sent(a->ag_collector, &b);
 			if (iv && iv->fi_seq == seq) {
 				fp_debug("interval %" PRIu64 " acknowledged: %" PRIu64 " samples in %zu "
 					 "bytes", seq, iv->fi_samples, len);
-				if (!iv->fi_acked) { /* not again when sent again */
+				if (fp_ring_ack(&a->ag_ring)) { /* not again when sent again */
 					a->ag_acked_samples += iv->fi_samples;
 					a->ag_batch_bytes += len;
-					iv->fi_acked = 1;
 				}
-				a->ag_buf_acked++;
 			}
-			ring_written(a, &r);
+			fp_ring_written(&a->ag_ring, r.fr_has_written, r.fr_written);
 			agent_take_tables(a, &r);
 			agent_queue_wants(a, &r);
 			agent_send_ksyms(a);
@@ -580,7 +523,7 @@ static int agent_flush(struct agent *a)
 			a->ag_hello_ok = 0;
 			/* What it acknowledged may have died with it: send again (it
 			 * knows, if it stored them, and takes them once). */
-			a->ag_buf_acked = 0;
+			fp_ring_resend(&a->ag_ring);
 			break;
 		default:
 			fp_warnx("symbolizer rejected interval %" PRIu64 ": %s; dropping it", seq,
@@ -588,7 +531,7 @@ static int agent_flush(struct agent *a)
 			if (iv && iv->fi_seq == seq) {
 				a->ag_lost.fl_batches++;
 				a->ag_lost.fl_samples_dropped += iv->fi_samples;
-				ring_drop_unsent(a);
+				fp_ring_drop_unsent(&a->ag_ring);
 			}
 			break;
 		}
@@ -615,7 +558,7 @@ static int agent_use(struct agent *a, size_t idx)
 	a->ag_uplink = u;
 	a->ag_addr = a->ag_o.ao_servers[idx];
 	agent_new_session(a);
-	a->ag_buf_acked = 0; /* the old one may not have written them */
+	fp_ring_resend(&a->ag_ring); /* the old one may not have written them */
 	return 0;
 }
 
@@ -651,10 +594,9 @@ static void agent_failback(struct agent *a)
 		err = agent_hello(a);
 		if (!err) {
 			/* The one we leave is up: it writes what it acknowledged. */
-			while (a->ag_buf_acked)
-				ring_pop(a);
+			fp_ring_forget_acked(&a->ag_ring);
 			fp_info("back on %s from %s, with %zu intervals buffered", a->ag_addr,
-				cur_addr, a->ag_buf_len);
+				cur_addr, fp_ring_unsent(&a->ag_ring));
 			fp_uplink_close(cur);
 			fp_failover_probed(&a->ag_fo, i, fp_now_ns(CLOCK_MONOTONIC));
 			return;
@@ -947,11 +889,8 @@ int main(int argc, char **argv)
 		.fh_label_keys = a.ag_o.ao_label_keys,
 		.fh_label_values = a.ag_o.ao_label_values,
 	};
-	a.ag_buf = calloc(a.ag_o.ao_buffer, sizeof(*a.ag_buf));
-	if (!a.ag_buf) {
-		err = -ENOMEM;
+	if ((err = fp_ring_init(&a.ag_ring, a.ag_o.ao_buffer)))
 		goto cleanup;
-	}
 	fp_failover_init(&a.ag_fo, a.ag_o.ao_nservers, a.ag_o.ao_failover_after,
 			 a.ag_o.ao_failback_s);
 	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency, .so_pid = a.ag_o.ao_pid,
@@ -988,7 +927,7 @@ int main(int argc, char **argv)
 		agent_pump(&a, 250);
 		if (fp_failover_probe_due(&a.ag_fo, fp_now_ns(CLOCK_MONOTONIC)))
 			agent_failback(&a);
-		if (a.ag_buf_acked == a.ag_buf_len || fp_now_ns(CLOCK_MONOTONIC) < a.ag_fo.fo_next_try)
+		if (!fp_ring_unsent(&a.ag_ring) || fp_now_ns(CLOCK_MONOTONIC) < a.ag_fo.fo_next_try)
 			continue;
 		err = agent_send(&a);
 		now = fp_now_ns(CLOCK_MONOTONIC);
@@ -1003,10 +942,10 @@ int main(int argc, char **argv)
 				fp_warnx("symbolizer %s: %s, %u times in a row: failing over to %s with "
 					 "%zu intervals buffered", addr, why,
 					 a.ag_o.ao_failover_after,
-					 a.ag_o.ao_servers[a.ag_fo.fo_current], a.ag_buf_len);
+					 a.ag_o.ao_servers[a.ag_fo.fo_current], fp_ring_unsent(&a.ag_ring));
 			else
 				fp_warnx("symbolizer %s: %s; %zu intervals buffered, retrying in %" PRIu64
-					 " ms", addr, why, a.ag_buf_len,
+					 " ms", addr, why, fp_ring_unsent(&a.ag_ring),
 					 (a.ag_fo.fo_next_try - now) / 1000000);
 		} else if (!err) {
 			fp_failover_ok(&a.ag_fo);
@@ -1029,7 +968,7 @@ int main(int argc, char **argv)
 		err = agent_send(&a);
 	}
 	if (err)
-		fp_warnx("exiting with %zu intervals unsent: %s", a.ag_buf_len - a.ag_buf_acked,
+		fp_warnx("exiting with %zu intervals unsent: %s", fp_ring_unsent(&a.ag_ring),
 			 strerror(-err));
 	err = 0;
 	fp_info("sampled %" PRIu64 " samples in %" PRIu64 " intervals; acknowledged %" PRIu64
@@ -1045,9 +984,7 @@ cleanup:
 	fp_sampler_close(a.ag_sampler);
 	fp_uplink_close(a.ag_uplink);
 	agent_session_asks_fini(&a);
-	for (i = 0; a.ag_buf && i < a.ag_buf_len; i++)
-		fp_interval_fini(ring_at(&a, i));
-	free(a.ag_buf);
+	fp_ring_fini(&a.ag_ring);
 	fp_kernel_fini(&a.ag_kernel);
 	for (i = 0; i < a.ag_o.ao_nlabels; i++) {
 		free(a.ag_o.ao_label_keys[i]);
