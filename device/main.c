@@ -86,6 +86,8 @@ struct agent {
 	struct fp_lost ag_lost;     /* agent-side totals */
 	uint64_t ag_sampled, ag_acked_samples;
 	uint64_t ag_batch_bytes, ag_ksyms_bytes; /* acknowledged, on the wire */
+	struct fp_wire_batch_parts ag_batch_parts; /* ag_batch_bytes by part */
+	uint64_t ag_features;       /* what the symbolizer said it reads (fp_feature) */
 	uint64_t ag_file_bytes;     /* file bytes the symbolizer asked for */
 	uint64_t ag_table_bytes;    /* unwind table bytes received */
 	uint64_t ag_resets;         /* times the memory budget made us start over */
@@ -137,6 +139,12 @@ static uint64_t heap_bytes(void)
 	return (uint64_t)kb << 10;
 }
 
+static int fold_by_table(const struct fp_build_id *id, uint64_t offset, uint64_t *start,
+			 void *arg)
+{
+	return fp_unwind_row_start(arg, id, offset, start);
+}
+
 static int collector_open(struct agent *a)
 {
 	int err = fp_collector_alloc(&a->ag_collector, "/proc", "/var/lib/docker", &a->ag_kernel);
@@ -150,6 +158,8 @@ static int collector_open(struct agent *a)
 	} else if (a->ag_unwind) {
 		fp_collector_set_maps_fn(a->ag_collector, fp_unwind_on_maps, a->ag_unwind);
 	}
+	if (a->ag_unwind)
+		fp_collector_set_fold_fn(a->ag_collector, fold_by_table, a->ag_unwind);
 	return 0;
 }
 
@@ -459,6 +469,7 @@ static int agent_hello(struct agent *a)
 	fp_collector_forget(a->ag_collector); /* a new session knows nothing */
 	agent_session_asks_fini(a);
 	a->ag_hello_ok = 1;
+	a->ag_features = r.fr_features & FP_FEATURES_KNOWN;
 	fp_info("connected to %s (session %016" PRIx64 ")", a->ag_addr, a->ag_session);
 	agent_queue_wants(a, &r);
 	agent_send_ksyms(a);
@@ -490,6 +501,7 @@ static int agent_flush(struct agent *a)
 	while (a->ag_buf_len) {
 		struct fp_interval *iv = &a->ag_buf[a->ag_buf_head];
 		struct fp_reply r = { 0 };
+		struct fp_wire_batch_parts parts;
 		struct fp_batch b;
 		uint64_t seq = iv->fi_seq;
 		size_t len;
@@ -503,7 +515,7 @@ static int agent_flush(struct agent *a)
 						      1000000000ull / a->ag_hello.fh_frequency : 0,
 					      &b)))
 			return err;
-		err = fp_wire_encode_batch(&b, &buf, &len);
+		err = fp_wire_encode_batch_parts(&b, a->ag_features, &buf, &len, &parts);
 		if (!err)
 			err = agent_call(a, buf, len, &r);
 		if (err) {
@@ -517,9 +529,18 @@ static int agent_flush(struct agent *a)
 			fp_collector_sent(a->ag_collector, &b);
 			if (iv && iv->fi_seq == seq) {
 				fp_debug("interval %" PRIu64 " acknowledged: %" PRIu64 " samples in %zu "
-					 "bytes", seq, iv->fi_samples, len);
+					 "bytes (%zu nodes in %zu, %zu counts in %zu, mappings %zu, "
+					 "threads %zu, header %zu)",
+					 seq, iv->fi_samples, len, b.fb_nnodes, parts.wp_nodes,
+					 b.fb_ncounts, parts.wp_counts, parts.wp_mappings,
+					 parts.wp_threads, parts.wp_other);
 				a->ag_acked_samples += iv->fi_samples;
 				a->ag_batch_bytes += len;
+				a->ag_batch_parts.wp_mappings += parts.wp_mappings;
+				a->ag_batch_parts.wp_threads += parts.wp_threads;
+				a->ag_batch_parts.wp_nodes += parts.wp_nodes;
+				a->ag_batch_parts.wp_counts += parts.wp_counts;
+				a->ag_batch_parts.wp_other += parts.wp_other;
 				fp_interval_fini(iv);
 				a->ag_buf_head = (a->ag_buf_head + 1) % a->ag_o.ao_buffer;
 				a->ag_buf_len--;
@@ -648,11 +669,18 @@ static void log_footprint(struct agent *a)
 		a->ag_ksyms_bytes, a->ag_file_bytes, a->ag_table_bytes, st.ss_run_count,
 		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes,
 		fp_collector_bytes(a->ag_collector), a->ag_resets, line);
+	fp_info("wire: batch bytes by part: nodes %zu, counts %zu, mappings %zu, threads %zu, "
+		"headers %zu",
+		a->ag_batch_parts.wp_nodes, a->ag_batch_parts.wp_counts,
+		a->ag_batch_parts.wp_mappings, a->ag_batch_parts.wp_threads,
+		a->ag_batch_parts.wp_other);
 	fp_collector_nodes(a->ag_collector, &nodes);
 	fp_info("stack trie: %" PRIu64 " nodes: %" PRIu64 " native user frames, %" PRIu64
-		" kernel, %" PRIu64 " Python, %" PRIu64 " unmapped",
+		" kernel, %" PRIu64 " Python, %" PRIu64 " unmapped; %" PRIu64
+		" native leaves under Python folded to their row's start",
 		nodes.cn_user + nodes.cn_kernel + nodes.cn_python + nodes.cn_unmapped,
-		nodes.cn_user, nodes.cn_kernel, nodes.cn_python, nodes.cn_unmapped);
+		nodes.cn_user, nodes.cn_kernel, nodes.cn_python, nodes.cn_unmapped,
+		nodes.cn_folded);
 	if (a->ag_unwind) {
 		uint64_t c[FP_CNT_MAX] = { 0 };
 		struct fp_unwind_stats us;
