@@ -683,9 +683,9 @@ static int add_build_id_frames(struct fp_collector *c, const struct fp_bpf_sampl
 	return 0;
 }
 
-/* fold_leaf: f, the innermost native frame of a stack with Python
- * frames, at the start of its code (fp_fold_fn) when the hook knows it. */
-static void fold_leaf(struct fp_collector *c, struct fp_frame *f)
+/* fold_frame: f, a native frame below a stack's innermost Python frame,
+ * at the start of its code (fp_fold_fn) when the hook knows it. */
+static void fold_frame(struct fp_collector *c, struct fp_frame *f)
 {
 	const struct mapping_key *mk;
 	struct fp_build_id id;
@@ -741,7 +741,7 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 	}
 	if (s->flags & FP_SAMPLE_USER_RAW) {
 		struct proc_entry *pe = proc_get(c, s->pid);
-		uint32_t nslots = s->ustack_bytes / 8, user = 0, leaf = n, py = 0;
+		uint32_t nslots = s->ustack_bytes / 8, user = 0, leaf = n, py = FP_MAX_FRAMES;
 		/* Python frames that do not match the eval loop activations
 		 * they replace are dropped; the activations stay. */
 		int py_ok = !(s->flags & FP_SAMPLE_PY_MISMATCH);
@@ -757,8 +757,9 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 				if (python_frame(c, s->pid, code, FP_PY_SLOT_TAG(ip),
 						 FP_PY_SLOT_LASTI(ip), &c->cl_frames[n++]))
 					goto oom;
+				if (py == FP_MAX_FRAMES)
+					py = n - 1;
 				user++;
-				py++;
 				continue;
 			}
 			if (ip & FP_PY_SLOT_EVAL) {
@@ -776,10 +777,10 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 				goto oom;
 			user++;
 		}
-		/* Under Python frames, the native leaf's function is what
-		 * tells; its exact address only multiplies nodes. */
-		if (py && n > leaf)
-			fold_leaf(c, &c->cl_frames[leaf]);
+		/* Below Python frames, what tells is which C functions
+		 * Python called; their exact addresses only multiply nodes. */
+		for (i = leaf; py < n && i < py; i++)
+			fold_frame(c, &c->cl_frames[i]);
 	} else {
 		if (add_build_id_frames(c, s, ustack, &n))
 			goto oom;

@@ -74,11 +74,11 @@ typedef int (*fp_fold_fn)(const struct fp_build_id *id, uint64_t offset, uint64_
 			  void *arg);
 
 /* fp_collector_set_fold_fn: install that hook (default: none, every frame
- * at its exact address).  It is asked about one frame per sample: the
- * innermost native frame of a stack that has Python frames, below them
- * (the C function Python called, or what that called).  Such addresses
- * vary with every sample and made most of a Python process's new trie
- * nodes; folded, the frame keeps its function but not its line. */
+ * at its exact address).  It is asked about the native frames of a stack
+ * below its innermost Python frame (the C function Python called and what
+ * that called), in files with a build-ID.  The leaf's address varies with
+ * every sample and made most of a Python process's new trie nodes;
+ * folded, a frame keeps its function but not its line. */
 void fp_collector_set_fold_fn(struct fp_collector *c, fp_fold_fn fn, void *arg);
 
 /* fp_collector_remap: call the maps hook again for every process whose
@@ -143,7 +143,7 @@ struct fp_collector_nodes {
 	uint64_t cn_kernel;   /* vmlinux and modules */
 	uint64_t cn_python;   /* Python code objects */
 	uint64_t cn_unmapped; /* addresses in no mapping */
-	uint64_t cn_folded;   /* leaf frames folded by the fold hook, ever */
+	uint64_t cn_folded;   /* frames the fold hook moved, ever */
 };
 
 /* fp_collector_nodes: count them, in time linear in their number. */

@@ -677,7 +677,7 @@ static void log_footprint(struct agent *a)
 	fp_collector_nodes(a->ag_collector, &nodes);
 	fp_info("stack trie: %" PRIu64 " nodes: %" PRIu64 " native user frames, %" PRIu64
 		" kernel, %" PRIu64 " Python, %" PRIu64 " unmapped; %" PRIu64
-		" native leaves under Python folded to their row's start",
+		" native frames below Python folded to their row's start",
 		nodes.cn_user + nodes.cn_kernel + nodes.cn_python + nodes.cn_unmapped,
 		nodes.cn_user, nodes.cn_kernel, nodes.cn_python, nodes.cn_unmapped,
 		nodes.cn_folded);
