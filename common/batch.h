@@ -202,8 +202,9 @@ enum fp_reply_status {
  * to a hello (fr_features): an agent uses a feature only when told. */
 enum fp_feature {
 	FP_FEATURE_LEAVES = 1, /* SAMPLES key 11: counts as varints (PROTOCOL.md) */
+	FP_FEATURE_NODES = 2,  /* SAMPLES key 12: trie nodes as varints */
 };
-#define FP_FEATURES_KNOWN FP_FEATURE_LEAVES
+#define FP_FEATURES_KNOWN (FP_FEATURE_LEAVES | FP_FEATURE_NODES)
 
 /* The symbolizer's answer to every request. */
 struct fp_reply {

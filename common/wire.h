@@ -49,7 +49,8 @@ struct fp_wire_batch_parts {
 /* fp_wire_encode_batch_parts: fp_wire_encode_batch, and on success the
  * bytes of each part in *parts.  features (enum fp_feature bits the peer
  * announced) picks the encoding: with FP_FEATURE_LEAVES the counts go as
- * SAMPLES key 11 (sorted; a count of 0 is then -EINVAL), else as key 9. */
+ * SAMPLES key 11 (sorted; a count of 0 is then -EINVAL), else as key 9;
+ * with FP_FEATURE_NODES the nodes go as key 12, else as key 8. */
 int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char **buf,
 			       size_t *len, struct fp_wire_batch_parts *parts);
 int fp_wire_encode_ksyms(const struct fp_ksyms *k, char **buf, size_t *len);
