@@ -454,7 +454,8 @@ static int lost_is_zero(const struct fp_lost *l)
 }
 
 /* Counts sorted by thread, then by leaf with "no frames" first (node + 1
- * wraps FP_NODE_NONE to 0): the order key 11 needs. */
+ * wraps FP_NODE_NONE to 0): the order key 11 needs; then by count, so
+ * that any order of the same counts encodes to the same bytes. */
 static int by_thread_leaf(const void *a, const void *b)
 {
 	const struct fp_count *x = a, *y = b;
@@ -462,7 +463,9 @@ static int by_thread_leaf(const void *a, const void *b)
 
 	if (x->fc_thread != y->fc_thread)
 		return x->fc_thread < y->fc_thread ? -1 : 1;
-	return xn < yn ? -1 : xn > yn;
+	if (xn != yn)
+		return xn < yn ? -1 : 1;
+	return x->fc_count < y->fc_count ? -1 : x->fc_count > y->fc_count;
 }
 
 /* Key 11: per thread in ascending order, the thread's id as a difference
