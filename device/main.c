@@ -139,12 +139,6 @@ static uint64_t heap_bytes(void)
 	return (uint64_t)kb << 10;
 }
 
-static int fold_by_table(const struct fp_build_id *id, uint64_t offset, uint64_t *start,
-			 void *arg)
-{
-	return fp_unwind_row_start(arg, id, offset, start);
-}
-
 static int collector_open(struct agent *a)
 {
 	int err = fp_collector_alloc(&a->ag_collector, "/proc", "/var/lib/docker", &a->ag_kernel);
@@ -159,7 +153,7 @@ static int collector_open(struct agent *a)
 		fp_collector_set_maps_fn(a->ag_collector, fp_unwind_on_maps, a->ag_unwind);
 	}
 	if (a->ag_unwind)
-		fp_collector_set_fold_fn(a->ag_collector, fold_by_table, a->ag_unwind);
+		fp_collector_set_fold_fn(a->ag_collector, fp_unwind_fold, a->ag_unwind);
 	return 0;
 }
 

@@ -123,6 +123,11 @@ int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
 	return -ENOENT;
 }
 
+int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *start, void *arg)
+{
+	return fp_unwind_row_start(arg, id, offset, start);
+}
+
 /* scrub: drop slot t from every process list that names it. */
 static void scrub(struct fp_unwind *u, uint32_t t)
 {

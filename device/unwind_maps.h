@@ -83,6 +83,10 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
 int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
 			uint64_t offset, uint64_t *start);
 
+/* fp_unwind_fold: fp_unwind_row_start as the collector's fold hook
+ * (fp_collector_set_fold_fn), arg the struct fp_unwind. */
+int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *start, void *arg);
+
 /* fp_unwind_set_proc: tell the BPF program which mappings of pid have a
  * table (pm's mappings whose build-ID was read); none: pid is walked by
  * the kernel's frame-pointer walker.  Marks those tables used.  0, or a
