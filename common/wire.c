@@ -435,8 +435,9 @@ static void enc_nodes_varint(struct enc *e, const struct fp_node *nodes, size_t 
 			goto out;
 		}
 		p = put_varint(p, zigzag((int64_t)nd->fn_id - prev));
-		p = put_varint(p, nd->fn_parent == FP_NODE_NONE ?
-					  0 : zigzag((int64_t)nd->fn_id - nd->fn_parent));
+		p = put_varint(p, nd->fn_parent == FP_NODE_NONE
+				      ? 0
+				      : zigzag((int64_t)nd->fn_id - nd->fn_parent));
 		p = put_varint(p, ((uint64_t)nd->fn_frame.ff_mapping + 1) & UINT32_MAX);
 		p = put_varint(p, nd->fn_frame.ff_offset);
 		prev = nd->fn_id;
@@ -1367,7 +1368,8 @@ static int leaves_walk(const uint8_t *p, const uint8_t *end, struct fp_count *ou
 			count = 1;
 			if ((v & 1) && (err = get_varint(&p, end, &count)))
 				return err;
-			if (v / 2 > UINT32_MAX - leaf || (v & 1 && (count < 2 || count > UINT32_MAX)))
+			if (v / 2 > UINT32_MAX - leaf ||
+			    (v & 1 && (count < 2 || count > UINT32_MAX)))
 				return FP_WIRE_EFIELD;
 			leaf += v / 2;
 			if (out)
@@ -1392,7 +1394,8 @@ static int nodes_walk(const uint8_t *p, const uint8_t *end, struct fp_node *out,
 		uint64_t id_zz, parent_zz, mapping, offset;
 		int64_t id, parent, id_delta, parent_delta;
 
-		if ((err = get_varint(&p, end, &id_zz)) || (err = get_varint(&p, end, &parent_zz)) ||
+		if ((err = get_varint(&p, end, &id_zz)) ||
+		    (err = get_varint(&p, end, &parent_zz)) ||
 		    (err = get_varint(&p, end, &mapping)) || (err = get_varint(&p, end, &offset)))
 			return err;
 		if (id_zz > 2 * (uint64_t)UINT32_MAX || parent_zz > 2 * (uint64_t)UINT32_MAX ||

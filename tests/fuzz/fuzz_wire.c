@@ -2,7 +2,8 @@
  *
  * Every input goes through fp_wire_peek and all four decoders.  Whatever
  * decodes must re-encode, decode again to an equal value, and re-encode to
- * the same bytes (a batch both with and without the varint keys): the symbolizer re-encodes what it received (e.g. when
+ * the same bytes (a batch both with and without the varint keys): the
+ * symbolizer re-encodes what it received (e.g. when
  * forwarding), so an unstable round trip would be a silent corruption.
  * Any violation calls abort() so libFuzzer records the input.
  */

@@ -1476,7 +1476,8 @@ static void test_fold_below_python(void)
 		}
 	}
 	fp_collector_nodes(c, &kinds);
-	CHECK_EQ_INT(kinds.cn_folded, (file_offset(a) & 0xf ? 1 : 0) + (file_offset(b) & 0xf ? 1 : 0));
+	CHECK_EQ_INT(kinds.cn_folded,
+		     (file_offset(a) & 0xf ? 1 : 0) + (file_offset(b) & 0xf ? 1 : 0));
 	fp_collector_batch_release(c, &bt);
 	fp_interval_fini(&iv);
 out:
