@@ -411,7 +411,7 @@ static void enc_nodes(struct enc *e, const struct fp_node *nodes, size_t n)
 
 static uint64_t zigzag(int64_t v)
 {
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	return v < 0 ? ~((uint64_t)v << 1) : (uint64_t)v << 1;
 }
 
 /* Key 12: key 8's four numbers per node as varints, the deltas zigzag
