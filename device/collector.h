@@ -67,9 +67,9 @@ typedef int (*fp_pycode_fn)(uint32_t pid, uint64_t addr, uint32_t tag, struct fp
 void fp_collector_set_pycode_fn(struct fp_collector *c, fp_pycode_fn fn, void *arg);
 
 /* Where the code around file offset of the file id starts, in *start, for
- * folding the addresses of a stack's leaf into fewer trie nodes: 0, or a
- * negative errno to keep offset as it is (device/unwind_maps.h,
- * fp_unwind_row_start). */
+ * folding the addresses of native frames below Python into fewer trie
+ * nodes: 0, or a negative errno to keep offset as it is
+ * (device/unwind_maps.h, fp_unwind_row_start). */
 typedef int (*fp_fold_fn)(const struct fp_build_id *id, uint64_t offset, uint64_t *start,
 			  void *arg);
 

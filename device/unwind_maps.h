@@ -74,12 +74,15 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
  * offset falls in starts, when that row lies within one function, in
  * *start.  A row lies within one function when the frame it describes is
  * not in the state of a function's entry (x86-64: CFA = SP + 8; arm64:
- * CFA = SP): every function starts in that state, so such a row began
- * after its function's start, and the next function's first row differs
- * from it.  The symbolizer resolves the row's start to the same function
- * as offset, without reading a symbol table here.  0, or -ENOENT (no table
- * for id, offset before its first row, or a row in the entry state or of
- * another rule, which may span two functions). */
+ * CFA = SP): a function starts in that state, so such a row began after
+ * its function's start, and the next function's first row differs from
+ * it.  A function's .cold part starts in its hot part's state instead;
+ * the symbolizer's compiler keeps a row at every function's start for it
+ * (symbolizer/cfi.c, append).  The symbolizer then resolves the row's
+ * start to the same function as offset, and the agent reads no symbol
+ * table.  0, or -ENOENT (no table for id, offset before its first row, or
+ * a row in the entry state or of another rule, which may span two
+ * functions in a table compiled without those rows). */
 int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
 			uint64_t offset, uint64_t *start);
 
