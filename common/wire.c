@@ -419,7 +419,9 @@ static uint64_t zigzag(int64_t v)
  * native file offset takes 3 bytes up to 2 MiB where msgpack took 5. */
 static void enc_nodes_varint(struct enc *e, const struct fp_node *nodes, size_t n)
 {
-	uint8_t *buf = malloc(n * 4 * VARINT_MAX), *p = buf;
+	/* Per node at most: zigzagged deltas of 34 bits, a mapping of 32 (5 bytes
+	 * each), an offset of 64 (10). */
+	uint8_t *buf = malloc(n * 25), *p = buf;
 	int64_t prev = 0;
 	size_t i;
 
@@ -477,7 +479,9 @@ static int by_thread_leaf(const void *a, const void *b)
 static void enc_leaves(struct enc *e, const struct fp_count *counts, size_t n)
 {
 	struct fp_count *c = malloc(n * sizeof(*c));
-	uint8_t *buf = malloc(n * 4 * VARINT_MAX), *p = buf;
+	/* Per count at most: its group's thread delta and size (5 bytes
+	 * each), a leaf of 33 bits and a count of 32 (5 each). */
+	uint8_t *buf = malloc(n * 20), *p = buf;
 	uint32_t thread = 0;
 	size_t i, j;
 
