@@ -198,9 +198,18 @@ enum fp_reply_status {
 	FP_REPLY_REJECTED = 2,   /* malformed or unsupported; do not resend as is */
 };
 
+/* What a symbolizer reads beyond version 1's first revision, in the reply
+ * to a hello (fr_features): an agent uses a feature only when told. */
+enum fp_feature {
+	FP_FEATURE_LEAVES = 1, /* SAMPLES key 11: counts as varints (PROTOCOL.md) */
+	FP_FEATURE_NODES = 2,  /* SAMPLES key 12: trie nodes as varints */
+};
+#define FP_FEATURES_KNOWN (FP_FEATURE_LEAVES | FP_FEATURE_NODES)
+
 /* The symbolizer's answer to every request. */
 struct fp_reply {
 	uint8_t fr_status;          /* enum fp_reply_status */
+	uint64_t fr_features;       /* enum fp_feature bits; 0 from older symbolizers */
 	uint64_t fr_seq;            /* seq of the batch answered (OK or NEED_HELLO), else 0 */
 	char *fr_error;             /* owned; NULL unless rejected */
 	size_t fr_nwant;            /* build-IDs whose kallsyms the server wants */

@@ -52,6 +52,8 @@ enum {
 	BATCH_NODES = 8,
 	BATCH_COUNTS = 9,
 	BATCH_LOST = 10,
+	BATCH_LEAVES = 11,
+	BATCH_NODES_VARINT = 12,
 	BATCH_NKEYS
 };
 
@@ -73,6 +75,7 @@ enum {
 	REPLY_WANT = 4,
 	REPLY_RANGES = 5,
 	REPLY_TABLES = 6,
+	REPLY_FEATURES = 7,
 	REPLY_WRITTEN = 8,
 	REPLY_NKEYS
 };
@@ -368,6 +371,20 @@ static void enc_none_or_uint(struct enc *e, uint32_t v, uint32_t none)
 		enc_uint(e, v);
 }
 
+/* LEB128: 7 bits a byte, low bits first, the top bit set on all but the
+ * last byte.  A u64 takes at most 10 bytes. */
+#define VARINT_MAX 10
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
 /* Nodes come in id order mostly, each right after its parent: ids and
  * parents travel as differences, one byte each in the common case. */
 static void enc_nodes(struct enc *e, const struct fp_node *nodes, size_t n)
@@ -392,16 +409,129 @@ static void enc_nodes(struct enc *e, const struct fp_node *nodes, size_t n)
 	}
 }
 
+static uint64_t zigzag(int64_t v)
+{
+	return v < 0 ? ~((uint64_t)v << 1) : (uint64_t)v << 1;
+}
+
+/* Key 12: key 8's four numbers per node as varints, the deltas zigzag
+ * (0, -1, 1, -2... as 0, 1, 2, 3...), the mapping plus 1 (0: none).  A
+ * native file offset takes 3 bytes up to 2 MiB where msgpack took 5. */
+static void enc_nodes_varint(struct enc *e, const struct fp_node *nodes, size_t n)
+{
+	/* Per node at most: zigzagged deltas of 34 bits, a mapping of 32 (5 bytes
+	 * each), an offset of 64 (10). */
+	uint8_t *buf = malloc(n * 25), *p = buf;
+	int64_t prev = 0;
+	size_t i;
+
+	if (!buf) {
+		enc_fail(e, -ENOMEM);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const struct fp_node *nd = &nodes[i];
+
+		if (nd->fn_id == FP_NODE_NONE || nd->fn_parent == nd->fn_id) {
+			enc_fail(e, -EINVAL);
+			goto out;
+		}
+		p = put_varint(p, zigzag((int64_t)nd->fn_id - prev));
+		p = put_varint(p, nd->fn_parent == FP_NODE_NONE
+				      ? 0
+				      : zigzag((int64_t)nd->fn_id - nd->fn_parent));
+		p = put_varint(p, ((uint64_t)nd->fn_frame.ff_mapping + 1) & UINT32_MAX);
+		p = put_varint(p, nd->fn_frame.ff_offset);
+		prev = nd->fn_id;
+	}
+	enc_check(e, msgpack_pack_bin(&e->e_pk, (size_t)(p - buf)));
+	enc_check(e, msgpack_pack_bin_body(&e->e_pk, buf, (size_t)(p - buf)));
+out:
+	free(buf);
+}
+
 static int lost_is_zero(const struct fp_lost *l)
 {
 	return !l->fl_samples && !l->fl_stack_errors && !l->fl_batches &&
 	       !l->fl_samples_dropped;
 }
 
+/* Counts sorted by thread, then by leaf with "no frames" first (node + 1
+ * wraps FP_NODE_NONE to 0): the order key 11 needs; then by count, so
+ * that any order of the same counts encodes to the same bytes. */
+static int by_thread_leaf(const void *a, const void *b)
+{
+	const struct fp_count *x = a, *y = b;
+	uint32_t xn = x->fc_node + 1, yn = y->fc_node + 1;
+
+	if (x->fc_thread != y->fc_thread)
+		return x->fc_thread < y->fc_thread ? -1 : 1;
+	if (xn != yn)
+		return xn < yn ? -1 : 1;
+	return x->fc_count < y->fc_count ? -1 : x->fc_count > y->fc_count;
+}
+
+/* Key 11: per thread in ascending order, the thread's id as a difference
+ * from the previous group's, the number of its leaves, then per leaf the
+ * difference from the previous leaf (node + 1) doubled, plus 1 when a
+ * count other than 1 follows.  A sample whose stack is new this interval
+ * costs a byte or two where key 9 took five or six. */
+static void enc_leaves(struct enc *e, const struct fp_count *counts, size_t n)
+{
+	struct fp_count *c = malloc(n * sizeof(*c));
+	/* Per count at most: its group's thread delta and size (5 bytes
+	 * each), a leaf of 33 bits and a count of 32 (5 each). */
+	uint8_t *buf = malloc(n * 20), *p = buf;
+	uint32_t thread = 0;
+	size_t i, j;
+
+	if (!c || !buf) {
+		enc_fail(e, -ENOMEM);
+		goto out;
+	}
+	memcpy(c, counts, n * sizeof(*c));
+	qsort(c, n, sizeof(*c), by_thread_leaf);
+	for (i = 0; i < n; i = j) {
+		uint32_t prev = 0;
+
+		for (j = i; j < n && c[j].fc_thread == c[i].fc_thread; j++)
+			if (!c[j].fc_count) {
+				enc_fail(e, -EINVAL);
+				goto out;
+			}
+		p = put_varint(p, c[i].fc_thread - thread);
+		p = put_varint(p, j - i);
+		thread = c[i].fc_thread;
+		for (; i < j; i++) {
+			uint32_t leaf = c[i].fc_node + 1;
+			p = put_varint(p, 2 * (uint64_t)(leaf - prev) + (c[i].fc_count != 1));
+			if (c[i].fc_count != 1)
+				p = put_varint(p, c[i].fc_count);
+			prev = leaf;
+		}
+	}
+	enc_check(e, msgpack_pack_bin(&e->e_pk, (size_t)(p - buf)));
+	if (p > buf)
+		enc_check(e, msgpack_pack_bin_body(&e->e_pk, buf, (size_t)(p - buf)));
+out:
+	free(buf);
+	free(c);
+}
+
 int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
 {
+	struct fp_wire_batch_parts parts;
+
+	return fp_wire_encode_batch_parts(b, 0, buf, len, &parts);
+}
+
+int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char **buf,
+			       size_t *len, struct fp_wire_batch_parts *parts)
+{
+	struct fp_wire_batch_parts p = { 0 };
 	struct enc e;
-	size_t i;
+	size_t i, at;
+	int err;
 
 	if ((b->fb_nmappings && !b->fb_mappings) || (b->fb_nthreads && !b->fb_threads) ||
 	    (b->fb_nnodes && !b->fb_nodes) || (b->fb_ncounts && !b->fb_counts))
@@ -424,23 +554,36 @@ int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
 	enc_uint(&e, b->fb_end_ns);
 	enc_key(&e, BATCH_PERIOD_NS);
 	enc_uint(&e, b->fb_period_ns);
+	at = e.e_sb.size;
 	if (b->fb_nmappings) {
 		enc_key(&e, BATCH_MAPPINGS);
 		enc_array(&e, b->fb_nmappings);
 		for (i = 0; i < b->fb_nmappings && !e.e_err; i++)
 			enc_mapping(&e, &b->fb_mappings[i]);
 	}
+	p.wp_mappings = e.e_sb.size - at;
+	at = e.e_sb.size;
 	if (b->fb_nthreads) {
 		enc_key(&e, BATCH_THREADS);
 		enc_array(&e, b->fb_nthreads);
 		for (i = 0; i < b->fb_nthreads && !e.e_err; i++)
 			enc_thread(&e, &b->fb_threads[i]);
 	}
-	if (b->fb_nnodes) {
+	p.wp_threads = e.e_sb.size - at;
+	at = e.e_sb.size;
+	if (b->fb_nnodes && (features & FP_FEATURE_NODES)) {
+		enc_key(&e, BATCH_NODES_VARINT);
+		enc_nodes_varint(&e, b->fb_nodes, b->fb_nnodes);
+	} else if (b->fb_nnodes) {
 		enc_key(&e, BATCH_NODES);
 		enc_nodes(&e, b->fb_nodes, b->fb_nnodes);
 	}
-	if (b->fb_ncounts) {
+	p.wp_nodes = e.e_sb.size - at;
+	at = e.e_sb.size;
+	if (b->fb_ncounts && (features & FP_FEATURE_LEAVES)) {
+		enc_key(&e, BATCH_LEAVES);
+		enc_leaves(&e, b->fb_counts, b->fb_ncounts);
+	} else if (b->fb_ncounts) {
 		enc_key(&e, BATCH_COUNTS);
 		enc_array(&e, COUNT_WIDTH * b->fb_ncounts);
 		for (i = 0; i < b->fb_ncounts && !e.e_err; i++) {
@@ -449,6 +592,7 @@ int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
 			enc_uint(&e, b->fb_counts[i].fc_count);
 		}
 	}
+	p.wp_counts = e.e_sb.size - at;
 	if (!lost_is_zero(&b->fb_lost)) {
 		enc_key(&e, BATCH_LOST);
 		enc_array(&e, LOST_FIELDS);
@@ -457,7 +601,11 @@ int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
 		enc_uint(&e, b->fb_lost.fl_batches);
 		enc_uint(&e, b->fb_lost.fl_samples_dropped);
 	}
-	return enc_finish(&e, buf, len);
+	if ((err = enc_finish(&e, buf, len)))
+		return err;
+	p.wp_other = *len - p.wp_mappings - p.wp_threads - p.wp_nodes - p.wp_counts;
+	*parts = p;
+	return 0;
 }
 
 int fp_wire_encode_ksyms(const struct fp_ksyms *k, char **buf, size_t *len)
@@ -521,7 +669,7 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	enc_init(&e);
 	enc_envelope(&e, FP_MSG_REPLY,
 		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0) +
-			     (r->fr_ntables > 0) + (r->fr_has_written != 0));
+			     (r->fr_ntables > 0) + (r->fr_features != 0) + (r->fr_has_written != 0));
 	enc_key(&e, REPLY_STATUS);
 	enc_uint(&e, r->fr_status);
 	enc_key(&e, REPLY_SEQ);
@@ -556,6 +704,10 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 			enc_check(&e, msgpack_pack_bin(&e.e_pk, t->tp_len));
 			enc_check(&e, msgpack_pack_bin_body(&e.e_pk, t->tp_data, t->tp_len));
 		}
+	}
+	if (r->fr_features) {
+		enc_key(&e, REPLY_FEATURES);
+		enc_uint(&e, r->fr_features);
 	}
 	if (r->fr_has_written) {
 		enc_key(&e, REPLY_WRITTEN);
@@ -1184,6 +1336,146 @@ static int counts_from_obj(const msgpack_object *o, struct fp_batch *b)
 	return 0;
 }
 
+static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned i;
+
+	for (i = 0; i < VARINT_MAX && *p < end; i++) {
+		uint8_t byte = *(*p)++;
+		x |= (uint64_t)(byte & 0x7f) << (7 * i);
+		if (!(byte & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return FP_WIRE_EFIELD; /* truncated, or longer than a u64 */
+}
+
+/* leaves_walk: check key 11's bytes (enc_leaves) and, with out, write its
+ * counts there; *n is how many it holds.  Every value is range-checked:
+ * thread ids and leaves stay within u32 (leaf - 1 is the node, 0 none),
+ * each group holds at least one leaf, a following count is at least 2. */
+static int leaves_walk(const uint8_t *p, const uint8_t *end, struct fp_count *out, size_t *n)
+{
+	uint64_t thread = 0, group, v, count;
+	size_t k = 0;
+	int err;
+
+	while (p < end) {
+		uint64_t leaf = 0;
+
+		if ((err = get_varint(&p, end, &v)) || (err = get_varint(&p, end, &group)))
+			return err;
+		if (v > UINT32_MAX - thread || !group || group > (size_t)(end - p))
+			return FP_WIRE_EFIELD;
+		thread += v;
+		for (; group; group--) {
+			if ((err = get_varint(&p, end, &v)))
+				return err;
+			count = 1;
+			if ((v & 1) && (err = get_varint(&p, end, &count)))
+				return err;
+			if (v / 2 > UINT32_MAX - leaf ||
+			    (v & 1 && (count < 2 || count > UINT32_MAX)))
+				return FP_WIRE_EFIELD;
+			leaf += v / 2;
+			if (out)
+				out[k] = (struct fp_count){ (uint32_t)thread, (uint32_t)(leaf - 1),
+							    (uint32_t)count };
+			k++;
+		}
+	}
+	*n = k;
+	return 0;
+}
+
+/* nodes_walk: key 12's bytes (enc_nodes_varint) by the rules of key 8
+ * (nodes_from_obj), into out when given; *n is how many it holds. */
+static int nodes_walk(const uint8_t *p, const uint8_t *end, struct fp_node *out, size_t *n)
+{
+	int64_t prev = 0;
+	size_t k = 0;
+	int err;
+
+	while (p < end) {
+		uint64_t id_zz, parent_zz, mapping, offset;
+		int64_t id, parent, id_delta, parent_delta;
+
+		if ((err = get_varint(&p, end, &id_zz)) ||
+		    (err = get_varint(&p, end, &parent_zz)) ||
+		    (err = get_varint(&p, end, &mapping)) || (err = get_varint(&p, end, &offset)))
+			return err;
+		if (id_zz > 2 * (uint64_t)UINT32_MAX || parent_zz > 2 * (uint64_t)UINT32_MAX ||
+		    mapping > UINT32_MAX)
+			return FP_WIRE_EFIELD;
+		id_delta = (int64_t)(id_zz >> 1) ^ -(int64_t)(id_zz & 1);
+		parent_delta = (int64_t)(parent_zz >> 1) ^ -(int64_t)(parent_zz & 1);
+		id = prev + id_delta;
+		parent = id - parent_delta;
+		if (id < 0 || id >= FP_NODE_NONE ||
+		    (parent_delta && (parent < 0 || parent >= FP_NODE_NONE)))
+			return FP_WIRE_EFIELD;
+		if (out)
+			out[k] = (struct fp_node){
+				.fn_id = (uint32_t)id,
+				.fn_parent = parent_delta ? (uint32_t)parent : FP_NODE_NONE,
+				.fn_frame = { (uint32_t)(mapping - 1), offset },
+			};
+		k++;
+		prev = id;
+	}
+	*n = k;
+	return 0;
+}
+
+/* Key 12, after any key 8 nodes. */
+static int nodes_varint_from_obj(const msgpack_object *o, struct fp_batch *b)
+{
+	const uint8_t *p, *end;
+	size_t n;
+	void *all;
+	int err;
+
+	if (o->type != MSGPACK_OBJECT_BIN || !o->via.bin.size)
+		return FP_WIRE_EFIELD;
+	p = (const uint8_t *)o->via.bin.ptr;
+	end = p + o->via.bin.size;
+	if ((err = nodes_walk(p, end, NULL, &n)))
+		return err;
+	if (!(all = realloc(b->fb_nodes, (b->fb_nnodes + n) * sizeof(struct fp_node))))
+		return FP_WIRE_ENOMEM;
+	b->fb_nodes = all;
+	nodes_walk(p, end, b->fb_nodes + b->fb_nnodes, &n);
+	b->fb_nnodes += n;
+	return 0;
+}
+
+/* Key 11, after any key 9 counts. */
+static int leaves_from_obj(const msgpack_object *o, struct fp_batch *b)
+{
+	const uint8_t *p, *end;
+	size_t n;
+	void *all;
+	int err;
+
+	if (o->type != MSGPACK_OBJECT_BIN)
+		return FP_WIRE_EFIELD;
+	/* Empty is spelled by leaving the key out, so re-encoding is exact. */
+	if (!o->via.bin.size)
+		return FP_WIRE_EFIELD;
+	p = (const uint8_t *)o->via.bin.ptr;
+	end = p + o->via.bin.size;
+	if ((err = leaves_walk(p, end, NULL, &n)))
+		return err;
+	if (!(all = realloc(b->fb_counts, (b->fb_ncounts + n) * sizeof(struct fp_count))))
+		return FP_WIRE_ENOMEM;
+	b->fb_counts = all;
+	leaves_walk(p, end, b->fb_counts + b->fb_ncounts, &n);
+	b->fb_ncounts += n;
+	return 0;
+}
+
 static int lost_from_obj(const msgpack_object *o, struct fp_lost *l)
 {
 	const msgpack_object *a;
@@ -1234,7 +1526,11 @@ static int batch_from_body(const msgpack_object *body, struct fp_batch *b)
 	}
 	if (f[BATCH_NODES] && (err = nodes_from_obj(f[BATCH_NODES], b)))
 		return err;
+	if (f[BATCH_NODES_VARINT] && (err = nodes_varint_from_obj(f[BATCH_NODES_VARINT], b)))
+		return err;
 	if (f[BATCH_COUNTS] && (err = counts_from_obj(f[BATCH_COUNTS], b)))
+		return err;
+	if (f[BATCH_LEAVES] && (err = leaves_from_obj(f[BATCH_LEAVES], b)))
 		return err;
 	if (f[BATCH_LOST] && (err = lost_from_obj(f[BATCH_LOST], &b->fb_lost)))
 		return err;
@@ -1376,6 +1672,8 @@ static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 	if (!status_ok(status))
 		return FP_WIRE_EFIELD;
 	r->fr_status = (uint8_t)status;
+	if (f[REPLY_FEATURES] && (err = obj_u64(f[REPLY_FEATURES], &r->fr_features)))
+		return err;
 	if (f[REPLY_ERROR] && (err = obj_strdup(f[REPLY_ERROR], &r->fr_error)))
 		return err;
 	if (f[REPLY_RANGES] && (err = ranges_from_obj(f[REPLY_RANGES], r)))

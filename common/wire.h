@@ -41,6 +41,19 @@ const char *fp_wire_strerror(int err);
  * -EMSGSIZE (over FP_WIRE_MAX_MESSAGE) or -ENOMEM. */
 int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len);
 int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len);
+/* Bytes of an encoded batch by part, for the agent's accounting of what its
+ * wire bytes go to; each part counts its key and its array header too. */
+struct fp_wire_batch_parts {
+	size_t wp_mappings, wp_threads, wp_nodes, wp_counts;
+	size_t wp_other; /* envelope, session, times, lost counters */
+};
+/* fp_wire_encode_batch_parts: fp_wire_encode_batch, and on success the
+ * bytes of each part in *parts.  features (enum fp_feature bits the peer
+ * announced) picks the encoding: with FP_FEATURE_LEAVES the counts go as
+ * SAMPLES key 11 (sorted; a count of 0 is then -EINVAL), else as key 9;
+ * with FP_FEATURE_NODES the nodes go as key 12, else as key 8. */
+int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char **buf,
+			       size_t *len, struct fp_wire_batch_parts *parts);
 int fp_wire_encode_ksyms(const struct fp_ksyms *k, char **buf, size_t *len);
 int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len);
 int fp_wire_encode_file(const struct fp_file_data *d, char **buf, size_t *len);

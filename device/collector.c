@@ -107,6 +107,9 @@ struct fp_collector {
 	void *cl_maps_arg;
 	fp_pycode_fn cl_pycode_fn;
 	void *cl_pycode_arg;
+	fp_fold_fn cl_fold_fn;
+	void *cl_fold_arg;
+	uint64_t cl_folded;
 	struct fp_pycode **cl_pycode; /* by mapping id: Python code objects */
 	char **cl_pyfile;
 	struct py_lines *cl_pylines; /* by mapping id: their line runs */
@@ -176,6 +179,12 @@ void fp_collector_set_pycode_fn(struct fp_collector *c, fp_pycode_fn fn, void *a
 {
 	c->cl_pycode_fn = fn;
 	c->cl_pycode_arg = arg;
+}
+
+void fp_collector_set_fold_fn(struct fp_collector *c, fp_fold_fn fn, void *arg)
+{
+	c->cl_fold_fn = fn;
+	c->cl_fold_arg = arg;
 }
 
 static void set_known(struct fp_collector *c, struct proc_entry *pe, uint32_t pid, int known)
@@ -674,6 +683,29 @@ static int add_build_id_frames(struct fp_collector *c, const struct fp_bpf_sampl
 	return 0;
 }
 
+/* fold_frame: f, a native frame below a stack's innermost Python frame,
+ * at the start of its code (fp_fold_fn) when the hook knows it. */
+static void fold_frame(struct fp_collector *c, struct fp_frame *f)
+{
+	const struct mapping_key *mk;
+	struct fp_build_id id;
+	uint64_t start;
+	size_t len;
+
+	if (!c->cl_fold_fn || f->ff_mapping == FP_MAPPING_NONE)
+		return;
+	mk = fp_intern_key(c->cl_mappings, f->ff_mapping, &len);
+	if (mk->mk_kind != FP_MAP_USER || !mk->mk_build_id_len)
+		return;
+	id.fb_len = mk->mk_build_id_len;
+	memcpy(id.fb_data, mk->mk_build_id, id.fb_len);
+	if (c->cl_fold_fn(&id, f->ff_offset, &start, c->cl_fold_arg) == 0 &&
+	    start != f->ff_offset) {
+		f->ff_offset = start;
+		c->cl_folded++;
+	}
+}
+
 /* node_chain: intern the frames as a path of the trie, outermost first;
  * *leaf is the innermost node (FP_NODE_NONE without frames). */
 static int node_chain(struct fp_collector *c, uint32_t n, uint32_t *leaf)
@@ -709,7 +741,7 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 	}
 	if (s->flags & FP_SAMPLE_USER_RAW) {
 		struct proc_entry *pe = proc_get(c, s->pid);
-		uint32_t nslots = s->ustack_bytes / 8, user = 0;
+		uint32_t nslots = s->ustack_bytes / 8, user = 0, leaf = n, py = FP_MAX_FRAMES;
 		/* Python frames that do not match the eval loop activations
 		 * they replace are dropped; the activations stay. */
 		int py_ok = !(s->flags & FP_SAMPLE_PY_MISMATCH);
@@ -725,6 +757,8 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 				if (python_frame(c, s->pid, code, FP_PY_SLOT_TAG(ip),
 						 FP_PY_SLOT_LASTI(ip), &c->cl_frames[n++]))
 					goto oom;
+				if (py == FP_MAX_FRAMES)
+					py = n - 1;
 				user++;
 				continue;
 			}
@@ -743,6 +777,10 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 				goto oom;
 			user++;
 		}
+		/* Below Python frames, what tells is which C functions
+		 * Python called; their exact addresses only multiply nodes. */
+		for (i = leaf; py < n && i < py; i++)
+			fold_frame(c, &c->cl_frames[i]);
 	} else {
 		if (add_build_id_frames(c, s, ustack, &n))
 			goto oom;
@@ -974,6 +1012,7 @@ void fp_collector_nodes(const struct fp_collector *c, struct fp_collector_nodes 
 	size_t i, len, count = fp_intern_count(c->cl_nodes);
 
 	memset(n, 0, sizeof(*n));
+	n->cn_folded = c->cl_folded;
 	for (i = 0; i < count; i++) {
 		const struct node_key *k = fp_intern_key(c->cl_nodes, (uint32_t)i, &len);
 		const struct mapping_key *mk;

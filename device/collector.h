@@ -67,6 +67,21 @@ typedef int (*fp_pycode_fn)(uint32_t pid, uint64_t addr, uint32_t tag, struct fp
  * line as its own (common/pyline.h), decoded once per code object. */
 void fp_collector_set_pycode_fn(struct fp_collector *c, fp_pycode_fn fn, void *arg);
 
+/* Where the code around file offset of the file id starts, in *start, for
+ * folding the addresses of native frames below Python into fewer trie
+ * nodes: 0, or a negative errno to keep offset as it is
+ * (device/unwind_maps.h, fp_unwind_row_start). */
+typedef int (*fp_fold_fn)(const struct fp_build_id *id, uint64_t offset, uint64_t *start,
+			  void *arg);
+
+/* fp_collector_set_fold_fn: install that hook (default: none, every frame
+ * at its exact address).  It is asked about the native frames of a stack
+ * below its innermost Python frame (the C function Python called and what
+ * that called), in files with a build-ID.  The leaf's address varies with
+ * every sample and made most of a Python process's new trie nodes;
+ * folded, a frame keeps its function but not its line. */
+void fp_collector_set_fold_fn(struct fp_collector *c, fp_fold_fn fn, void *arg);
+
 /* fp_collector_remap: call the maps hook again for every process whose
  * mappings are held (new unwind tables arrived). */
 void fp_collector_remap(struct fp_collector *c);
@@ -129,6 +144,7 @@ struct fp_collector_nodes {
 	uint64_t cn_kernel;   /* vmlinux and modules */
 	uint64_t cn_python;   /* Python code objects */
 	uint64_t cn_unmapped; /* addresses in no mapping */
+	uint64_t cn_folded;   /* frames the fold hook moved, ever */
 };
 
 /* fp_collector_nodes: count them, in time linear in their number. */

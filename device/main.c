@@ -87,6 +87,8 @@ struct agent {
 	struct fp_lost ag_lost;     /* agent-side totals */
 	uint64_t ag_sampled, ag_acked_samples;
 	uint64_t ag_batch_bytes, ag_ksyms_bytes; /* acknowledged, on the wire */
+	struct fp_wire_batch_parts ag_batch_parts; /* ag_batch_bytes by part */
+	uint64_t ag_features;       /* what the symbolizer said it reads (fp_feature) */
 	uint64_t ag_file_bytes;     /* file bytes the symbolizer asked for */
 	uint64_t ag_table_bytes;    /* unwind table bytes received */
 	uint64_t ag_resets;         /* times the memory budget made us start over */
@@ -151,6 +153,8 @@ static int collector_open(struct agent *a)
 	} else if (a->ag_unwind) {
 		fp_collector_set_maps_fn(a->ag_collector, fp_unwind_on_maps, a->ag_unwind);
 	}
+	if (a->ag_unwind)
+		fp_collector_set_fold_fn(a->ag_collector, fp_unwind_fold, a->ag_unwind);
 	return 0;
 }
 
@@ -446,6 +450,7 @@ static int agent_hello(struct agent *a)
 	fp_collector_forget(a->ag_collector); /* a new session knows nothing */
 	agent_session_asks_fini(a);
 	a->ag_hello_ok = 1;
+	a->ag_features = r.fr_features & FP_FEATURES_KNOWN;
 	fp_info("connected to %s (session %016" PRIx64 ")", a->ag_addr, a->ag_session);
 	agent_queue_wants(a, &r);
 	agent_send_ksyms(a);
@@ -478,6 +483,7 @@ static int agent_flush(struct agent *a)
 
 	while ((iv = fp_ring_next(&a->ag_ring))) {
 		struct fp_reply r = { 0 };
+		struct fp_wire_batch_parts parts;
 		struct fp_batch b;
 		uint64_t seq = iv->fi_seq;
 		size_t len;
@@ -491,7 +497,7 @@ static int agent_flush(struct agent *a)
 						      1000000000ull / a->ag_hello.fh_frequency : 0,
 					      &b)))
 			return err;
-		err = fp_wire_encode_batch(&b, &buf, &len);
+		err = fp_wire_encode_batch_parts(&b, a->ag_features, &buf, &len, &parts);
 		if (!err)
 			err = agent_call(a, buf, len, &r);
 		if (err) {
@@ -505,10 +511,19 @@ static int agent_flush(struct agent *a)
 			fp_collector_sent(a->ag_collector, &b);
 			if (iv && iv->fi_seq == seq) {
 				fp_debug("interval %" PRIu64 " acknowledged: %" PRIu64 " samples in %zu "
-					 "bytes", seq, iv->fi_samples, len);
+					 "bytes (%zu nodes in %zu, %zu counts in %zu, mappings %zu, "
+					 "threads %zu, header %zu)",
+					 seq, iv->fi_samples, len, b.fb_nnodes, parts.wp_nodes,
+					 b.fb_ncounts, parts.wp_counts, parts.wp_mappings,
+					 parts.wp_threads, parts.wp_other);
 				if (fp_ring_ack(&a->ag_ring)) { /* not again when sent again */
 					a->ag_acked_samples += iv->fi_samples;
 					a->ag_batch_bytes += len;
+					a->ag_batch_parts.wp_mappings += parts.wp_mappings;
+					a->ag_batch_parts.wp_threads += parts.wp_threads;
+					a->ag_batch_parts.wp_nodes += parts.wp_nodes;
+					a->ag_batch_parts.wp_counts += parts.wp_counts;
+					a->ag_batch_parts.wp_other += parts.wp_other;
 				}
 			}
 			fp_ring_written(&a->ag_ring, r.fr_has_written, r.fr_written);
@@ -640,11 +655,18 @@ static void log_footprint(struct agent *a)
 		a->ag_ksyms_bytes, a->ag_file_bytes, a->ag_table_bytes, st.ss_run_count,
 		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes,
 		fp_collector_bytes(a->ag_collector), a->ag_resets, hwm_kb);
+	fp_info("wire: batch bytes by part: nodes %zu, counts %zu, mappings %zu, threads %zu, "
+		"headers %zu",
+		a->ag_batch_parts.wp_nodes, a->ag_batch_parts.wp_counts,
+		a->ag_batch_parts.wp_mappings, a->ag_batch_parts.wp_threads,
+		a->ag_batch_parts.wp_other);
 	fp_collector_nodes(a->ag_collector, &nodes);
 	fp_info("stack trie: %" PRIu64 " nodes: %" PRIu64 " native user frames, %" PRIu64
-		" kernel, %" PRIu64 " Python, %" PRIu64 " unmapped",
+		" kernel, %" PRIu64 " Python, %" PRIu64 " unmapped; %" PRIu64
+		" native frames below Python folded to their row's start",
 		nodes.cn_user + nodes.cn_kernel + nodes.cn_python + nodes.cn_unmapped,
-		nodes.cn_user, nodes.cn_kernel, nodes.cn_python, nodes.cn_unmapped);
+		nodes.cn_user, nodes.cn_kernel, nodes.cn_python, nodes.cn_unmapped,
+		nodes.cn_folded);
 	if (a->ag_unwind) {
 		uint64_t c[FP_CNT_MAX] = { 0 };
 		struct fp_unwind_stats us;

@@ -16,8 +16,10 @@
 
 #if defined(__aarch64__)
 #define HOST_ARCH FP_UNWIND_ARCH_ARM64
+#define ENTRY_CFA 0 /* CFA = SP at a function's first instruction */
 #else
 #define HOST_ARCH FP_UNWIND_ARCH_X86_64
+#define ENTRY_CFA 1 /* CFA = SP + 8: the return address just pushed */
 #endif
 
 struct table {
@@ -89,6 +91,41 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
 	int t = find(u, id);
 
 	return t >= 0 ? u->u_tables[t].t_py : NULL;
+}
+
+int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
+			uint64_t offset, uint64_t *start)
+{
+	const struct fp_unwind_row *rows, *r;
+	uint32_t lo, hi;
+	int t = find(u, id);
+
+	if (t < 0 || !u->u_tables[t].t_nrows)
+		return -ENOENT;
+	rows = u->u_maps.su_rows + u->u_tables[t].t_first;
+	if (offset < rows[0].ur_pc)
+		return -ENOENT;
+	lo = 0;
+	hi = u->u_tables[t].t_nrows;
+	while (hi - lo > 1) { /* rows[lo].ur_pc <= offset < rows[hi].ur_pc */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (rows[mid].ur_pc <= offset)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	r = &rows[lo];
+	if (FP_UNWIND_RULE(r) == FP_UNWIND_FP ||
+	    (FP_UNWIND_RULE(r) == FP_UNWIND_SP && r->ur_cfa != ENTRY_CFA)) {
+		*start = r->ur_pc;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *start, void *arg)
+{
+	return fp_unwind_row_start(arg, id, offset, start);
 }
 
 /* scrub: drop slot t from every process list that names it. */

@@ -70,6 +70,26 @@ int fp_unwind_has(const struct fp_unwind *u, const struct fp_build_id *id);
 const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
 						  const struct fp_build_id *id);
 
+/* fp_unwind_row_start: where the row of id's installed table that file
+ * offset falls in starts, when that row lies within one function, in
+ * *start.  A row lies within one function when the frame it describes is
+ * not in the state of a function's entry (x86-64: CFA = SP + 8; arm64:
+ * CFA = SP): a function starts in that state, so such a row began after
+ * its function's start, and the next function's first row differs from
+ * it.  A function's .cold part starts in its hot part's state instead;
+ * the symbolizer's compiler keeps a row at every function's start for it
+ * (symbolizer/cfi.c, append).  The symbolizer then resolves the row's
+ * start to the same function as offset, and the agent reads no symbol
+ * table.  0, or -ENOENT (no table for id, offset before its first row, or
+ * a row in the entry state or of another rule, which may span two
+ * functions in a table compiled without those rows). */
+int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
+			uint64_t offset, uint64_t *start);
+
+/* fp_unwind_fold: fp_unwind_row_start as the collector's fold hook
+ * (fp_collector_set_fold_fn), arg the struct fp_unwind. */
+int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *start, void *arg);
+
 /* fp_unwind_set_proc: tell the BPF program which mappings of pid have a
  * table (pm's mappings whose build-ID was read); none: pid is walked by
  * the kernel's frame-pointer walker.  Marks those tables used.  0, or a

@@ -831,8 +831,10 @@ static int same_row(const struct fp_unwind_row *a, const struct fp_unwind_row *b
 }
 
 /* append: one row of the table: a row at the pc of the last replaces it,
- * a row equal to the last is not needed. */
-static int append(struct cfi_ctx *x, uint64_t pc, struct fp_unwind_row row)
+ * a row equal to the last is not needed, except at a function's start
+ * (keep): the agent folds frames to the start of their row, which must
+ * then never lie in another function (device/unwind_maps.h). */
+static int append(struct cfi_ctx *x, uint64_t pc, struct fp_unwind_row row, int keep)
 {
 	struct fp_unwind_row *last = x->cx_nrows ? &x->cx_rows[x->cx_nrows - 1] : NULL;
 
@@ -841,11 +843,11 @@ static int append(struct cfi_ctx *x, uint64_t pc, struct fp_unwind_row row)
 	row.ur_pc = (uint32_t)pc;
 	if (last && last->ur_pc == pc) {
 		*last = row;
-		if (x->cx_nrows >= 2 && same_row(&x->cx_rows[x->cx_nrows - 2], last))
+		if (!keep && x->cx_nrows >= 2 && same_row(&x->cx_rows[x->cx_nrows - 2], last))
 			x->cx_nrows--;
 		return 0;
 	}
-	if (last && same_row(last, &row))
+	if (!keep && last && same_row(last, &row))
 		return 0;
 	if (x->cx_nrows >= FP_UNWIND_MAX_ROWS)
 		return -E2BIG;
@@ -914,7 +916,7 @@ static int compile_fde(struct cfi_ctx *x, const struct fde_ref *f)
 	uint64_t vend = f->fr_vstart + (f->fr_end - f->fr_start);
 	struct cfa_state st;
 	size_t i;
-	int err;
+	int err, kept = 0;
 
 	if (f->fr_end <= x->cx_cursor)
 		return 0;
@@ -930,7 +932,7 @@ static int compile_fde(struct cfi_ctx *x, const struct fde_ref *f)
 	count_fp(x);
 	x->cx_stats.cs_fdes++;
 	if (x->cx_nrows && f->fr_start > x->cx_cursor &&
-	    (err = append(x, x->cx_cursor, (struct fp_unwind_row){ 0 })))
+	    (err = append(x, x->cx_cursor, (struct fp_unwind_row){ 0 }, 0)))
 		return err;
 	for (i = 0; i < x->cx_ntmp; i++) {
 		/* Rows are at or after fr_vstart and before its end. */
@@ -942,8 +944,9 @@ static int compile_fde(struct cfi_ctx *x, const struct fde_ref *f)
 			continue;
 		if (pc < x->cx_cursor)
 			pc = x->cx_cursor;
-		if ((err = append(x, pc, x->cx_tmp[i].lr_row)))
+		if ((err = append(x, pc, x->cx_tmp[i].lr_row, !kept)))
 			return err;
+		kept = 1;
 	}
 	x->cx_cursor = f->fr_end;
 	return 0;
@@ -1103,7 +1106,7 @@ int fp_cfi_compile_stats(int fd, void **blob, size_t *len, struct fp_cfi_stats *
 	for (i = 0; i < x.cx_nfdes && !err; i++)
 		err = compile_fde(&x, &x.cx_fdes[i]);
 	if (!err && x.cx_nrows)
-		err = append(&x, x.cx_cursor, (struct fp_unwind_row){ 0 });
+		err = append(&x, x.cx_cursor, (struct fp_unwind_row){ 0 }, 0);
 	if (!err && !x.cx_nrows)
 		err = -ENOENT;
 	if (err)

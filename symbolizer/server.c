@@ -357,7 +357,7 @@ static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp
 	struct server_session *ss;
 	int err;
 
-	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK };
+	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_features = FP_FEATURES_KNOWN };
 	switch ((err = session_add(s, h))) {
 	case 0:
 		break;

@@ -242,6 +242,7 @@ int fp_cmd_record(int argc, char **argv)
 			} else {
 				fp_collector_set_maps_fn(col, fp_unwind_on_maps, ru.ru_tables);
 			}
+			fp_collector_set_fold_fn(col, fp_unwind_fold, ru.ru_tables);
 		}
 	}
 	if (err)

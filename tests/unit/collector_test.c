@@ -1404,6 +1404,87 @@ out:
 	fp_collector_free(c);
 }
 
+/* The fold hook: this binary's offsets to a multiple of 16 (as if each
+ * 16 bytes were a row), any other file left alone. */
+struct fold_log {
+	int calls;
+	uint64_t offsets[8];
+};
+
+static int fold16(const struct fp_build_id *id, uint64_t offset, uint64_t *start, void *arg)
+{
+	struct fold_log *l = arg;
+
+	if (l->calls < 8)
+		l->offsets[l->calls] = offset;
+	l->calls++;
+	if (!fp_build_id_eq(id, &exe_id))
+		return -ENOENT;
+	*start = offset & ~0xfull;
+	return 0;
+}
+
+/* Native frames below the innermost Python frame are folded by the hook;
+ * those above it, and every frame of a stack without Python, are not. */
+static void test_fold_below_python(void)
+{
+	struct fp_collector *c = new_collector();
+	struct peer *p = peer_new();
+	uint32_t pid = (uint32_t)getpid();
+	struct fold_log log = { 0 };
+	uint64_t a = ip_a + 0x31, b = ip_b + 0x42;
+	uint64_t py[] = { a, b, FP_PY_SLOT_FRAME | 0x77, 0x1000, b };
+	uint64_t native[] = { a, b };
+	struct fp_frame f[FP_MAX_FRAMES];
+	struct fp_collector_nodes kinds;
+	struct fp_interval iv;
+	struct fp_batch bt;
+	struct sample s, t;
+	int reads = 0, n;
+
+	if (!c || !p)
+		goto out;
+	fp_collector_set_pycode_fn(c, fake_code, &reads);
+	fp_collector_set_fold_fn(c, fold16, &log);
+	make_sample(&s, pid, pid, "py", NULL, 0, NULL, 0);
+	memcpy(s.u, py, sizeof(py));
+	s.hdr.ustack_bytes = sizeof(py);
+	s.hdr.flags = FP_SAMPLE_USER_RAW;
+	make_sample(&t, pid, pid, "py", NULL, 0, NULL, 0);
+	memcpy(t.u, native, sizeof(native));
+	t.hdr.ustack_bytes = sizeof(native);
+	t.hdr.flags = FP_SAMPLE_USER_RAW;
+	add(c, &s, 1);
+	add(c, &t, 1);
+	CHECK_EQ_INT(log.calls, 2);
+	CHECK(log.offsets[0] == file_offset(a) && log.offsets[1] == file_offset(b));
+	CHECK_EQ_INT(fp_collector_cut(c, 1, 1, &iv), 0);
+	CHECK_EQ_INT(fp_collector_batch(c, &iv, 1, 10000000, &bt), 0);
+	peer_take(p, &bt);
+	check_peer_clean(p);
+	CHECK_EQ_INT(bt.fb_ncounts, 2);
+	for (size_t i = 0; i < bt.fb_ncounts && i < 2; i++) {
+		n = peer_stack(p, bt.fb_counts[i].fc_node, f);
+		if (n == 4) { /* a, b, the Python frame, b */
+			CHECK(f[0].ff_offset == (file_offset(a) & ~0xfull));
+			CHECK(f[1].ff_offset == (file_offset(b) & ~0xfull));
+			CHECK_EQ_INT(p->maps[f[2].ff_mapping].kind, FP_MAP_PYTHON);
+			CHECK(f[3].ff_offset == file_offset(b));
+		} else {
+			CHECK_EQ_INT(n, 2);
+			CHECK(f[0].ff_offset == file_offset(a) && f[1].ff_offset == file_offset(b));
+		}
+	}
+	fp_collector_nodes(c, &kinds);
+	CHECK_EQ_INT(kinds.cn_folded,
+		     (file_offset(a) & 0xf ? 1 : 0) + (file_offset(b) & 0xf ? 1 : 0));
+	fp_collector_batch_release(c, &bt);
+	fp_interval_fini(&iv);
+out:
+	free(p);
+	fp_collector_free(c);
+}
+
 int main(void)
 {
 	if (setup() != 0) {
@@ -1427,5 +1508,6 @@ int main(void)
 	RUN(test_full_depth);
 	RUN(test_many_stacks);
 	RUN(test_python_offsets_per_line);
+	RUN(test_fold_below_python);
 	return CHECK_DONE();
 }

@@ -1,6 +1,7 @@
 /* unwind_maps_test.c: installing unwind tables in the real BPF maps
  * within a fixed budget: placement, least-recently-used eviction, tables
- * too large, parts from the wire, per-process lists.  Loads the real BPF
+ * too large, parts from the wire, per-process lists, and where a row
+ * starts (for folding frames under Python).  Loads the real BPF
  * program, so it needs root (skips without, fails in CI). */
 #include "check.h"
 #include "procmaps.h"
@@ -17,8 +18,10 @@
 
 #if defined(__aarch64__)
 #define ARCH FP_UNWIND_ARCH_ARM64
+#define ENTRY 0 /* CFA = SP at a function's entry */
 #else
 #define ARCH FP_UNWIND_ARCH_X86_64
+#define ENTRY 1 /* CFA = SP + 8 */
 #endif
 
 static struct fp_sampler *smp;
@@ -225,6 +228,61 @@ static void test_parts(void)
 	free(ta), free(tb);
 }
 
+/* Two functions as the compiler writes them: f at 0x1000 (entry; push,
+ * CFA + 16 from 0x1001; body from 0x1008 at CFA + 48; epilogue back to the
+ * entry state from 0x1080), g right after it at 0x1090 with no push of
+ * its own (its entry row merged into f's last), then a frame-pointer body
+ * at 0x2004 and a gap. */
+static void test_row_start(void)
+{
+	static const struct fp_unwind_row rows[] = {
+		{ 0x1000, ENTRY, FP_UNWIND_SP, 0 },   { 0x1001, 2, FP_UNWIND_SP, -2 },
+		{ 0x1008, 6, FP_UNWIND_SP, -2 },      { 0x1080, ENTRY, FP_UNWIND_SP, 0 },
+		{ 0x2000, ENTRY, FP_UNWIND_SP, 0 },   { 0x2004, 2, FP_UNWIND_FP, -2 },
+		{ 0x2100, 0, FP_UNWIND_NONE, 0 },
+	};
+	static const struct {
+		uint64_t offset;
+		int err;
+		uint64_t start;
+	} cases[] = {
+		{ 0xfff, -ENOENT, 0 },     /* before the table */
+		{ 0x1000, -ENOENT, 0 },    /* f's entry: the state of every entry */
+		{ 0x1001, 0, 0x1001 },     /* its own row's start */
+		{ 0x1004, 0, 0x1001 },
+		{ 0x1008, 0, 0x1008 },
+		{ 0x107f, 0, 0x1008 },     /* f's body, to the end of its row */
+		{ 0x1080, -ENOENT, 0 },    /* f's epilogue ... */
+		{ 0x1095, -ENOENT, 0 },    /* ... and g, in the same row: never folded */
+		{ 0x2005, 0, 0x2004 },     /* frame-pointer rule */
+		{ 0x2100, -ENOENT, 0 },    /* no CFI */
+		{ 0xffffffffffull, -ENOENT, 0 },
+	};
+	struct fp_build_id id = bid(11), other = bid(12);
+	struct fp_unwind_header *h;
+	struct fp_unwind *u;
+	uint64_t start;
+	size_t len = sizeof(*h) + sizeof(rows), i;
+
+	h = calloc(1, len);
+	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
+	h->uh_version = FP_UNWIND_VERSION;
+	h->uh_arch = ARCH;
+	h->uh_nrows = sizeof(rows) / sizeof(rows[0]);
+	memcpy(h + 1, rows, sizeof(rows));
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(fp_unwind_row_start(u, &id, 0x1004, &start), -ENOENT); /* no table yet */
+	CHECK_EQ_INT(fp_unwind_add(u, &id, h, len), 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		start = 7;
+		CHECK_EQ_INT(fp_unwind_row_start(u, &id, cases[i].offset, &start), cases[i].err);
+		CHECK(start == (cases[i].err ? 7 : cases[i].start));
+	}
+	CHECK_EQ_INT(fp_unwind_row_start(u, &other, 0x1004, &start), -ENOENT);
+	fp_unwind_free(u);
+	free(h);
+}
+
 int main(void)
 {
 	struct fp_sampler_opts so = { .so_frequency = 1, .so_pid = (uint32_t)getpid(),
@@ -243,6 +301,7 @@ int main(void)
 	RUN(test_budget_and_eviction);
 	RUN(test_process_lists);
 	RUN(test_parts);
+	RUN(test_row_start);
 	fp_sampler_close(smp);
 	return CHECK_DONE();
 }

@@ -305,6 +305,7 @@ static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
 	size_t i;
 
 	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
+	    a->fr_features != b->fr_features ||
 	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant ||
 	    a->fr_nranges != b->fr_nranges || a->fr_has_written != b->fr_has_written ||
 	    a->fr_written != b->fr_written)
@@ -684,6 +685,68 @@ static void test_none_is_one_byte(void)
 	free(buf);
 }
 
+/* PROTOCOL.md's example with the varint keys: node 9, node 10 under it,
+ * and thread 1's counts: 2 without frames, 3 of node 10, 1 of node 12. */
+static void test_varint_bytes(void)
+{
+	struct fp_node nodes[2] = { { 9, FP_NODE_NONE, { FP_MAPPING_NONE, 5 } },
+				    { 10, 9, { 3, 6 } } };
+	struct fp_count counts[3] = { { 1, 12, 1 }, { 1, 10, 3 }, { 1, FP_NODE_NONE, 2 } };
+	static const uint8_t expect[] = {
+		0x93, 0x01, 0x02, 0x87,                         /* [1, SAMPLES, {7 keys */
+		0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0x05, 0x00,
+		0x0c, 0xc4, 0x08,                               /* nodes: 8 bytes */
+		0x12, 0x00, 0x00, 0x05,                         /* 9 (zigzag 18), none, none, 5 */
+		0x02, 0x02, 0x04, 0x06,                         /* +1, parent -1, mapping 3 + 1, 6 */
+		0x0b, 0xc4, 0x07,                               /* leaves: 7 bytes */
+		0x01, 0x03,                                     /* thread 0 + 1: 3 leaves */
+		0x01, 0x02,                                     /* none (0) + 0, odd: count 2 */
+		0x17, 0x03,                                     /* 11 = 0 + 11, odd: count 3 */
+		0x04,                                           /* 13 = 11 + 2, even: count 1 */
+	};
+	struct fp_wire_batch_parts parts;
+	struct fp_batch b, d;
+	char *buf;
+	size_t len, i;
+
+	memset(&b, 0, sizeof(b));
+	b.fb_nnodes = 2;
+	b.fb_nodes = nodes;
+	b.fb_ncounts = 3;
+	b.fb_counts = counts;
+	CHECK_EQ_INT(fp_wire_encode_batch_parts(&b, FP_FEATURES_KNOWN, &buf, &len, &parts), 0);
+	CHECK_EQ_INT(len, sizeof(expect));
+	CHECK(len == sizeof(expect) && memcmp(buf, expect, len) == 0);
+	CHECK_EQ_INT(parts.wp_nodes, 1 + 2 + 8);
+	CHECK_EQ_INT(parts.wp_counts, 1 + 2 + 7);
+	CHECK_EQ_INT(parts.wp_other, 14);
+	CHECK_EQ_INT(parts.wp_mappings + parts.wp_threads, 0);
+	CHECK_EQ_INT(fp_wire_decode_batch(buf, len, &d), 0);
+	CHECK_EQ_INT(d.fb_nnodes, 2);
+	for (i = 0; i < d.fb_nnodes && i < 2; i++)
+		CHECK(d.fb_nodes[i].fn_id == nodes[i].fn_id &&
+		      d.fb_nodes[i].fn_parent == nodes[i].fn_parent &&
+		      d.fb_nodes[i].fn_frame.ff_mapping == nodes[i].fn_frame.ff_mapping &&
+		      d.fb_nodes[i].fn_frame.ff_offset == nodes[i].fn_frame.ff_offset);
+	/* Counts come back sorted by thread, then node + 1. */
+	CHECK_EQ_INT(d.fb_ncounts, 3);
+	if (d.fb_ncounts == 3) {
+		CHECK(d.fb_counts[0].fc_node == FP_NODE_NONE && d.fb_counts[0].fc_count == 2);
+		CHECK(d.fb_counts[1].fc_node == 10 && d.fb_counts[1].fc_count == 3);
+		CHECK(d.fb_counts[2].fc_node == 12 && d.fb_counts[2].fc_count == 1);
+		CHECK(d.fb_counts[2].fc_thread == 1);
+	}
+	fp_batch_fini(&d);
+	free(buf);
+	/* Without the features: keys 8 and 9, as test_none_is_one_byte. */
+	CHECK_EQ_INT(fp_wire_encode_batch_parts(&b, 0, &buf, &len, &parts), 0);
+	CHECK_EQ_INT(len, 14 + 2 + 8 + 2 + 9);
+	free(buf);
+	counts[0].fc_count = 0; /* key 9 carries it; key 11 cannot */
+	CHECK_EQ_INT(fp_wire_encode_batch_parts(&b, FP_FEATURE_LEAVES, &buf, &len, &parts),
+		     -EINVAL);
+}
+
 static void test_ksyms_multipart(void)
 {
 	/* A snapshot split in three parts, as the agent sends a large one. */
@@ -744,7 +807,7 @@ static void test_ksyms_module_empty_part(void)
 static void test_reply_roundtrip(void)
 {
 	struct fp_build_id want[3];
-	struct fp_reply cases[5], d;
+	struct fp_reply cases[6], d;
 	int i;
 
 	build_id_fill(&want[0], 20, 1);
@@ -760,7 +823,8 @@ static void test_reply_roundtrip(void)
 	cases[3] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = 9, .fr_has_written = 1 };
 	cases[4] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = 9, .fr_has_written = 1,
 				      .fr_written = 8 };
-	for (i = 0; i < 5; i++) {
+	cases[5] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_features = FP_FEATURES_KNOWN };
+	for (i = 0; i < 6; i++) {
 		char *buf;
 		size_t len;
 		int type = 0;
@@ -1442,6 +1506,44 @@ struct raw_case {
 };
 
 static const struct raw_case raw_cases[] = {
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 03 00 01 02",
+	  0, 0, "leaves: thread 0, node 0, count 1" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 00",
+	  FP_WIRE_EFIELD, 0, "leaves: empty" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b 90",
+	  FP_WIRE_EFIELD, 0, "leaves: an array" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 01 01",
+	  FP_WIRE_EFIELD, 0, "leaves: group without its size" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 02 01 00",
+	  FP_WIRE_EFIELD, 0, "leaves: group of 0" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 03 00 01 81",
+	  FP_WIRE_EFIELD, 0, "leaves: varint cut short" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 04 00 01 01 01",
+	  FP_WIRE_EFIELD, 0, "leaves: count 1 spelled out" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 03 00 02 02",
+	  FP_WIRE_EFIELD, 0, "leaves: group larger than its bytes" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 0a ff ff ff ff 0f 01 02 01 01 02",
+	  FP_WIRE_EFIELD, 0, "leaves: thread past u32" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 07 00 01 80 80 80 80 20",
+	  FP_WIRE_EFIELD, 0, "leaves: leaf past u32" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 0d ff ff ff ff ff ff ff ff ff ff 01 01 02",
+	  FP_WIRE_EFIELD, 0, "leaves: 11-byte varint" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 00 00 00 05",
+	  0, 0, "nodes: node 0, unmapped, offset 5" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 02 01 00 05",
+	  0, 0, "nodes: parent after its child" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 00",
+	  FP_WIRE_EFIELD, 0, "nodes: empty" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 03 00 00 00",
+	  FP_WIRE_EFIELD, 0, "nodes: three of four numbers" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 01 00 00 05",
+	  FP_WIRE_EFIELD, 0, "nodes: id -1" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 00 02 00 05",
+	  FP_WIRE_EFIELD, 0, "nodes: parent 0 - 1" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 08 00 00 80 80 80 80 10 05",
+	  FP_WIRE_EFIELD, 0, "nodes: mapping past u32" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 08 fe ff ff ff 1f 00 00 05",
+	  FP_WIRE_EFIELD, 0, "nodes: id 0xffffffff" },
 	{ FP_MSG_REPLY, "", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "empty" },
 	{ FP_MSG_REPLY, "c0", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "nil" },
 	{ FP_MSG_REPLY, "90", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "empty array" },
@@ -1570,6 +1672,89 @@ static int mp_decode(struct mp *m, int type)
 
 	msgpack_sbuffer_destroy(&m->m_sb);
 	return err;
+}
+
+static int count_cmp(const void *a, const void *b)
+{
+	const struct fp_count *x = a, *y = b;
+
+	if (x->fc_thread != y->fc_thread)
+		return x->fc_thread < y->fc_thread ? -1 : 1;
+	if (x->fc_node + 1 != y->fc_node + 1)
+		return x->fc_node + 1 < y->fc_node + 1 ? -1 : 1;
+	return x->fc_count < y->fc_count ? -1 : x->fc_count > y->fc_count;
+}
+
+/* make_batch's extremes (ids out of order, u32 and u64 maxima, none) through
+ * keys 11 and 12: the same nodes in the same order, the same counts as a
+ * multiset; and both old and new keys in one message add up. */
+static void test_varint_roundtrip(void)
+{
+	struct fp_batch b, d, both;
+	char *buf, *buf2, *old;
+	size_t len, len2, oldlen, i;
+
+	make_batch(&b);
+	CHECK_EQ_INT(fp_wire_encode_batch_parts(&b, FP_FEATURES_KNOWN, &buf, &len,
+						&(struct fp_wire_batch_parts){ 0 }), 0);
+	CHECK_EQ_INT(fp_wire_encode_batch(&b, &old, &oldlen), 0);
+	printf("  make_batch: %zu bytes with keys 11 and 12, %zu with 8 and 9\n", len, oldlen);
+	CHECK(len < oldlen);
+	CHECK_EQ_INT(fp_wire_decode_batch(buf, len, &d), 0);
+	qsort(b.fb_counts, b.fb_ncounts, sizeof(*b.fb_counts), count_cmp);
+	CHECK(batch_eq(&b, &d));
+	/* Deterministic. */
+	CHECK_EQ_INT(fp_wire_encode_batch_parts(&d, FP_FEATURES_KNOWN, &buf2, &len2,
+						&(struct fp_wire_batch_parts){ 0 }), 0);
+	CHECK(len == len2 && memcmp(buf, buf2, len) == 0);
+	free(buf2);
+	/* Keys 8 and 9 and keys 11 and 12 in one message: nodes and
+	 * counts of both, the old keys' first. */
+	{
+		struct mp m;
+
+		mp_init(&m, FP_MSG_SAMPLES, 9);
+		for (i = 1; i <= 5; i++) {
+			msgpack_pack_uint64(&m.m_pk, i);
+			msgpack_pack_uint64(&m.m_pk, 0);
+		}
+		msgpack_pack_uint64(&m.m_pk, 8);
+		msgpack_pack_array(&m.m_pk, 4);
+		msgpack_pack_uint64(&m.m_pk, 4000000001u);
+		msgpack_pack_uint64(&m.m_pk, 0);
+		msgpack_pack_int64(&m.m_pk, -1);
+		msgpack_pack_uint64(&m.m_pk, 7);
+		msgpack_pack_uint64(&m.m_pk, 9);
+		msgpack_pack_array(&m.m_pk, 3);
+		msgpack_pack_uint64(&m.m_pk, 5);
+		msgpack_pack_uint64(&m.m_pk, 4000000001u);
+		msgpack_pack_uint64(&m.m_pk, 6);
+		msgpack_pack_uint64(&m.m_pk, 12);
+		msgpack_pack_bin(&m.m_pk, 4);
+		msgpack_pack_bin_body(&m.m_pk, "\x02\x00\x00\x05", 4); /* node 1 */
+		msgpack_pack_uint64(&m.m_pk, 11);
+		msgpack_pack_bin(&m.m_pk, 3);
+		msgpack_pack_bin_body(&m.m_pk, "\x05\x01\x04", 3); /* thread 5, node 1 */
+		memset(&both, 0, sizeof(both));
+		CHECK_EQ_INT(fp_wire_decode_batch(m.m_sb.data, m.m_sb.size, &both), 0);
+		CHECK_EQ_INT(both.fb_nnodes, 2);
+		CHECK_EQ_INT(both.fb_ncounts, 2);
+		if (both.fb_nnodes == 2 && both.fb_ncounts == 2) {
+			CHECK(both.fb_nodes[0].fn_id == 4000000001u && both.fb_nodes[1].fn_id == 1);
+			CHECK(both.fb_nodes[1].fn_frame.ff_mapping == FP_MAPPING_NONE &&
+			      both.fb_nodes[1].fn_frame.ff_offset == 5);
+			CHECK(both.fb_counts[0].fc_node == 4000000001u &&
+			      both.fb_counts[0].fc_count == 6);
+			CHECK(both.fb_counts[1].fc_thread == 5 && both.fb_counts[1].fc_node == 1 &&
+			      both.fb_counts[1].fc_count == 1);
+		}
+		fp_batch_fini(&both);
+		msgpack_sbuffer_destroy(&m.m_sb);
+	}
+	fp_batch_fini(&d);
+	fp_batch_fini(&b);
+	free(buf);
+	free(old);
 }
 
 static void test_label_limit(void)
@@ -2166,6 +2351,8 @@ int main(void)
 	RUN(test_batch_roundtrip);
 	RUN(test_batch_empty);
 	RUN(test_none_is_one_byte);
+	RUN(test_varint_bytes);
+	RUN(test_varint_roundtrip);
 	RUN(test_ksyms_multipart);
 	RUN(test_ksyms_module_empty_part);
 	RUN(test_reply_roundtrip);
