@@ -103,8 +103,11 @@ struct note_seg {
 static int read_header(int fd, struct elf_header *h)
 {
 	unsigned char ident[EI_NIDENT];
-	unsigned phentsize, shentsize;
 	int err;
+
+	/* e_phentsize and e_shentsize are not read: the tables hold Elf64_ or
+	 * Elf32_ entries whatever they say, as libelf reads them, so that the
+	 * server's look-ups here find what the parser in the child finds. */
 
 	if ((err = read_exact(fd, ident, sizeof(ident), 0)))
 		return err;
@@ -119,22 +122,16 @@ static int read_header(int fd, struct elf_header *h)
 		Elf64_Ehdr eh;
 		if ((err = read_exact(fd, &eh, sizeof(eh), 0)))
 			return err;
-		h->eh_phoff = eh.e_phoff, h->eh_phnum = eh.e_phnum, phentsize = eh.e_phentsize;
-		h->eh_shoff = eh.e_shoff, h->eh_shnum = eh.e_shnum, shentsize = eh.e_shentsize;
+		h->eh_phoff = eh.e_phoff, h->eh_phnum = eh.e_phnum;
+		h->eh_shoff = eh.e_shoff, h->eh_shnum = eh.e_shnum;
 		h->eh_shstrndx = eh.e_shstrndx;
-		if (phentsize != sizeof(Elf64_Phdr) ||
-		    (h->eh_shnum && shentsize != sizeof(Elf64_Shdr)))
-			return -EINVAL;
 	} else {
 		Elf32_Ehdr eh;
 		if ((err = read_exact(fd, &eh, sizeof(eh), 0)))
 			return err;
-		h->eh_phoff = eh.e_phoff, h->eh_phnum = eh.e_phnum, phentsize = eh.e_phentsize;
-		h->eh_shoff = eh.e_shoff, h->eh_shnum = eh.e_shnum, shentsize = eh.e_shentsize;
+		h->eh_phoff = eh.e_phoff, h->eh_phnum = eh.e_phnum;
+		h->eh_shoff = eh.e_shoff, h->eh_shnum = eh.e_shnum;
 		h->eh_shstrndx = eh.e_shstrndx;
-		if (phentsize != sizeof(Elf32_Phdr) ||
-		    (h->eh_shnum && shentsize != sizeof(Elf32_Shdr)))
-			return -EINVAL;
 	}
 	if (h->eh_phnum > MAX_PHDRS)
 		return -EINVAL;
@@ -331,9 +328,12 @@ int fp_elfnote_section(int fd, const char *name, struct fp_elfnote_section *out)
 			break;
 		}
 		if (at < have && have - at >= want && !memcmp(table + at, name, want)) {
-			*out = s;
+			int full = s.es_type != SHT_NOBITS && s.es_size;
+			if (err || full)
+				*out = s;
 			err = 0;
-			break;
+			if (full)
+				break;
 		}
 	}
 out:

@@ -42,7 +42,8 @@ struct fp_elfnote_section {
 };
 
 /* fp_elfnote_section: the header of the first section named name (at most
- * 63 bytes) in the ELF file open at fd; names past the first 64 KiB of
+ * 63 bytes) in the ELF file open at fd that has bytes in the file (not
+ * SHT_NOBITS, not empty), else of the first so named; names past the first 64 KiB of
  * the section name table match nothing.  0, -ENOENT (none), -EINVAL (not
  * ELF, or malformed section headers), -ENOMEM or a negative errno from
  * pread. */
