@@ -949,8 +949,16 @@ int main(int argc, char **argv)
 		agent_pump(&a, 250);
 		if (fp_failover_probe_due(&a.ag_fo, fp_now_ns(CLOCK_MONOTONIC)))
 			agent_failback(&a);
-		if (!fp_ring_unsent(&a.ag_ring) || fp_now_ns(CLOCK_MONOTONIC) < a.ag_fo.fo_next_try)
+		if (!fp_ring_unsent(&a.ag_ring))
 			continue;
+		if (fp_now_ns(CLOCK_MONOTONIC) < a.ag_fo.fo_next_try) {
+			/* Waiting to try again: the budget holds meanwhile, at
+			 * the price of the intervals not sent yet. */
+			heap = heap_bytes();
+			if (heap > (uint64_t)a.ag_o.ao_max_mem_mb << 20)
+				agent_start_over(&a, heap);
+			continue;
+		}
 		err = agent_send(&a);
 		now = fp_now_ns(CLOCK_MONOTONIC);
 		if (err && !exiting) {

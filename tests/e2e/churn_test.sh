@@ -5,7 +5,8 @@
 # never-seen stacks every few minutes.  Without a budget the agent's heap
 # grows by about 1.5 MB a second here; with --max-mem 24 it must stay
 # flat, start over when it reaches the budget, lose no sample doing so
-# while the symbolizer is up, and keep every count.
+# while the symbolizer is up, and keep every count.  Then the same with no
+# symbolizer at all: the budget holds while the agent waits to try again.
 TEST=churn
 . tests/e2e/lib.sh
 need_root
@@ -57,3 +58,26 @@ check all-acknowledged test "${sampled:-0}" -eq "${acked:-x}"
 check sessions-restarted test "$(grep -c 'from .*agent' "$TMP/symb.log")" -ge 3
 check no-rejections bash -c "! grep -q 'rejected a message' '$TMP/symb.log'"
 tail -n 5 "$TMP/agent.log" >&2
+
+# No symbolizer at all: the budget holds while the agent waits to try
+# again, and what it had to drop is reported.
+"$AGENT" --server "tcp://127.0.0.1:$(free_port)" --interval 1 -F 999 --max-mem 24 \
+	> "$TMP/alone.log" 2>&1 &
+agent=$!
+PIDS+=($agent)
+"$TMP/churn" 40 40 > /dev/null &
+churn=$!
+PIDS+=($churn)
+peak=0
+while kill -0 "$churn" 2>/dev/null; do
+	sleep 1
+	kb=$(awk '/^RssAnon:/ { print $2 }' /proc/$agent/status 2>/dev/null)
+	[ "${kb:-0}" -gt "$peak" ] && peak=$kb
+done
+kill -INT "$agent"; wait "$agent"
+resets=$(sed -n 's/.*memory resets \([0-9]*\);.*/\1/p' "$TMP/alone.log")
+dropped=$(sed -n 's/.*; dropped \([0-9]*\) in.*/\1/p' "$TMP/alone.log")
+echo "without a symbolizer: peak heap $peak kB, starts over $resets, dropped $dropped" >&2
+check alone-budget-reached test "${resets:-0}" -ge 1
+check alone-heap-flat test "$peak" -le $(((24 + 14) * 1024))
+check alone-drops-reported test "${dropped:-0}" -gt 0
