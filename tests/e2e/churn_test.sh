@@ -11,6 +11,19 @@ TEST=churn
 . tests/e2e/lib.sh
 need_root
 
+# watch_heap AGENT WORKLOAD FILE: the agent's anonymous RSS (kB) each
+# second into FILE while WORKLOAD runs; prints the peak.
+watch_heap() {
+	local peak=0 kb
+	while kill -0 "$2" 2> /dev/null; do
+		sleep 1
+		kb=$(awk '/^RssAnon:/ { print $2 }' "/proc/$1/status" 2> /dev/null)
+		echo "${kb:-0}" >> "$3"
+		[ "${kb:-0}" -gt "$peak" ] && peak=$kb
+	done
+	echo "$peak"
+}
+
 clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer tests/workload/churn.c \
 	-o "$TMP/churn" || { fail build; exit 0; }
 port=$(free_port)
@@ -25,13 +38,7 @@ PIDS+=($agent)
 "$TMP/churn" 60 40 > "$TMP/churn.out" &
 churn=$!
 PIDS+=($churn)
-peak=0
-while kill -0 "$churn" 2>/dev/null; do
-	sleep 1
-	kb=$(awk '/^RssAnon:/ { print $2 }' /proc/$agent/status 2>/dev/null)
-	echo "${kb:-0}" >> "$TMP/rss"
-	[ "${kb:-0}" -gt "$peak" ] && peak=$kb
-done
+peak=$(watch_heap "$agent" "$churn" "$TMP/rss")
 kill -INT "$agent"; wait "$agent"
 check agent-exits-0 test $? -eq 0
 kill -TERM "$symb"; wait "$symb"
@@ -68,12 +75,7 @@ PIDS+=($agent)
 "$TMP/churn" 40 40 > /dev/null &
 churn=$!
 PIDS+=($churn)
-peak=0
-while kill -0 "$churn" 2>/dev/null; do
-	sleep 1
-	kb=$(awk '/^RssAnon:/ { print $2 }' /proc/$agent/status 2>/dev/null)
-	[ "${kb:-0}" -gt "$peak" ] && peak=$kb
-done
+peak=$(watch_heap "$agent" "$churn" "$TMP/alone.rss")
 kill -INT "$agent"; wait "$agent"
 resets=$(sed -n 's/.*memory resets \([0-9]*\);.*/\1/p' "$TMP/alone.log")
 dropped=$(sed -n 's/.*; dropped \([0-9]*\) in.*/\1/p' "$TMP/alone.log")
