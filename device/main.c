@@ -189,7 +189,15 @@ static void agent_start_over(struct agent *a, uint64_t heap)
 	malloc_trim(0);
 }
 
-/* Close the current interval into the buffer, dropping the oldest when full. */
+/* agent_keep_budget: start over when the heap is over --max-mem. */
+static void agent_keep_budget(struct agent *a)
+{
+	uint64_t heap = heap_bytes();
+
+	if (heap > (uint64_t)a->ag_o.ao_max_mem_mb << 20)
+		agent_start_over(a, heap);
+}
+
 /* agent_budget: what the symbolizer may ask of one interval. */
 static void agent_budget(struct agent *a)
 {
@@ -878,7 +886,7 @@ int main(int argc, char **argv)
 				     .ao_failback_s = FAILBACK_DEFAULT_S } };
 	struct fp_sampler_opts so = { 0 };
 	char host[256] = "";
-	uint64_t now, heap, last_setup_failures = 0;
+	uint64_t now, last_setup_failures = 0;
 	int verbose = 0, use_syslog = 0, err;
 	size_t i;
 
@@ -954,9 +962,7 @@ int main(int argc, char **argv)
 		if (fp_now_ns(CLOCK_MONOTONIC) < a.ag_fo.fo_next_try) {
 			/* Waiting to try again: the budget holds meanwhile, at
 			 * the price of the intervals not sent yet. */
-			heap = heap_bytes();
-			if (heap > (uint64_t)a.ag_o.ao_max_mem_mb << 20)
-				agent_start_over(&a, heap);
+			agent_keep_budget(&a);
 			continue;
 		}
 		err = agent_send(&a);
@@ -981,9 +987,7 @@ int main(int argc, char **argv)
 			fp_failover_ok(&a.ag_fo);
 		}
 		/* After a flush: when it went out, starting over loses nothing. */
-		heap = heap_bytes();
-		if (heap > (uint64_t)a.ag_o.ao_max_mem_mb << 20)
-			agent_start_over(&a, heap);
+		agent_keep_budget(&a);
 	}
 
 	/* Stop: the last partial interval goes out too, if the server is there. */

@@ -110,18 +110,18 @@ static struct written_slot *written_slot(struct fp_pipeline *pl, const struct fp
 			       (FP_PIPELINE_WRITTEN_SLOTS - 1)];
 }
 
+/* written_note: seq of h's session is through the sinks.  Called with
+ * pl_lock held. */
 static void written_note(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t seq)
 {
 	struct written_slot *w;
 	uint64_t host;
 
-	pthread_mutex_lock(&pl->pl_lock);
 	w = written_slot(pl, h, &host);
 	if (w->ws_session != h->fh_session || w->ws_host != host)
 		*w = (struct written_slot){ h->fh_session, host, seq };
 	else if (seq > w->ws_seq)
 		w->ws_seq = seq;
-	pthread_mutex_unlock(&pl->pl_lock);
 }
 
 uint64_t fp_pipeline_written(struct fp_pipeline *pl, const struct fp_hello *h)
@@ -165,8 +165,11 @@ int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *h, uint6
 		err = 0;
 	}
 	fclose(f);
-	if (!err)
+	if (!err) {
+		pthread_mutex_lock(&pl->pl_lock);
 		written_note(pl, h, *seq);
+		pthread_mutex_unlock(&pl->pl_lock);
+	}
 	return err;
 }
 
@@ -243,8 +246,8 @@ static void finish(struct fp_pipeline *pl, struct pipeline_job *j)
 			 j->pj_hello.fh_session, pl->pl_state_dir, strerror(-err));
 		state_errors++;
 	}
-	written_note(pl, &j->pj_hello, j->pj_seq);
 	pthread_mutex_lock(&pl->pl_lock);
+	written_note(pl, &j->pj_hello, j->pj_seq);
 	pl->pl_stats.pp_profiles++;
 	pl->pl_stats.pp_sink_errors += errors;
 	pl->pl_stats.pp_state_errors += state_errors;

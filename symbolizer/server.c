@@ -381,6 +381,14 @@ static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp
 	return fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant);
 }
 
+/* reply_written: tell the agent what of its session is through the sinks
+ * (it keeps the rest, to send again should this process die first). */
+static void reply_written(struct fp_server *s, struct server_session *ss, struct fp_reply *r)
+{
+	r->fr_has_written = 1;
+	r->fr_written = fp_pipeline_written(s->sv_pipeline, fp_session_hello(ss->ss_session));
+}
+
 static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_reply *r)
 {
 	struct fp_profile *p = NULL;
@@ -397,8 +405,7 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 	}
 	if (fp_session_seen(ss->ss_session, b->fb_seq)) {
 		s->sv_stats.sv_duplicates++;
-		r->fr_has_written = 1;
-		r->fr_written = fp_pipeline_written(s->sv_pipeline, fp_session_hello(ss->ss_session));
+		reply_written(s, ss, r);
 		return 0;
 	}
 	/* Profiles are named by host and start time: an interval from the
@@ -447,10 +454,7 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 	/* An interval the pipeline cannot take is lost for the sinks only:
 	 * it is counted there, and the agent need not send it again. */
 	fp_pipeline_submit(s->sv_pipeline, p, fp_session_hello(ss->ss_session), b->fb_seq);
-	/* What is through the sinks: the agent keeps the rest, to send again
-	 * should this process die before the sinks run. */
-	r->fr_has_written = 1;
-	r->fr_written = fp_pipeline_written(s->sv_pipeline, fp_session_hello(ss->ss_session));
+	reply_written(s, ss, r);
 	return 0;
 }
 
