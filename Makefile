@@ -1,4 +1,4 @@
-# fleetprof: make | make test | make bench | make soak | make run | make fuzz | make clean
+# fleetprof: make | make test | make check [T=MODULE] | make bench | make soak | make run | make fuzz | make clean
 # Quiet by default; V=1 shows the commands.
 
 SHELL      := /bin/bash
@@ -13,8 +13,14 @@ VERSION    := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
 WARN       := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS     ?= -O2 -g
-FP_CFLAGS  := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DFP_VERSION='"$(VERSION)"' \
-              -Icommon -Idevice -Isymbolizer -Ibpf -I$(BUILD) -I$(BUILD)/proto
+# The symbolizer's folders, in pipeline order: what comes in (ingest), the
+# symbols it needs (symbols), the parsing of outside files (elf), the
+# profile model and its encoders (profile), where profiles go (sinks), and
+# the HTTP symbol service (service).
+SYMB_DIRS  := ingest symbols elf profile sinks service
+INCLUDES   := -Icommon -Idevice -Isymbolizer $(addprefix -Isymbolizer/,$(SYMB_DIRS)) -Ibpf \
+              -I$(BUILD) -I$(BUILD)/proto
+FP_CFLAGS  := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DFP_VERSION='"$(VERSION)"' $(INCLUDES)
 AGENT_LIBS := -lbpf -lelf -lz -lnng -lmsgpackc -lpthread
 ALL_LIBS   := $(AGENT_LIBS) -llmdb -lprotobuf-c -ldebuginfod -lstdc++ -ldwarf -llzma
 SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -27,13 +33,15 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
+.DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .PRECIOUS: $(BUILD)/%.bpf.o
-.PHONY: all deps test bench soak run fuzz clean format lint
+.PHONY: all deps test check bench soak run fuzz clean format lint
 
 COMMON_SRCS := $(wildcard common/*.c)
 DEVICE_SRCS := $(filter-out device/main.c,$(wildcard device/*.c))
-SYMB_SRCS   := $(filter-out symbolizer/main.c,$(wildcard symbolizer/*.c))
+SYMB_SRCS   := $(foreach d,$(SYMB_DIRS),$(wildcard symbolizer/$(d)/*.c))
+HDRS        := $(wildcard */*.h symbolizer/*/*.h)
 TOOLS_SRCS  := $(wildcard tools/*.c)
 PROTOS      := $(wildcard proto/*.proto)
 PROTO_SRCS  := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTOS))
@@ -57,6 +65,24 @@ obj     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 asanobj = $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(1))
 LIB_SRCS := $(COMMON_SRCS) $(DEVICE_SRCS) $(SYMB_SRCS) $(PROTO_SRCS)
 
+# One static library per folder (build/lib/libfp_NAME.a, and the ASan
+# build's beside it); programs link the ones they need as one group, so
+# that the order of folders does not matter.
+lib     = $(BUILD)/lib/libfp_$(1).a
+asanlib = $(BUILD)/asan/lib/libfp_$(1).a
+LIBNAMES := common device proto $(SYMB_DIRS)
+srcs_common := $(COMMON_SRCS)
+srcs_device := $(DEVICE_SRCS)
+srcs_proto  := $(PROTO_SRCS)
+$(foreach d,$(SYMB_DIRS),$(eval srcs_$(d) := $(wildcard symbolizer/$(d)/*.c)))
+$(foreach n,$(LIBNAMES),$(eval $(call lib,$(n)): $(call obj,$(srcs_$(n)))))
+$(foreach n,$(LIBNAMES),$(eval $(call asanlib,$(n)): $(call asanobj,$(srcs_$(n)))))
+AGENT_LIBA := $(call lib,device) $(call lib,common)
+SYMB_LIBA  := $(foreach d,$(SYMB_DIRS) common proto,$(call lib,$(d)))
+ALL_LIBA   := $(foreach n,$(LIBNAMES),$(call lib,$(n)))
+ALL_ASANA  := $(foreach n,$(LIBNAMES),$(call asanlib,$(n)))
+group = -Wl,--start-group $(1) -Wl,--end-group
+
 BINS := $(BUILD)/fleetprof-agent $(BUILD)/fleetprof-symbolizer $(BUILD)/fleetprof
 
 all: $(BINS)
@@ -77,40 +103,45 @@ $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 	$(call msg,PROTOC,$@)
 	$(Q)mkdir -p $(BUILD)/proto && $(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/proto $<
 
-$(BUILD)/obj/%.o: %.c $(SKELS) $(PROTO_HDRS) $(wildcard */*.h)
+# Only the sampler includes the BPF skeleton; the protobuf encoders and
+# their tests include the generated headers.
+$(call obj,device/sampler.c) $(call asanobj,device/sampler.c): $(SKELS)
+$(BUILD)/obj/%.o: %.c $(PROTO_HDRS) $(HDRS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) -c $< -o $@
-$(BUILD)/asan/obj/%.o: %.c $(SKELS) $(PROTO_HDRS) $(wildcard */*.h)
+$(BUILD)/asan/obj/%.o: %.c $(PROTO_HDRS) $(HDRS)
 	$(call msg,CC-ASAN,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $(SAN) -c $< -o $@
+$(ALL_LIBA) $(ALL_ASANA):
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D) && rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILD)/fleetprof-agent: $(call obj,device/main.c $(DEVICE_SRCS) $(COMMON_SRCS))
+$(BUILD)/fleetprof-agent: $(call obj,device/main.c) $(AGENT_LIBA)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(FP_CFLAGS) $^ $(AGENT_LIBS) -o $@
-$(BUILD)/fleetprof-symbolizer: $(call obj,symbolizer/main.c $(SYMB_SRCS) $(COMMON_SRCS) $(PROTO_SRCS))
+	$(Q)$(CC) $(FP_CFLAGS) $< $(call group,$(AGENT_LIBA)) $(AGENT_LIBS) -o $@
+$(BUILD)/fleetprof-symbolizer: $(call obj,symbolizer/main.c) $(SYMB_LIBA)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(FP_CFLAGS) $^ $(ALL_LIBS) -o $@
-$(BUILD)/fleetprof: $(call obj,$(TOOLS_SRCS) $(LIB_SRCS))
+	$(Q)$(CC) $(FP_CFLAGS) $< $(call group,$(SYMB_LIBA)) $(ALL_LIBS) -o $@
+$(BUILD)/fleetprof: $(call obj,$(TOOLS_SRCS)) $(ALL_LIBA)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(FP_CFLAGS) $^ $(ALL_LIBS) -o $@
+	$(Q)$(CC) $(FP_CFLAGS) $(call obj,$(TOOLS_SRCS)) $(call group,$(ALL_LIBA)) $(ALL_LIBS) -o $@
 
-$(BUILD)/tests/%_test: $(call obj,tests/unit/%_test.c $(LIB_SRCS))
+$(BUILD)/tests/%_test: $(call obj,tests/unit/%_test.c) $(ALL_LIBA)
 	$(call msg,LD,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) -Itests/unit $^ $(ALL_LIBS) -o $@
-$(BUILD)/bench/%: $(call obj,tests/bench/%.c $(LIB_SRCS))
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $< $(call group,$(ALL_LIBA)) $(ALL_LIBS) -o $@
+$(BUILD)/bench/%: $(call obj,tests/bench/%.c) $(ALL_LIBA)
 	$(call msg,LD,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $^ $(ALL_LIBS) -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $< $(call group,$(ALL_LIBA)) $(ALL_LIBS) -o $@
 
-$(BUILD)/asan/tests/%_test: $(call asanobj,tests/unit/%_test.c $(LIB_SRCS))
+$(BUILD)/asan/tests/%_test: $(call asanobj,tests/unit/%_test.c) $(ALL_ASANA)
 	$(call msg,LD-ASAN,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $(SAN) $^ $(ALL_LIBS) -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $(SAN) $< $(call group,$(ALL_ASANA)) $(ALL_LIBS) -o $@
 
 # Fuzz targets: libFuzzer + ASan + UBSan, built with clang.
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(SKELS) $(PROTO_HDRS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D) && $(CLANG) -g -O1 $(WARN) -std=gnu11 -D_GNU_SOURCE -DFP_VERSION='"fuzz"' \
-		-Icommon -Idevice -Isymbolizer -Ibpf -I$(BUILD) -I$(BUILD)/proto \
-		-fsanitize=fuzzer,address,undefined $< $(LIB_SRCS) $(ALL_LIBS) -o $@
+		$(INCLUDES) -fsanitize=fuzzer,address,undefined $< $(LIB_SRCS) $(ALL_LIBS) -o $@
 
 # Test workload: clang with frame pointers (gcc 12 ignores the leaf flag).
 WL_FLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline
@@ -121,11 +152,7 @@ $(WORKLOAD): tests/workload/workload.cc $(BUILD)/tests/libfpwork.so
 	$(call msg,CXX,$@)
 	$(Q)$(CLANG)++ $(WL_FLAGS) $< -L$(BUILD)/tests -lfpwork -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
 
-$(BUILD)/tests/nngsend: $(call obj,tests/e2e/nngsend.c $(COMMON_SRCS))
-	$(call msg,LD,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $^ $(AGENT_LIBS) -o $@
-
-$(BUILD)/tests/hostile: $(call obj,tests/e2e/hostile.c $(COMMON_SRCS))
+$(BUILD)/tests/nngsend $(BUILD)/tests/hostile: $(BUILD)/tests/%: $(call obj,tests/e2e/%.c) $(call lib,common)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $^ $(AGENT_LIBS) -o $@
 
@@ -135,6 +162,12 @@ $(BUILD):
 test: deps all $(UNIT_BINS) $(UNIT_ASAN) $(FUZZ_BINS) $(WORKLOAD) $(BUILD)/tests/nngsend \
 		$(BUILD)/tests/hostile
 	$(Q)BUILD=$(BUILD) tests/run.sh
+
+# make check T=wire: the unit tests of one module (T=, space-separated for
+# several), plain and under ASan+UBSan; all unit tests without T.
+CHECK_NAMES := $(or $(T),$(patsubst tests/unit/%_test.c,%,$(UNIT_SRCS)))
+check: $(foreach t,$(CHECK_NAMES),$(BUILD)/tests/$(t)_test $(BUILD)/asan/tests/$(t)_test)
+	$(Q)BUILD=$(BUILD) tests/run.sh --unit $(CHECK_NAMES)
 
 bench: deps all $(WORKLOAD) $(BENCH_BINS)
 	$(Q)python3 tools/bench.py --build $(BUILD)
@@ -151,7 +184,7 @@ fuzz: $(FUZZ_BINS)
 		$$f -max_total_time=$${FUZZ_SECONDS:-60} $(BUILD)/corpus/$$(basename $$f) tests/fuzz/corpus/$$(basename $$f) || exit 1; done
 
 format:
-	$(Q)clang-format -i $(wildcard */*.c */*.h tests/*/*.c tests/*/*.cc)
+	$(Q)clang-format -i $(wildcard */*.c */*.h symbolizer/*/*.c symbolizer/*/*.h tests/*/*.c tests/*/*.cc)
 
 # Static checks: cppcheck (must be clean), then clang's static analyzer
 # through clang-tidy (advisory: it lists findings to triage, many of them
@@ -159,7 +192,7 @@ format:
 LINT_SRCS := $(COMMON_SRCS) $(DEVICE_SRCS) device/main.c $(SYMB_SRCS) symbolizer/main.c $(TOOLS_SRCS)
 lint: $(SKELS) $(PROTO_HDRS)
 	$(Q)cppcheck --quiet --error-exitcode=1 --inline-suppr --enable=warning,performance,portability \
-		--std=c11 -D__x86_64__ -DFP_VERSION='"lint"' -Icommon -Idevice -Isymbolizer -Ibpf -I$(BUILD) \
+		--std=c11 -D__x86_64__ -DFP_VERSION='"lint"' $(INCLUDES) \
 		--suppress=missingInclude --suppress=missingIncludeSystem --suppress=unknownMacro $(LINT_SRCS)
 	$(Q)clang-tidy --quiet --checks='-*,clang-analyzer-*,-clang-analyzer-security.insecureAPI.*' \
 		$(LINT_SRCS) -- $(FP_CFLAGS) 2>/dev/null | grep -E '^/.*: (warning|error):' | \

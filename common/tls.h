@@ -1,8 +1,8 @@
 /* tls.h: the one place where nng TLS configurations are built, for every
  * end that speaks TLS: the agent's link (device/uplink.c) and the
- * symbolizer's listener (symbolizer/listen.c) on tls+tcp://, the symbol
- * service's HTTPS server (symbolizer/http.c), the pushers' and `fleetprof
- * upload`'s HTTPS clients (symbolizer/push.c, tools/upload.c).
+ * symbolizer's listener (symbolizer/ingest/listen.c) on tls+tcp://, the symbol
+ * service's HTTPS server (symbolizer/service/http.c), the pushers' and `fleetprof
+ * upload`'s HTTPS clients (symbolizer/sinks/push.c, tools/upload.c).
  *
  * A client always verifies the server's certificate: against its CA file,
  * or the system's CA bundle without one, and for the host name it dials.

@@ -78,7 +78,7 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
  * its function's start, and the next function's first row differs from
  * it.  A function's .cold part starts in its hot part's state instead;
  * the symbolizer's compiler keeps a row at every function's start for it
- * (symbolizer/cfi.c, append).  The symbolizer then resolves the row's
+ * (symbolizer/elf/cfi.c, append).  The symbolizer then resolves the row's
  * start to the same function as offset, and the agent reads no symbol
  * table.  0, or -ENOENT (no table for id, offset before its first row, or
  * a row in the entry state or of another rule, which may span two

@@ -2,6 +2,9 @@
 # run.sh: runs every test -- unit tests (plain and under ASan+UBSan), fuzz
 # targets over their corpora, end-to-end tests -- and ends with the line
 # "N passed, N failed".  Each test prints PASS:, FAIL: or SKIP: lines.
+#   tests/run.sh                every test
+#   tests/run.sh --unit NAME... the unit tests of those modules only
+#                               (build/tests/NAME_test, plain and ASan)
 BUILD=${BUILD:-build}
 export BUILD
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
@@ -25,16 +28,27 @@ run_one() {
 	fi
 }
 
-for t in "$BUILD"/tests/*_test; do
+units=("$BUILD"/tests/*_test)
+if [ "$1" = --unit ]; then
+	shift
+	units=()
+	for n in "$@"; do
+		units+=("$BUILD/tests/${n}_test")
+	done
+fi
+for t in "${units[@]}"; do
 	[ -x "$t" ] && run_one "$t" "$t"
 done
-for t in "$BUILD"/asan/tests/*_test; do
+for t in "${units[@]}"; do
+	t=$BUILD/asan/tests/$(basename "$t")
 	[ -x "$t" ] || continue
 	run_one "asan/$(basename "$t")" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		bash -c "'$t' | sed 's/^\(PASS\|FAIL\|SKIP\): /\1: asan:/'; exit \${PIPESTATUS[0]}"
 done
+[ -n "$1" ] && units_only=1
 for f in "$BUILD"/fuzz/fuzz_*; do
+	[ -n "$units_only" ] && break
 	[ -x "$f" ] || continue
 	name=$(basename "$f")
 	corpus=$log/corpus-$name
@@ -49,6 +63,7 @@ for f in "$BUILD"/fuzz/fuzz_*; do
 	fi
 done
 for t in tests/e2e/*_test.sh; do
+	[ -n "$units_only" ] && break
 	run_one "$t" bash "$t"
 done
 

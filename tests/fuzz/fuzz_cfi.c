@@ -1,4 +1,4 @@
-/* fuzz_cfi.c: libFuzzer target for symbolizer/cfi.c.
+/* fuzz_cfi.c: libFuzzer target for symbolizer/elf/cfi.c.
  *
  * Each input becomes the contents of a memfd and is compiled as an
  * uploaded or device-fetched file would be.  The seeds are small x86-64

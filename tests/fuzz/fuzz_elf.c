@@ -1,4 +1,4 @@
-/* fuzz_elf.c: libFuzzer target for symbolizer/elfsyms.c (and symtab.c,
+/* fuzz_elf.c: libFuzzer target for symbolizer/elf/elfsyms.c (and symtab.c,
  * dwarf.c, minidebug.c).
  *
  * Each input becomes the contents of a memfd, read as an uploaded ELF file

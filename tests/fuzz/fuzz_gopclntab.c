@@ -1,4 +1,4 @@
-/* fuzz_gopclntab.c: libFuzzer target for symbolizer/gopclntab.c, Go's
+/* fuzz_gopclntab.c: libFuzzer target for symbolizer/elf/gopclntab.c, Go's
  * pc-line table as found in an untrusted binary's .gopclntab.
  *
  * The input is the section's contents, and also the whole image: one

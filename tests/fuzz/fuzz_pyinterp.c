@@ -1,4 +1,4 @@
-/* fuzz_pyinterp.c: libFuzzer target for symbolizer/pyinterp.c.
+/* fuzz_pyinterp.c: libFuzzer target for symbolizer/elf/pyinterp.c.
  *
  * Each input becomes the contents of a memfd, looked at as a file that
  * may hold a CPython interpreter.  The seeds are small x86-64 shared

@@ -1,4 +1,4 @@
-/* otlp_test.c: the OTLP Profiles writer (symbolizer/otlp.c), decoded back with
+/* otlp_test.c: the OTLP Profiles writer (symbolizer/profile/otlp.c), decoded back with
  * the protobuf-c code generated from proto/otlp_*.proto: table rules (zero
  * entries, no duplicates, indexes in range), resources per service, sample
  * attributes and values, frame types, build-IDs. */

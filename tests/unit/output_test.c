@@ -1,4 +1,4 @@
-/* output_test.c: the folded, pprof and SVG writers (symbolizer/folded.c,
+/* output_test.c: the folded, pprof and SVG writers (symbolizer/profile/folded.c,
  * pprof.c, svg.c) on a small profile whose every line is known. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* profile_test.c: interning, merging, frame labels and growth of the
- * profile model (symbolizer/profile.c), and the index set it interns with
- * (symbolizer/indexset.c). */
+ * profile model (symbolizer/profile/profile.c), and the index set it interns with
+ * (symbolizer/profile/indexset.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
