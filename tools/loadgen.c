@@ -838,6 +838,25 @@ static void device_close(struct lg_device *d)
 	free(d->dv_ranges);
 }
 
+/* report_unanswered: on stderr, the requests still waiting for a reply at
+ * the end (the summary's unanswered=), each with its device, kind and
+ * age, so that a reply the symbolizer never sent can be found in its log. */
+static void report_unanswered(const struct loadgen *lg)
+{
+	static const char *const kinds[] = { "hello", "batch", "kallsyms", "file" };
+	uint64_t now = fp_now_ns(CLOCK_MONOTONIC), since;
+	unsigned i;
+
+	for (i = 0; i < lg->lg_ndevices; i++) {
+		const struct lg_device *d = &lg->lg_devs[i];
+
+		if ((since = __atomic_load_n(&d->dv_waiting, __ATOMIC_RELAXED)))
+			fprintf(stderr, "loadgen: device %u: %s (seq %" PRIu64 ") unanswered "
+				"after %" PRIu64 " ms\n", i, kinds[d->dv_req], d->dv_seq,
+				(now - since) / 1000000);
+	}
+}
+
 /* cancel_late: give up on requests waiting longer than the timeout (the
  * callback counts them); nng's own aio timeouts are not used, see
  * device_cb. */
@@ -1031,6 +1050,7 @@ stop:
 	deadline = end + lg.lg_timeout_ms * 1000000ull;
 	while (get(&lg.lg_st.st_inflight) && fp_now_ns(CLOCK_MONOTONIC) < deadline)
 		usleep(10000);
+	report_unanswered(&lg);
 	for (i = 0; i < lg.lg_ndevices; i++)
 		if (lg.lg_devs[i].dv_aio)
 			nng_aio_stop(lg.lg_devs[i].dv_aio);

@@ -43,7 +43,8 @@ struct fp_listen_stats {
 	uint64_t ls_accepted;           /* connections that became agents' pipes */
 	uint64_t ls_refused_auth;       /* peer authentication failed (TLS) */
 	uint64_t ls_refused_proto;      /* not the SP protocol, or not TLS */
-	uint64_t ls_refused_other;      /* any other failure of a new connection */
+	uint64_t ls_slowest_us;         /* longest fp_server_handle of a request */
+	uint64_t ls_slow;               /* requests that took it over 1 s */
 };
 
 struct fp_listener;

@@ -134,11 +134,15 @@ static void listen_metrics(FILE *f, struct fp_listener *l)
 	       "Agents' connections refused before any message, by reason.");
 	sample(f, "connections_refused_total", "reason=\"tls_auth\"", st.ls_refused_auth);
 	sample(f, "connections_refused_total", "reason=\"protocol\"", st.ls_refused_proto);
-	sample(f, "connections_refused_total", "reason=\"other\"", st.ls_refused_other);
 	sample(f, "connections_refused_total", "reason=\"too_many\"", st.ls_refused);
 	one(f, "connections_idle_closed_total", "counter",
 	    "Connections closed after --idle-timeout without a complete message.",
 	    st.ls_idle_closed);
+	one(f, "requests_slow_total", "counter",
+	    "Agents' requests whose reply took the server over 1 s to build.", st.ls_slow);
+	family(f, "request_slowest_seconds", "gauge",
+	       "The longest time the server took to build a reply, since it started.");
+	fprintf(f, PREFIX "request_slowest_seconds %.6f\n", (double)st.ls_slowest_us / 1e6);
 }
 
 static void resolver_metrics(FILE *f, const struct fp_resolver *r)

@@ -60,6 +60,7 @@ check big-binary-ingested ingested
 check all-hellos-answered test "$(field hellos)" -ge 50
 check batches-answered test "$(field batches)" -ge $((50 * (SECONDS_RUN - 2)))
 check none-unanswered test "$(field unanswered)" = 0
+grep 'unanswered after' "$TMP/loadgen.out" >&2
 check no-timeouts test "$(field timeouts)" = 0
 check no-rejections test "$(field rejected)" = 0
 check no-errors test "$(field errors)" = 0
@@ -68,3 +69,8 @@ check p99-under-50ms awk -v p="$p99" 'BEGIN { exit !(p != "" && p < 50) }'
 echo "p99 $p99 ms, max $(field max_ms) ms; device 0's first batch answered in $(field map_file_ms) ms" >&2
 kill -TERM "$symb"; wait "$symb"
 tail -n 5 "$TMP/symb.log" >&2
+# 51 connections made and closed by the devices: none was refused.
+check no-connection-refused grep -q 'accepted 51; refused: TLS authentication 0, protocol 0, too many 0;' \
+	"$TMP/symb.log"
+# No reply took the server over a second to build, ingest or not.
+check no-request-over-1s grep -q 'slowest request [0-9.]* ms, 0 over 1 s' "$TMP/symb.log"

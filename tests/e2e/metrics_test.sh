@@ -57,6 +57,8 @@ fi
 	'fleetprof_rejected_total{reason="version"}=1' \
 	'fleetprof_rejected_total{reason="type"}=0' \
 	'fleetprof_rejected_total{reason="content"}=0' \
+	'fleetprof_requests_slow_total=0' \
+	'fleetprof_request_slowest_seconds>=0.000001' \
 	'fleetprof_symbol_misses_total{source="cache"}=10' \
 	'fleetprof_symbol_hits_total{source="cache"}=0' \
 	'fleetprof_symbol_misses_total{source="debug_dir"}=1' \

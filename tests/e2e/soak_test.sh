@@ -95,6 +95,8 @@ read -r start_kb end_kb max_kb n < <(awk -v p="$second" -v h="$half" \
 limit=$((start_kb + start_kb / 10 + 4096))
 echo "symbolizer RssAnon after warm-up: $start_kb kB, at the end $end_kb kB, peak $max_kb kB" \
 	"($n samples; limit $limit kB)" >&2
+echo "symbolizer RssAnon (s:kB), every 10 s: $(awk -v p="$second" \
+	'$2 == p && $1 % 10 < 2 { printf "%d:%d ", $1, $3 }' "$TMP/rss")" >&2
 check rss-measured test "$n" -ge 10
 check rss-flat-after-warm-up test "$max_kb" -le "$limit"
 tail -n 3 "$TMP/symb.log" >&2
