@@ -92,6 +92,7 @@ struct agent {
 	uint64_t ag_file_bytes;     /* file bytes the symbolizer asked for */
 	uint64_t ag_table_bytes;    /* unwind table bytes received */
 	uint64_t ag_resets;         /* times the memory budget made us start over */
+	uint64_t ag_busy;           /* intervals a busy symbolizer did not take (sent again) */
 	/* What the symbolizer asked for and this interval's budget has not
 	 * covered yet, carried to the next ones (this session only). */
 	struct fp_range *ag_fetch_q;
@@ -514,6 +515,18 @@ static int agent_flush(struct agent *a)
 		}
 		/* The buffer may have moved while we waited (a cut, a drop). */
 		iv = fp_ring_next(&a->ag_ring);
+		if (r.fr_status == FP_REPLY_OK && r.fr_seq != seq) {
+			/* Not taken: the symbolizer is busy (its sinks are
+			 * behind) and applied nothing.  Keep the interval and
+			 * its definitions unsent, and try again at the next
+			 * flush. */
+			a->ag_busy++;
+			fp_debug("symbolizer busy: interval %" PRIu64 " not taken, sent again later",
+				 seq);
+			fp_collector_batch_release(a->ag_collector, &b);
+			fp_reply_fini(&r);
+			return 0;
+		}
 		switch (r.fr_status) {
 		case FP_REPLY_OK:
 			fp_collector_sent(a->ag_collector, &b);
@@ -1001,15 +1014,20 @@ int main(int argc, char **argv)
 		fp_failover_next(&a.ag_fo, fp_now_ns(CLOCK_MONOTONIC));
 		err = agent_send(&a);
 	}
-	if (err)
+	/* A busy symbolizer took nothing: give it the timeout to catch up. */
+	for (i = 0; !err && fp_ring_unsent(&a.ag_ring) && i < a.ag_o.ao_timeout_ms / 200; i++) {
+		usleep(200000);
+		err = agent_send(&a);
+	}
+	if (err || fp_ring_unsent(&a.ag_ring))
 		fp_warnx("exiting with %zu intervals unsent: %s", fp_ring_unsent(&a.ag_ring),
-			 strerror(-err));
+			 err ? strerror(-err) : "the symbolizer is busy");
 	err = 0;
 	fp_info("sampled %" PRIu64 " samples in %" PRIu64 " intervals; acknowledged %" PRIu64
 		"; dropped %" PRIu64 " in %" PRIu64 " intervals; failed over %" PRIu64
-		" times, back %" PRIu64 " times",
+		" times, back %" PRIu64 " times; not taken by a busy symbolizer %" PRIu64 " times",
 		a.ag_sampled, a.ag_seq, a.ag_acked_samples, a.ag_lost.fl_samples_dropped,
-		a.ag_lost.fl_batches, a.ag_fo.fo_failovers, a.ag_fo.fo_failbacks);
+		a.ag_lost.fl_batches, a.ag_fo.fo_failovers, a.ag_fo.fo_failbacks, a.ag_busy);
 	log_footprint(&a);
 cleanup:
 	fp_collector_free(a.ag_collector);

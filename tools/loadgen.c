@@ -69,6 +69,7 @@ struct lg_stats {
 	uint64_t st_batches, st_hellos, st_ksyms, st_files;
 	uint64_t st_replies;     /* replies and timeouts of the devices measured */
 	uint64_t st_rejected, st_need_hello, st_timeouts, st_errors;
+	uint64_t st_busy;        /* batches a busy symbolizer did not take */
 	uint64_t st_connects, st_reconnects, st_resets;
 	uint64_t st_inflight;    /* requests sent and not answered */
 	uint64_t st_hist[FP_HIST_BUCKETS]; /* reply latency, microseconds */
@@ -588,6 +589,11 @@ static int take_reply(struct loadgen *lg, struct lg_device *d, const struct fp_r
 		}
 		return 0;
 	}
+	if (r->fr_status == FP_REPLY_OK && d->dv_req == REQ_BATCH && r->fr_seq != d->dv_seq) {
+		/* Not taken (the symbolizer's sinks are behind): again later. */
+		add(&lg->lg_st.st_busy, 1);
+		return 1;
+	}
 	if (r->fr_status != FP_REPLY_OK) {
 		add(&lg->lg_st.st_rejected, 1);
 		if (d->dv_req == REQ_BATCH) {
@@ -1067,13 +1073,15 @@ stop:
 	ms3(mf, sizeof(mf), lg.lg_st.st_mapfile_us);
 	printf("loadgen: devices=%u seconds=%.1f offered=%" PRIu64 " accepted=%" PRIu64
 	       " accepted_per_s=%.0f batches=%" PRIu64 " hellos=%" PRIu64 " replies=%" PRIu64
-	       " p50_ms=%s p99_ms=%s max_ms=%s rejected=%" PRIu64 " need_hello=%" PRIu64
+	       " p50_ms=%s p99_ms=%s max_ms=%s rejected=%" PRIu64 " busy=%" PRIu64
+	       " need_hello=%" PRIu64
 	       " reconnects=%" PRIu64 " timeouts=%" PRIu64 " unanswered=%" PRIu64
 	       " errors=%" PRIu64 " resets=%" PRIu64 " kallsyms_sent=%" PRIu64
 	       " file_answers=%" PRIu64 "%s%s\n",
 	       lg.lg_ndevices, secs, lg.lg_st.st_offered, lg.lg_st.st_accepted,
 	       (double)lg.lg_st.st_accepted / secs, lg.lg_st.st_batches, lg.lg_st.st_hellos,
-	       lg.lg_st.st_replies, p50, p99, max, lg.lg_st.st_rejected, lg.lg_st.st_need_hello,
+	       lg.lg_st.st_replies, p50, p99, max, lg.lg_st.st_rejected, lg.lg_st.st_busy,
+	       lg.lg_st.st_need_hello,
 	       lg.lg_st.st_reconnects, lg.lg_st.st_timeouts, lg.lg_st.st_inflight,
 	       lg.lg_st.st_errors, lg.lg_st.st_resets, lg.lg_st.st_ksyms, lg.lg_st.st_files,
 	       lg.lg_mapfile >= 0 ? " map_file_ms=" : "",

@@ -37,6 +37,9 @@
 #include "resolver.h"
 
 #define FP_PIPELINE_QUEUE 4096          /* profiles waiting for the thread */
+/* Busy from this many on, so that the batches being handled when it
+ * became busy (at most one per listener worker: 256) still find room. */
+#define FP_PIPELINE_BUSY (FP_PIPELINE_QUEUE - 256)
 #define FP_PIPELINE_MAX_SINKS 4
 #define FP_SYMBOL_WAIT_DEFAULT_MS 5000
 #define FP_SYMBOL_WAIT_MAX_MS 3600000
@@ -58,6 +61,7 @@ struct fp_pipeline_stats {
 	uint64_t pp_profiles;           /* through every sink */
 	uint64_t pp_sink_errors;        /* sink calls that failed */
 	uint64_t pp_dropped;            /* queue full */
+	uint64_t pp_trims;              /* backlogs drained, memory given back */
 	uint64_t pp_waited;             /* profiles that waited for symbols */
 	uint64_t pp_wait_timeouts;      /* ... and whose symbols were still not there */
 	uint64_t pp_queue_depth;        /* profiles queued or waiting now */
@@ -87,6 +91,11 @@ int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms);
  * -EAGAIN (queue full, dropped) or -ENOMEM. */
 int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struct fp_hello *hello,
 		       uint64_t seq);
+
+/* fp_pipeline_busy: whether FP_PIPELINE_BUSY profiles or more wait for
+ * the sinks: the server then takes no batch (the agent sends it again).
+ * Any thread. */
+int fp_pipeline_busy(struct fp_pipeline *pl);
 
 /* fp_pipeline_last_seq: the sequence number last stored for the session
  * of hello, which fp_pipeline_written then knows too.  0 or -ENOENT

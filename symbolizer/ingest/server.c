@@ -141,6 +141,7 @@ void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 	st->sv_write_errors = ps.pp_sink_errors + ps.pp_state_errors;
 	st->sv_pipeline_queue = ps.pp_queue_depth;
 	st->sv_pipeline_dropped = ps.pp_dropped;
+	st->sv_pipeline_trims = ps.pp_trims;
 	st->sv_symbol_waits = ps.pp_waited;
 	st->sv_symbol_wait_timeouts = ps.pp_wait_timeouts;
 	st->sv_ingest_queue = rs.rs_queue_depth;
@@ -171,10 +172,12 @@ void fp_server_log_stats(const struct fp_server *s)
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
 		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples,
 		t->sv_file_parts, t->sv_table_bytes);
-	fp_info("pipeline: queued %" PRIu64 ", dropped %" PRIu64 ", waited for symbols %" PRIu64
-		" (%" PRIu64 " in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
+	fp_info("pipeline: queued %" PRIu64 ", batches not taken (busy) %" PRIu64 ", dropped %" PRIu64
+		", backlogs drained %" PRIu64
+		", waited for symbols %" PRIu64 " (%" PRIu64 " in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
 		", dropped %" PRIu64 ", jobs %" PRIu64 " (%" PRIu64 " ms, longest %" PRIu64 " ms)",
-		t->sv_pipeline_queue, t->sv_pipeline_dropped, t->sv_symbol_waits,
+		t->sv_pipeline_queue, t->sv_busy, t->sv_pipeline_dropped, t->sv_pipeline_trims,
+		t->sv_symbol_waits,
 		t->sv_symbol_wait_timeouts, t->sv_ingest_queue, t->sv_ingest_running,
 		t->sv_ingest_queue_full, t->sv_ingest_jobs, t->sv_ingest_ms, t->sv_ingest_max_ms);
 	fp_resolver_stats(s->sv_resolver, &rs);
@@ -413,6 +416,14 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 	if (b->fb_start_ns / 1000000000ull > (uint64_t)time(NULL) + FP_SERVER_CLOCK_AHEAD_S)
 		return refuse(s, r, &s->sv_stats.sv_rejected_clock,
 			      "interval starts in the future: check the device's clock");
+	/* The sinks are behind: take nothing, and tell the agent to send the
+	 * batch again later (OK with seq 0, PROTOCOL.md section 7), so that
+	 * the queue bounds memory and no interval is dropped. */
+	if (fp_pipeline_busy(s->sv_pipeline)) {
+		s->sv_stats.sv_busy++;
+		r->fr_seq = 0;
+		return 0;
+	}
 	err = fp_session_apply(ss->ss_session, b);
 	if (err == -E2BIG)
 		s->sv_stats.sv_session_limits++;

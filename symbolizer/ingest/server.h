@@ -73,6 +73,8 @@ struct fp_server_stats {
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
 	uint64_t sv_pipeline_queue;     /* profiles waiting for their sinks now */
 	uint64_t sv_pipeline_dropped;   /* profiles dropped: pipeline queue full */
+	uint64_t sv_busy;               /* batches not taken: pipeline busy */
+	uint64_t sv_pipeline_trims;     /* backlogs of 64 or more drained, memory given back */
 	uint64_t sv_symbol_waits;       /* profiles that waited for their symbols */
 	uint64_t sv_symbol_wait_timeouts; /* ... in vain (--symbol-wait passed) */
 	uint64_t sv_ingest_queue;       /* symbol jobs waiting now */

@@ -103,6 +103,11 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	    st.sv_table_bytes);
 	one(f, "pipeline_queue", "gauge", "Interval profiles waiting for their sinks.",
 	    st.sv_pipeline_queue);
+	one(f, "pipeline_busy_total", "counter",
+	    "Batches not taken because the pipeline was busy (agents send them again).",
+	    st.sv_busy);
+	one(f, "pipeline_trims_total", "counter",
+	    "Backlogs of the pipeline drained, their memory given back.", st.sv_pipeline_trims);
 	one(f, "pipeline_dropped_total", "counter",
 	    "Interval profiles dropped because the pipeline's queue was full.",
 	    st.sv_pipeline_dropped);

@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -646,6 +647,93 @@ out:
 	fp_resolver_close(res);
 }
 
+/* A sink that holds the pipeline thread until released, so that profiles
+ * pile up in the queue as when the sinks are behind. */
+struct held_sink {
+	pthread_mutex_t hs_lock;
+	pthread_cond_t hs_cond;
+	int hs_released;
+	unsigned hs_profiles;
+};
+
+static int held_sink(void *arg, const struct fp_profile *p, const struct fp_hello *hello,
+		     uint64_t seq)
+{
+	struct held_sink *h = arg;
+
+	pthread_mutex_lock(&h->hs_lock);
+	while (!h->hs_released)
+		pthread_cond_wait(&h->hs_cond, &h->hs_lock);
+	h->hs_profiles++;
+	pthread_mutex_unlock(&h->hs_lock);
+	return 0;
+}
+
+/* Busy: with FP_PIPELINE_BUSY profiles waiting for the sinks, a batch is
+ * answered OK with seq 0 and nothing of it is applied; sent again once
+ * the sinks caught up, it is taken, and every interval reaches the sinks
+ * once. */
+static void test_busy(void)
+{
+	struct held_sink h = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	struct fp_resolver *res = open_resolver();
+	struct fp_server_stats st;
+	struct fp_server *s = NULL;
+	char state[] = "/dev/shm/fp-server-busy.XXXXXX", cmd[64];
+	struct fp_reply r;
+	uint64_t seq, taken = 0;
+	int i;
+
+	/* On tmpfs: the pipeline syncs each session's sequence file, 3,841
+	 * times here. */
+	CHECK(mkdtemp(state) != NULL);
+	CHECK_EQ_INT(fp_server_alloc(&s, res, NULL, state), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(fp_server_add_sink(s, held_sink, &h), 0);
+	CHECK_EQ_INT(fp_server_start(s, 0), 0);
+	CHECK_EQ_INT(send_hello(s, 0xb5, &r), 0);
+	fp_reply_fini(&r);
+	/* The thread holds the first profile in the sink; FP_PIPELINE_BUSY
+	 * are then counted, and the next batch finds the pipeline busy. */
+	for (seq = 1; seq <= FP_PIPELINE_BUSY + 1; seq++) {
+		if (send_batch(s, 0xb5, seq, seq == 1, 21, 1, &r))
+			break;
+		taken += r.fr_status == FP_REPLY_OK && r.fr_seq == seq;
+		fp_reply_fini(&r);
+	}
+	CHECK_EQ_INT(taken, FP_PIPELINE_BUSY);
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_busy, 1);
+	CHECK_EQ_INT(st.sv_batches, FP_PIPELINE_BUSY);
+	/* Again: still busy, still not applied. */
+	CHECK_EQ_INT(send_batch(s, 0xb5, FP_PIPELINE_BUSY + 1, 0, 21, 1, &r), 0);
+	CHECK(r.fr_status == FP_REPLY_OK && r.fr_seq == 0);
+	fp_reply_fini(&r);
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_busy, 2);
+	CHECK_EQ_INT(st.sv_batches, FP_PIPELINE_BUSY);
+	/* The sinks catch up: the batch is taken. */
+	pthread_mutex_lock(&h.hs_lock);
+	h.hs_released = 1;
+	pthread_cond_broadcast(&h.hs_cond);
+	pthread_mutex_unlock(&h.hs_lock);
+	for (i = 0; i < 500; i++) {
+		fp_server_stats(s, &st);
+		if (st.sv_pipeline_queue == 0)
+			break;
+		usleep(10000);
+	}
+	CHECK_EQ_INT(send_batch(s, 0xb5, FP_PIPELINE_BUSY + 1, 0, 21, 1, &r), 0);
+	CHECK(r.fr_status == FP_REPLY_OK && r.fr_seq == FP_PIPELINE_BUSY + 1);
+	fp_reply_fini(&r);
+	fp_server_free(s); /* the pipeline drains first */
+	CHECK_EQ_INT(h.hs_profiles, FP_PIPELINE_BUSY + 1);
+	fp_resolver_close(res);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
+	CHECK_EQ_INT(system(cmd), 0);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -661,6 +749,7 @@ int main(void)
 	RUN(test_admission);
 	RUN(test_python_session);
 	RUN(test_python_conversation);
+	RUN(test_busy);
 	rc = CHECK_DONE();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
