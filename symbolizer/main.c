@@ -43,6 +43,7 @@ enum {
 	OPT_NEW_SESSIONS,
 	OPT_MAX_CONNECTIONS,
 	OPT_IDLE_TIMEOUT,
+	OPT_MAX_QUEUED,
 };
 
 static void usage(FILE *f)
@@ -59,7 +60,7 @@ static void usage(FILE *f)
 		"                            [--symbol-wait SECONDS] [--symbol-workers N]\n"
 		"                            [--listen-workers N] [--max-connections N]\n"
 		"                            [--idle-timeout SECONDS] [--max-sessions N]\n"
-		"                            [--new-sessions N]\n"
+		"                            [--new-sessions N] [--max-queued N]\n"
 		"                            [--tls-cert FILE --tls-key FILE [--tls-ca FILE]\n"
 		"                             [--tls-require-client-cert yes|no]]\n"
 		"                            [--http-token-for-reads]\n"
@@ -92,6 +93,9 @@ static void usage(FILE *f)
 		"      --max-sessions N   agent sessions held (default and most 16384)\n"
 		"      --new-sessions N   new sessions admitted a second, also the burst\n"
 		"                         (default 1000); more hellos are refused\n"
+		"      --max-queued N     interval profiles waiting for the sinks (about 50 kB\n"
+		"                         each) before batches are answered busy: agents send\n"
+		"                         them again later (default and most 3840)\n"
 		"\n"
 		"TLS (the agents' tls+tcp:// link, and HTTPS on --http):\n"
 		"      --tls-cert FILE    the symbolizer's certificate (PEM, chain after it)\n"
@@ -202,6 +206,7 @@ int main(int argc, char **argv)
 		{ "symbol-workers", required_argument, NULL, 'K' },
 		{ "listen-workers", required_argument, NULL, 'L' },
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+		{ "max-queued", required_argument, NULL, OPT_MAX_QUEUED },
 		{ "new-sessions", required_argument, NULL, OPT_NEW_SESSIONS },
 		{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
@@ -221,7 +226,8 @@ int main(int argc, char **argv)
 	uint32_t max_upload_mb = 1024, symbol_wait_s = FP_SYMBOL_WAIT_DEFAULT_MS / 1000;
 	uint32_t symbol_workers = 2, listen_workers = FP_LISTEN_WORKERS_DEFAULT;
 	uint32_t max_connections = FP_LISTEN_CONNECTIONS_DEFAULT, idle_s = FP_LISTEN_IDLE_DEFAULT_S;
-	struct fp_server_limits limits = { FP_SERVER_MAX_SESSIONS, FP_SERVER_NEW_SESSIONS_DEFAULT };
+	struct fp_server_limits limits = { FP_SERVER_MAX_SESSIONS, FP_SERVER_NEW_SESSIONS_DEFAULT,
+					   FP_PIPELINE_BUSY };
 	struct fp_listener *listener = NULL;
 	char dcache[4200];
 	struct fetch_chain chain = { 0 };
@@ -290,6 +296,11 @@ int main(int argc, char **argv)
 		case OPT_MAX_SESSIONS:
 			if (fp_parse_u32("fleetprof-symbolizer", "--max-sessions", optarg, 1,
 					 FP_SERVER_MAX_SESSIONS, &limits.sl_max_sessions))
+				return 2;
+			break;
+		case OPT_MAX_QUEUED:
+			if (fp_parse_u32("fleetprof-symbolizer", "--max-queued", optarg, 1,
+					 FP_PIPELINE_BUSY, &limits.sl_max_queued))
 				return 2;
 			break;
 		case OPT_NEW_SESSIONS:

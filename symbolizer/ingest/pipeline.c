@@ -53,6 +53,7 @@ struct fp_pipeline {
 	struct pipeline_job *pl_head, *pl_tail;
 	size_t pl_count;                /* queued and set aside */
 	size_t pl_deepest;              /* the most queued since the queue was last empty */
+	size_t pl_busy;                 /* busy from this many queued on */
 	int pl_stop;
 	struct fp_pipeline_stats pl_stats;
 	struct written_slot *pl_written; /* FP_PIPELINE_WRITTEN_SLOTS */
@@ -71,6 +72,7 @@ int fp_pipeline_alloc(struct fp_pipeline **out, const struct fp_pipeline_opts *o
 		return -ENOMEM;
 	}
 	pl->pl_resolver = o->po_resolver;
+	pl->pl_busy = FP_PIPELINE_BUSY;
 	pl->pl_symbol_wait_ms = o->po_symbol_wait_ms;
 	pthread_mutex_init(&pl->pl_lock, NULL);
 	pthread_cond_init(&pl->pl_wake, NULL);
@@ -293,9 +295,16 @@ int fp_pipeline_busy(struct fp_pipeline *pl)
 	int busy;
 
 	pthread_mutex_lock(&pl->pl_lock);
-	busy = pl->pl_started && pl->pl_count >= FP_PIPELINE_BUSY;
+	busy = pl->pl_started && pl->pl_count >= pl->pl_busy;
 	pthread_mutex_unlock(&pl->pl_lock);
 	return busy;
+}
+
+void fp_pipeline_set_busy(struct fp_pipeline *pl, size_t n)
+{
+	pthread_mutex_lock(&pl->pl_lock);
+	pl->pl_busy = n;
+	pthread_mutex_unlock(&pl->pl_lock);
 }
 
 int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struct fp_hello *hello,

@@ -92,10 +92,12 @@ int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms);
 int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struct fp_hello *hello,
 		       uint64_t seq);
 
-/* fp_pipeline_busy: whether FP_PIPELINE_BUSY profiles or more wait for
- * the sinks: the server then takes no batch (the agent sends it again).
- * Any thread. */
+/* fp_pipeline_busy: whether the busy bound (FP_PIPELINE_BUSY, or what
+ * fp_pipeline_set_busy set) of profiles or more wait for the sinks: the
+ * server then takes no batch (the agent sends it again).  Any thread. */
 int fp_pipeline_busy(struct fp_pipeline *pl);
+/* fp_pipeline_set_busy: the busy bound, 1-FP_PIPELINE_BUSY.  Any thread. */
+void fp_pipeline_set_busy(struct fp_pipeline *pl, size_t n);
 
 /* fp_pipeline_last_seq: the sequence number last stored for the session
  * of hello, which fp_pipeline_written then knows too.  0 or -ENOENT

@@ -107,8 +107,10 @@ int fp_server_add_sink(struct fp_server *s, fp_sink_fn fn, void *arg)
 int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l)
 {
 	if (!l->sl_max_sessions || l->sl_max_sessions > FP_SERVER_MAX_SESSIONS ||
-	    !l->sl_new_sessions_per_s || l->sl_new_sessions_per_s > FP_SERVER_NEW_SESSIONS_MAX)
+	    !l->sl_new_sessions_per_s || l->sl_new_sessions_per_s > FP_SERVER_NEW_SESSIONS_MAX ||
+	    l->sl_max_queued > FP_PIPELINE_BUSY)
 		return -EINVAL;
+	fp_pipeline_set_busy(s->sv_pipeline, l->sl_max_queued ? l->sl_max_queued : FP_PIPELINE_BUSY);
 	pthread_mutex_lock(&s->sv_lock);
 	s->sv_limits = *l;
 	s->sv_tokens = l->sl_new_sessions_per_s;

@@ -45,6 +45,8 @@
 struct fp_server_limits {
 	uint32_t sl_max_sessions;       /* 1-FP_SERVER_MAX_SESSIONS */
 	uint32_t sl_new_sessions_per_s; /* 1-FP_SERVER_NEW_SESSIONS_MAX, also the burst */
+	uint32_t sl_max_queued;         /* profiles queued for the sinks before batches are
+					 * answered busy: 1-FP_PIPELINE_BUSY; 0: that */
 };
 
 struct fp_server_stats {

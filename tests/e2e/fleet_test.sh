@@ -3,7 +3,8 @@
 # (fleetprof loadgen) talk to one symbolizer with an empty cache; device 0
 # maps librbd.so.1, whose detached debug file (librbd1-dbg, 137 MB, full
 # DWARF) the symbolizer then ingests.  Every hello and batch of the 50
-# others must be answered, with p99 under 50 ms.
+# others must be answered, with p99 under 50 ms.  Then, with the real
+# agent, a symbolizer made busy (--max-queued 1) loses none of its samples.
 TEST=fleet
 . tests/e2e/lib.sh
 
@@ -74,3 +75,39 @@ check no-connection-refused grep -q 'accepted 51; refused: TLS authentication 0,
 	"$TMP/symb.log"
 # No reply took the server over a second to build, ingest or not.
 check no-request-over-1s grep -q 'slowest request [0-9.]* ms, 0 over 1 s' "$TMP/symb.log"
+
+# Busy (root: the real agent): a symbolizer whose sinks are behind takes no batch, and nothing is
+# lost.  With --max-queued 1, device 0's first profile, held back while
+# librbd's debug file is ingested (up to --symbol-wait), makes the
+# symbolizer busy; the real agent's batches of that time are answered so,
+# kept and sent again, and every sample it took is in its profiles once.
+need_root
+port=$(free_port)
+addr=tcp://127.0.0.1:$port
+"$SYMB" --local-files --listen "$addr" --cache "$TMP/bcache" --out "$TMP/bout" --max-queued 1 \
+	--symbol-wait 8 > "$TMP/bsymb.log" 2>&1 &
+symb=$!
+PIDS+=($symb)
+"$WORKLOAD" 60 & wl=$!
+PIDS+=($wl)
+sleep 0.5
+"$AGENT" --server "$addr" --interval 1 -p "$wl" > "$TMP/bagent.log" 2>&1 &
+agent=$!
+PIDS+=($agent)
+sleep 2
+"$FP" loadgen --server "$addr" --devices 5 --seconds 10 --interval 1 --timeout 5 \
+	--map-file "$BIG" > "$TMP/bloadgen.out" 2>&1
+sleep 2
+kill -INT "$agent"; wait "$agent"
+kill -TERM "$symb"; wait "$symb"
+kill "$wl" 2>/dev/null; wait "$wl" 2>/dev/null
+busy=$(sed -n 's/.*not taken by a busy symbolizer \([0-9]*\) times.*/\1/p' "$TMP/bagent.log")
+sampled=$(sed -n 's/.*sampled \([0-9]*\) samples.*/\1/p' "$TMP/bagent.log")
+acked=$(sed -n 's/.*acknowledged \([0-9]*\);.*/\1/p' "$TMP/bagent.log")
+received=$(folded_total "$TMP/bout/$(hostname)"/*.folded)
+echo "busy: agent's intervals not taken $busy times; sampled $sampled, acknowledged $acked," \
+	"in profiles $received; $(grep -o 'busy=[0-9]*' "$TMP/bloadgen.out") at loadgen" >&2
+check busy-agent-told test "${busy:-0}" -ge 1
+check busy-counted grep -qE 'batches not taken \(busy\) [1-9]' "$TMP/bsymb.log"
+check busy-agent-counts-add-up test "${sampled:-0}" -gt 0 -a "${sampled:-0}" = "${received:-x}"
+check busy-agent-all-acknowledged test "${sampled:-0}" = "${acked:-x}"
