@@ -39,6 +39,9 @@ struct fp_listener {
 	nng_listener ls_nng;
 	struct listen_worker *ls_workers;
 	unsigned ls_nworkers;
+	/* Hosts are their client certificates': 0 no (no TLS, or no CA),
+	 * 1 when a client presents one (optional), 2 always (required). */
+	int ls_identity;
 	/* Under ls_lock: */
 	pthread_mutex_t ls_lock;
 	pthread_cond_t ls_cond;         /* wakes the sweeper to stop */
@@ -176,20 +179,39 @@ int fp_listen_limits(struct fp_listener *l, uint32_t max_connections, uint32_t i
 }
 
 
+/* peer_name: the host name p's verified client certificate proves: its
+ * first DNS name, else its common name; NULL when it names neither or
+ * there is none (client certificates optional, or no TLS).  The caller
+ * frees it with nng_strfree. */
+static char *peer_name(nng_pipe p)
+{
+	char *name = NULL;
+
+	if (nng_pipe_get_string(p, NNG_OPT_TLS_PEER_DNS_NAME, &name) &&
+	    nng_pipe_get_string(p, NNG_OPT_TLS_PEER_CN, &name))
+		return NULL;
+	return name;
+}
+
 /* reply_to: the reply to req (freed), or NULL when the server could build
  * none (the agent's request times out and is sent again). */
-static nng_msg *reply_to(struct fp_server *s, nng_msg *req)
+static nng_msg *reply_to(struct fp_listener *l, nng_msg *req)
 {
+	char *peer = l->ls_identity ? peer_name(nng_msg_get_pipe(req)) : NULL;
 	nng_msg *rep = NULL;
 	char *buf = NULL;
 	size_t len = 0;
 
-	if (fp_server_handle(s, nng_msg_body(req), nng_msg_len(req), &buf, &len) == 0 &&
+	/* With client certificates required, one that names no host proves
+	 * none ("" matches no hello). */
+	if (fp_server_handle(l->ls_server, peer ? peer : l->ls_identity == 2 ? "" : NULL,
+			     nng_msg_body(req), nng_msg_len(req), &buf, &len) == 0 &&
 	    nng_msg_alloc(&rep, 0) == 0 && nng_msg_append(rep, buf, len) != 0) {
 		nng_msg_free(rep);
 		rep = NULL;
 	}
 	free(buf);
+	nng_strfree(peer);
 	nng_msg_free(req);
 	return rep;
 }
@@ -208,7 +230,7 @@ static void worker_cb(void *arg)
 		return; /* closing */
 	if (w->lw_step == STEP_RECV && rv == 0) {
 		conn_seen(w->lw_listener, nng_msg_get_pipe(nng_aio_get_msg(w->lw_aio)));
-		rep = reply_to(w->lw_listener->ls_server, nng_aio_get_msg(w->lw_aio));
+		rep = reply_to(w->lw_listener, nng_aio_get_msg(w->lw_aio));
 		if (rep) {
 			nng_aio_set_msg(w->lw_aio, rep);
 			w->lw_step = STEP_SEND;
@@ -245,6 +267,7 @@ static int listener_create(struct fp_listener *l, const char *addr, const struct
 			return NNG_EINVAL;
 		rv = nng_listener_set_ptr(l->ls_nng, NNG_OPT_TLS_CONFIG, cfg);
 		nng_tls_config_free(cfg);
+		l->ls_identity = !tls->to_ca ? 0 : tls->to_require_client ? 2 : 1;
 	}
 	if (rv || (rv = nng_listener_start(l->ls_nng, 0)))
 		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));

@@ -164,13 +164,13 @@ void fp_server_log_stats(const struct fp_server *s)
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
 		", duplicates %" PRIu64 ", unknown sessions %" PRIu64 "; rejected: malformed %" PRIu64
 		", version %" PRIu64 ", type %" PRIu64 ", content %" PRIu64
-		"; write errors %" PRIu64 "; agents lost %" PRIu64 " samples; file parts %" PRIu64
+		", host %" PRIu64 "; write errors %" PRIu64 "; agents lost %" PRIu64 " samples; file parts %" PRIu64
 		"; unwind table bytes sent %" PRIu64,
 		t->sv_messages, t->sv_bytes, t->sv_hellos, t->sv_batches, t->sv_ksyms,
 		t->sv_samples, t->sv_profiles, t->sv_duplicates, t->sv_need_hello,
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
-		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples,
-		t->sv_file_parts, t->sv_table_bytes);
+		t->sv_rejected_content, t->sv_rejected_host, t->sv_write_errors,
+		t->sv_agent_lost_samples, t->sv_file_parts, t->sv_table_bytes);
 	fp_info("pipeline: queued %" PRIu64 ", dropped %" PRIu64 ", waited for symbols %" PRIu64
 		" (%" PRIu64 " in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
 		", dropped %" PRIu64 ", jobs %" PRIu64 " (%" PRIu64 " ms, longest %" PRIu64 " ms)",
@@ -351,6 +351,13 @@ static int refuse(struct fp_server *s, struct fp_reply *r, uint64_t *counter, co
 	return (r->fr_error = strdup(why)) ? 0 : -ENOMEM;
 }
 
+/* peer_owns: whether the connection's identity (fp_server_handle's peer)
+ * may use session ss: no identity, or the host ss said hello as. */
+static int peer_owns(const char *peer, const struct server_session *ss)
+{
+	return !peer || !strcmp(fp_session_hello(ss->ss_session)->fh_host ?: "", peer);
+}
+
 /* server_hello / server_batch: called with sv_lock held; fill r. */
 static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
 {
@@ -389,7 +396,8 @@ static void reply_written(struct fp_server *s, struct server_session *ss, struct
 	r->fr_written = fp_pipeline_written(s->sv_pipeline, fp_session_hello(ss->ss_session));
 }
 
-static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_reply *r)
+static int server_batch(struct fp_server *s, const char *peer, const struct fp_batch *b,
+			struct fp_reply *r)
 {
 	struct fp_profile *p = NULL;
 	struct server_session *ss;
@@ -398,6 +406,9 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 
 	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = b->fb_seq };
 	ss = session_find(s, b->fb_session);
+	if (ss && !peer_owns(peer, ss))
+		return refuse(s, r, &s->sv_stats.sv_rejected_host,
+			      "session of another host than the client certificate's");
 	if (!ss) {
 		s->sv_stats.sv_need_hello++;
 		r->fr_status = FP_REPLY_NEED_HELLO;
@@ -475,7 +486,7 @@ int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_rep
 	int err;
 
 	pthread_mutex_lock(&s->sv_lock);
-	err = server_batch(s, b, r);
+	err = server_batch(s, NULL, b, r);
 	if (err == -EINVAL)
 		s->sv_stats.sv_rejected_content++;
 	pthread_mutex_unlock(&s->sv_lock);
@@ -487,22 +498,33 @@ int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_rep
 /* The handlers decode the message and encode the reply without sv_lock,
  * which is held only to apply the message: an 8 MiB batch being decoded
  * keeps no other device waiting. */
-static int handle_hello(struct fp_server *s, const void *req, size_t len, char **buf,
-			size_t *rlen)
+static int handle_hello(struct fp_server *s, const char *peer, const void *req, size_t len,
+			char **buf, size_t *rlen)
 {
 	struct fp_reply r;
 	struct fp_hello h;
+	char why[512];
 	int err = fp_wire_decode_hello(req, len, &h);
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+	if (peer && strcmp(h.fh_host ?: "", peer)) {
+		if (*peer)
+			snprintf(why, sizeof(why), "host %.200s is not %.200s, the client certificate's",
+				 h.fh_host ?: "", peer);
+		else
+			snprintf(why, sizeof(why), "host %.200s: the client certificate names no host",
+				 h.fh_host ?: "");
+		fp_hello_fini(&h);
+		return reject(s, &s->sv_stats.sv_rejected_host, why, buf, rlen);
+	}
 	err = fp_server_hello(s, &h, &r);
 	fp_hello_fini(&h);
 	return err ? err : reply_encode(&r, buf, rlen);
 }
 
-static int handle_batch(struct fp_server *s, const void *req, size_t len, char **buf,
-			size_t *rlen)
+static int handle_batch(struct fp_server *s, const char *peer, const void *req, size_t len,
+			char **buf, size_t *rlen)
 {
 	struct fp_reply r;
 	struct fp_batch b;
@@ -511,7 +533,7 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
 	pthread_mutex_lock(&s->sv_lock);
-	err = server_batch(s, &b, &r);
+	err = server_batch(s, peer, &b, &r);
 	pthread_mutex_unlock(&s->sv_lock);
 	fp_batch_fini(&b);
 	if (err) {
@@ -524,23 +546,30 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 	return reply_encode(&r, buf, rlen);
 }
 
-static int handle_file(struct fp_server *s, const void *req, size_t len, char **buf,
-		       size_t *rlen)
+static int handle_file(struct fp_server *s, const char *peer, const void *req, size_t len,
+		       char **buf, size_t *rlen)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_OK };
+	struct server_session *ss;
 	struct fp_file_data d;
 	int err = fp_wire_decode_file(req, len, &d);
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
 	pthread_mutex_lock(&s->sv_lock);
-	err = fp_devfetch_data(s->sv_devfetch, &d, &r.fr_ranges, &r.fr_nranges);
-	if (!err)
+	ss = session_find(s, d.fd_session);
+	if (ss && !peer_owns(peer, ss))
+		err = -EPERM;
+	else if (!(err = fp_devfetch_data(s->sv_devfetch, &d, &r.fr_ranges, &r.fr_nranges)))
 		s->sv_stats.sv_file_parts++;
 	pthread_mutex_unlock(&s->sv_lock);
 	fp_file_data_fini(&d);
 	if (err) {
 		free(r.fr_ranges);
+		if (err == -EPERM)
+			return reject(s, &s->sv_stats.sv_rejected_host,
+				      "session of another host than the client certificate's", buf,
+				      rlen);
 		if (err == -EINVAL)
 			return reject(s, &s->sv_stats.sv_rejected_content,
 				      "file data nobody asked for", buf, rlen);
@@ -551,12 +580,15 @@ static int handle_file(struct fp_server *s, const void *req, size_t len, char **
 
 /* server_ksyms: apply k; with sv_lock held.  0, or the counter and reason
  * of a rejection in *counter and *why. */
-static void server_ksyms(struct fp_server *s, const struct fp_ksyms *k, struct fp_reply *r,
-			 uint64_t **counter, const char **why)
+static void server_ksyms(struct fp_server *s, const char *peer, const struct fp_ksyms *k,
+			 struct fp_reply *r, uint64_t **counter, const char **why)
 {
 	struct server_session *ss = session_find(s, k->fs_session);
 
-	if (!ss) {
+	if (ss && !peer_owns(peer, ss)) {
+		*counter = &s->sv_stats.sv_rejected_host;
+		*why = "session of another host than the client certificate's";
+	} else if (!ss) {
 		s->sv_stats.sv_need_hello++;
 		r->fr_status = FP_REPLY_NEED_HELLO;
 	} else if (!fp_session_asked(ss->ss_session, &k->fs_build_id)) {
@@ -578,8 +610,8 @@ static void server_ksyms(struct fp_server *s, const struct fp_ksyms *k, struct f
 	}
 }
 
-static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char **buf,
-			size_t *rlen)
+static int handle_ksyms(struct fp_server *s, const char *peer, const void *req, size_t len,
+			char **buf, size_t *rlen)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_OK };
 	uint64_t *counter = NULL;
@@ -590,7 +622,7 @@ static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char *
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
 	pthread_mutex_lock(&s->sv_lock);
-	server_ksyms(s, &k, &r, &counter, &why);
+	server_ksyms(s, peer, &k, &r, &counter, &why);
 	pthread_mutex_unlock(&s->sv_lock);
 	fp_ksyms_fini(&k);
 	if (counter)
@@ -598,8 +630,8 @@ static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char *
 	return reply_encode(&r, buf, rlen);
 }
 
-int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
-		     size_t *rlen)
+int fp_server_handle(struct fp_server *s, const char *peer, const void *req, size_t len,
+		     char **buf, size_t *rlen)
 {
 	int type, err;
 
@@ -624,13 +656,13 @@ int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **bu
 	}
 	switch (type) {
 	case FP_MSG_HELLO:
-		return handle_hello(s, req, len, buf, rlen);
+		return handle_hello(s, peer, req, len, buf, rlen);
 	case FP_MSG_SAMPLES:
-		return handle_batch(s, req, len, buf, rlen);
+		return handle_batch(s, peer, req, len, buf, rlen);
 	case FP_MSG_KSYMS:
-		return handle_ksyms(s, req, len, buf, rlen);
+		return handle_ksyms(s, peer, req, len, buf, rlen);
 	case FP_MSG_FILE:
-		return handle_file(s, req, len, buf, rlen);
+		return handle_file(s, peer, req, len, buf, rlen);
 	default:
 		return reject(s, &s->sv_stats.sv_rejected_type,
 			      "message type not accepted by the symbolizer", buf, rlen);

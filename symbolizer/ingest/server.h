@@ -10,9 +10,11 @@
  * only into free slots or those idle for FP_SERVER_IDLE_S (a session in
  * use is never evicted), a session id for one host only, no interval
  * from the future, kallsyms only for build-IDs asked of that session,
- * device fetches within devfetch.h's bounds.  Where the host name is
- * decided: the hello's (fh_host), the one place a verified identity of
- * the connection would replace it.
+ * device fetches within devfetch.h's bounds.  The host name is the
+ * hello's (fh_host); when the connection has a verified identity (the
+ * client certificate's name, fp_server_handle's peer), a hello for any
+ * other host is refused, and so is any message for a session of another
+ * host.
  *
  * Threads.  fp_server_handle, fp_server_hello and fp_server_batch may be
  * called from any number of threads (listen.h calls them from its
@@ -61,6 +63,7 @@ struct fp_server_stats {
 	uint64_t sv_rejected_unasked;   /* kallsyms nobody asked for */
 	uint64_t sv_ksyms_dropped;      /* kallsyms parts of tables stored already */
 	uint64_t sv_rejected_clock;     /* intervals starting in the future */
+	uint64_t sv_rejected_host;      /* another host than the certificate's */
 	uint64_t sv_session_limits;     /* sessions started over: a per-session limit */
 	uint64_t sv_agent_lost_samples; /* as reported by agents (latest totals) */
 	uint64_t sv_write_errors;
@@ -109,9 +112,13 @@ int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l);
 int fp_server_start(struct fp_server *s, uint32_t symbol_wait_ms);
 
 /* fp_server_handle: process one request and encode the reply (malloc'd).
- * 0, or -ENOMEM when not even a reply could be built. */
-int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **reply,
-		     size_t *reply_len);
+ * peer is the host name the connection proved (listen.h: the client
+ * certificate's), "" for a proof that names no host, NULL for no proof:
+ * with one, a hello from another host and messages for another host's
+ * session get a REJECTED reply (sv_rejected_host).  0, or -ENOMEM when
+ * not even a reply could be built. */
+int fp_server_handle(struct fp_server *s, const char *peer, const void *req, size_t len,
+		     char **reply, size_t *reply_len);
 
 /* fp_server_hello / fp_server_batch: the same for a message decoded
  * already (fleetprof record feeds its own this way): *r is the reply (the

@@ -38,7 +38,7 @@ static int call(struct fp_server *s, const char *req, size_t len, struct fp_repl
 {
 	char *buf;
 	size_t blen;
-	int err = fp_server_handle(s, req, len, &buf, &blen);
+	int err = fp_server_handle(s, NULL, req, len, &buf, &blen);
 
 	if (err)
 		return err;
