@@ -68,7 +68,7 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 	now_mono(&s->sv_tokens_at);
 	pthread_mutex_init(&s->sv_lock, NULL);
 	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) || fp_intern_alloc(&s->sv_ids) ||
-	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT) ||
+	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT, FP_DEVFETCH_RETRY_S) ||
 	    fp_pipeline_alloc(&s->sv_pipeline, &po)) {
 		fp_server_free(s);
 		return -ENOMEM;
@@ -135,6 +135,8 @@ void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 	st->sv_fetch_active = ds.dv_active;
 	st->sv_fetch_expired = ds.dv_expired;
 	st->sv_fetch_deferred = ds.dv_deferred;
+	st->sv_fetch_retried = ds.dv_retried;
+	st->sv_fetch_given_up = ds.dv_given_up;
 	fp_pipeline_stats(s->sv_pipeline, &ps);
 	fp_resolver_stats(s->sv_resolver, &rs);
 	st->sv_profiles = ps.pp_profiles;
@@ -449,9 +451,13 @@ static int server_batch(struct fp_server *s, const char *peer, const struct fp_b
 	for (i = 0; i < p->pr_nmappings && !err; i++) {
 		const struct fp_pmapping *m = &p->pr_mappings[i];
 		if (m->pm_kind == FP_MAP_USER && m->pm_build_id.fb_len &&
-		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id))
-			err = fp_devfetch_want(s->sv_devfetch, b->fb_session, &m->pm_build_id,
+		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id)) {
+			const char *host = fp_session_hello(ss->ss_session)->fh_host ?: "";
+
+			err = fp_devfetch_want(s->sv_devfetch, b->fb_session,
+					       fp_hash(host, strlen(host)), &m->pm_build_id,
 					       &r->fr_ranges, &r->fr_nranges);
+		}
 	}
 	if (!err)
 		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r->fr_tables,

@@ -73,6 +73,8 @@ struct fp_server_stats {
 	uint64_t sv_fetch_active;       /* device fetches running now (devfetch.h) */
 	uint64_t sv_fetch_expired;      /* ... that had no answer in time */
 	uint64_t sv_fetch_deferred;     /* ... not started for a bound */
+	uint64_t sv_fetch_retried;      /* ... started again after a device's failure */
+	uint64_t sv_fetch_given_up;     /* build-IDs failed too often to ask again */
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
 	uint64_t sv_pipeline_queue;     /* profiles waiting for their sinks now */
 	uint64_t sv_pipeline_dropped;   /* profiles dropped: pipeline queue full */

@@ -92,6 +92,12 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	one(f, "device_fetches_deferred_total", "counter",
 	    "Symbol fetches from devices put off for a bound (at once, per session, per reply).",
 	    st.sv_fetch_deferred);
+	one(f, "device_fetches_retried_total", "counter",
+	    "Symbol fetches from devices started again after another device's failure.",
+	    st.sv_fetch_retried);
+	one(f, "device_fetches_given_up_total", "counter",
+	    "Build-IDs no device is asked for any more: failed too often, or on too many hosts.",
+	    st.sv_fetch_given_up);
 	one(f, "agent_lost_samples", "gauge",
 	    "Samples the agents report lost, the sum of their latest totals.",
 	    st.sv_agent_lost_samples);
