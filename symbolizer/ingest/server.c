@@ -68,7 +68,8 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 	now_mono(&s->sv_tokens_at);
 	pthread_mutex_init(&s->sv_lock, NULL);
 	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) || fp_intern_alloc(&s->sv_ids) ||
-	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT, FP_DEVFETCH_RETRY_S) ||
+	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT,
+			      FP_DEVFETCH_RETRY_S) ||
 	    fp_pipeline_alloc(&s->sv_pipeline, &po)) {
 		fp_server_free(s);
 		return -ENOMEM;
@@ -166,7 +167,8 @@ void fp_server_log_stats(const struct fp_server *s)
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
 		", duplicates %" PRIu64 ", unknown sessions %" PRIu64 "; rejected: malformed %" PRIu64
 		", version %" PRIu64 ", type %" PRIu64 ", content %" PRIu64
-		", host %" PRIu64 "; write errors %" PRIu64 "; agents lost %" PRIu64 " samples; file parts %" PRIu64
+		", host %" PRIu64 "; write errors %" PRIu64 "; agents lost %" PRIu64
+		" samples; file parts %" PRIu64
 		"; unwind table bytes sent %" PRIu64,
 		t->sv_messages, t->sv_bytes, t->sv_hellos, t->sv_batches, t->sv_ksyms,
 		t->sv_samples, t->sv_profiles, t->sv_duplicates, t->sv_need_hello,
@@ -516,10 +518,12 @@ static int handle_hello(struct fp_server *s, const char *peer, const void *req, 
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
 	if (peer && strcmp(h.fh_host ?: "", peer)) {
 		if (*peer)
-			snprintf(why, sizeof(why), "host %.200s is not %.200s, the client certificate's",
+			snprintf(why, sizeof(why),
+				 "host %.200s is not %.200s, the client certificate's",
 				 h.fh_host ?: "", peer);
 		else
-			snprintf(why, sizeof(why), "host %.200s: the client certificate names no host",
+			snprintf(why, sizeof(why),
+				 "host %.200s: the client certificate names no host",
 				 h.fh_host ?: "");
 		fp_hello_fini(&h);
 		return reject(s, &s->sv_stats.sv_rejected_host, why, buf, rlen);

@@ -332,8 +332,8 @@ static int push_otlp(struct fp_push *p, const struct fp_profile *prof, const str
 		encode_failed(p);
 		return err;
 	}
-	err = spool_request(p, res.or_host ? res.or_host : prof->pr_host, OTLP_PATH, "application/x-protobuf", p->pu_gzip, desc,
-			    buf, len);
+	err = spool_request(p, res.or_host ? res.or_host : prof->pr_host, OTLP_PATH,
+			    "application/x-protobuf", p->pu_gzip, desc, buf, len);
 	free(buf);
 	return err;
 }
