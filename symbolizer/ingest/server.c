@@ -21,6 +21,10 @@ struct server_session {
 	uint64_t ss_id;
 	time_t ss_last_used;
 	struct fp_session *ss_session;
+	/* A batch is being applied to ss_session outside sv_lock: the
+	 * session is that thread's, and is neither freed, replaced nor read
+	 * by any other until it is done. */
+	int ss_busy;
 };
 
 struct fp_server {
@@ -258,7 +262,7 @@ static int index_set(struct fp_server *s, uint64_t id, uint32_t slot)
  * least recently used one), which *slot receives.  Sessions in use are
  * never evicted, so no peer can push the fleet's sessions out.  0,
  * -EAGAIN (too many new sessions this second) or -ENOSPC (table full). */
-static int admit(struct fp_server *s, struct server_session **slot)
+static int admit(struct fp_server *s, struct server_session **slot, struct fp_session **old)
 {
 	uint32_t rate = s->sv_limits.sl_new_sessions_per_s;
 	struct server_session *lru = NULL;
@@ -277,11 +281,12 @@ static int admit(struct fp_server *s, struct server_session **slot)
 		*slot = &s->sv_sessions[s->sv_nsessions++];
 	} else {
 		for (i = 0; i < s->sv_nsessions; i++)
-			if (!lru || s->sv_sessions[i].ss_last_used < lru->ss_last_used)
+			if (!s->sv_sessions[i].ss_busy &&
+			    (!lru || s->sv_sessions[i].ss_last_used < lru->ss_last_used))
 				lru = &s->sv_sessions[i];
 		if (!lru || time(NULL) - lru->ss_last_used < FP_SERVER_IDLE_S)
 			return -ENOSPC;
-		fp_session_free(lru->ss_session);
+		*old = lru->ss_session; /* freed without sv_lock */
 		lru->ss_session = NULL;
 		*slot = lru;
 	}
@@ -291,8 +296,11 @@ static int admit(struct fp_server *s, struct server_session **slot)
 
 /* session_add: a new session for h, or the same id's again (an agent that
  * says hello again starts over).  0, -EAGAIN or -ENOSPC (admit), -EPERM
- * (the id is another host's session) or -ENOMEM. */
-static int session_add(struct fp_server *s, const struct fp_hello *h)
+ * (the id is another host's session), -EBUSY (a batch of that session is
+ * being applied) or -ENOMEM.  The session it replaces or evicts goes to
+ * *old, for the caller to free once it has let go of sv_lock (freeing
+ * 150,000 definitions takes a while). */
+static int session_add(struct fp_server *s, const struct fp_hello *h, struct fp_session **old)
 {
 	struct server_session *slot = session_find(s, h->fh_session);
 	struct fp_session *n;
@@ -301,15 +309,17 @@ static int session_add(struct fp_server *s, const struct fp_hello *h)
 
 	if (slot && strcmp(fp_session_hello(slot->ss_session)->fh_host ?: "", h->fh_host ?: ""))
 		return -EPERM;
+	if (slot && slot->ss_busy)
+		return -EBUSY;
 	if ((err = fp_session_alloc(&n, h)))
 		return err;
-	if (!slot && (err = admit(s, &slot))) {
+	if (!slot && (err = admit(s, &slot, old))) {
 		fp_session_free(n);
 		return err;
 	}
 	if (slot->ss_session)
-		fp_session_free(slot->ss_session);
-	*slot = (struct server_session){ h->fh_session, time(NULL), n };
+		*old = slot->ss_session;
+	*slot = (struct server_session){ h->fh_session, time(NULL), n, 0 };
 	if ((err = index_set(s, h->fh_session, (uint32_t)(slot - s->sv_sessions)))) {
 		/* Unreachable by id: the slot goes to the next new session. */
 		slot->ss_last_used = 0;
@@ -362,14 +372,16 @@ static int peer_owns(const char *peer, const struct server_session *ss)
 	return !peer || !strcmp(fp_session_hello(ss->ss_session)->fh_host ?: "", peer);
 }
 
-/* server_hello / server_batch: called with sv_lock held; fill r. */
-static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
+/* server_hello: called with sv_lock held; fills r, and *old with a
+ * session replaced or evicted, to be freed without sv_lock. */
+static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r,
+			struct fp_session **old)
 {
 	struct server_session *ss;
 	int err;
 
 	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_features = FP_FEATURES_KNOWN };
-	switch ((err = session_add(s, h))) {
+	switch ((err = session_add(s, h, old))) {
 	case 0:
 		break;
 	case -EAGAIN:
@@ -381,6 +393,9 @@ static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp
 	case -EPERM:
 		return refuse(s, r, &s->sv_stats.sv_rejected_content,
 			      "session id in use by another host");
+	case -EBUSY:
+		s->sv_stats.sv_busy++;
+		return err;
 	default:
 		return err;
 	}
@@ -400,13 +415,21 @@ static void reply_written(struct fp_server *s, struct server_session *ss, struct
 	r->fr_written = fp_pipeline_written(s->sv_pipeline, fp_session_hello(ss->ss_session));
 }
 
-static int server_batch(struct fp_server *s, const char *peer, const struct fp_batch *b,
-			struct fp_reply *r)
+/* A batch is applied in three steps, so that sv_lock is not held while
+ * its definitions are taken and its profile built (150,000 definitions
+ * took it for over 100 ms): batch_begin finds the session and marks it
+ * busy, under sv_lock; batch_apply works on the session alone, without
+ * it; batch_end, under sv_lock again, counts, asks devices for files,
+ * hands the profile to the pipeline and marks the session free. */
+
+/* batch_begin: with sv_lock held.  1 and *out the session, now busy, to
+ * apply b to; 0 when r is the whole reply; -EBUSY (a batch of the same
+ * session is being applied: no reply, the agent sends it again) or
+ * -ENOMEM. */
+static int batch_begin(struct fp_server *s, const char *peer, const struct fp_batch *b,
+		       struct fp_reply *r, struct server_session **out)
 {
-	struct fp_profile *p = NULL;
 	struct server_session *ss;
-	size_t i;
-	int err;
 
 	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = b->fb_seq };
 	ss = session_find(s, b->fb_session);
@@ -418,6 +441,10 @@ static int server_batch(struct fp_server *s, const char *peer, const struct fp_b
 		r->fr_status = FP_REPLY_NEED_HELLO;
 		return 0;
 	}
+	if (ss->ss_busy) {
+		s->sv_stats.sv_busy++;
+		return -EBUSY;
+	}
 	if (fp_session_seen(ss->ss_session, b->fb_seq)) {
 		s->sv_stats.sv_duplicates++;
 		reply_written(s, ss, r);
@@ -428,7 +455,47 @@ static int server_batch(struct fp_server *s, const char *peer, const struct fp_b
 	if (b->fb_start_ns / 1000000000ull > (uint64_t)time(NULL) + FP_SERVER_CLOCK_AHEAD_S)
 		return refuse(s, r, &s->sv_stats.sv_rejected_clock,
 			      "interval starts in the future: check the device's clock");
-	err = fp_session_apply(ss->ss_session, b);
+	ss->ss_busy = 1;
+	*out = ss;
+	return 1;
+}
+
+/* batch_apply: without sv_lock, on the busy session ss: take b's
+ * definitions and build its profile *p, what the agent is asked for
+ * (r's wants and tables).  0, -ESTALE or -E2BIG (start the session
+ * over), -EINVAL (inconsistent definitions) or -ENOMEM. */
+static int batch_apply(struct fp_server *s, struct server_session *ss, const struct fp_batch *b,
+		       struct fp_reply *r, struct fp_profile **p)
+{
+	int err = fp_session_apply(ss->ss_session, b);
+
+	if (err)
+		return err;
+	/* Resolved from the cache only once the resolver has workers: what is
+	 * missing is queued, and the pipeline waits for it. */
+	if ((err = fp_session_profile(ss->ss_session, s->sv_resolver, b, p)))
+		return err;
+	fp_session_done(ss->ss_session, b->fb_seq);
+	if (!(err = fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant)))
+		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r->fr_tables,
+					&r->fr_ntables);
+	if (err) {
+		fp_profile_free(*p);
+		*p = NULL;
+	}
+	return err;
+}
+
+/* batch_end: with sv_lock held, after batch_apply's err: the rest of r,
+ * the counters, the profile to the pipeline; ss is free again.  0 or a
+ * negative errno (as batch_apply's). */
+static int batch_end(struct fp_server *s, struct server_session *ss, const struct fp_batch *b,
+		     struct fp_reply *r, struct fp_profile *p, int err)
+{
+	size_t i;
+
+	ss->ss_busy = 0;
+	ss->ss_last_used = time(NULL);
 	if (err == -E2BIG)
 		s->sv_stats.sv_session_limits++;
 	if (err == -ESTALE || err == -E2BIG) {
@@ -443,12 +510,8 @@ static int server_batch(struct fp_server *s, const char *peer, const struct fp_b
 	s->sv_stats.sv_agent_lost_samples = b->fb_lost.fl_samples + b->fb_lost.fl_samples_dropped;
 	for (i = 0; i < b->fb_ncounts; i++)
 		s->sv_stats.sv_samples += b->fb_counts[i].fc_count;
-	/* Resolved from the cache only once the resolver has workers: what is
-	 * missing is queued, and the pipeline waits for it. */
-	if ((err = fp_session_profile(ss->ss_session, s->sv_resolver, b, &p)))
-		return err;
-	fp_session_done(ss->ss_session, b->fb_seq);
-	err = fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant);
+	for (i = 0; i < r->fr_ntables; i++)
+		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
 	/* User files the profile names that no source had: ask their device. */
 	for (i = 0; i < p->pr_nmappings && !err; i++) {
 		const struct fp_pmapping *m = &p->pr_mappings[i];
@@ -461,11 +524,6 @@ static int server_batch(struct fp_server *s, const char *peer, const struct fp_b
 					       &r->fr_ranges, &r->fr_nranges);
 		}
 	}
-	if (!err)
-		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r->fr_tables,
-					&r->fr_ntables);
-	for (i = 0; !err && i < r->fr_ntables; i++)
-		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
 	if (err) {
 		fp_profile_free(p);
 		return err;
@@ -477,13 +535,36 @@ static int server_batch(struct fp_server *s, const char *peer, const struct fp_b
 	return 0;
 }
 
-int fp_server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
+/* server_batch: b into r; takes sv_lock itself.  As batch_end, and
+ * -EBUSY (batch_begin). */
+static int server_batch(struct fp_server *s, const char *peer, const struct fp_batch *b,
+			struct fp_reply *r)
 {
+	struct server_session *ss = NULL;
+	struct fp_profile *p = NULL;
 	int err;
 
 	pthread_mutex_lock(&s->sv_lock);
-	err = server_hello(s, h, r);
+	err = batch_begin(s, peer, b, r, &ss);
 	pthread_mutex_unlock(&s->sv_lock);
+	if (err <= 0)
+		return err;
+	err = batch_apply(s, ss, b, r, &p);
+	pthread_mutex_lock(&s->sv_lock);
+	err = batch_end(s, ss, b, r, p, err);
+	pthread_mutex_unlock(&s->sv_lock);
+	return err;
+}
+
+int fp_server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
+{
+	struct fp_session *old = NULL;
+	int err;
+
+	pthread_mutex_lock(&s->sv_lock);
+	err = server_hello(s, h, r, &old);
+	pthread_mutex_unlock(&s->sv_lock);
+	fp_session_free(old);
 	if (err)
 		fp_reply_fini(r);
 	return err;
@@ -491,13 +572,13 @@ int fp_server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_rep
 
 int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_reply *r)
 {
-	int err;
+	int err = server_batch(s, NULL, b, r);
 
-	pthread_mutex_lock(&s->sv_lock);
-	err = server_batch(s, NULL, b, r);
-	if (err == -EINVAL)
+	if (err == -EINVAL) {
+		pthread_mutex_lock(&s->sv_lock);
 		s->sv_stats.sv_rejected_content++;
-	pthread_mutex_unlock(&s->sv_lock);
+		pthread_mutex_unlock(&s->sv_lock);
+	}
 	if (err)
 		fp_reply_fini(r);
 	return err;
@@ -542,9 +623,7 @@ static int handle_batch(struct fp_server *s, const char *peer, const void *req, 
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
-	pthread_mutex_lock(&s->sv_lock);
 	err = server_batch(s, peer, &b, &r);
-	pthread_mutex_unlock(&s->sv_lock);
 	fp_batch_fini(&b);
 	if (err) {
 		fp_reply_fini(&r);
@@ -589,13 +668,17 @@ static int handle_file(struct fp_server *s, const char *peer, const void *req, s
 }
 
 /* server_ksyms: apply k; with sv_lock held.  0, or the counter and reason
- * of a rejection in *counter and *why. */
-static void server_ksyms(struct fp_server *s, const char *peer, const struct fp_ksyms *k,
-			 struct fp_reply *r, uint64_t **counter, const char **why)
+ * of a rejection in *counter and *why; -EBUSY when its session is busy
+ * with a batch (no reply: the agent sends it again). */
+static int server_ksyms(struct fp_server *s, const char *peer, const struct fp_ksyms *k,
+			struct fp_reply *r, uint64_t **counter, const char **why)
 {
 	struct server_session *ss = session_find(s, k->fs_session);
 
-	if (ss && !peer_owns(peer, ss)) {
+	if (ss && ss->ss_busy) {
+		s->sv_stats.sv_busy++;
+		return -EBUSY;
+	} else if (ss && !peer_owns(peer, ss)) {
 		*counter = &s->sv_stats.sv_rejected_host;
 		*why = "session of another host than the client certificate's";
 	} else if (!ss) {
@@ -618,6 +701,7 @@ static void server_ksyms(struct fp_server *s, const char *peer, const struct fp_
 			fp_info("stored kallsyms of %s (%s)", k->fs_name,
 				k->fs_kind == FP_MAP_KERNEL ? "kernel" : "module");
 	}
+	return 0;
 }
 
 static int handle_ksyms(struct fp_server *s, const char *peer, const void *req, size_t len,
@@ -632,9 +716,11 @@ static int handle_ksyms(struct fp_server *s, const char *peer, const void *req, 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
 	pthread_mutex_lock(&s->sv_lock);
-	server_ksyms(s, peer, &k, &r, &counter, &why);
+	err = server_ksyms(s, peer, &k, &r, &counter, &why);
 	pthread_mutex_unlock(&s->sv_lock);
 	fp_ksyms_fini(&k);
+	if (err)
+		return err;
 	if (counter)
 		return reject(s, counter, why, buf, rlen);
 	return reply_encode(&r, buf, rlen);

@@ -18,10 +18,14 @@
  *
  * Threads.  fp_server_handle, fp_server_hello and fp_server_batch may be
  * called from any number of threads (listen.h calls them from its
- * workers): one lock, sv_lock, guards the sessions, the device fetches,
- * kallsyms assembly and the counters, and is held only to apply a
- * decoded message (messages are decoded and replies encoded outside it),
- * for work that needs no file: once the resolver has workers
+ * workers): one lock, sv_lock, guards the session table, the device
+ * fetches, kallsyms assembly and the counters, and is held only to apply
+ * a decoded message (messages are decoded and replies encoded outside
+ * it), for work that needs no file.  A batch's definitions are taken and
+ * its profile built outside it too: its session is marked busy
+ * meanwhile, and a message for a busy session gets no reply (sv_busy);
+ * an agent sends one message at a time, so only a resend meets it.
+ * Under sv_lock, in any case, nothing waits for a file: once the resolver has workers
  * (fp_resolver_start) and the pipeline its thread (fp_server_start),
  * nothing under it parses a file, asks the network or writes a profile. */
 #ifndef FP_SERVER_H
@@ -64,6 +68,7 @@ struct fp_server_stats {
 	uint64_t sv_ksyms_dropped;      /* kallsyms parts of tables stored already */
 	uint64_t sv_rejected_clock;     /* intervals starting in the future */
 	uint64_t sv_rejected_host;      /* another host than the certificate's */
+	uint64_t sv_busy;               /* not answered: their session was busy */
 	uint64_t sv_session_limits;     /* sessions started over: a per-session limit */
 	uint64_t sv_agent_lost_samples; /* as reported by agents (latest totals) */
 	uint64_t sv_write_errors;
@@ -117,8 +122,10 @@ int fp_server_start(struct fp_server *s, uint32_t symbol_wait_ms);
  * peer is the host name the connection proved (listen.h: the client
  * certificate's), "" for a proof that names no host, NULL for no proof:
  * with one, a hello from another host and messages for another host's
- * session get a REJECTED reply (sv_rejected_host).  0, or -ENOMEM when
- * not even a reply could be built. */
+ * session get a REJECTED reply (sv_rejected_host).  0, -EBUSY (the
+ * message's session is busy with another batch: no reply, the agent
+ * sends it again; sv_busy), or -ENOMEM when not even a reply could be
+ * built. */
 int fp_server_handle(struct fp_server *s, const char *peer, const void *req, size_t len,
 		     char **reply, size_t *reply_len);
 

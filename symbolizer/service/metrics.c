@@ -82,6 +82,9 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	sample(f, "rejected_total", "reason=\"kallsyms_unasked\"", st.sv_rejected_unasked);
 	sample(f, "rejected_total", "reason=\"future_interval\"", st.sv_rejected_clock);
 	sample(f, "rejected_total", "reason=\"host_mismatch\"", st.sv_rejected_host);
+	one(f, "session_busy_total", "counter",
+	    "Messages not answered: their session was busy with another batch (a resend).",
+	    st.sv_busy);
 	one(f, "session_limit_restarts_total", "counter",
 	    "Sessions started over for a per-session limit (mappings, threads, nodes, bytes).",
 	    st.sv_session_limits);
