@@ -18,10 +18,15 @@ CFLAGS     ?= -O2 -g
 # profile model and its encoders (profile), where profiles go (sinks), and
 # the HTTP symbol service (service).
 SYMB_DIRS  := ingest symbols elf profile sinks service
-INCLUDES   := -Icommon -Idevice -Isymbolizer $(addprefix -Isymbolizer/,$(SYMB_DIRS)) -Ibpf \
+# nng 1.5.2 with the peer certificate's names (tools/nng-peer-names.patch),
+# static, built by tools/install-deps.sh; the name carries the patch's
+# version.
+NNG_PREFIX := /opt/fleetprof/nng-1.5.2-fp1
+NNG_LIBS   := $(NNG_PREFIX)/lib/libnng.a -lmbedtls -lmbedx509 -lmbedcrypto
+INCLUDES   := -I$(NNG_PREFIX)/include -Icommon -Idevice -Isymbolizer $(addprefix -Isymbolizer/,$(SYMB_DIRS)) -Ibpf \
               -I$(BUILD) -I$(BUILD)/proto
 FP_CFLAGS  := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DFP_VERSION='"$(VERSION)"' $(INCLUDES)
-AGENT_LIBS := -lbpf -lelf -lz -lnng -lmsgpackc -lpthread
+AGENT_LIBS := -lbpf -lelf -lz $(NNG_LIBS) -lmsgpackc -lpthread
 ALL_LIBS   := $(AGENT_LIBS) -llmdb -lprotobuf-c -ldebuginfod -lstdc++ -ldwarf -llzma
 SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -106,10 +111,12 @@ $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 # Only the sampler includes the BPF skeleton; the protobuf encoders and
 # their tests include the generated headers.
 $(call obj,device/sampler.c) $(call asanobj,device/sampler.c): $(SKELS)
-$(BUILD)/obj/%.o: %.c $(PROTO_HDRS) $(HDRS)
+$(NNG_PREFIX)/include/nng/nng.h:
+	@echo "$@ is missing: run tools/install-deps.sh as root" >&2; exit 1
+$(BUILD)/obj/%.o: %.c $(PROTO_HDRS) $(HDRS) | $(NNG_PREFIX)/include/nng/nng.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) -c $< -o $@
-$(BUILD)/asan/obj/%.o: %.c $(PROTO_HDRS) $(HDRS)
+$(BUILD)/asan/obj/%.o: %.c $(PROTO_HDRS) $(HDRS) | $(NNG_PREFIX)/include/nng/nng.h
 	$(call msg,CC-ASAN,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(FP_CFLAGS) $(SAN) -c $< -o $@
 $(ALL_LIBA) $(ALL_ASANA):

@@ -7,7 +7,7 @@ set -eu
 # tests/e2e/fleet_test.sh and the fleet benchmark have the symbolizer ingest.
 PKGS="make gcc g++ clang llvm pkg-config
  libbpf-dev bpftool linux-libc-dev
- libnng-dev libmsgpack-dev liblmdb-dev lmdb-utils libelf-dev libdwarf-dev zlib1g-dev
+ cmake patch libmbedtls-dev libmsgpack-dev liblmdb-dev lmdb-utils libelf-dev libdwarf-dev zlib1g-dev
  liblzma-dev xz-utils
  libprotobuf-c-dev protobuf-c-compiler
  libc6-dbg linux-perf libclang-rt-14-dev binutils python3 iproute2 util-linux procps
@@ -23,6 +23,19 @@ PYSPY_VERSION=0.4.3
 PYSPY_VENV=/opt/fleetprof-py-spy
 PYSPY=/usr/local/bin/py-spy
 
+# nng: Debian 12's 1.5.2, from its source package (checked against its
+# sha256), with tools/nng-peer-names.patch, which adds the peer
+# certificate's common name and DNS name as pipe options (nng 1.6 has the
+# first; no newer nng's source is reachable from Debian 12).  Built static
+# with TLS (bookworm's mbedtls 2.28) into NNG_PREFIX, which the Makefile
+# links; the patch's hash is in the prefix's name, so that a changed patch
+# builds anew.
+NNG_VERSION=1.5.2
+NNG_SHA256=f8b25ab86738864b1f2e3128e8badab581510fa8085ff5ca9bb980d317334c46
+NNG_URL=http://deb.debian.org/debian/pool/main/n/nng/nng_$NNG_VERSION.orig.tar.gz
+NNG_PATCH=$(dirname "$0")/nng-peer-names.patch
+NNG_PREFIX=$(sed -n 's/^NNG_PREFIX *:= *//p' "$(dirname "$0")/../Makefile")
+
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -30,11 +43,15 @@ done
 pyspy_ok() {
 	[ -x "$PYSPY" ] && "$PYSPY" --version 2>/dev/null | grep -qx "py-spy $PYSPY_VERSION"
 }
-[ -z "$missing" ] && pyspy_ok && exit 0
+nng_ok() {
+	[ -f "$NNG_PREFIX/lib/libnng.a" ] && [ -f "$NNG_PREFIX/include/nng/nng.h" ]
+}
+[ -z "$missing" ] && pyspy_ok && nng_ok && exit 0
 
 if [ "$(id -u)" != 0 ]; then
 	[ -n "$missing" ] && echo "install-deps: missing packages:$missing (run as root to install)" >&2
 	pyspy_ok || echo "install-deps: missing py-spy $PYSPY_VERSION at $PYSPY (run as root to install)" >&2
+	nng_ok || echo "install-deps: missing nng $NNG_VERSION at $NNG_PREFIX (run as root to build)" >&2
 	exit 1
 fi
 if [ -n "$missing" ]; then
@@ -54,4 +71,21 @@ if ! pyspy_ok; then
 	"$PYSPY_VENV/bin/pip" install -q --disable-pip-version-check "py-spy==$PYSPY_VERSION"
 	ln -sf "$PYSPY_VENV/bin/py-spy" "$PYSPY"
 	pyspy_ok
+fi
+if ! nng_ok; then
+	echo "install-deps: building nng $NNG_VERSION (patched) into $NNG_PREFIX" >&2
+	src=$(mktemp -d /tmp/fleetprof-nng.XXXXXX)
+	trap 'rm -rf "$src"' EXIT
+	curl -sSf -o "$src/nng.tar.gz" "$NNG_URL"
+	echo "$NNG_SHA256  $src/nng.tar.gz" | sha256sum -c --quiet -
+	tar xzf "$src/nng.tar.gz" -C "$src"
+	patch -s -d "$src/nng-$NNG_VERSION" -p1 < "$NNG_PATCH"
+	cmake -S "$src/nng-$NNG_VERSION" -B "$src/build" -Wno-dev \
+		-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+		-DCMAKE_INSTALL_PREFIX="$NNG_PREFIX" -DCMAKE_INSTALL_LIBDIR=lib \
+		-DBUILD_SHARED_LIBS=OFF -DNNG_ENABLE_TLS=ON -DNNG_TESTS=OFF \
+		-DNNG_TOOLS=OFF -DNNG_ENABLE_NNGCAT=OFF > "$src/cmake.log" 2>&1 || { tail -20 "$src/cmake.log" >&2; exit 1; }
+	cmake --build "$src/build" -j2 > "$src/build.log" 2>&1 || { tail -20 "$src/build.log" >&2; exit 1; }
+	cmake --install "$src/build" > /dev/null
+	nng_ok
 fi

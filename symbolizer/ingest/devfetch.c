@@ -32,9 +32,19 @@ enum fetch_stage {
 	STAGE_EXPIRED,  /* no answer in time: may start again */
 };
 
+/* A build-ID's failed fetches, kept when it starts again. */
+struct fetch_history {
+	uint32_t fh_attempts;           /* failed so far */
+	uint32_t fh_nhosts;
+	uint64_t fh_hosts[FP_DEVFETCH_FAIL_HOSTS]; /* whose fetches failed */
+	uint64_t fh_failed_ms;          /* the last failure, CLOCK_MONOTONIC */
+};
+
 struct fetch {
 	struct fp_build_id fe_id;
 	uint64_t fe_session;
+	uint64_t fe_host;               /* the session's host (fp_devfetch_want) */
+	struct fetch_history fe_history;
 	enum fetch_stage fe_stage;
 	time_t fe_last;         /* last request or answer */
 	int fe_fd;              /* the sparse copy, from the first answer; or -1 */
@@ -54,7 +64,7 @@ struct fp_devfetch {
 	struct fetch *df_fetches;
 	size_t df_cap;
 	time_t df_expired_at;   /* last fp_devfetch_expire scan */
-	uint32_t df_timeout_s;
+	uint32_t df_timeout_s, df_retry_s;
 	struct fp_devfetch_stats df_stats;
 };
 
@@ -77,7 +87,7 @@ static void fetch_end(struct fp_devfetch *f, struct fetch *fe, enum fetch_stage 
 }
 
 int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const char *tmpdir,
-		      uint32_t timeout_s)
+		      uint32_t timeout_s, uint32_t retry_s)
 {
 	struct fp_devfetch *f = calloc(1, sizeof(*f));
 
@@ -89,6 +99,7 @@ int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const cha
 	}
 	f->df_resolver = r;
 	f->df_timeout_s = timeout_s;
+	f->df_retry_s = retry_s;
 	elf_version(EV_CURRENT);
 	*out = f;
 	return 0;
@@ -114,14 +125,71 @@ void fp_devfetch_stats(const struct fp_devfetch *f, struct fp_devfetch_stats *st
 	*st = f->df_stats;
 }
 
+/* given_up: whether h's build-ID is asked of no device any more. */
+static int given_up(const struct fetch_history *h)
+{
+	return h->fh_attempts >= FP_DEVFETCH_ATTEMPTS || h->fh_nhosts >= FP_DEVFETCH_FAIL_HOSTS;
+}
+
+static int failed_on(const struct fetch_history *h, uint64_t host)
+{
+	for (uint32_t i = 0; i < h->fh_nhosts; i++)
+		if (h->fh_hosts[i] == host)
+			return 1;
+	return 0;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* backoff_s: how long after h's last failure the hosts it failed on may
+ * try again: df_retry_s, doubled with each failure. */
+static uint64_t backoff_s(const struct fp_devfetch *f, const struct fetch_history *h)
+{
+	uint32_t shift = h->fh_attempts ? h->fh_attempts - 1 : 0;
+
+	return (uint64_t)f->df_retry_s << (shift > 16 ? 16 : shift);
+}
+
+/* fetch_fail: one device's failure is not the build-ID's: it is asked
+ * again, of another host at once and of the same after backoff(), until
+ * FP_DEVFETCH_ATTEMPTS failures or FP_DEVFETCH_FAIL_HOSTS hosts. */
 static void fetch_fail(struct fp_devfetch *f, struct fetch *fe, const char *why)
 {
+	struct fetch_history *h = &fe->fe_history;
 	char hex[2 * FP_BUILD_ID_MAX + 1];
 
-	fp_build_id_hex(&fe->fe_id, hex);
-	fp_warnx("symbols of %s from the device: %s; not asking again", hex, why);
+	h->fh_attempts++;
+	h->fh_failed_ms = mono_ms();
+	if (!failed_on(h, fe->fe_host) && h->fh_nhosts < FP_DEVFETCH_FAIL_HOSTS)
+		h->fh_hosts[h->fh_nhosts++] = fe->fe_host;
 	fetch_end(f, fe, STAGE_FAILED);
 	f->df_stats.dv_failed++;
+	fp_build_id_hex(&fe->fe_id, hex);
+	if (given_up(h)) {
+		f->df_stats.dv_given_up++;
+		fp_warnx("symbols of %s from the device: %s; failed %u times on %u hosts, "
+			 "not asking again", hex, why, h->fh_attempts, h->fh_nhosts);
+	} else {
+		fp_warnx("symbols of %s from the device: %s; asking another host, or this one "
+			 "in %llu s", hex, why, (unsigned long long)backoff_s(f, h));
+	}
+}
+
+/* may_retry: whether a failed fetch may start again from a session of
+ * host. */
+static int may_retry(const struct fp_devfetch *f, const struct fetch *fe, uint64_t host)
+{
+	const struct fetch_history *h = &fe->fe_history;
+
+	if (given_up(h))
+		return 0;
+	return !failed_on(h, host) || mono_ms() - h->fh_failed_ms >= backoff_s(f, h) * 1000;
 }
 
 void fp_devfetch_expire(struct fp_devfetch *f)
@@ -184,19 +252,22 @@ static int ask(struct fetch *fe, uint64_t offset, uint64_t length, struct fp_ran
 	return 0;
 }
 
-int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_build_id *id,
-		     struct fp_range **ranges, size_t *n)
+int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
+		     const struct fp_build_id *id, struct fp_range **ranges, size_t *n)
 {
+	struct fetch_history history = { 0 };
 	struct fetch *fe;
 	uint32_t idx;
-	int added;
+	int added, retry = 0;
 
 	if (fp_intern_find(f->df_ids, id->fb_data, id->fb_len, &idx) == 0) {
 		if (idx >= f->df_cap)
 			return 0; /* no memory for it once: ended */
 		fe = &f->df_fetches[idx];
-		if (fe->fe_stage != STAGE_EXPIRED)
-			return 0; /* running, or ended for good */
+		retry = fe->fe_stage == STAGE_FAILED;
+		if (fe->fe_stage != STAGE_EXPIRED && !(retry && may_retry(f, fe, host)))
+			return 0; /* running, done, or failed not long ago */
+		history = fe->fe_history;
 	} else if (fp_intern_count(f->df_ids) >= FP_DEVFETCH_TRACKED) {
 		f->df_stats.dv_deferred++;
 		return 0;
@@ -215,12 +286,14 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_bu
 		f->df_fetches = p, f->df_cap = cap;
 	}
 	fe = &f->df_fetches[idx];
-	*fe = (struct fetch){ .fe_id = *id, .fe_session = session, .fe_stage = STAGE_FAILED,
+	*fe = (struct fetch){ .fe_id = *id, .fe_session = session, .fe_host = host,
+			      .fe_history = history, .fe_stage = STAGE_FAILED,
 			      .fe_last = time(NULL), .fe_fd = -1 };
 	if (!(fe->fe_pending = malloc(MAX_PENDING * sizeof(*fe->fe_pending))))
 		return -ENOMEM;
 	fe->fe_stage = STAGE_HEADER;
 	f->df_stats.dv_started++;
+	f->df_stats.dv_retried += retry;
 	f->df_stats.dv_active++;
 	return ask(fe, 0, sizeof(Elf64_Ehdr), ranges, n) == -ENOMEM ? -ENOMEM : 0;
 }

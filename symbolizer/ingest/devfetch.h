@@ -8,9 +8,14 @@
  * for a CPython interpreter, the few bytes of its Py_Version (its
  * version, for the table's trailer).  The agent copies the bytes; all
  * parsing happens here, on a sparse copy of the file, which is finally
- * ingested like an upload.  Each build-ID is fetched once for the whole fleet; a failure
- * (the agent cannot read it, the bytes make no sense) is final for the
- * life of the process.  A fetch with no answer for its timeout
+ * ingested like an upload.  Each build-ID is fetched once for the whole
+ * fleet.  A failure (the agent cannot read it, the bytes make no sense) is
+ * that device's, not the build-ID's, so that no one agent can keep a
+ * build-ID from ever being fetched: it is asked again at once of another
+ * host, and of a host it failed on after a back-off (retry_s, doubled
+ * with each failure); it is given up after FP_DEVFETCH_ATTEMPTS failures
+ * or failures on FP_DEVFETCH_FAIL_HOSTS hosts (the hosts as the server
+ * knows them: with client certificates, proven).  A fetch with no answer for its timeout
  * (FP_DEVFETCH_TIMEOUT seconds in the server) expires (fp_devfetch_expire)
  * and may start again from the next session that reports the build-ID.
  *
@@ -38,22 +43,29 @@
 #define FP_DEVFETCH_ACTIVE 64           /* fetches running at once */
 #define FP_DEVFETCH_PER_SESSION 8       /* ... from one session */
 #define FP_DEVFETCH_TRACKED 65536       /* build-IDs remembered */
+#define FP_DEVFETCH_RETRY_S 60          /* back-off after a failure, doubled each time */
+#define FP_DEVFETCH_ATTEMPTS 6          /* failures before a build-ID is given up */
+#define FP_DEVFETCH_FAIL_HOSTS 3        /* ... or hosts it failed on */
 
 struct fp_devfetch;
 
 /* fp_devfetch_alloc: sparse copies go to files in tmpdir; a fetch with no
- * answer for timeout_s seconds expires.  0 or -ENOMEM. */
+ * answer for timeout_s seconds expires; a failed one is asked again of
+ * the hosts it failed on after retry_s seconds (FP_DEVFETCH_RETRY_S in
+ * the server), doubled with each failure.  0 or -ENOMEM. */
 int fp_devfetch_alloc(struct fp_devfetch **f, struct fp_resolver *r, const char *tmpdir,
-		      uint32_t timeout_s);
+		      uint32_t timeout_s, uint32_t retry_s);
 void fp_devfetch_free(struct fp_devfetch *f);
 
-/* fp_devfetch_want: session reported a user mapping with build-ID id that
- * no source could resolve.  Starts a fetch from that session unless one
- * ran before or a bound (above) says not now; appends to *ranges
+/* fp_devfetch_want: session, of the host whose key is host (the same
+ * number for all its sessions; 0 unknown), reported a user mapping with
+ * build-ID id that no source could resolve.  Starts a fetch from that
+ * session unless one runs or succeeded, failed not long ago (above), or a
+ * bound says not now; appends to *ranges
  * (realloc'd, *n entries, never more than FP_WIRE_MAX_RANGES) what to ask
  * for.  0 or -ENOMEM. */
-int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, const struct fp_build_id *id,
-		     struct fp_range **ranges, size_t *n);
+int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
+		     const struct fp_build_id *id, struct fp_range **ranges, size_t *n);
 
 /* fp_devfetch_data: an agent's answer.  Appends the next ranges to ask
  * for; when the file is complete, hands it to the resolver
@@ -70,6 +82,8 @@ void fp_devfetch_expire(struct fp_devfetch *f);
 
 struct fp_devfetch_stats {
 	uint64_t dv_started, dv_done, dv_failed;
+	uint64_t dv_retried;            /* started again after a failure */
+	uint64_t dv_given_up;           /* build-IDs no device is asked for any more */
 	uint64_t dv_bytes;
 	uint64_t dv_expired;            /* no answer in time */
 	uint64_t dv_deferred;           /* not started now: a bound */

@@ -40,6 +40,9 @@ struct fp_listener {
 	nng_listener ls_nng;
 	struct listen_worker *ls_workers;
 	unsigned ls_nworkers;
+	/* Hosts are their client certificates': 0 no (no TLS, or no CA),
+	 * 1 when a client presents one (optional), 2 always (required). */
+	int ls_identity;
 	/* Under ls_lock: */
 	pthread_mutex_t ls_lock;
 	pthread_cond_t ls_cond;         /* wakes the sweeper to stop */
@@ -177,17 +180,35 @@ int fp_listen_limits(struct fp_listener *l, uint32_t max_connections, uint32_t i
 }
 
 
+/* peer_name: the host name p's verified client certificate proves: its
+ * first DNS name, else its common name; NULL when it names neither or
+ * there is none (client certificates optional, or no TLS).  The caller
+ * frees it with nng_strfree. */
+static char *peer_name(nng_pipe p)
+{
+	char *name = NULL;
+
+	if (nng_pipe_get_string(p, NNG_OPT_TLS_PEER_DNS_NAME, &name) &&
+	    nng_pipe_get_string(p, NNG_OPT_TLS_PEER_CN, &name))
+		return NULL;
+	return name;
+}
+
 /* reply_to: the reply to req (freed), or NULL when the server could build
  * none (the agent's request times out and is sent again). */
 static nng_msg *reply_to(struct fp_listener *l, nng_msg *req)
 {
+	char *peer = l->ls_identity ? peer_name(nng_msg_get_pipe(req)) : NULL;
 	uint64_t start = fp_now_ns(CLOCK_MONOTONIC), us;
 	nng_msg *rep = NULL;
 	char *buf = NULL;
 	size_t len = 0;
 	int err;
 
-	err = fp_server_handle(l->ls_server, nng_msg_body(req), nng_msg_len(req), &buf, &len);
+	/* With client certificates required, one that names no host proves
+	 * none ("" matches no hello). */
+	err = fp_server_handle(l->ls_server, peer ? peer : l->ls_identity == 2 ? "" : NULL,
+			       nng_msg_body(req), nng_msg_len(req), &buf, &len);
 	/* How long the server took: a reply should never wait for symbol
 	 * work, and the minute's log line says if one did. */
 	us = (fp_now_ns(CLOCK_MONOTONIC) - start) / 1000;
@@ -202,6 +223,7 @@ static nng_msg *reply_to(struct fp_listener *l, nng_msg *req)
 		rep = NULL;
 	}
 	free(buf);
+	nng_strfree(peer);
 	nng_msg_free(req);
 	return rep;
 }
@@ -257,6 +279,7 @@ static int listener_create(struct fp_listener *l, const char *addr, const struct
 			return NNG_EINVAL;
 		rv = nng_listener_set_ptr(l->ls_nng, NNG_OPT_TLS_CONFIG, cfg);
 		nng_tls_config_free(cfg);
+		l->ls_identity = !tls->to_ca ? 0 : tls->to_require_client ? 2 : 1;
 	}
 	if (rv || (rv = nng_listener_start(l->ls_nng, 0)))
 		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));

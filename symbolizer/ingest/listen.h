@@ -12,6 +12,12 @@
  * FP_WIRE_MAX_MESSAGE) for that long at most.  An agent whose connection
  * was closed dials again when it next sends.
  *
+ * Identity.  On tls+tcp:// with a CA, a client's verified certificate
+ * names its host: the first DNS name among its subject alternative names,
+ * else its common name; each request goes to fp_server_handle with that
+ * name as its peer, so that a hello for another host is refused.  With
+ * client certificates required, one that names no host proves no host.
+ *
  * Threads.  The callbacks run on nng's own threads.  A worker's state is
  * its own (one aio runs one step at a time); the workers, nng's pipe
  * callbacks and the sweeper thread (which closes idle connections once

@@ -21,6 +21,10 @@ struct server_session {
 	uint64_t ss_id;
 	time_t ss_last_used;
 	struct fp_session *ss_session;
+	/* A batch is being applied to ss_session outside sv_lock: the
+	 * session is that thread's, and is neither freed, replaced nor read
+	 * by any other until it is done. */
+	int ss_busy;
 };
 
 struct fp_server {
@@ -68,7 +72,8 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 	now_mono(&s->sv_tokens_at);
 	pthread_mutex_init(&s->sv_lock, NULL);
 	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) || fp_intern_alloc(&s->sv_ids) ||
-	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT) ||
+	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT,
+			      FP_DEVFETCH_RETRY_S) ||
 	    fp_pipeline_alloc(&s->sv_pipeline, &po)) {
 		fp_server_free(s);
 		return -ENOMEM;
@@ -137,6 +142,8 @@ void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 	st->sv_fetch_active = ds.dv_active;
 	st->sv_fetch_expired = ds.dv_expired;
 	st->sv_fetch_deferred = ds.dv_deferred;
+	st->sv_fetch_retried = ds.dv_retried;
+	st->sv_fetch_given_up = ds.dv_given_up;
 	fp_pipeline_stats(s->sv_pipeline, &ps);
 	fp_resolver_stats(s->sv_resolver, &rs);
 	st->sv_profiles = ps.pp_profiles;
@@ -167,18 +174,19 @@ void fp_server_log_stats(const struct fp_server *s)
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
 		", duplicates %" PRIu64 ", unknown sessions %" PRIu64 "; rejected: malformed %" PRIu64
 		", version %" PRIu64 ", type %" PRIu64 ", content %" PRIu64
-		"; write errors %" PRIu64 "; agents lost %" PRIu64 " samples; file parts %" PRIu64
+		", host %" PRIu64 "; write errors %" PRIu64 "; agents lost %" PRIu64
+		" samples; file parts %" PRIu64
 		"; unwind table bytes sent %" PRIu64,
 		t->sv_messages, t->sv_bytes, t->sv_hellos, t->sv_batches, t->sv_ksyms,
 		t->sv_samples, t->sv_profiles, t->sv_duplicates, t->sv_need_hello,
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
-		t->sv_rejected_content, t->sv_write_errors, t->sv_agent_lost_samples,
-		t->sv_file_parts, t->sv_table_bytes);
+		t->sv_rejected_content, t->sv_rejected_host, t->sv_write_errors,
+		t->sv_agent_lost_samples, t->sv_file_parts, t->sv_table_bytes);
 	fp_info("pipeline: queued %" PRIu64 ", batches not taken (busy) %" PRIu64 ", dropped %" PRIu64
-		", backlogs drained %" PRIu64
-		", waited for symbols %" PRIu64 " (%" PRIu64 " in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
+		", backlogs drained %" PRIu64 ", waited for symbols %" PRIu64 " (%" PRIu64
+		" in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
 		", dropped %" PRIu64 ", jobs %" PRIu64 " (%" PRIu64 " ms, longest %" PRIu64 " ms)",
-		t->sv_pipeline_queue, t->sv_busy, t->sv_pipeline_dropped, t->sv_pipeline_trims,
+		t->sv_pipeline_queue, t->sv_pipeline_busy, t->sv_pipeline_dropped, t->sv_pipeline_trims,
 		t->sv_symbol_waits,
 		t->sv_symbol_wait_timeouts, t->sv_ingest_queue, t->sv_ingest_running,
 		t->sv_ingest_queue_full, t->sv_ingest_jobs, t->sv_ingest_ms, t->sv_ingest_max_ms);
@@ -259,7 +267,7 @@ static int index_set(struct fp_server *s, uint64_t id, uint32_t slot)
  * least recently used one), which *slot receives.  Sessions in use are
  * never evicted, so no peer can push the fleet's sessions out.  0,
  * -EAGAIN (too many new sessions this second) or -ENOSPC (table full). */
-static int admit(struct fp_server *s, struct server_session **slot)
+static int admit(struct fp_server *s, struct server_session **slot, struct fp_session **old)
 {
 	uint32_t rate = s->sv_limits.sl_new_sessions_per_s;
 	struct server_session *lru = NULL;
@@ -278,11 +286,12 @@ static int admit(struct fp_server *s, struct server_session **slot)
 		*slot = &s->sv_sessions[s->sv_nsessions++];
 	} else {
 		for (i = 0; i < s->sv_nsessions; i++)
-			if (!lru || s->sv_sessions[i].ss_last_used < lru->ss_last_used)
+			if (!s->sv_sessions[i].ss_busy &&
+			    (!lru || s->sv_sessions[i].ss_last_used < lru->ss_last_used))
 				lru = &s->sv_sessions[i];
 		if (!lru || time(NULL) - lru->ss_last_used < FP_SERVER_IDLE_S)
 			return -ENOSPC;
-		fp_session_free(lru->ss_session);
+		*old = lru->ss_session; /* freed without sv_lock */
 		lru->ss_session = NULL;
 		*slot = lru;
 	}
@@ -292,8 +301,11 @@ static int admit(struct fp_server *s, struct server_session **slot)
 
 /* session_add: a new session for h, or the same id's again (an agent that
  * says hello again starts over).  0, -EAGAIN or -ENOSPC (admit), -EPERM
- * (the id is another host's session) or -ENOMEM. */
-static int session_add(struct fp_server *s, const struct fp_hello *h)
+ * (the id is another host's session), -EBUSY (a batch of that session is
+ * being applied) or -ENOMEM.  The session it replaces or evicts goes to
+ * *old, for the caller to free once it has let go of sv_lock (freeing
+ * 150,000 definitions takes a while). */
+static int session_add(struct fp_server *s, const struct fp_hello *h, struct fp_session **old)
 {
 	struct server_session *slot = session_find(s, h->fh_session);
 	struct fp_session *n;
@@ -302,15 +314,17 @@ static int session_add(struct fp_server *s, const struct fp_hello *h)
 
 	if (slot && strcmp(fp_session_hello(slot->ss_session)->fh_host ?: "", h->fh_host ?: ""))
 		return -EPERM;
+	if (slot && slot->ss_busy)
+		return -EBUSY;
 	if ((err = fp_session_alloc(&n, h)))
 		return err;
-	if (!slot && (err = admit(s, &slot))) {
+	if (!slot && (err = admit(s, &slot, old))) {
 		fp_session_free(n);
 		return err;
 	}
 	if (slot->ss_session)
-		fp_session_free(slot->ss_session);
-	*slot = (struct server_session){ h->fh_session, time(NULL), n };
+		*old = slot->ss_session;
+	*slot = (struct server_session){ h->fh_session, time(NULL), n, 0 };
 	if ((err = index_set(s, h->fh_session, (uint32_t)(slot - s->sv_sessions)))) {
 		/* Unreachable by id: the slot goes to the next new session. */
 		slot->ss_last_used = 0;
@@ -356,14 +370,23 @@ static int refuse(struct fp_server *s, struct fp_reply *r, uint64_t *counter, co
 	return (r->fr_error = strdup(why)) ? 0 : -ENOMEM;
 }
 
-/* server_hello / server_batch: called with sv_lock held; fill r. */
-static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
+/* peer_owns: whether the connection's identity (fp_server_handle's peer)
+ * may use session ss: no identity, or the host ss said hello as. */
+static int peer_owns(const char *peer, const struct server_session *ss)
+{
+	return !peer || !strcmp(fp_session_hello(ss->ss_session)->fh_host ?: "", peer);
+}
+
+/* server_hello: called with sv_lock held; fills r, and *old with a
+ * session replaced or evicted, to be freed without sv_lock. */
+static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r,
+			struct fp_session **old)
 {
 	struct server_session *ss;
 	int err;
 
 	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_features = FP_FEATURES_KNOWN };
-	switch ((err = session_add(s, h))) {
+	switch ((err = session_add(s, h, old))) {
 	case 0:
 		break;
 	case -EAGAIN:
@@ -375,6 +398,9 @@ static int server_hello(struct fp_server *s, const struct fp_hello *h, struct fp
 	case -EPERM:
 		return refuse(s, r, &s->sv_stats.sv_rejected_content,
 			      "session id in use by another host");
+	case -EBUSY:
+		s->sv_stats.sv_busy++;
+		return err;
 	default:
 		return err;
 	}
@@ -394,19 +420,35 @@ static void reply_written(struct fp_server *s, struct server_session *ss, struct
 	r->fr_written = fp_pipeline_written(s->sv_pipeline, fp_session_hello(ss->ss_session));
 }
 
-static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_reply *r)
+/* A batch is applied in three steps, so that sv_lock is not held while
+ * its definitions are taken and its profile built (150,000 definitions
+ * took it for over 100 ms): batch_begin finds the session and marks it
+ * busy, under sv_lock; batch_apply works on the session alone, without
+ * it; batch_end, under sv_lock again, counts, asks devices for files,
+ * hands the profile to the pipeline and marks the session free. */
+
+/* batch_begin: with sv_lock held.  1 and *out the session, now busy, to
+ * apply b to; 0 when r is the whole reply; -EBUSY (a batch of the same
+ * session is being applied: no reply, the agent sends it again) or
+ * -ENOMEM. */
+static int batch_begin(struct fp_server *s, const char *peer, const struct fp_batch *b,
+		       struct fp_reply *r, struct server_session **out)
 {
-	struct fp_profile *p = NULL;
 	struct server_session *ss;
-	size_t i;
-	int err;
 
 	*r = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = b->fb_seq };
 	ss = session_find(s, b->fb_session);
+	if (ss && !peer_owns(peer, ss))
+		return refuse(s, r, &s->sv_stats.sv_rejected_host,
+			      "session of another host than the client certificate's");
 	if (!ss) {
 		s->sv_stats.sv_need_hello++;
 		r->fr_status = FP_REPLY_NEED_HELLO;
 		return 0;
+	}
+	if (ss->ss_busy) {
+		s->sv_stats.sv_busy++;
+		return -EBUSY;
 	}
 	if (fp_session_seen(ss->ss_session, b->fb_seq)) {
 		s->sv_stats.sv_duplicates++;
@@ -422,11 +464,51 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 	 * batch again later (OK with seq 0, PROTOCOL.md section 7), so that
 	 * the queue bounds memory and no interval is dropped. */
 	if (fp_pipeline_busy(s->sv_pipeline)) {
-		s->sv_stats.sv_busy++;
+		s->sv_stats.sv_pipeline_busy++;
 		r->fr_seq = 0;
 		return 0;
 	}
-	err = fp_session_apply(ss->ss_session, b);
+	ss->ss_busy = 1;
+	*out = ss;
+	return 1;
+}
+
+/* batch_apply: without sv_lock, on the busy session ss: take b's
+ * definitions and build its profile *p, what the agent is asked for
+ * (r's wants and tables).  0, -ESTALE or -E2BIG (start the session
+ * over), -EINVAL (inconsistent definitions) or -ENOMEM. */
+static int batch_apply(struct fp_server *s, struct server_session *ss, const struct fp_batch *b,
+		       struct fp_reply *r, struct fp_profile **p)
+{
+	int err = fp_session_apply(ss->ss_session, b);
+
+	if (err)
+		return err;
+	/* Resolved from the cache only once the resolver has workers: what is
+	 * missing is queued, and the pipeline waits for it. */
+	if ((err = fp_session_profile(ss->ss_session, s->sv_resolver, b, p)))
+		return err;
+	fp_session_done(ss->ss_session, b->fb_seq);
+	if (!(err = fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant)))
+		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r->fr_tables,
+					&r->fr_ntables);
+	if (err) {
+		fp_profile_free(*p);
+		*p = NULL;
+	}
+	return err;
+}
+
+/* batch_end: with sv_lock held, after batch_apply's err: the rest of r,
+ * the counters, the profile to the pipeline; ss is free again.  0 or a
+ * negative errno (as batch_apply's). */
+static int batch_end(struct fp_server *s, struct server_session *ss, const struct fp_batch *b,
+		     struct fp_reply *r, struct fp_profile *p, int err)
+{
+	size_t i;
+
+	ss->ss_busy = 0;
+	ss->ss_last_used = time(NULL);
 	if (err == -E2BIG)
 		s->sv_stats.sv_session_limits++;
 	if (err == -ESTALE || err == -E2BIG) {
@@ -441,43 +523,62 @@ static int server_batch(struct fp_server *s, const struct fp_batch *b, struct fp
 	s->sv_stats.sv_agent_lost_samples = b->fb_lost.fl_samples + b->fb_lost.fl_samples_dropped;
 	for (i = 0; i < b->fb_ncounts; i++)
 		s->sv_stats.sv_samples += b->fb_counts[i].fc_count;
-	/* Resolved from the cache only once the resolver has workers: what is
-	 * missing is queued, and the pipeline waits for it. */
-	if ((err = fp_session_profile(ss->ss_session, s->sv_resolver, b, &p)))
-		return err;
-	fp_session_done(ss->ss_session, b->fb_seq);
-	err = fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant);
+	for (i = 0; i < r->fr_ntables; i++)
+		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
 	/* User files the profile names that no source had: ask their device. */
 	for (i = 0; i < p->pr_nmappings && !err; i++) {
 		const struct fp_pmapping *m = &p->pr_mappings[i];
 		if (m->pm_kind == FP_MAP_USER && m->pm_build_id.fb_len &&
-		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id))
-			err = fp_devfetch_want(s->sv_devfetch, b->fb_session, &m->pm_build_id,
+		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id)) {
+			const char *host = fp_session_hello(ss->ss_session)->fh_host ?: "";
+
+			err = fp_devfetch_want(s->sv_devfetch, b->fb_session,
+					       fp_hash(host, strlen(host)), &m->pm_build_id,
 					       &r->fr_ranges, &r->fr_nranges);
+		}
 	}
-	if (!err)
-		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r->fr_tables,
-					&r->fr_ntables);
-	for (i = 0; !err && i < r->fr_ntables; i++)
-		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
 	if (err) {
 		fp_profile_free(p);
 		return err;
 	}
-	/* An interval the pipeline cannot take is lost for the sinks only:
-	 * it is counted there, and the agent need not send it again. */
+	/* The pipeline takes it: past the busy bound, only the batches being
+	 * handled when it was reached still come, and FP_PIPELINE_QUEUE
+	 * leaves them room.  (Were one dropped, it is counted there.) */
 	fp_pipeline_submit(s->sv_pipeline, p, fp_session_hello(ss->ss_session), b->fb_seq);
 	reply_written(s, ss, r);
 	return 0;
 }
 
-int fp_server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
+/* server_batch: b into r; takes sv_lock itself.  As batch_end, and
+ * -EBUSY (batch_begin). */
+static int server_batch(struct fp_server *s, const char *peer, const struct fp_batch *b,
+			struct fp_reply *r)
 {
+	struct server_session *ss = NULL;
+	struct fp_profile *p = NULL;
 	int err;
 
 	pthread_mutex_lock(&s->sv_lock);
-	err = server_hello(s, h, r);
+	err = batch_begin(s, peer, b, r, &ss);
 	pthread_mutex_unlock(&s->sv_lock);
+	if (err <= 0)
+		return err;
+	err = batch_apply(s, ss, b, r, &p);
+	pthread_mutex_lock(&s->sv_lock);
+	err = batch_end(s, ss, b, r, p, err);
+	pthread_mutex_unlock(&s->sv_lock);
+	return err;
+}
+
+int fp_server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_reply *r)
+{
+	struct fp_session *old = NULL;
+	int err;
+
+	pthread_mutex_lock(&s->sv_lock);
+	err = server_hello(s, h, r, &old);
+	pthread_mutex_unlock(&s->sv_lock);
+	fp_session_free(old);
 	if (err)
 		fp_reply_fini(r);
 	return err;
@@ -485,13 +586,13 @@ int fp_server_hello(struct fp_server *s, const struct fp_hello *h, struct fp_rep
 
 int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_reply *r)
 {
-	int err;
+	int err = server_batch(s, NULL, b, r);
 
-	pthread_mutex_lock(&s->sv_lock);
-	err = server_batch(s, b, r);
-	if (err == -EINVAL)
+	if (err == -EINVAL) {
+		pthread_mutex_lock(&s->sv_lock);
 		s->sv_stats.sv_rejected_content++;
-	pthread_mutex_unlock(&s->sv_lock);
+		pthread_mutex_unlock(&s->sv_lock);
+	}
 	if (err)
 		fp_reply_fini(r);
 	return err;
@@ -500,22 +601,35 @@ int fp_server_batch(struct fp_server *s, const struct fp_batch *b, struct fp_rep
 /* The handlers decode the message and encode the reply without sv_lock,
  * which is held only to apply the message: an 8 MiB batch being decoded
  * keeps no other device waiting. */
-static int handle_hello(struct fp_server *s, const void *req, size_t len, char **buf,
-			size_t *rlen)
+static int handle_hello(struct fp_server *s, const char *peer, const void *req, size_t len,
+			char **buf, size_t *rlen)
 {
 	struct fp_reply r;
 	struct fp_hello h;
+	char why[512];
 	int err = fp_wire_decode_hello(req, len, &h);
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+	if (peer && strcmp(h.fh_host ?: "", peer)) {
+		if (*peer)
+			snprintf(why, sizeof(why),
+				 "host %.200s is not %.200s, the client certificate's",
+				 h.fh_host ?: "", peer);
+		else
+			snprintf(why, sizeof(why),
+				 "host %.200s: the client certificate names no host",
+				 h.fh_host ?: "");
+		fp_hello_fini(&h);
+		return reject(s, &s->sv_stats.sv_rejected_host, why, buf, rlen);
+	}
 	err = fp_server_hello(s, &h, &r);
 	fp_hello_fini(&h);
 	return err ? err : reply_encode(&r, buf, rlen);
 }
 
-static int handle_batch(struct fp_server *s, const void *req, size_t len, char **buf,
-			size_t *rlen)
+static int handle_batch(struct fp_server *s, const char *peer, const void *req, size_t len,
+			char **buf, size_t *rlen)
 {
 	struct fp_reply r;
 	struct fp_batch b;
@@ -523,9 +637,7 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
-	pthread_mutex_lock(&s->sv_lock);
-	err = server_batch(s, &b, &r);
-	pthread_mutex_unlock(&s->sv_lock);
+	err = server_batch(s, peer, &b, &r);
 	fp_batch_fini(&b);
 	if (err) {
 		fp_reply_fini(&r);
@@ -537,23 +649,30 @@ static int handle_batch(struct fp_server *s, const void *req, size_t len, char *
 	return reply_encode(&r, buf, rlen);
 }
 
-static int handle_file(struct fp_server *s, const void *req, size_t len, char **buf,
-		       size_t *rlen)
+static int handle_file(struct fp_server *s, const char *peer, const void *req, size_t len,
+		       char **buf, size_t *rlen)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_OK };
+	struct server_session *ss;
 	struct fp_file_data d;
 	int err = fp_wire_decode_file(req, len, &d);
 
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
 	pthread_mutex_lock(&s->sv_lock);
-	err = fp_devfetch_data(s->sv_devfetch, &d, &r.fr_ranges, &r.fr_nranges);
-	if (!err)
+	ss = session_find(s, d.fd_session);
+	if (ss && !peer_owns(peer, ss))
+		err = -EPERM;
+	else if (!(err = fp_devfetch_data(s->sv_devfetch, &d, &r.fr_ranges, &r.fr_nranges)))
 		s->sv_stats.sv_file_parts++;
 	pthread_mutex_unlock(&s->sv_lock);
 	fp_file_data_fini(&d);
 	if (err) {
 		free(r.fr_ranges);
+		if (err == -EPERM)
+			return reject(s, &s->sv_stats.sv_rejected_host,
+				      "session of another host than the client certificate's", buf,
+				      rlen);
 		if (err == -EINVAL)
 			return reject(s, &s->sv_stats.sv_rejected_content,
 				      "file data nobody asked for", buf, rlen);
@@ -563,13 +682,20 @@ static int handle_file(struct fp_server *s, const void *req, size_t len, char **
 }
 
 /* server_ksyms: apply k; with sv_lock held.  0, or the counter and reason
- * of a rejection in *counter and *why. */
-static void server_ksyms(struct fp_server *s, const struct fp_ksyms *k, struct fp_reply *r,
-			 uint64_t **counter, const char **why)
+ * of a rejection in *counter and *why; -EBUSY when its session is busy
+ * with a batch (no reply: the agent sends it again). */
+static int server_ksyms(struct fp_server *s, const char *peer, const struct fp_ksyms *k,
+			struct fp_reply *r, uint64_t **counter, const char **why)
 {
 	struct server_session *ss = session_find(s, k->fs_session);
 
-	if (!ss) {
+	if (ss && ss->ss_busy) {
+		s->sv_stats.sv_busy++;
+		return -EBUSY;
+	} else if (ss && !peer_owns(peer, ss)) {
+		*counter = &s->sv_stats.sv_rejected_host;
+		*why = "session of another host than the client certificate's";
+	} else if (!ss) {
 		s->sv_stats.sv_need_hello++;
 		r->fr_status = FP_REPLY_NEED_HELLO;
 	} else if (!fp_session_asked(ss->ss_session, &k->fs_build_id)) {
@@ -589,10 +715,11 @@ static void server_ksyms(struct fp_server *s, const struct fp_ksyms *k, struct f
 			fp_info("stored kallsyms of %s (%s)", k->fs_name,
 				k->fs_kind == FP_MAP_KERNEL ? "kernel" : "module");
 	}
+	return 0;
 }
 
-static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char **buf,
-			size_t *rlen)
+static int handle_ksyms(struct fp_server *s, const char *peer, const void *req, size_t len,
+			char **buf, size_t *rlen)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_OK };
 	uint64_t *counter = NULL;
@@ -603,16 +730,18 @@ static int handle_ksyms(struct fp_server *s, const void *req, size_t len, char *
 	if (err)
 		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
 	pthread_mutex_lock(&s->sv_lock);
-	server_ksyms(s, &k, &r, &counter, &why);
+	err = server_ksyms(s, peer, &k, &r, &counter, &why);
 	pthread_mutex_unlock(&s->sv_lock);
 	fp_ksyms_fini(&k);
+	if (err)
+		return err;
 	if (counter)
 		return reject(s, counter, why, buf, rlen);
 	return reply_encode(&r, buf, rlen);
 }
 
-int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **buf,
-		     size_t *rlen)
+int fp_server_handle(struct fp_server *s, const char *peer, const void *req, size_t len,
+		     char **buf, size_t *rlen)
 {
 	int type, err;
 
@@ -637,13 +766,13 @@ int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **bu
 	}
 	switch (type) {
 	case FP_MSG_HELLO:
-		return handle_hello(s, req, len, buf, rlen);
+		return handle_hello(s, peer, req, len, buf, rlen);
 	case FP_MSG_SAMPLES:
-		return handle_batch(s, req, len, buf, rlen);
+		return handle_batch(s, peer, req, len, buf, rlen);
 	case FP_MSG_KSYMS:
-		return handle_ksyms(s, req, len, buf, rlen);
+		return handle_ksyms(s, peer, req, len, buf, rlen);
 	case FP_MSG_FILE:
-		return handle_file(s, req, len, buf, rlen);
+		return handle_file(s, peer, req, len, buf, rlen);
 	default:
 		return reject(s, &s->sv_stats.sv_rejected_type,
 			      "message type not accepted by the symbolizer", buf, rlen);

@@ -10,16 +10,22 @@
  * only into free slots or those idle for FP_SERVER_IDLE_S (a session in
  * use is never evicted), a session id for one host only, no interval
  * from the future, kallsyms only for build-IDs asked of that session,
- * device fetches within devfetch.h's bounds.  Where the host name is
- * decided: the hello's (fh_host), the one place a verified identity of
- * the connection would replace it.
+ * device fetches within devfetch.h's bounds.  The host name is the
+ * hello's (fh_host); when the connection has a verified identity (the
+ * client certificate's name, fp_server_handle's peer), a hello for any
+ * other host is refused, and so is any message for a session of another
+ * host.
  *
  * Threads.  fp_server_handle, fp_server_hello and fp_server_batch may be
  * called from any number of threads (listen.h calls them from its
- * workers): one lock, sv_lock, guards the sessions, the device fetches,
- * kallsyms assembly and the counters, and is held only to apply a
- * decoded message (messages are decoded and replies encoded outside it),
- * for work that needs no file: once the resolver has workers
+ * workers): one lock, sv_lock, guards the session table, the device
+ * fetches, kallsyms assembly and the counters, and is held only to apply
+ * a decoded message (messages are decoded and replies encoded outside
+ * it), for work that needs no file.  A batch's definitions are taken and
+ * its profile built outside it too: its session is marked busy
+ * meanwhile, and a message for a busy session gets no reply (sv_busy);
+ * an agent sends one message at a time, so only a resend meets it.
+ * Under sv_lock, in any case, nothing waits for a file: once the resolver has workers
  * (fp_resolver_start) and the pipeline its thread (fp_server_start),
  * nothing under it parses a file, asks the network or writes a profile. */
 #ifndef FP_SERVER_H
@@ -63,6 +69,8 @@ struct fp_server_stats {
 	uint64_t sv_rejected_unasked;   /* kallsyms nobody asked for */
 	uint64_t sv_ksyms_dropped;      /* kallsyms parts of tables stored already */
 	uint64_t sv_rejected_clock;     /* intervals starting in the future */
+	uint64_t sv_rejected_host;      /* another host than the certificate's */
+	uint64_t sv_busy;               /* not answered: their session was busy */
 	uint64_t sv_session_limits;     /* sessions started over: a per-session limit */
 	uint64_t sv_agent_lost_samples; /* as reported by agents (latest totals) */
 	uint64_t sv_write_errors;
@@ -72,10 +80,12 @@ struct fp_server_stats {
 	uint64_t sv_fetch_active;       /* device fetches running now (devfetch.h) */
 	uint64_t sv_fetch_expired;      /* ... that had no answer in time */
 	uint64_t sv_fetch_deferred;     /* ... not started for a bound */
+	uint64_t sv_fetch_retried;      /* ... started again after a device's failure */
+	uint64_t sv_fetch_given_up;     /* build-IDs failed too often to ask again */
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
 	uint64_t sv_pipeline_queue;     /* profiles waiting for their sinks now */
 	uint64_t sv_pipeline_dropped;   /* profiles dropped: pipeline queue full */
-	uint64_t sv_busy;               /* batches not taken: pipeline busy */
+	uint64_t sv_pipeline_busy;      /* batches not taken: pipeline busy */
 	uint64_t sv_pipeline_trims;     /* backlogs of 64 or more drained, memory given back */
 	uint64_t sv_symbol_waits;       /* profiles that waited for their symbols */
 	uint64_t sv_symbol_wait_timeouts; /* ... in vain (--symbol-wait passed) */
@@ -113,9 +123,15 @@ int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l);
 int fp_server_start(struct fp_server *s, uint32_t symbol_wait_ms);
 
 /* fp_server_handle: process one request and encode the reply (malloc'd).
- * 0, or -ENOMEM when not even a reply could be built. */
-int fp_server_handle(struct fp_server *s, const void *req, size_t len, char **reply,
-		     size_t *reply_len);
+ * peer is the host name the connection proved (listen.h: the client
+ * certificate's), "" for a proof that names no host, NULL for no proof:
+ * with one, a hello from another host and messages for another host's
+ * session get a REJECTED reply (sv_rejected_host).  0, -EBUSY (the
+ * message's session is busy with another batch: no reply, the agent
+ * sends it again; sv_busy), or -ENOMEM when not even a reply could be
+ * built. */
+int fp_server_handle(struct fp_server *s, const char *peer, const void *req, size_t len,
+		     char **reply, size_t *reply_len);
 
 /* fp_server_hello / fp_server_batch: the same for a message decoded
  * already (fleetprof record feeds its own this way): *r is the reply (the

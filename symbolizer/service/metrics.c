@@ -81,6 +81,10 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	sample(f, "rejected_total", "reason=\"sessions_full\"", st.sv_rejected_sessions_full);
 	sample(f, "rejected_total", "reason=\"kallsyms_unasked\"", st.sv_rejected_unasked);
 	sample(f, "rejected_total", "reason=\"future_interval\"", st.sv_rejected_clock);
+	sample(f, "rejected_total", "reason=\"host_mismatch\"", st.sv_rejected_host);
+	one(f, "session_busy_total", "counter",
+	    "Messages not answered: their session was busy with another batch (a resend).",
+	    st.sv_busy);
 	one(f, "session_limit_restarts_total", "counter",
 	    "Sessions started over for a per-session limit (mappings, threads, nodes, bytes).",
 	    st.sv_session_limits);
@@ -91,6 +95,12 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	one(f, "device_fetches_deferred_total", "counter",
 	    "Symbol fetches from devices put off for a bound (at once, per session, per reply).",
 	    st.sv_fetch_deferred);
+	one(f, "device_fetches_retried_total", "counter",
+	    "Symbol fetches from devices started again after another device's failure.",
+	    st.sv_fetch_retried);
+	one(f, "device_fetches_given_up_total", "counter",
+	    "Build-IDs no device is asked for any more: failed too often, or on too many hosts.",
+	    st.sv_fetch_given_up);
 	one(f, "agent_lost_samples", "gauge",
 	    "Samples the agents report lost, the sum of their latest totals.",
 	    st.sv_agent_lost_samples);
@@ -105,7 +115,7 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	    st.sv_pipeline_queue);
 	one(f, "pipeline_busy_total", "counter",
 	    "Batches not taken because the pipeline was busy (agents send them again).",
-	    st.sv_busy);
+	    st.sv_pipeline_busy);
 	one(f, "pipeline_trims_total", "counter",
 	    "Backlogs of the pipeline drained, their memory given back.", st.sv_pipeline_trims);
 	one(f, "pipeline_dropped_total", "counter",

@@ -279,10 +279,10 @@ static void encode_failed(struct fp_push *p)
 	pthread_mutex_unlock(&p->pu_mu);
 }
 
-/* spool_request: one record into the spool; body is gzip'd first when
- * asked and encoding is then set. */
-static int spool_request(struct fp_push *p, const char *uri, const char *ctype, int gzip,
-			 const char *desc, const uint8_t *body, size_t blen)
+/* spool_request: one record of host's (its owner in the spool) into the
+ * spool; body is gzip'd first when asked and encoding is then set. */
+static int spool_request(struct fp_push *p, const char *host, const char *uri, const char *ctype,
+			 int gzip, const char *desc, const uint8_t *body, size_t blen)
 {
 	uint8_t *z = NULL;
 	struct sbuf head = { 0 };
@@ -307,7 +307,7 @@ static int spool_request(struct fp_push *p, const char *uri, const char *ctype, 
 		goto out;
 	iov[0] = (struct iovec){ head.s, head.len };
 	iov[1] = (struct iovec){ z ? z : (uint8_t *)body, blen };
-	err = fp_spool_put(p->pu_spool, iov, 2);
+	err = fp_spool_put(p->pu_spool, host, iov, 2);
 out:
 	free(head.s);
 	free(z);
@@ -332,7 +332,8 @@ static int push_otlp(struct fp_push *p, const struct fp_profile *prof, const str
 		encode_failed(p);
 		return err;
 	}
-	err = spool_request(p, OTLP_PATH, "application/x-protobuf", p->pu_gzip, desc, buf, len);
+	err = spool_request(p, res.or_host ? res.or_host : prof->pr_host, OTLP_PATH,
+			    "application/x-protobuf", p->pu_gzip, desc, buf, len);
 	free(buf);
 	return err;
 }
@@ -524,7 +525,8 @@ static int push_pprof_service(struct fp_push *p, const struct fp_profile *sub, c
 	if (err)
 		encode_failed(p);
 	else
-		err = spool_request(p, uri.s, "application/octet-stream", p->pu_gzip, d, buf, len);
+		err = spool_request(p, host, uri.s, "application/octet-stream", p->pu_gzip, d, buf,
+				    len);
 	free(buf);
 	free(name.s);
 	free(uri.s);

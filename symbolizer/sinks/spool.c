@@ -6,6 +6,7 @@
  * rebuilt from the directory at open; the files are the truth. */
 #include "spool.h"
 #include "files.h"
+#include "intern.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -32,6 +33,17 @@
 struct entry {
 	uint64_t en_seq;
 	uint64_t en_size;               /* of the file */
+	uint32_t en_owner;              /* index into sp_owners */
+};
+
+/* Whose records: a key (fp_hash of the owner's name: not kept on disk, so
+ * records found at open belong to owner 0, with those of no name) and
+ * what its records hold.  A slot whose records are all gone is reused, so
+ * there are never more owners than records, plus one. */
+struct owner {
+	uint64_t ow_key;
+	uint64_t ow_bytes;
+	uint64_t ow_files;
 };
 
 struct fp_spool {
@@ -43,6 +55,8 @@ struct fp_spool {
 	size_t sp_n, sp_cap;
 	uint64_t sp_next;               /* next sequence number */
 	uint64_t sp_busy;               /* the record handed out, 0 if none */
+	struct owner *sp_owners;        /* [0]: no name, or an earlier process */
+	size_t sp_nowners, sp_owners_cap;
 	struct fp_spool_stats sp_stats;
 };
 
@@ -99,6 +113,8 @@ static void remove_at(struct fp_spool *sp, size_t i)
 		fp_warn("spool %s: cannot delete %s", sp->sp_dir, name);
 	sp->sp_stats.ss_files--;
 	sp->sp_stats.ss_bytes -= sp->sp_entries[i].en_size;
+	sp->sp_owners[sp->sp_entries[i].en_owner].ow_files--;
+	sp->sp_owners[sp->sp_entries[i].en_owner].ow_bytes -= sp->sp_entries[i].en_size;
 	memmove(&sp->sp_entries[i], &sp->sp_entries[i + 1],
 		(sp->sp_n - i - 1) * sizeof(*sp->sp_entries));
 	sp->sp_n--;
@@ -118,17 +134,69 @@ static size_t find(const struct fp_spool *sp, uint64_t seq)
 	return lo < sp->sp_n && sp->sp_entries[lo].en_seq == seq ? lo : SIZE_MAX;
 }
 
-/* make_room: drop the oldest records (not the one handed out) until
- * `need` more bytes fit.  Caller holds sp_mu. */
-static void make_room(struct fp_spool *sp, uint64_t need)
+/* owner_of: the index of the owner whose key is key, added (or put in a
+ * free slot) if new.  Caller holds sp_mu.  0 or -ENOMEM. */
+static int owner_of(struct fp_spool *sp, uint64_t key, uint32_t *idx)
 {
-	size_t i = 0;
+	size_t i, free_slot = SIZE_MAX;
+	struct owner *o;
 
-	while (sp->sp_stats.ss_bytes + need > sp->sp_max && i < sp->sp_n) {
-		if (sp->sp_entries[i].en_seq == sp->sp_busy) {
-			i++;
-			continue;
+	if (!key) {
+		*idx = 0;
+		return 0;
+	}
+	for (i = 1; i < sp->sp_nowners; i++) {
+		if (sp->sp_owners[i].ow_key == key) {
+			*idx = (uint32_t)i;
+			return 0;
 		}
+		if (!sp->sp_owners[i].ow_files && free_slot == SIZE_MAX)
+			free_slot = i;
+	}
+	if (free_slot == SIZE_MAX) {
+		if (sp->sp_nowners == sp->sp_owners_cap) {
+			size_t cap = 2 * sp->sp_owners_cap;
+
+			if (!(o = realloc(sp->sp_owners, cap * sizeof(*o))))
+				return -ENOMEM;
+			sp->sp_owners = o;
+			sp->sp_owners_cap = cap;
+		}
+		free_slot = sp->sp_nowners++;
+	}
+	sp->sp_owners[free_slot] = (struct owner){ .ow_key = key };
+	*idx = (uint32_t)free_slot;
+	return 0;
+}
+
+/* make_room: drop records until `need` more bytes of owner `who` fit:
+ * each time the oldest of the owner that holds the most (counting `need`
+ * as who's), so that one owner adding fast drops its own records and not
+ * the others'.  The record handed out is never dropped.  Caller holds
+ * sp_mu. */
+static void make_room(struct fp_spool *sp, uint64_t need, uint32_t who)
+{
+	while (sp->sp_stats.ss_bytes + need > sp->sp_max) {
+		uint64_t most = 0, held;
+		size_t i, top = SIZE_MAX, busy = sp->sp_busy ? find(sp, sp->sp_busy) : SIZE_MAX;
+
+		for (i = 0; i < sp->sp_nowners; i++) {
+			held = sp->sp_owners[i].ow_bytes + (i == who ? need : 0);
+			if (busy != SIZE_MAX && sp->sp_entries[busy].en_owner == i)
+				held -= sp->sp_entries[busy].en_size;
+			if (held > most && sp->sp_owners[i].ow_files > (busy != SIZE_MAX &&
+						sp->sp_entries[busy].en_owner == i)) {
+				most = held;
+				top = i;
+			}
+		}
+		if (top == SIZE_MAX)
+			return;
+		for (i = 0; i < sp->sp_n; i++)
+			if (sp->sp_entries[i].en_owner == top && i != busy)
+				break;
+		if (i == sp->sp_n)
+			return; /* the owners' counts say it cannot be */
 		remove_at(sp, i);
 		sp->sp_stats.ss_dropped++;
 	}
@@ -162,7 +230,9 @@ static int scan(struct fp_spool *sp)
 			continue;
 		if ((err = reserve(sp)))
 			break;
-		sp->sp_entries[sp->sp_n++] = (struct entry){ seq, (uint64_t)st.st_size };
+		sp->sp_entries[sp->sp_n++] = (struct entry){ seq, (uint64_t)st.st_size, 0 };
+		sp->sp_owners[0].ow_files++;
+		sp->sp_owners[0].ow_bytes += (uint64_t)st.st_size;
 		sp->sp_stats.ss_files++;
 		sp->sp_stats.ss_bytes += (uint64_t)st.st_size;
 		if (seq >= sp->sp_next)
@@ -189,10 +259,12 @@ int fp_spool_open(struct fp_spool **out, const char *dir, uint64_t max_bytes)
 	sp->sp_max = max_bytes;
 	sp->sp_next = 1;
 	pthread_mutex_init(&sp->sp_mu, NULL);
-	if (!(sp->sp_dir = strdup(dir))) {
+	if (!(sp->sp_dir = strdup(dir)) || !(sp->sp_owners = calloc(8, sizeof(*sp->sp_owners)))) {
 		err = -ENOMEM;
 		goto fail;
 	}
+	sp->sp_nowners = 1;
+	sp->sp_owners_cap = 8;
 	sp->sp_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sp->sp_dirfd >= 0)
 		sp->sp_lockfd = openat(sp->sp_dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -206,7 +278,7 @@ int fp_spool_open(struct fp_spool **out, const char *dir, uint64_t max_bytes)
 	}
 	if ((err = scan(sp)))
 		goto fail;
-	make_room(sp, 0); /* the bound may have shrunk since the last run */
+	make_room(sp, 0, 0); /* the bound may have shrunk since the last run */
 	*out = sp;
 	return 0;
 fail:
@@ -224,6 +296,7 @@ void fp_spool_close(struct fp_spool *sp)
 		close(sp->sp_dirfd);
 	pthread_mutex_destroy(&sp->sp_mu);
 	free(sp->sp_entries);
+	free(sp->sp_owners);
 	free(sp->sp_dir);
 	free(sp);
 }
@@ -251,8 +324,10 @@ static int refuse(struct fp_spool *sp, int err)
 	return err;
 }
 
-int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
+int fp_spool_put(struct fp_spool *sp, const char *owner, const struct iovec *iov, int iovcnt)
 {
+	uint64_t key = owner && *owner ? fp_hash(owner, strlen(owner)) | 1 : 0;
+	uint32_t who;
 	uint8_t header[HEADER_LEN], trailer[TRAILER_LEN];
 	char *tmp = NULL, name[64];
 	uLong crc = crc32(0, NULL, 0);
@@ -305,8 +380,9 @@ int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
 		return refuse(sp, err);
 
 	pthread_mutex_lock(&sp->sp_mu);
-	make_room(sp, size);
-	if ((err = reserve(sp))) {
+	if (!(err = owner_of(sp, key, &who)))
+		make_room(sp, size, who);
+	if (err || (err = reserve(sp))) {
 		unlinkat(sp->sp_dirfd, name, 0);
 		sp->sp_stats.ss_refused++;
 	} else {
@@ -316,8 +392,10 @@ int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt)
 			i--;
 		memmove(&sp->sp_entries[i + 1], &sp->sp_entries[i],
 			(sp->sp_n - i) * sizeof(*sp->sp_entries));
-		sp->sp_entries[i] = (struct entry){ seq, size };
+		sp->sp_entries[i] = (struct entry){ seq, size, who };
 		sp->sp_n++;
+		sp->sp_owners[who].ow_files++;
+		sp->sp_owners[who].ow_bytes += size;
 		sp->sp_stats.ss_files++;
 		sp->sp_stats.ss_bytes += size;
 		sp->sp_stats.ss_added++;

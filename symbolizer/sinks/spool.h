@@ -10,9 +10,15 @@
  *   records keep their order and new ones come after them; left-over
  *   temporary files are deleted; files of other names are left alone.  An
  *   flock() on DIR/.lock keeps a second process out.
- * - The files together stay within max_bytes: adding a record drops the
- *   oldest ones (counted) until it fits.  The record fp_spool_peek handed
- *   out and that is not yet released is never dropped.
+ * - The files together stay within max_bytes: adding a record drops
+ *   records (counted) until it fits, each time the oldest of the owner
+ *   (a host) that holds the most bytes, the new record counted as its
+ *   owner's.  So a host that floods drops its own records, and the
+ *   others keep theirs while they hold less than it does; with one owner
+ *   this is oldest first.  Owners are told apart in memory only: records
+ *   found at open belong to one owner, with records of no name.  The
+ *   record fp_spool_peek handed out and that is not yet released is
+ *   never dropped.
  * - Thread-safe: one thread may add while another peeks and releases.
  */
 #ifndef FP_SPOOL_H
@@ -39,11 +45,11 @@ struct fp_spool_stats {
 int fp_spool_open(struct fp_spool **sp, const char *dir, uint64_t max_bytes);
 void fp_spool_close(struct fp_spool *sp);
 
-/* fp_spool_put: append one record, the concatenation of iov[0, iovcnt).
- * 0, -EFBIG (larger than the bound by itself), or a negative errno from
- * writing it; in both failure cases ss_refused is counted and nothing is
- * left behind. */
-int fp_spool_put(struct fp_spool *sp, const struct iovec *iov, int iovcnt);
+/* fp_spool_put: append one record of owner (a host name; NULL or "" for
+ * none), the concatenation of iov[0, iovcnt).  0, -EFBIG (larger than the
+ * bound by itself), -ENOMEM, or a negative errno from writing it; in
+ * every failure case ss_refused is counted and nothing is left behind. */
+int fp_spool_put(struct fp_spool *sp, const char *owner, const struct iovec *iov, int iovcnt);
 
 /* fp_spool_peek: the oldest intact record, malloc'd into *data (free it),
  * its id, and when it was written (its file's mtime, seconds since the

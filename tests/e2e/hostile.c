@@ -29,6 +29,12 @@
  *   limits     a batch of 70,000 mappings, then batches of 30,000 threads
  *              until the session is started over: mappings_status,
  *              threads_batches (accepted before the restart)
+ *   bigbatch   one batch of 150,000 thread definitions, 8 times in
+ *              sessions of their own, while another connection sends
+ *              small batches of the same session (answered REJECTED, or
+ *              not at all while the session is busy): bigbatch_status
+ *              (of the last), bigbatch_ms (the longest reply),
+ *              bigbatch_unanswered (small batches with no reply in 50 ms)
  *   collide    one batch of 32,768 stack nodes whose ids collide under a
  *              guessed hash key: collide_ms (its reply time)
  *   partial    N raw connections each declaring an 8 MiB message and
@@ -387,6 +393,72 @@ static void attack_limits(void)
 	nng_close(s);
 }
 
+static volatile uint64_t bigbatch_session;
+static volatile int bigbatch_stop;
+
+/* resend: small batches for the big batch's session, as an agent's resend
+ * would come; the number with no reply in 50 ms. */
+static void *resend(void *arg)
+{
+	nng_socket s = dial();
+	uint64_t seq = 1000;
+	uintptr_t unanswered = 0;
+
+	(void)arg;
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 50);
+	while (!bigbatch_stop) {
+		if (bigbatch_session &&
+		    small_batch(s, bigbatch_session, seq++, REAL_START_NS, 1) == -1)
+			unanswered++;
+		nng_msleep(2);
+	}
+	nng_close(s);
+	return (void *)unanswered;
+}
+
+/* attack_bigbatch: as many definitions in one batch as a session may
+ * hold, while the prober says hello: what the server's lock costs other
+ * devices; and what a message for the session gets meanwhile. */
+static void attack_bigbatch(void)
+{
+	pthread_t resender;
+	void *unanswered;
+	enum { THREADS = 150000, ROUNDS = 8 };
+	struct fp_thread *t = calloc(THREADS, sizeof(*t));
+	struct fp_batch b = { .fb_seq = 1, .fb_start_ns = REAL_START_NS,
+			      .fb_end_ns = REAL_START_NS + 1 };
+	nng_socket s = dial();
+	double t0, ms, max_ms = 0;
+	int st = -1;
+	size_t len;
+	char *buf;
+
+	if (!t)
+		exit(1);
+	for (uint32_t i = 0; i < THREADS; i++)
+		t[i] = (struct fp_thread){ .ft_id = i, .ft_pid = i, .ft_tid = i, .ft_comm = "t",
+					   .ft_process = "p" };
+	b.fb_nthreads = THREADS, b.fb_threads = t;
+	pthread_create(&resender, NULL, resend, NULL);
+	for (uint64_t r = 0; r < ROUNDS; r++) {
+		b.fb_session = 0xb000 + r;
+		hello(s, b.fb_session, "bigbatch-host");
+		bigbatch_session = b.fb_session;
+		if (fp_wire_encode_batch(&b, &buf, &len))
+			exit(1);
+		t0 = now_ms();
+		st = call(s, buf, len, NULL);
+		ms = now_ms() - t0;
+		max_ms = ms > max_ms ? ms : max_ms;
+	}
+	bigbatch_stop = 1;
+	pthread_join(resender, &unanswered);
+	printf("bigbatch_status=%d\nbigbatch_ms=%.1f\nbigbatch_unanswered=%lu\n", st, max_ms,
+	       (unsigned long)(uintptr_t)unanswered);
+	free(t);
+	nng_close(s);
+}
+
 static uint64_t guessed_hash(uint32_t id)
 {
 	static const uint8_t key[16] = { 0 };
@@ -540,6 +612,8 @@ int main(int argc, char **argv)
 		attack_fetch(n);
 	else if (!strcmp(attack, "limits"))
 		attack_limits();
+	else if (!strcmp(attack, "bigbatch"))
+		attack_bigbatch();
 	else if (!strcmp(attack, "collide"))
 		attack_collide();
 	else if (!strcmp(attack, "partial"))

@@ -97,6 +97,14 @@ check limits-threads test "$(val limits threads_batches)/$(val limits threads_st
 check limits-counted test "$(metric session_limit_restarts_total)" = 2
 no_stall limits
 
+# Batches of 150,000 definitions: taken without the server's lock (their
+# session alone is busy), so other devices' hellos are not held; another
+# message for that session meanwhile gets no reply, and is counted.
+attack bigbatch
+check bigbatch-accepted test "$(val bigbatch bigbatch_status)" = 0
+check bigbatch-busy-counted test "$(metric session_busy_total)" -ge 1
+no_stall bigbatch
+
 # 32,768 node ids chosen to collide under a guessed hash key.
 attack collide
 check collide-accepted test "$(val collide collide_status)" = 0

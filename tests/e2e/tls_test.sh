@@ -12,6 +12,13 @@
 # The agent refuses a symbolizer whose certificate its CA did not sign,
 # or that names another host than the one dialled; each says why.
 #
+# Identity: the host is the one the client certificate names.  An agent
+# in a UTS namespace of its own says hello as another host than its
+# certificate's (DNS name first, else common name): refused, counted in
+# fleetprof_rejected_total{reason="host_mismatch"}, and nothing stored
+# under either name; as the certificate's host it is served, and its
+# profiles are stored under that name.
+#
 # HTTPS: `fleetprof upload` verifies the certificate (--ca, or the system
 # CAs: refused without), uploads, and debuginfod-find downloads the file
 # (libcurl verifies it against the system bundle, replaced in a private
@@ -47,6 +54,17 @@ done
 cert server ca 127.0.0.1 "DNS:127.0.0.1,IP:127.0.0.1"
 cert good ca "$HOST" "DNS:$HOST"
 cert stranger otherca "$HOST" "DNS:$HOST"
+# host-a by its DNS name (its CN says otherwise); host-c by its CN alone.
+cert hosta ca fp-cn-not-host-a "DNS:fp-host-a"
+key "$C/hostc.key"
+openssl req -new -key "$C/hostc.key" -subj "/CN=fp-host-c" -out "$C/hostc.csr" 2> /dev/null
+openssl x509 -req -in "$C/hostc.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" -CAcreateserial \
+	-days 1 -out "$C/hostc.crt" 2> /dev/null
+# noname: neither a DNS name nor a CN.
+key "$C/noname.key"
+openssl req -new -key "$C/noname.key" -subj "/O=fleetprof test" -out "$C/noname.csr" 2> /dev/null
+openssl x509 -req -in "$C/noname.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" -CAcreateserial \
+	-days 1 -out "$C/noname.crt" 2> /dev/null
 # Expired: openssl ca sets both dates.
 touch "$C/ca.d/index.txt"
 printf '[ca]\ndefault_ca=d\n[d]\ndatabase=%s\nnew_certs_dir=%s\nserial=%s\ndefault_md=sha256\npolicy=p\ncopy_extensions=copy\n[p]\ncommonName=supplied\n' \
@@ -58,7 +76,8 @@ openssl ca -batch -config "$C/ca.cnf" -cert "$C/ca.crt" -keyfile "$C/ca.key" \
 	-startdate 20200101000000Z -enddate 20200102000000Z -in "$C/expired.csr" \
 	-out "$C/expired.crt" > /dev/null 2>&1
 check certificates-made test -s "$C/server.crt" -a -s "$C/good.crt" -a -s "$C/stranger.crt" \
-	-a -s "$C/expired.crt"
+	-a -s "$C/expired.crt" -a -s "$C/hosta.crt" -a -s "$C/hostc.crt" \
+	-a -s "$C/noname.crt"
 check expired-is-expired bash -c "! openssl x509 -checkend 0 -noout -in '$C/expired.crt' > /dev/null"
 
 # ---- Pyroscope ----
@@ -166,6 +185,47 @@ render() {
 	grep -q 'fp::Cruncher::crunch(int)' "$TMP/render.folded"
 }
 check pyroscope-has-the-stacks wait_for 30 render
+
+# ---- the host is the certificate's ----
+# as_host NAME CERT HOSTNAME: an agent with CERT, in a UTS namespace whose
+# host name is HOSTNAME; its pid in $pid.
+as_host() {
+	unshare -u bash -c "hostname '$3' && exec '$AGENT' --server '$ADDR' --interval 1 \
+		--timeout 1 -p '$wl' --tls-ca '$C/ca.crt' --tls-cert '$C/$2.crt' \
+		--tls-key '$C/$2.key'" > "$TMP/agent-$1.log" 2>&1 &
+	pid=$!
+	PIDS+=($pid)
+}
+mismatch() { metric 'fleetprof_rejected_total{reason="host_mismatch"}'; }
+before=$(mismatch)
+as_host impostor hosta fp-host-b
+more_mismatch() { [ "$(mismatch)" -gt "${before:-0}" ]; }
+check impostor-refused-counted wait_for 15 more_mismatch
+check impostor-agent-says-why wait_for 15 grep -q \
+	'refused hello: host fp-host-b is not fp-host-a, the client certificate' "$TMP/agent-impostor.log"
+check impostor-logged grep -q 'rejected a message: host fp-host-b is not fp-host-a' "$TMP/symb.log"
+kill -INT "$pid"
+wait "$pid"
+check impostor-no-session bash -c "! grep -q 'session .* from fp-host-' '$TMP/symb.log'"
+check impostor-nothing-stored test ! -e "$TMP/out/fp-host-b" -a ! -e "$TMP/out/fp-host-a"
+# A certificate that names no host proves none: no hello is taken.
+as_host noname noname fp-host-d
+check noname-refused wait_for 15 grep -q \
+	'refused hello: host fp-host-d: the client certificate names no host' "$TMP/agent-noname.log"
+kill -INT "$pid"
+wait "$pid"
+check noname-nothing-stored test ! -e "$TMP/out/fp-host-d"
+for h in a c; do
+	as_host "host-$h" "host$h" "fp-host-$h"
+	stored() { ls "$TMP/out/fp-host-$h/"*.folded > /dev/null 2>&1; }
+	check "host-$h-served" wait_for 30 stored
+	check "host-$h-session" grep -q "session .* from fp-host-$h " "$TMP/symb.log"
+	kill -INT "$pid"
+	wait "$pid"
+	check "host-$h-acknowledged" grep -q 'acknowledged [1-9]' "$TMP/agent-host-$h.log"
+done
+check mismatches-counted test "$(mismatch)" -ge 2
+check impostor-host-never-stored test ! -e "$TMP/out/fp-host-b"
 
 # ---- HTTPS symbol service ----
 # Not one the agent sampled: the cache has those already.

@@ -22,7 +22,7 @@ static void hello(uint64_t session)
 
 	if (fp_wire_encode_hello(&h, &buf, &len))
 		abort();
-	if (fp_server_handle(srv, buf, len, &reply, &rlen) == 0)
+	if (fp_server_handle(srv, NULL, buf, len, &reply, &rlen) == 0)
 		free(reply);
 	free(buf);
 }
@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t rlen = 0;
 	struct fp_reply r;
 
-	if (fp_server_handle(srv, data, size, &reply, &rlen) == 0) {
+	if (fp_server_handle(srv, NULL, data, size, &reply, &rlen) == 0) {
 		/* Every request gets a reply a client can decode. */
 		if (fp_wire_decode_reply(reply, rlen, &r) != 0)
 			abort();

@@ -66,8 +66,8 @@ static int fetch(struct fp_resolver *r, const char *path, enum lie lie, struct f
 	int fd = open(path, O_RDONLY), err = 0;
 
 	if (fd < 0 || fstat(fd, &sb) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    fp_elfnote_build_id(fd, &id) || fp_devfetch_alloc(&f, r, dir, FP_DEVFETCH_TIMEOUT) ||
-	    fp_devfetch_want(f, 1, &id, &ranges, &n)) {
+	    fp_elfnote_build_id(fd, &id) || fp_devfetch_alloc(&f, r, dir, FP_DEVFETCH_TIMEOUT, 1) ||
+	    fp_devfetch_want(f, 1, 1, &id, &ranges, &n)) {
 		err = -1;
 		goto out;
 	}
@@ -221,17 +221,89 @@ static int open_fds(void)
 	return n;
 }
 
-/* want: session's want of build-ID number i; the ranges it asked for. */
-static size_t want(struct fp_devfetch *f, uint64_t session, uint32_t i)
+/* want_as: session's (of host) want of build-ID number i; the ranges it
+ * asked for. */
+static size_t want_as(struct fp_devfetch *f, uint64_t session, uint64_t host, uint32_t i)
 {
 	struct fp_build_id id = { .fb_len = 20 };
 	struct fp_range *ranges = NULL;
 	size_t n = 0;
 
 	memcpy(id.fb_data, &i, sizeof(i));
-	CHECK_EQ_INT(fp_devfetch_want(f, session, &id, &ranges, &n), 0);
+	CHECK_EQ_INT(fp_devfetch_want(f, session, host, &id, &ranges, &n), 0);
 	free(ranges);
 	return n;
+}
+
+static size_t want(struct fp_devfetch *f, uint64_t session, uint32_t i)
+{
+	return want_as(f, session, session, i);
+}
+
+/* fail: session's device answers that it cannot read build-ID number i. */
+static int fail(struct fp_devfetch *f, uint64_t session, uint32_t i)
+{
+	struct fp_file_data d = { .fd_session = session, .fd_build_id = { .fb_len = 20 },
+				  .fd_error = EACCES };
+	struct fp_range *ranges = NULL;
+	size_t n = 0;
+	int err;
+
+	memcpy(d.fd_build_id.fb_data, &i, sizeof(i));
+	err = fp_devfetch_data(f, &d, &ranges, &n);
+	free(ranges);
+	return err || n ? -1 : 0;
+}
+
+/* One device's failure is not final: another host is asked at once, the
+ * same host after the back-off (1 s, then 2 s), and the build-ID is given
+ * up after failures on FP_DEVFETCH_FAIL_HOSTS hosts. */
+static void test_retry(void)
+{
+	char tmp[] = "/tmp/devfetch_retry.XXXXXX";
+	struct fp_devfetch_stats st;
+	struct fp_devfetch *f = NULL;
+	enum { A = 101, B = 102, C = 103, D = 104 };
+
+	CHECK(mkdtemp(tmp) != NULL);
+	CHECK_EQ_INT(fp_devfetch_alloc(&f, NULL, tmp, 60, 1), 0);
+	if (!f)
+		goto out;
+	CHECK_EQ_INT(want_as(f, 1, A, 7), 1);
+	CHECK_EQ_INT(fail(f, 1, 7), 0);
+	/* The host that failed: not before the back-off, from any session. */
+	CHECK_EQ_INT(want_as(f, 1, A, 7), 0);
+	CHECK_EQ_INT(want_as(f, 5, A, 7), 0);
+	/* Another host: at once. */
+	CHECK_EQ_INT(want_as(f, 2, B, 7), 1);
+	CHECK_EQ_INT(want_as(f, 1, A, 7), 0); /* running */
+	CHECK_EQ_INT(fail(f, 2, 7), 0);
+	CHECK_EQ_INT(want_as(f, 2, B, 7), 0);
+	/* Two failures: A waits 2 s. */
+	usleep(1200 * 1000);
+	CHECK_EQ_INT(want_as(f, 1, A, 7), 0);
+	usleep(1000 * 1000);
+	CHECK_EQ_INT(want_as(f, 1, A, 7), 1);
+	CHECK_EQ_INT(fail(f, 1, 7), 0);
+	fp_devfetch_stats(f, &st);
+	CHECK_EQ_INT(st.dv_started, 3);
+	CHECK_EQ_INT(st.dv_retried, 2);
+	CHECK_EQ_INT(st.dv_failed, 3);
+	CHECK_EQ_INT(st.dv_given_up, 0);
+	/* A third host's failure: given up, for every host. */
+	CHECK_EQ_INT(want_as(f, 3, C, 7), 1);
+	CHECK_EQ_INT(fail(f, 3, 7), 0);
+	CHECK_EQ_INT(want_as(f, 4, D, 7), 0);
+	usleep(1100 * 1000);
+	CHECK_EQ_INT(want_as(f, 1, A, 7), 0);
+	fp_devfetch_stats(f, &st);
+	CHECK_EQ_INT(st.dv_given_up, 1);
+	CHECK_EQ_INT(st.dv_active, 0);
+	/* Other build-IDs are not concerned. */
+	CHECK_EQ_INT(want_as(f, 1, A, 8), 1);
+out:
+	fp_devfetch_free(f);
+	rmdir(tmp);
 }
 
 /* What peers can make devfetch hold: 8 fetches a session, 64 in all, no
@@ -250,7 +322,7 @@ static void test_bounds(void)
 	uint32_t i;
 
 	CHECK(mkdtemp(tmp) != NULL);
-	CHECK_EQ_INT(fp_devfetch_alloc(&f, NULL, tmp, 1), 0);
+	CHECK_EQ_INT(fp_devfetch_alloc(&f, NULL, tmp, 1, 1), 0);
 	if (!f || self < 0 || fstat(self, &sb) || pread(self, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 		CHECK(!"setup");
 		goto out;
@@ -299,5 +371,6 @@ int main(void)
 {
 	RUN(test_python);
 	RUN(test_bounds);
+	RUN(test_retry);
 	return CHECK_DONE();
 }

@@ -1,6 +1,7 @@
 /* server_test.c: the symbolizer's request handling end to end, without a
  * socket: hello, kallsyms upload, batches, duplicates, stale references,
- * hostile messages, and the session sequence surviving a restart. */
+ * hostile messages, the session sequence surviving a restart, and the
+ * host a connection proved (a client certificate's). */
 #include "check.h"
 #include "server.h"
 #include "session.h"
@@ -17,6 +18,8 @@
 
 static char tmpdir[64];
 static char cache_dir[128], out_dir[128];
+/* The host name the connection proved, as listen.c passes it; NULL: none. */
+static const char *test_peer;
 
 static struct fp_build_id kernel_id(void)
 {
@@ -39,7 +42,7 @@ static int call(struct fp_server *s, const char *req, size_t len, struct fp_repl
 {
 	char *buf;
 	size_t blen;
-	int err = fp_server_handle(s, req, len, &buf, &blen);
+	int err = fp_server_handle(s, test_peer, req, len, &buf, &blen);
 
 	if (err)
 		return err;
@@ -704,14 +707,14 @@ static void test_busy(void)
 	}
 	CHECK_EQ_INT(taken, FP_PIPELINE_BUSY);
 	fp_server_stats(s, &st);
-	CHECK_EQ_INT(st.sv_busy, 1);
+	CHECK_EQ_INT(st.sv_pipeline_busy, 1);
 	CHECK_EQ_INT(st.sv_batches, FP_PIPELINE_BUSY);
 	/* Again: still busy, still not applied. */
 	CHECK_EQ_INT(send_batch(s, 0xb5, FP_PIPELINE_BUSY + 1, 0, 21, 1, &r), 0);
 	CHECK(r.fr_status == FP_REPLY_OK && r.fr_seq == 0);
 	fp_reply_fini(&r);
 	fp_server_stats(s, &st);
-	CHECK_EQ_INT(st.sv_busy, 2);
+	CHECK_EQ_INT(st.sv_pipeline_busy, 2);
 	CHECK_EQ_INT(st.sv_batches, FP_PIPELINE_BUSY);
 	/* The sinks catch up: the batch is taken. */
 	pthread_mutex_lock(&h.hs_lock);
@@ -734,6 +737,57 @@ static void test_busy(void)
 	CHECK_EQ_INT(system(cmd), 0);
 }
 
+/* expect_refused: r is a REJECTED reply whose reason has why in it. */
+static void expect_refused(struct fp_reply *r, const char *why)
+{
+	CHECK_EQ_INT(r->fr_status, FP_REPLY_REJECTED);
+	CHECK(r->fr_error && strstr(r->fr_error, why));
+	if (r->fr_error && !strstr(r->fr_error, why))
+		fprintf(stderr, "  reason: %s\n", r->fr_error);
+	fp_reply_fini(r);
+}
+
+/* A connection that proved host switch-2 may neither say hello as
+ * switch-1 nor use switch-1's session; one that proved no host may say
+ * no hello at all; switch-1's own connection is served. */
+static void test_identity(void)
+{
+	struct fp_resolver *res = open_resolver();
+	struct fp_ksym sym = { 0x1000, (char *)"start_kernel" };
+	struct fp_server_stats st;
+	struct fp_server *s = NULL;
+	struct fp_reply r;
+
+	CHECK_EQ_INT(fp_server_alloc(&s, res, NULL, tmpdir), 0);
+	if (!s)
+		return;
+	test_peer = "switch-1";
+	CHECK_EQ_INT(send_hello(s, 500, &r), 0);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	fp_reply_fini(&r);
+	test_peer = "switch-2";
+	CHECK_EQ_INT(send_hello(s, 501, &r), 0);
+	expect_refused(&r, "host switch-1 is not switch-2, the client certificate's");
+	CHECK_EQ_INT(send_batch(s, 500, 1, 1, 21, 5, &r), 0);
+	expect_refused(&r, "session of another host");
+	CHECK_EQ_INT(send_ksyms(s, 500, 0, 1, &sym, 1, &r), 0);
+	expect_refused(&r, "session of another host");
+	test_peer = "";
+	CHECK_EQ_INT(send_hello(s, 502, &r), 0);
+	expect_refused(&r, "the client certificate names no host");
+	test_peer = "switch-1";
+	CHECK_EQ_INT(send_batch(s, 500, 1, 1, 21, 5, &r), 0);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	fp_reply_fini(&r);
+	test_peer = NULL;
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_rejected_host, 4);
+	CHECK_EQ_INT(st.sv_hellos, 1);
+	CHECK_EQ_INT(st.sv_batches, 1);
+	fp_server_free(s);
+	fp_resolver_close(res);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -747,6 +801,7 @@ int main(void)
 	RUN(test_full_conversation);
 	RUN(test_hostile_messages);
 	RUN(test_admission);
+	RUN(test_identity);
 	RUN(test_python_session);
 	RUN(test_python_conversation);
 	RUN(test_busy);

@@ -1,6 +1,7 @@
 /* spool_test.c: the push spool: order, whole files only, the bound (oldest
- * dropped and counted, the record being sent kept), resuming after a
- * reopen, damaged and cut-short files skipped and deleted, the lock. */
+ * dropped and counted, the record being sent kept; per host, a flooding
+ * host drops its own records), resuming after a reopen, damaged and
+ * cut-short files skipped and deleted, the lock. */
 #include "check.h"
 #include "spool.h"
 
@@ -24,11 +25,16 @@ static void new_dir(char *buf, size_t len)
 	snprintf(buf, len, "%s/s%d", root, ndirs++);
 }
 
-static int put_str(struct fp_spool *sp, const char *s)
+static int put_as(struct fp_spool *sp, const char *owner, const char *s)
 {
 	struct iovec iov = { (void *)s, strlen(s) };
 
-	return fp_spool_put(sp, &iov, 1);
+	return fp_spool_put(sp, owner, &iov, 1);
+}
+
+static int put_str(struct fp_spool *sp, const char *s)
+{
+	return put_as(sp, NULL, s);
 }
 
 /* take: peek the oldest record, compare it with want, delete it. */
@@ -99,7 +105,7 @@ static void test_order(void)
 	CHECK(fp_spool_open(&sp, dir, 1 << 20) == 0);
 	CHECK(put_str(sp, "one") == 0);
 	CHECK(put_str(sp, "two") == 0);
-	CHECK(fp_spool_put(sp, iov, 3) == 0);
+	CHECK(fp_spool_put(sp, NULL, iov, 3) == 0);
 	CHECK(put_str(sp, "") == 0);
 	CHECK_EQ_INT(fp_spool_count(sp), 4);
 	CHECK(take(sp, "one"));
@@ -230,6 +236,57 @@ static void test_bound(void)
 	CHECK_EQ_INT(st.ss_refused, 1);
 	CHECK_EQ_INT(st.ss_dropped, 4);
 	CHECK_EQ_INT(st.ss_files, 0);
+	fp_spool_close(sp);
+}
+
+/* A host that floods drops its own records: the quiet hosts' stay, those
+ * that come later too, and the record being sent is kept. */
+static void test_bound_per_host(void)
+{
+	struct fp_spool *sp;
+	struct fp_spool_stats st;
+	char dir[128], rec[16];
+	uint64_t id;
+	int64_t written;
+	void *data;
+	size_t len;
+	int i;
+
+	new_dir(dir, sizeof(dir));
+	/* Room for ten 8-byte records. */
+	CHECK(fp_spool_open(&sp, dir, 10 * (8 + OVERHEAD)) == 0);
+	CHECK(put_as(sp, "quiet-a", "a-000000") == 0);
+	CHECK(put_as(sp, "quiet-b", "b-000000") == 0);
+	CHECK(put_as(sp, "quiet-a", "a-000001") == 0);
+	/* The oldest record, a-000000, is being sent. */
+	CHECK(fp_spool_peek(sp, &id, &data, &len, &written) == 0);
+	free(data);
+	for (i = 0; i < 500; i++) {
+		snprintf(rec, sizeof(rec), "f-%06d", i);
+		CHECK(put_as(sp, "flood", rec) == 0);
+	}
+	CHECK(put_as(sp, "late-c", "c-000000") == 0);
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_files, 10);
+	CHECK_EQ_INT(st.ss_dropped, 500 + 4 - 10);
+	fp_spool_release(sp, id, 0);
+	CHECK(take(sp, "a-000000"));
+	CHECK(take(sp, "b-000000"));
+	CHECK(take(sp, "a-000001"));
+	/* The flood's newest six, then the late host's. */
+	for (i = 494; i < 500; i++) {
+		snprintf(rec, sizeof(rec), "f-%06d", i);
+		CHECK(take(sp, rec));
+	}
+	CHECK(take(sp, "c-000000"));
+	CHECK_EQ_INT(fp_spool_count(sp), 0);
+	/* Hosts of equal shares: the oldest of the largest goes first. */
+	for (i = 0; i < 10; i++) {
+		snprintf(rec, sizeof(rec), "%c-%06d", i % 2 ? 'y' : 'x', i);
+		CHECK(put_as(sp, i % 2 ? "y" : "x", rec) == 0);
+	}
+	CHECK(put_as(sp, "x", "x-000010") == 0);
+	CHECK(take(sp, "y-000001")); /* x-000000 went: x held the most with the new one */
 	fp_spool_close(sp);
 }
 
@@ -373,6 +430,7 @@ int main(void)
 	RUN(test_keep_on_release);
 	RUN(test_atomic_files);
 	RUN(test_bound);
+	RUN(test_bound_per_host);
 	RUN(test_resume);
 	RUN(test_corrupt);
 	RUN(test_lock);
