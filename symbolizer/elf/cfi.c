@@ -154,11 +154,15 @@ static uint64_t rd_uint(struct cur *c, unsigned n)
 	return v;
 }
 
-static uint64_t rd_uleb(struct cur *c)
+/* rd_leb: a LEB128 number's 7-bit groups, low first; *shift the bits they
+ * make and *sign the last byte's sign bit (0x40).  0 and cu_bad when it is
+ * cut short or longer than a 64-bit value needs. */
+static uint64_t rd_leb(struct cur *c, unsigned *shift, int *sign)
 {
 	uint64_t v = 0;
-	unsigned shift = 0;
 
+	*shift = 0;
+	*sign = 0;
 	while (!c->cu_bad) {
 		uint8_t b;
 
@@ -167,42 +171,36 @@ static uint64_t rd_uleb(struct cur *c)
 			break;
 		}
 		b = *c->cu_p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
+		if (*shift < 64)
+			v |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
+		if (!(b & 0x80)) {
+			*sign = b & 0x40;
 			return v;
-		if (shift > 70) /* longer than any 64-bit value needs */
+		}
+		if (*shift > 70) /* longer than any 64-bit value needs */
 			c->cu_bad = 1;
 	}
 	return 0;
 }
 
+static uint64_t rd_uleb(struct cur *c)
+{
+	unsigned shift;
+	int sign;
+
+	return rd_leb(c, &shift, &sign);
+}
+
 static int64_t rd_sleb(struct cur *c)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
+	unsigned shift;
+	int sign;
+	uint64_t v = rd_leb(c, &shift, &sign);
 
-	while (!c->cu_bad) {
-		uint8_t b;
-
-		if (c->cu_p >= c->cu_end) {
-			c->cu_bad = 1;
-			break;
-		}
-		b = *c->cu_p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~0ull << shift;
-			return (int64_t)v;
-		}
-		if (shift > 70)
-			c->cu_bad = 1;
-	}
-	return 0;
+	if (sign && shift < 64)
+		v |= ~0ull << shift;
+	return (int64_t)v;
 }
 
 /* seg_of: the segment holding virtual address va (executable ones only
