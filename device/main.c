@@ -687,11 +687,11 @@ static void log_footprint(struct agent *a)
 		fp_unwind_stats(a->ag_unwind, &us);
 		fp_info("unwind tables: %u installed now (%" PRIu64 " of %" PRIu64 " rows), %" PRIu64
 			" installed in all, %" PRIu64 " evicted, %" PRIu64 " too big, %" PRIu64
-			" rejected, %" PRIu64 " parts dropped; process lists %" PRIu64 " (%" PRIu64
-			" did not fit)",
+			" rejected, %" PRIu64 " parts dropped, %" PRIu64
+			" sent again; process lists %" PRIu64 " (%" PRIu64 " did not fit)",
 			us.us_tables, us.us_rows_used, us.us_rows_total, us.us_installed,
 			us.us_evicted, us.us_too_big, us.us_rejected, us.us_parts_dropped,
-			us.us_procs, us.us_procs_full);
+			us.us_parts_again, us.us_procs, us.us_procs_full);
 		if (a->ag_python)
 			fp_python_log(a->ag_python, c);
 	}

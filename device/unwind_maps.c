@@ -39,6 +39,8 @@ struct fp_unwind {
 	struct fp_build_id u_part_id;
 	uint8_t *u_part_buf;
 	uint32_t u_part_total, u_part_have;
+	/* A table installed already, sent again: its later parts are skipped. */
+	struct fp_build_id u_again_id;
 };
 
 int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
@@ -265,8 +267,13 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 		if (u->u_part_buf)
 			u->u_stats.us_parts_dropped++; /* the last one never finished */
 		part_drop(u);
-		if (fp_unwind_has(u, &p->tp_build_id))
-			return 0; /* sent again in a new session */
+		if (fp_unwind_has(u, &p->tp_build_id)) {
+			/* sent again in a new session: its later parts too */
+			u->u_again_id = p->tp_build_id;
+			u->u_stats.us_parts_again++;
+			return 0;
+		}
+		memset(&u->u_again_id, 0, sizeof(u->u_again_id));
 		if (p->tp_total > sizeof(struct fp_unwind_header) +
 					  u->u_maps.su_nrows * sizeof(struct fp_unwind_row) +
 					  sizeof(struct fp_unwind_cpython)) {
@@ -277,6 +284,9 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 			return -ENOMEM;
 		u->u_part_id = p->tp_build_id;
 		u->u_part_total = p->tp_total;
+	} else if (!u->u_part_buf && fp_build_id_eq(&u->u_again_id, &p->tp_build_id)) {
+		u->u_stats.us_parts_again++;
+		return 0;
 	} else if (!u->u_part_buf || !fp_build_id_eq(&u->u_part_id, &p->tp_build_id) ||
 		   p->tp_offset != u->u_part_have || p->tp_total != u->u_part_total) {
 		u->u_stats.us_parts_dropped++;

@@ -36,6 +36,8 @@ struct fp_unwind_stats {
 	uint64_t us_procs;        /* process mapping lists written */
 	uint64_t us_procs_full;   /* ... that did not fit (walked by frame pointer) */
 	uint64_t us_parts_dropped; /* table parts out of order (a reply was lost) */
+	uint64_t us_parts_again;  /* parts of tables installed already (a new
+				   * session's symbolizer sends them again) */
 	uint64_t us_rows_used;    /* rows in use now */
 	uint64_t us_rows_total;   /* the budget, in rows */
 	uint32_t us_tables;       /* tables installed now */
@@ -56,9 +58,10 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 
 /* fp_unwind_take_part: a part of a table from the symbolizer (untrusted).
  * A table's parts come in order, one table at a time; the table is
- * installed (fp_unwind_add) when its last part arrives.  A table already
- * installed, one larger than the whole budget, and a part that does not
- * follow the previous one are dropped and counted.  1 when a table was
+ * installed (fp_unwind_add) when its last part arrives.  The parts of a
+ * table already installed are skipped and counted (us_parts_again); one
+ * larger than the whole budget, and a part that does not follow the
+ * previous one are dropped and counted.  1 when a table was
  * installed, 0 when none was, or a negative errno from fp_unwind_add. */
 int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p);
 

@@ -203,9 +203,12 @@ static void test_parts(void)
 	CHECK(!fp_unwind_has(u, &a));
 	CHECK_EQ_INT(fp_unwind_take_part(u, &p2), 1);
 	CHECK(fp_unwind_has(u, &a) && slot_of(ta) >= 0);
-	/* sent again (a new session): ignored */
+	/* sent again (a new session): skipped, counted apart */
 	CHECK_EQ_INT(fp_unwind_take_part(u, &p1), 0);
 	CHECK_EQ_INT(fp_unwind_take_part(u, &p2), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_parts_again, 2);
+	CHECK_EQ_INT(st.us_parts_dropped, 0);
 	/* a lost part: the rest is dropped */
 	CHECK_EQ_INT(fp_unwind_take_part(u, &q2), 0);
 	CHECK(!fp_unwind_has(u, &b));
@@ -215,7 +218,8 @@ static void test_parts(void)
 	CHECK_EQ_INT(fp_unwind_take_part(u, &q2), 1);
 	CHECK(fp_unwind_has(u, &b) && slot_of(tb) >= 0);
 	fp_unwind_stats(u, &st);
-	CHECK_EQ_INT(st.us_parts_dropped, 3);
+	CHECK_EQ_INT(st.us_parts_dropped, 2);
+	CHECK_EQ_INT(st.us_parts_again, 2);
 	CHECK_EQ_INT(st.us_installed, 2);
 	/* a table larger than the budget is refused at its first part */
 	q1.tp_build_id = bid(10);
