@@ -970,7 +970,9 @@ int main(int argc, char **argv)
 		if (err && !exiting) {
 			const char *addr = a.ag_addr, *why = strerror(-err);
 			uint64_t setup_failures = fp_uplink_setup_failures(a.ag_uplink);
-			if (setup_failures != last_setup_failures)
+			/* nng counts a connection it reset there too (a reply
+			 * over the receive limit was): only TLS is set up. */
+			if (setup_failures != last_setup_failures && !strncmp(addr, "tls+", 4))
 				why = "connected, then refused during set-up (TLS: see the "
 				      "certificates and --tls-ca)";
 			last_setup_failures = setup_failures;
