@@ -688,10 +688,11 @@ static void log_footprint(struct agent *a)
 		fp_info("unwind tables: %u installed now (%" PRIu64 " of %" PRIu64 " rows), %" PRIu64
 			" installed in all, %" PRIu64 " evicted, %" PRIu64 " too big, %" PRIu64
 			" rejected, %" PRIu64 " parts dropped, %" PRIu64
-			" sent again; process lists %" PRIu64 " (%" PRIu64 " did not fit)",
+			" sent again; process lists %" PRIu64 " (%" PRIu64 " did not fit, %" PRIu64
+			" of exited processes dropped)",
 			us.us_tables, us.us_rows_used, us.us_rows_total, us.us_installed,
 			us.us_evicted, us.us_too_big, us.us_rejected, us.us_parts_dropped,
-			us.us_parts_again, us.us_procs, us.us_procs_full);
+			us.us_parts_again, us.us_procs, us.us_procs_full, us.us_procs_swept);
 		if (a->ag_python)
 			fp_python_log(a->ag_python, c);
 	}

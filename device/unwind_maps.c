@@ -11,8 +11,12 @@
 
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__aarch64__)
 #define HOST_ARCH FP_UNWIND_ARCH_ARM64
@@ -307,6 +311,32 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 	return err ? err : 1;
 }
 
+/* sweep: drop the lists of processes that are gone, and say how many.
+ * The exit hook drops a list, but one written for a process that exited
+ * while the agent read its mappings comes after it, and stays: with 40
+ * new processes a second such lists filled the map within a minute. */
+static size_t sweep(struct fp_unwind *u)
+{
+	static uint32_t gone[FP_UNWIND_PROCS];
+	uint32_t key, next, *prev = NULL;
+	size_t n = 0, i;
+	char path[32];
+
+	while (n < FP_UNWIND_PROCS &&
+	       bpf_map_get_next_key(u->u_maps.su_procs_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		snprintf(path, sizeof(path), "/proc/%" PRIu32, key);
+		if (faccessat(AT_FDCWD, path, F_OK, 0) && errno == ENOENT)
+			gone[n++] = key;
+	}
+	/* Deleting while iterating would restart the walk: afterwards. */
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(u->u_maps.su_procs_fd, &gone[i]);
+	u->u_stats.us_procs_swept += n;
+	return n;
+}
+
 int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm)
 {
 	static struct fp_unwind_proc p; /* 1.5 KiB: not on the stack */
@@ -333,7 +363,9 @@ int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procma
 		return 0;
 	}
 	u->u_stats.us_procs++;
-	if (bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY)) {
+	if (bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY) &&
+	    (errno != E2BIG || !sweep(u) ||
+	     bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY))) {
 		u->u_stats.us_procs_full++;
 		return -errno;
 	}

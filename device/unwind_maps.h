@@ -35,6 +35,7 @@ struct fp_unwind_stats {
 	uint64_t us_rejected;     /* malformed, or for another architecture */
 	uint64_t us_procs;        /* process mapping lists written */
 	uint64_t us_procs_full;   /* ... that did not fit (walked by frame pointer) */
+	uint64_t us_procs_swept;  /* lists of processes gone, dropped to make room */
 	uint64_t us_parts_dropped; /* table parts out of order (a reply was lost) */
 	uint64_t us_parts_again;  /* parts of tables installed already (a new
 				   * session's symbolizer sends them again) */
@@ -95,8 +96,10 @@ int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *star
 
 /* fp_unwind_set_proc: tell the BPF program which mappings of pid have a
  * table (pm's mappings whose build-ID was read); none: pid is walked by
- * the kernel's frame-pointer walker.  Marks those tables used.  0, or a
- * negative errno (the per-process map is full: counted). */
+ * the kernel's frame-pointer walker.  Marks those tables used.  When the
+ * per-process map is full, the lists of processes no longer in /proc are
+ * dropped first (us_procs_swept).  0, or a negative errno (the map is
+ * still full: counted). */
 int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm);
 
 /* fp_unwind_on_maps: fp_unwind_set_proc as the collector's maps hook
