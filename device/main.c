@@ -700,11 +700,12 @@ static void log_footprint(struct agent *a)
 		fp_unwind_stats(a->ag_unwind, &us);
 		fp_info("unwind tables: %u installed now (%" PRIu64 " of %" PRIu64 " rows), %" PRIu64
 			" installed in all, %" PRIu64 " evicted, %" PRIu64 " too big, %" PRIu64
-			" rejected, %" PRIu64 " parts dropped; process lists %" PRIu64 " (%" PRIu64
-			" did not fit)",
+			" rejected, %" PRIu64 " parts dropped, %" PRIu64
+			" sent again; process lists %" PRIu64 " (%" PRIu64 " did not fit, %" PRIu64
+			" of exited processes dropped)",
 			us.us_tables, us.us_rows_used, us.us_rows_total, us.us_installed,
 			us.us_evicted, us.us_too_big, us.us_rejected, us.us_parts_dropped,
-			us.us_procs, us.us_procs_full);
+			us.us_parts_again, us.us_procs, us.us_procs_full, us.us_procs_swept);
 		if (a->ag_python)
 			fp_python_log(a->ag_python, c);
 	}
@@ -983,7 +984,9 @@ int main(int argc, char **argv)
 		if (err && !exiting) {
 			const char *addr = a.ag_addr, *why = strerror(-err);
 			uint64_t setup_failures = fp_uplink_setup_failures(a.ag_uplink);
-			if (setup_failures != last_setup_failures)
+			/* nng counts a connection it reset there too (a reply
+			 * over the receive limit was): only TLS is set up. */
+			if (setup_failures != last_setup_failures && !strncmp(addr, "tls+", 4))
 				why = "connected, then refused during set-up (TLS: see the "
 				      "certificates and --tls-ca)";
 			last_setup_failures = setup_failures;

@@ -11,8 +11,12 @@
 
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__aarch64__)
 #define HOST_ARCH FP_UNWIND_ARCH_ARM64
@@ -39,6 +43,8 @@ struct fp_unwind {
 	struct fp_build_id u_part_id;
 	uint8_t *u_part_buf;
 	uint32_t u_part_total, u_part_have;
+	/* A table installed already, sent again: its later parts are skipped. */
+	struct fp_build_id u_again_id;
 };
 
 int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
@@ -265,8 +271,13 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 		if (u->u_part_buf)
 			u->u_stats.us_parts_dropped++; /* the last one never finished */
 		part_drop(u);
-		if (fp_unwind_has(u, &p->tp_build_id))
-			return 0; /* sent again in a new session */
+		if (fp_unwind_has(u, &p->tp_build_id)) {
+			/* sent again in a new session: its later parts too */
+			u->u_again_id = p->tp_build_id;
+			u->u_stats.us_parts_again++;
+			return 0;
+		}
+		memset(&u->u_again_id, 0, sizeof(u->u_again_id));
 		if (p->tp_total > sizeof(struct fp_unwind_header) +
 					  u->u_maps.su_nrows * sizeof(struct fp_unwind_row) +
 					  sizeof(struct fp_unwind_cpython)) {
@@ -277,6 +288,9 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 			return -ENOMEM;
 		u->u_part_id = p->tp_build_id;
 		u->u_part_total = p->tp_total;
+	} else if (!u->u_part_buf && fp_build_id_eq(&u->u_again_id, &p->tp_build_id)) {
+		u->u_stats.us_parts_again++;
+		return 0;
 	} else if (!u->u_part_buf || !fp_build_id_eq(&u->u_part_id, &p->tp_build_id) ||
 		   p->tp_offset != u->u_part_have || p->tp_total != u->u_part_total) {
 		u->u_stats.us_parts_dropped++;
@@ -295,6 +309,32 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 	err = fp_unwind_add(u, &u->u_part_id, u->u_part_buf, u->u_part_total);
 	part_drop(u);
 	return err ? err : 1;
+}
+
+/* sweep: drop the lists of processes that are gone, and say how many.
+ * The exit hook drops a list, but one written for a process that exited
+ * while the agent read its mappings comes after it, and stays: with 40
+ * new processes a second such lists filled the map within a minute. */
+static size_t sweep(struct fp_unwind *u)
+{
+	static uint32_t gone[FP_UNWIND_PROCS];
+	uint32_t key, next, *prev = NULL;
+	size_t n = 0, i;
+	char path[32];
+
+	while (n < FP_UNWIND_PROCS &&
+	       bpf_map_get_next_key(u->u_maps.su_procs_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		snprintf(path, sizeof(path), "/proc/%" PRIu32, key);
+		if (faccessat(AT_FDCWD, path, F_OK, 0) && errno == ENOENT)
+			gone[n++] = key;
+	}
+	/* Deleting while iterating would restart the walk: afterwards. */
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(u->u_maps.su_procs_fd, &gone[i]);
+	u->u_stats.us_procs_swept += n;
+	return n;
 }
 
 int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm)
@@ -323,7 +363,9 @@ int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procma
 		return 0;
 	}
 	u->u_stats.us_procs++;
-	if (bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY)) {
+	if (bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY) &&
+	    (errno != E2BIG || !sweep(u) ||
+	     bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY))) {
 		u->u_stats.us_procs_full++;
 		return -errno;
 	}

@@ -35,7 +35,10 @@ struct fp_unwind_stats {
 	uint64_t us_rejected;     /* malformed, or for another architecture */
 	uint64_t us_procs;        /* process mapping lists written */
 	uint64_t us_procs_full;   /* ... that did not fit (walked by frame pointer) */
+	uint64_t us_procs_swept;  /* lists of processes gone, dropped to make room */
 	uint64_t us_parts_dropped; /* table parts out of order (a reply was lost) */
+	uint64_t us_parts_again;  /* parts of tables installed already (a new
+				   * session's symbolizer sends them again) */
 	uint64_t us_rows_used;    /* rows in use now */
 	uint64_t us_rows_total;   /* the budget, in rows */
 	uint32_t us_tables;       /* tables installed now */
@@ -56,9 +59,10 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 
 /* fp_unwind_take_part: a part of a table from the symbolizer (untrusted).
  * A table's parts come in order, one table at a time; the table is
- * installed (fp_unwind_add) when its last part arrives.  A table already
- * installed, one larger than the whole budget, and a part that does not
- * follow the previous one are dropped and counted.  1 when a table was
+ * installed (fp_unwind_add) when its last part arrives.  The parts of a
+ * table already installed are skipped and counted (us_parts_again); one
+ * larger than the whole budget, and a part that does not follow the
+ * previous one are dropped and counted.  1 when a table was
  * installed, 0 when none was, or a negative errno from fp_unwind_add. */
 int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p);
 
@@ -92,8 +96,10 @@ int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *star
 
 /* fp_unwind_set_proc: tell the BPF program which mappings of pid have a
  * table (pm's mappings whose build-ID was read); none: pid is walked by
- * the kernel's frame-pointer walker.  Marks those tables used.  0, or a
- * negative errno (the per-process map is full: counted). */
+ * the kernel's frame-pointer walker.  Marks those tables used.  When the
+ * per-process map is full, the lists of processes no longer in /proc are
+ * dropped first (us_procs_swept).  0, or a negative errno (the map is
+ * still full: counted). */
 int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm);
 
 /* fp_unwind_on_maps: fp_unwind_set_proc as the collector's maps hook

@@ -10,6 +10,9 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+_Static_assert(FP_TABLE_REPLY_MAX + (64u << 10) <= FP_WIRE_MAX_MESSAGE,
+	       "a reply's table parts and the rest fit the largest message");
+
 struct fp_uplink {
 	nng_socket ul_sock;
 	nng_dialer ul_dialer;
@@ -24,6 +27,7 @@ static int nng_to_errno(int rv)
 	case NNG_EINVAL: case NNG_EADDRINVAL: return -EINVAL;
 	case NNG_ECONNREFUSED: return -ECONNREFUSED;
 	case NNG_ECLOSED: return -EPIPE;
+	case NNG_ECONNRESET: return -ECONNRESET; /* e.g. a reply over RECVMAXSZ */
 	case NNG_ESTATE: return -EAGAIN; /* receive before any send */
 	default: return -EIO;
 	}
@@ -78,7 +82,11 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr, const struct fp_tls
 	nng_socket_set_ms(u->ul_sock, NNG_OPT_RECONNMINT, 100);
 	nng_socket_set_ms(u->ul_sock, NNG_OPT_RECONNMAXT, 5000);
 	nng_socket_set_ms(u->ul_sock, NNG_OPT_SENDTIMEO, 0);
-	nng_socket_set_size(u->ul_sock, NNG_OPT_RECVMAXSZ, 1 << 20);
+	/* What the protocol allows a reply, and no more: it may carry
+	 * FP_TABLE_REPLY_MAX bytes of unwind tables.  At 1 MiB, nng dropped
+	 * every reply with more tables than that and its connection, so a
+	 * host with several large tables to send got none of them. */
+	nng_socket_set_size(u->ul_sock, NNG_OPT_RECVMAXSZ, FP_WIRE_MAX_MESSAGE);
 	/* Non-blocking dial: the first connection may come later. */
 	if ((rv = dialer_create(&u->ul_dialer, u->ul_sock, addr, tls)) == 0 &&
 	    (rv = nng_dialer_start(u->ul_dialer, NNG_FLAG_NONBLOCK)) != 0)

@@ -36,7 +36,10 @@ int fp_uplink_send(struct fp_uplink *u, const void *buf, size_t len);
 
 /* fp_uplink_poll: the reply to the last request, if it has come: 0 (then
  * the caller owns *reply), -EAGAIN (not yet), -EPROTO (undecodable reply,
- * logged) or a negative errno. */
+ * logged) or a negative errno.  A reply may be FP_WIRE_MAX_MESSAGE bytes
+ * (a full reply of unwind tables is 4 MiB and more); a longer one is
+ * never read: nng drops it with its connection (-ECONNRESET), and dials
+ * again for the next request. */
 int fp_uplink_poll(struct fp_uplink *u, struct fp_reply *reply);
 
 #endif

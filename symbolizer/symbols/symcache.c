@@ -30,7 +30,6 @@
  * keys of the main database, which build-IDs (raw bytes) never equal in
  * practice; one that did would fail to store with -EINVAL. */
 #define SYMCACHE_MAX_DBS 4
-#define SYMCACHE_UNWIND_DB "unwind"
 
 struct fp_symcache {
 	MDB_env *sc_env;
@@ -98,6 +97,30 @@ static int make_key(const struct fp_build_id *id, MDB_val *key)
 	return 0;
 }
 
+/* The unwind databases of earlier revisions (symcache.h), dropped when
+ * the cache opens: their tables would be compiled again anyway. */
+static const char *const old_unwind_dbs[] = { "unwind" };
+
+/* drop_old_unwind: drop the databases of old_unwind_dbs that txn's
+ * environment holds.  0 or a negative errno. */
+static int drop_old_unwind(MDB_txn *txn)
+{
+	MDB_dbi dbi;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(old_unwind_dbs) / sizeof(old_unwind_dbs[0]); i++) {
+		rc = mdb_dbi_open(txn, old_unwind_dbs[i], 0, &dbi);
+		if (rc == MDB_NOTFOUND)
+			continue;
+		if (rc == 0)
+			rc = mdb_drop(txn, dbi, 1);
+		if (rc)
+			return mdb_to_errno(rc);
+	}
+	return 0;
+}
+
 int fp_symcache_open(struct fp_symcache **c, const char *dir)
 {
 	struct fp_symcache *nc;
@@ -129,8 +152,10 @@ int fp_symcache_open(struct fp_symcache **c, const char *dir)
 		goto fail_env;
 	err = mdb_to_errno(mdb_dbi_open(txn, NULL, 0, &nc->sc_dbi));
 	if (!err)
+		err = drop_old_unwind(txn);
+	if (!err)
 		err = mdb_to_errno(
-			mdb_dbi_open(txn, SYMCACHE_UNWIND_DB, MDB_CREATE, &nc->sc_unwind_dbi));
+			mdb_dbi_open(txn, FP_SYMCACHE_UNWIND_DB, MDB_CREATE, &nc->sc_unwind_dbi));
 	if (err) {
 		mdb_txn_abort(txn);
 		goto fail_env;

@@ -3,21 +3,32 @@
  * Survives restarts; readers never block the writer.  Values are symtab.h
  * blobs, looked up in place inside a read transaction.  The same
  * environment holds the unwind tables (bpf/unwind.h) of the same files,
- * in a named database of their own, "unwind", also keyed by build-ID.
+ * in a named database of their own, FP_SYMCACHE_UNWIND_DB, also keyed by
+ * build-ID.
  */
 #ifndef FP_SYMCACHE_H
 #define FP_SYMCACHE_H
 
 #include <stddef.h>
 #include "batch.h"
+
+/* The unwind tables' database: its name carries the revision of what
+ * the compiler (symbolizer/elf/cfi.c) puts in a table, which may change
+ * within one format (FP_UNWIND_VERSION): tables compiled before cfi.c
+ * kept a row at every function's start are of the same format, and lack
+ * the rows that fold a frame to its own function.  A new name makes the
+ * cache compile every table again; fp_symcache_open drops the databases
+ * of earlier revisions.  Bump it whenever cfi.c's output changes. */
+#define FP_SYMCACHE_UNWIND_DB "unwind.2"
 #include "symtab.h"
 
 struct fp_symcache;
 struct fp_symcache_txn;
 
 /* fp_symcache_open: open (creating) the cache in directory dir, which is
- * created if missing.  0, -EINVAL (dir holds something that is not an
- * LMDB environment) or a negative errno. */
+ * created if missing, and drop the unwind tables of earlier revisions
+ * (FP_SYMCACHE_UNWIND_DB).  0, -EINVAL (dir holds something that is not
+ * an LMDB environment) or a negative errno. */
 int fp_symcache_open(struct fp_symcache **c, const char *dir);
 void fp_symcache_close(struct fp_symcache *c);
 

@@ -837,7 +837,7 @@ static void test_store(void)
 		mdb_env_set_mapsize(env, 64ull << 30);
 		CHECK_EQ_INT(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);
 		CHECK_EQ_INT(mdb_txn_begin(env, NULL, 0, &txn), 0);
-		CHECK_EQ_INT(mdb_dbi_open(txn, "unwind", 0, &dbi), 0);
+		CHECK_EQ_INT(mdb_dbi_open(txn, FP_SYMCACHE_UNWIND_DB, 0, &dbi), 0);
 		CHECK_EQ_INT(mdb_put(txn, dbi, &k, &v, 0), 0);
 		CHECK_EQ_INT(mdb_txn_commit(txn), 0);
 		mdb_env_close(env);

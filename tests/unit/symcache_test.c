@@ -12,6 +12,7 @@
 #include "check.h"
 #include "symcache.h"
 #include "symtab.h"
+#include "unwind_table.h"
 
 static char tmpdir[64];
 static char cachedir[128];
@@ -353,6 +354,73 @@ static void test_threads(void)
 	fp_symcache_close(c);
 }
 
+/* raw_unwind_db: whether dir's environment holds the named database
+ * name, with blob stored under id first when blob is not NULL (a cache
+ * written by an older symbolizer).  1, 0, or -1 on an LMDB error. */
+static int raw_unwind_db(const char *dir, const char *name, const struct fp_build_id *id,
+			 const void *blob, size_t len)
+{
+	MDB_val k = { id->fb_len, (void *)id->fb_data }, v = { len, (void *)blob };
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	int rc, has = -1;
+
+	if (mdb_env_create(&env))
+		return -1;
+	mdb_env_set_maxdbs(env, 4);
+	mdb_env_set_mapsize(env, 64ull << 30);
+	if (mdb_env_open(env, dir, MDB_NOTLS, 0644) || mdb_txn_begin(env, NULL, 0, &txn))
+		goto out;
+	rc = mdb_dbi_open(txn, name, blob ? MDB_CREATE : 0, &dbi);
+	if (rc == 0 && blob)
+		rc = mdb_put(txn, dbi, &k, &v, 0);
+	has = rc == 0 ? 1 : rc == MDB_NOTFOUND ? 0 : -1;
+	if (mdb_txn_commit(txn))
+		has = -1;
+out:
+	mdb_env_close(env);
+	return has;
+}
+
+/* Tables of an earlier revision of the compiler, in the same format (the
+ * ones from before cfi.c kept a row at every function's start): absent,
+ * so compiled again, and their database dropped; tables of this revision
+ * are kept across a reopen. */
+static void test_unwind_revision(void)
+{
+	struct fp_build_id id = make_id(20, 20);
+	struct {
+		struct fp_unwind_header h;
+		struct fp_unwind_row r[2];
+	} table = { { { 'F', 'P', 'U', 'W' }, FP_UNWIND_VERSION, FP_UNWIND_ARCH_X86_64, 0, 2, 1 },
+		    { { 0x100, 1, FP_UNWIND_SP, 0 }, { 0x104, 2, FP_UNWIND_SP, 0 } } };
+	struct fp_symcache *c = NULL;
+	char dir[160];
+	void *got = NULL;
+	size_t glen = 0;
+
+	snprintf(dir, sizeof(dir), "%s/revision", tmpdir);
+	CHECK_EQ_INT(mkdir(dir, 0755), 0);
+	CHECK_EQ_INT(raw_unwind_db(dir, "unwind", &id, &table, sizeof(table)), 1);
+	CHECK_EQ_INT(fp_symcache_open(&c, dir), 0);
+	if (!c)
+		return;
+	CHECK_EQ_INT(fp_symcache_get_unwind(c, &id, &got, &glen), -ENOENT);
+	CHECK_EQ_INT(fp_symcache_put_unwind(c, &id, &table, sizeof(table)), 0);
+	fp_symcache_close(c);
+	CHECK_EQ_INT(raw_unwind_db(dir, "unwind", &id, NULL, 0), 0);
+	CHECK_EQ_INT(raw_unwind_db(dir, FP_SYMCACHE_UNWIND_DB, &id, NULL, 0), 1);
+	c = NULL;
+	CHECK_EQ_INT(fp_symcache_open(&c, dir), 0);
+	if (!c)
+		return;
+	CHECK_EQ_INT(fp_symcache_get_unwind(c, &id, &got, &glen), 0);
+	CHECK(glen == sizeof(table) && got && !memcmp(got, &table, sizeof(table)));
+	free(got);
+	fp_symcache_close(c);
+}
+
 static void cleanup(void)
 {
 	char cmd[128];
@@ -371,6 +439,7 @@ int main(void)
 	RUN(test_bad_input);
 	RUN(test_corrupt_value);
 	RUN(test_threads);
+	RUN(test_unwind_revision);
 	cleanup();
 	return CHECK_DONE();
 }

@@ -184,6 +184,43 @@ static void test_process_lists(void)
 	free(ta), free(tb), free(big);
 }
 
+/* A full map of process lists: those of processes gone (pids above any
+ * pid_max, which never exist) make room for a new one; a living
+ * process's list stays.  Failed before: the list did not fit. */
+static void test_full_map_swept(void)
+{
+	struct fp_unwind *u;
+	struct fp_unwind_stats st;
+	struct fp_build_id a = bid(11);
+	struct fp_vma v = { .fv_start = 0x400000, .fv_end = 0x420000, .fv_build_id_state = 1,
+			    .fv_build_id = a };
+	struct fp_procmaps pm = { .pm_vmas = &v, .pm_nvmas = 1 };
+	struct fp_unwind_proc p;
+	uint32_t self = (uint32_t)getpid(), parent = (uint32_t)getppid(), i, key, next;
+	size_t la, left = 0;
+	void *ta = table(100, 0, &la);
+
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
+	CHECK_EQ_INT(fp_unwind_set_proc(u, self, &pm), 0);
+	for (i = 0; i < FP_UNWIND_PROCS - 1; i++)
+		CHECK_EQ_INT(fp_unwind_set_proc(u, (1u << 23) + i, &pm), 0);
+	CHECK_EQ_INT(fp_unwind_set_proc(u, parent, &pm), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_procs_full, 0);
+	CHECK_EQ_INT(st.us_procs_swept, FP_UNWIND_PROCS - 1);
+	CHECK_EQ_INT(bpf_map_lookup_elem(maps.su_procs_fd, &self, &p), 0);
+	CHECK_EQ_INT(bpf_map_lookup_elem(maps.su_procs_fd, &parent, &p), 0);
+	for (uint32_t *prev = NULL; bpf_map_get_next_key(maps.su_procs_fd, prev, &next) == 0;
+	     prev = &key, key = next)
+		left++;
+	CHECK_EQ_INT(left, 2);
+	fp_unwind_forget_proc(u, self);
+	fp_unwind_forget_proc(u, parent);
+	fp_unwind_free(u);
+	free(ta);
+}
+
 /* Tables from the wire: parts in order install; anything else is dropped
  * and counted, never installed half. */
 static void test_parts(void)
@@ -203,9 +240,12 @@ static void test_parts(void)
 	CHECK(!fp_unwind_has(u, &a));
 	CHECK_EQ_INT(fp_unwind_take_part(u, &p2), 1);
 	CHECK(fp_unwind_has(u, &a) && slot_of(ta) >= 0);
-	/* sent again (a new session): ignored */
+	/* sent again (a new session): skipped, counted apart */
 	CHECK_EQ_INT(fp_unwind_take_part(u, &p1), 0);
 	CHECK_EQ_INT(fp_unwind_take_part(u, &p2), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_parts_again, 2);
+	CHECK_EQ_INT(st.us_parts_dropped, 0);
 	/* a lost part: the rest is dropped */
 	CHECK_EQ_INT(fp_unwind_take_part(u, &q2), 0);
 	CHECK(!fp_unwind_has(u, &b));
@@ -215,7 +255,8 @@ static void test_parts(void)
 	CHECK_EQ_INT(fp_unwind_take_part(u, &q2), 1);
 	CHECK(fp_unwind_has(u, &b) && slot_of(tb) >= 0);
 	fp_unwind_stats(u, &st);
-	CHECK_EQ_INT(st.us_parts_dropped, 3);
+	CHECK_EQ_INT(st.us_parts_dropped, 2);
+	CHECK_EQ_INT(st.us_parts_again, 2);
 	CHECK_EQ_INT(st.us_installed, 2);
 	/* a table larger than the budget is refused at its first part */
 	q1.tp_build_id = bid(10);
@@ -301,6 +342,7 @@ int main(void)
 	RUN(test_budget_and_eviction);
 	RUN(test_process_lists);
 	RUN(test_parts);
+	RUN(test_full_map_swept);
 	RUN(test_row_start);
 	fp_sampler_close(smp);
 	return CHECK_DONE();
