@@ -616,81 +616,102 @@ static int tables_scan(struct fp_session *s)
 	return 0;
 }
 
-int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
-		      size_t *nparts)
+/* table_parts: the parts of table i that fit in what is left of a reply
+ * (out, *n of max parts, *budget bytes), from where it was left off; one
+ * table is sent at a time, so that a table larger than a part goes out
+ * whole before the next begins.  0 or -ENOMEM. */
+static int table_parts(struct fp_session *s, struct fp_resolver *r, uint32_t i,
+		       struct fp_table_part *out, size_t *n, size_t max, size_t *budget)
 {
-	struct fp_table_part *out = NULL;
-	size_t budget = FP_TABLE_REPLY_MAX, n = 0, max = FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX;
-	uint32_t i, count;
-	int err = tables_scan(s);
+	struct sess_table *t = &s->se_tables[i];
+	const struct sess_mapping *m;
+	struct fp_build_id id = { 0 };
+	const void *key;
+	size_t klen, blen, part;
+	void *blob;
+	int err = 0;
 
-	count = (uint32_t)fp_intern_count(s->se_table_ids);
-	for (i = 0; !err && i < count && i < s->se_tables_cap && n < max && budget; i++) {
-		struct sess_table *t = &s->se_tables[i];
-		const struct sess_mapping *m;
-		struct fp_build_id id = { 0 };
-		const void *key;
-		size_t klen, blen, part;
-		void *blob;
-
-		if (t->tb_state == TABLE_DONE)
-			continue;
-		key = fp_intern_key(s->se_table_ids, i, &klen);
-		id.fb_len = (uint8_t)klen;
-		memcpy(id.fb_data, key, klen);
-		/* A mapping no frame named yet: where its file may be found
-		 * (once: noting a path again restarts the search). */
-		m = defs_at(&s->se_mappings, t->tb_mapping);
-		if (!t->tb_noted && m->sm_path && m->sm_path[0] == '/')
-			fp_resolver_note_path(r, &id, m->sm_path, 0);
-		t->tb_noted = 1;
-		if ((err = fp_resolver_unwind(r, &id, &blob, &blen))) {
-			/* Symbols but no table: the file has no CFI.  Neither
-			 * yet: a fetch from the device may bring it.  A search
-			 * still running (-EAGAIN): the next call asks again. */
-			if (err != -EAGAIN && fp_resolver_has(r, &id))
-				t->tb_state = TABLE_DONE;
-			err = 0;
-			continue;
-		}
-		if (!fp_unwind_table_needed(blob, blen) || blen > FP_TABLE_MAX ||
-		    t->tb_sent >= blen) {
+	if (t->tb_state == TABLE_DONE)
+		return 0;
+	key = fp_intern_key(s->se_table_ids, i, &klen);
+	id.fb_len = (uint8_t)klen;
+	memcpy(id.fb_data, key, klen);
+	/* A mapping no frame named yet: where its file may be found (once:
+	 * noting a path again restarts the search). */
+	m = defs_at(&s->se_mappings, t->tb_mapping);
+	if (!t->tb_noted && m->sm_path && m->sm_path[0] == '/')
+		fp_resolver_note_path(r, &id, m->sm_path, 0);
+	t->tb_noted = 1;
+	if ((err = fp_resolver_unwind(r, &id, &blob, &blen))) {
+		/* Symbols but no table: the file has no CFI.  Neither yet: a
+		 * fetch from the device may bring it.  A search still running
+		 * (-EAGAIN): the next call asks again. */
+		if (err != -EAGAIN && fp_resolver_has(r, &id))
 			t->tb_state = TABLE_DONE;
-			free(blob);
-			continue;
-		}
-		if (!out && !(out = calloc(max, sizeof(*out)))) {
-			free(blob);
-			return -ENOMEM;
-		}
+		return 0;
+	}
+	if (!fp_unwind_table_needed(blob, blen) || blen > FP_TABLE_MAX || t->tb_sent >= blen) {
+		t->tb_state = TABLE_DONE;
+		free(blob);
+		return 0;
+	}
+	while (t->tb_sent < blen && *n < max && *budget) {
 		part = blen - t->tb_sent;
 		if (part > FP_TABLE_PART_MAX)
 			part = FP_TABLE_PART_MAX;
-		if (part > budget)
-			part = budget;
-		out[n] = (struct fp_table_part){ .tp_build_id = id, .tp_offset = t->tb_sent,
-						 .tp_total = (uint32_t)blen,
-						 .tp_len = (uint32_t)part };
-		if (!(out[n].tp_data = malloc(part))) {
+		if (part > *budget)
+			part = *budget;
+		out[*n] = (struct fp_table_part){ .tp_build_id = id, .tp_offset = t->tb_sent,
+						  .tp_total = (uint32_t)blen,
+						  .tp_len = (uint32_t)part };
+		if (!(out[*n].tp_data = malloc(part))) {
 			err = -ENOMEM;
-		} else {
-			memcpy(out[n].tp_data, (const char *)blob + t->tb_sent, part);
-			n++;
-			budget -= part;
-			t->tb_sent += (uint32_t)part;
-			t->tb_state = t->tb_sent == blen ? TABLE_DONE : TABLE_SENDING;
+			break;
 		}
-		free(blob);
+		memcpy(out[*n].tp_data, (const char *)blob + t->tb_sent, part);
+		(*n)++;
+		*budget -= part;
+		t->tb_sent += (uint32_t)part;
+		t->tb_state = t->tb_sent == blen ? TABLE_DONE : TABLE_SENDING;
 	}
-	if (err) {
+	free(blob);
+	return err;
+}
+
+int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
+		      size_t *nparts)
+{
+	size_t budget = FP_TABLE_REPLY_MAX, n = 0, max = FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX;
+	struct fp_table_part *out;
+	uint32_t i, count, sending;
+	int err = tables_scan(s);
+
+	if (err)
+		return err;
+	if (!(out = calloc(max, sizeof(*out))))
+		return -ENOMEM;
+	count = (uint32_t)fp_intern_count(s->se_table_ids);
+	if (count > s->se_tables_cap)
+		count = (uint32_t)s->se_tables_cap;
+	/* A table left off in an earlier reply goes on first: the agent
+	 * takes the parts of one table at a time, in order. */
+	for (sending = 0; sending < count; sending++)
+		if (s->se_tables[sending].tb_state == TABLE_SENDING)
+			break;
+	if (sending < count)
+		err = table_parts(s, r, sending, out, &n, max, &budget);
+	for (i = 0; !err && i < count && n < max && budget; i++)
+		if (i != sending)
+			err = table_parts(s, r, i, out, &n, max, &budget);
+	if (err || !n) {
 		while (n)
 			free(out[--n].tp_data);
 		free(out);
-		return err;
+		out = NULL;
 	}
 	*parts = out;
 	*nparts = n;
-	return 0;
+	return err;
 }
 
 int fp_session_seen(const struct fp_session *s, uint64_t seq)

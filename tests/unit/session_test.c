@@ -1,6 +1,6 @@
 /* session_test.c: a session's definitions (session.h): batches that refer
  * to what earlier ones defined, every way a reference can fail, a batch
- * taken whole or not at all, and the profile made from the trie. */
+ * taken whole or not at all, and the profile made from the trie; unwind tables sent one at a time. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +9,8 @@
 
 #include "check.h"
 #include "session.h"
+#include "symcache.h"
+#include "unwind.h"
 
 static char tmpdir[64];
 static struct fp_resolver *resolver;
@@ -300,13 +302,93 @@ static void test_seen(void)
 	fp_session_free(s);
 }
 
+/* Two unwind tables larger than a part (FP_TABLE_PART_MAX), in the cache
+ * before the resolver opens. */
+#define BIG_ROWS 200000 /* 1.6 MB each: two parts */
+static const struct fp_mapping big_maps[2] = {
+	{ .fm_id = 1, .fm_kind = FP_MAP_USER, .fm_build_id = { .fb_len = 20, .fb_data = { 0xa1 } },
+	  .fm_path = "/usr/lib/liba.so" },
+	{ .fm_id = 2, .fm_kind = FP_MAP_USER, .fm_build_id = { .fb_len = 20, .fb_data = { 0xb2 } },
+	  .fm_path = "/usr/lib/libb.so" },
+};
+
+static int put_big_tables(void)
+{
+	size_t len = sizeof(struct fp_unwind_header) + BIG_ROWS * sizeof(struct fp_unwind_row);
+	struct fp_unwind_header *h = calloc(1, len);
+	struct fp_unwind_row *rows = (struct fp_unwind_row *)(h + 1);
+	struct fp_symcache *c = NULL;
+	int err = -ENOMEM, i;
+
+	if (!h)
+		return err;
+	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
+	h->uh_version = FP_UNWIND_VERSION;
+	h->uh_arch = FP_UNWIND_ARCH_X86_64;
+	h->uh_nrows = BIG_ROWS;
+	for (i = 0; i < BIG_ROWS; i++)
+		rows[i] = (struct fp_unwind_row){ .ur_pc = (uint32_t)i * 16, .ur_cfa = 8 };
+	if (!(err = fp_symcache_open(&c, tmpdir))) {
+		for (i = 0; i < 2 && !err; i++)
+			err = fp_symcache_put_unwind(c, &big_maps[i].fm_build_id, h, len);
+		fp_symcache_close(c);
+	}
+	free(h);
+	return err;
+}
+
+/* Tables go out one at a time, each part continuing the one before: a
+ * table larger than a part is sent whole before the next begins, even
+ * when the reply has room for more (the agent takes one table at a time
+ * and drops a part that does not continue it). */
+static void test_tables_one_at_a_time(void)
+{
+	struct fp_batch b = batch_of(1, NULL, 0);
+	size_t total = sizeof(struct fp_unwind_header) + BIG_ROWS * sizeof(struct fp_unwind_row);
+	struct fp_session *s = NULL;
+	struct fp_build_id cur = { 0 };
+	size_t n, i, done = 0, expect = 0, parts = 0;
+	struct fp_table_part *tp;
+	int call, ordered = 1;
+
+	b.fb_nmappings = 2, b.fb_mappings = (struct fp_mapping *)big_maps;
+	b.fb_nthreads = 2, b.fb_threads = threads;
+	CHECK_EQ_INT(fp_session_alloc(&s, &hello), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+	for (call = 0; call < 8; call++) {
+		CHECK_EQ_INT(fp_session_tables(s, resolver, &tp, &n), 0);
+		for (i = 0; i < n; i++, parts++) {
+			if (tp[i].tp_offset == 0) { /* a table begins: the last one ended */
+				ordered &= expect == 0;
+				cur = tp[i].tp_build_id;
+			} else {
+				ordered &= fp_build_id_eq(&cur, &tp[i].tp_build_id) &&
+					   tp[i].tp_offset == expect;
+			}
+			ordered &= tp[i].tp_total == total;
+			expect = tp[i].tp_offset + tp[i].tp_len;
+			done += tp[i].tp_len;
+			if (expect == tp[i].tp_total)
+				expect = 0;
+			free(tp[i].tp_data);
+		}
+		free(tp);
+	}
+	CHECK(ordered);
+	CHECK_EQ_INT(done, 2 * total);
+	CHECK_EQ_INT(parts, 4);
+	fp_session_free(s);
+}
+
 int main(void)
 {
 	struct fp_resolver_opts ro = { .ro_cache_dir = tmpdir };
 	char cmd[128];
 
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/session_test.XXXXXX");
-	if (!mkdtemp(tmpdir) || fp_resolver_open(&resolver, &ro)) {
+	if (!mkdtemp(tmpdir) || put_big_tables() || fp_resolver_open(&resolver, &ro)) {
 		fprintf(stderr, "session_test: cannot open a resolver in %s\n", tmpdir);
 		return 1;
 	}
@@ -317,6 +399,7 @@ int main(void)
 	RUN(test_seen);
 	RUN(test_limits);
 	RUN(test_asked);
+	RUN(test_tables_one_at_a_time);
 	fp_resolver_close(resolver);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
