@@ -30,7 +30,10 @@
  * keys of the main database, which build-IDs (raw bytes) never equal in
  * practice; one that did would fail to store with -EINVAL. */
 #define SYMCACHE_MAX_DBS 4
-#define SYMCACHE_UNWIND_DB "unwind"
+#define SYMCACHE_UNWIND_DB "unwind.fnrows"
+/* Tables compiled before the compiler kept a row at every function's
+ * start (FP_FEATURE_FUNCTION_ROWS): dropped at open, compiled again. */
+#define SYMCACHE_UNWIND_DB_OLD "unwind"
 
 struct fp_symcache {
 	MDB_env *sc_env;
@@ -102,6 +105,7 @@ int fp_symcache_open(struct fp_symcache **c, const char *dir)
 {
 	struct fp_symcache *nc;
 	MDB_txn *txn;
+	MDB_dbi old;
 	int err;
 
 	err = mkdir_p(dir, 0755);
@@ -131,6 +135,8 @@ int fp_symcache_open(struct fp_symcache **c, const char *dir)
 	if (!err)
 		err = mdb_to_errno(
 			mdb_dbi_open(txn, SYMCACHE_UNWIND_DB, MDB_CREATE, &nc->sc_unwind_dbi));
+	if (!err && mdb_dbi_open(txn, SYMCACHE_UNWIND_DB_OLD, 0, &old) == 0)
+		err = mdb_to_errno(mdb_drop(txn, old, 1));
 	if (err) {
 		mdb_txn_abort(txn);
 		goto fail_env;

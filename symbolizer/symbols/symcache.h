@@ -3,7 +3,9 @@
  * Survives restarts; readers never block the writer.  Values are symtab.h
  * blobs, looked up in place inside a read transaction.  The same
  * environment holds the unwind tables (bpf/unwind.h) of the same files,
- * in a named database of their own, "unwind", also keyed by build-ID.
+ * in a named database of their own, "unwind.fnrows", also keyed by
+ * build-ID; fp_symcache_open drops the "unwind" database of earlier
+ * versions, whose tables may lack a row at some function's start.
  */
 #ifndef FP_SYMCACHE_H
 #define FP_SYMCACHE_H
