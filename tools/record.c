@@ -280,6 +280,7 @@ int fp_cmd_record(int argc, char **argv)
 		}
 	}
 	fp_sampler_poll(smp, 0);
+	fp_info("sampling stopped");
 	fp_sampler_counters(smp, bpf);
 	if (py) {
 		struct fp_python_stats ps;
