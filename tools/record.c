@@ -228,8 +228,8 @@ int fp_cmd_record(int argc, char **argv)
 	if (!err && pid && unwind_mb)
 		compile_tables(res, pid);
 	if (!err) {
-		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pid = pid,
-					      .so_ringbuf_bytes = 0,
+		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pids = { pid },
+					      .so_npids = pid ? 1 : 0, .so_ringbuf_bytes = 0,
 					      .so_unwind_bytes = (size_t)unwind_mb << 20,
 					      .so_fn = on_sample, .so_arg = col };
 		err = fp_sampler_open(&smp, &so);
