@@ -348,8 +348,9 @@ static void test_row_start_function_rows(void)
 
 int main(void)
 {
-	struct fp_sampler_opts so = { .so_frequency = 1, .so_pid = (uint32_t)getpid(),
-				      .so_unwind_bytes = BUDGET_ROWS * 8, .so_fn = no_samples };
+	struct fp_sampler_opts so = { .so_frequency = 1, .so_pids = { (uint32_t)getpid() },
+				      .so_npids = 1, .so_unwind_bytes = BUDGET_ROWS * 8,
+				      .so_fn = no_samples };
 
 	if (geteuid() != 0) {
 		printf(getenv("CI") ? "FAIL: %s: needs root (CI is set)\n" : "SKIP: %s (needs root)\n",
