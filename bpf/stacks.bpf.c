@@ -24,7 +24,8 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Written by the agent before load. */
-const volatile __u32 target_pid = 0;    /* 0: every process */
+const volatile __u32 target_pids[FP_TARGET_PIDS] = { 0 }; /* the first target_npids */
+const volatile __u32 target_npids = 0;  /* 0: every process */
 const volatile __u64 wakeup_bytes = 0;  /* wake the agent past this backlog */
 const volatile __u64 thread_size = 16384; /* THREAD_SIZE: kernel stack size */
 
@@ -613,6 +614,16 @@ int fp_walk(void *ctx)
 	return e ? walk(ctx, e) : 0;
 }
 
+static __always_inline int is_target(__u32 pid)
+{
+	int i;
+
+	for (i = 0; i < FP_TARGET_PIDS && i < target_npids; i++)
+		if (target_pids[i] == pid)
+			return 1;
+	return 0;
+}
+
 SEC("perf_event")
 int fp_sample(void *ctx)
 {
@@ -624,7 +635,7 @@ int fp_sample(void *ctx)
 
 	if (tid == 0) /* idle */
 		return 0;
-	if (target_pid && pid != target_pid)
+	if (target_npids && !is_target(pid))
 		return 0;
 	e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)

@@ -26,6 +26,7 @@ enum fp_bpf_counter {
 };
 
 #define FP_KNOWN_PIDS 8192
+#define FP_TARGET_PIDS 16 /* processes one sampler may be limited to */
 #define FP_WALK_FRAMES 6        /* frames per program run; then a tail call */
 #define FP_WALK_CALLS 24        /* tail calls per walk: 6 * (24 + 1) > 127 */
 #define FP_USER_SLOTS (2 * FP_STACK_DEPTH) /* walked stacks: a Python frame takes 2 */

@@ -203,8 +203,12 @@ enum fp_reply_status {
 enum fp_feature {
 	FP_FEATURE_LEAVES = 1, /* SAMPLES key 11: counts as varints (PROTOCOL.md) */
 	FP_FEATURE_NODES = 2,  /* SAMPLES key 12: trie nodes as varints */
+	/* Every unwind table it sends has a row at each function's start, so
+	 * that no row spans two functions: the agent may then send a native
+	 * frame below Python at its row's start whatever the row's state. */
+	FP_FEATURE_FUNCTION_ROWS = 4,
 };
-#define FP_FEATURES_KNOWN (FP_FEATURE_LEAVES | FP_FEATURE_NODES)
+#define FP_FEATURES_KNOWN (FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS)
 
 /* The symbolizer's answer to every request. */
 struct fp_reply {

@@ -54,7 +54,8 @@ struct agent_opts {
 	uint32_t ao_failback_s;     /* between tries of earlier servers; 0: never */
 	uint32_t ao_frequency;
 	uint32_t ao_interval_s;
-	uint32_t ao_pid;
+	uint32_t ao_pids[FP_TARGET_PIDS]; /* -p, the first ao_npids */
+	uint32_t ao_npids;
 	uint32_t ao_buffer;      /* intervals kept while the server is away */
 	uint32_t ao_timeout_ms;  /* for one reply */
 	uint32_t ao_unwind_mb;   /* unwind table rows in BPF maps */
@@ -460,6 +461,9 @@ static int agent_hello(struct agent *a)
 	agent_session_asks_fini(a);
 	a->ag_hello_ok = 1;
 	a->ag_features = r.fr_features & FP_FEATURES_KNOWN;
+	if (a->ag_unwind)
+		fp_unwind_set_function_rows(a->ag_unwind,
+					    a->ag_features & FP_FEATURE_FUNCTION_ROWS);
 	fp_info("connected to %s (session %016" PRIx64 ")", a->ag_addr, a->ag_session);
 	agent_queue_wants(a, &r);
 	agent_send_ksyms(a);
@@ -737,7 +741,7 @@ static void usage(FILE *f)
 		"  -F, --frequency HZ      samples per second per CPU (default 99, 1-10000)\n"
 		"  -i, --interval SECONDS  send a batch every SECONDS (default 10, 1-3600)\n"
 		"  -l, --label KEY=VALUE   static label sent with every profile (up to 64)\n"
-		"  -p, --pid PID           profile one process only (default: all)\n"
+		"  -p, --pid PID           profile this process only (default: all); repeatable, up to 16\n"
 		"  -b, --buffer N          intervals kept while the symbolizer is away\n"
 		"                          (default 60; the oldest is dropped first)\n"
 		"  -t, --timeout SECONDS   wait for a reply this long (default 5); a retry\n"
@@ -843,7 +847,16 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		case 'R': if (fp_parse_u32("fleetprof-agent", "failback", optarg, 0, 86400, &o->ao_failback_s)) return 2; break;
 		case 'F': if (fp_parse_u32("fleetprof-agent", "frequency", optarg, 1, 10000, &o->ao_frequency)) return 2; break;
 		case 'i': if (fp_parse_u32("fleetprof-agent", "interval", optarg, 1, 3600, &o->ao_interval_s)) return 2; break;
-		case 'p': if (fp_parse_u32("fleetprof-agent", "pid", optarg, 1, INT_MAX, &o->ao_pid)) return 2; break;
+		case 'p':
+			if (o->ao_npids == FP_TARGET_PIDS) {
+				fprintf(stderr, "fleetprof-agent: at most %d -p\n", FP_TARGET_PIDS);
+				return 2;
+			}
+			if (fp_parse_u32("fleetprof-agent", "pid", optarg, 1, INT_MAX,
+					 &o->ao_pids[o->ao_npids]))
+				return 2;
+			o->ao_npids++;
+			break;
 		case 'b': if (fp_parse_u32("fleetprof-agent", "buffer", optarg, 1, 100000, &o->ao_buffer)) return 2; break;
 		case 't': if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s)) return 2; break;
 		case 'P': o->ao_no_python = 1; break;
@@ -937,10 +950,11 @@ int main(int argc, char **argv)
 		goto cleanup;
 	fp_failover_init(&a.ag_fo, a.ag_o.ao_nservers, a.ag_o.ao_failover_after,
 			 a.ag_o.ao_failback_s);
-	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency, .so_pid = a.ag_o.ao_pid,
-				       .so_ringbuf_bytes = 0,
+	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency,
+				       .so_npids = a.ag_o.ao_npids, .so_ringbuf_bytes = 0,
 				       .so_unwind_bytes = (size_t)a.ag_o.ao_unwind_mb << 20,
 				       .so_fn = on_sample, .so_arg = &a };
+	memcpy(so.so_pids, a.ag_o.ao_pids, sizeof(so.so_pids));
 	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
 		goto cleanup;
 	if (a.ag_o.ao_unwind_mb && (err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)))
@@ -960,8 +974,10 @@ int main(int argc, char **argv)
 	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0], &a.ag_o.ao_tls)))
 		goto cleanup;
 	a.ag_addr = a.ag_o.ao_servers[0];
-	fp_info("sampling at %u Hz%s, sending to %s every %u s", a.ag_o.ao_frequency,
-		a.ag_o.ao_pid ? " (one process)" : "", a.ag_addr, a.ag_o.ao_interval_s);
+	fp_info("sampling at %u Hz (%s), sending to %s every %u s", a.ag_o.ao_frequency,
+		a.ag_o.ao_npids == 0 ? "every process" :
+		a.ag_o.ao_npids == 1 ? "one process" : "the processes of -p",
+		a.ag_addr, a.ag_o.ao_interval_s);
 	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	agent_budget(&a);
 

@@ -171,7 +171,13 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	}
 	rb_bytes = o->so_ringbuf_bytes ? o->so_ringbuf_bytes :
 					 ringbuf_size(o->so_frequency, s->sm_ncpus);
-	s->sm_skel->rodata->target_pid = o->so_pid;
+	if (o->so_npids > FP_TARGET_PIDS) {
+		err = -EINVAL;
+		goto fail;
+	}
+	memcpy((void *)s->sm_skel->rodata->target_pids, o->so_pids,
+	       o->so_npids * sizeof(o->so_pids[0]));
+	s->sm_skel->rodata->target_npids = o->so_npids;
 	s->sm_skel->rodata->wakeup_bytes = rb_bytes / 2;
 	bpf_map__set_max_entries(s->sm_skel->maps.samples, rb_bytes);
 	rows = o->so_unwind_bytes / sizeof(struct fp_unwind_row);

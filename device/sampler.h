@@ -17,7 +17,8 @@ struct fp_sampler;
 
 struct fp_sampler_opts {
 	uint32_t so_frequency;      /* Hz per CPU */
-	uint32_t so_pid;            /* 0: every process */
+	uint32_t so_pids[FP_TARGET_PIDS]; /* the processes sampled, the first so_npids */
+	uint32_t so_npids;          /* 0: every process */
 	size_t so_ringbuf_bytes;    /* 0: sized by frequency and CPU count */
 	size_t so_unwind_bytes;     /* memory for unwind table rows; 0: none */
 	fp_sample_fn so_fn;

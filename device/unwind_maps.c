@@ -31,6 +31,7 @@ struct table {
 	uint32_t t_first, t_nrows;
 	uint64_t t_used;  /* u_tick at the last use */
 	int t_live;
+	int t_function_rows; /* a row at each function's start (fp_unwind_set_function_rows) */
 	struct fp_unwind_cpython *t_py; /* owned; the file's CPython interpreter */
 };
 
@@ -38,6 +39,7 @@ struct fp_unwind {
 	struct fp_sampler_unwind u_maps;
 	struct table u_tables[FP_UNWIND_TABLES];
 	uint64_t u_tick;
+	int u_function_rows; /* for the tables installed from now on */
 	struct fp_unwind_stats u_stats;
 	/* The table being received, part by part. */
 	struct fp_build_id u_part_id;
@@ -122,11 +124,17 @@ int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
 	}
 	r = &rows[lo];
 	if (FP_UNWIND_RULE(r) == FP_UNWIND_FP ||
-	    (FP_UNWIND_RULE(r) == FP_UNWIND_SP && r->ur_cfa != ENTRY_CFA)) {
+	    (FP_UNWIND_RULE(r) == FP_UNWIND_SP &&
+	     (r->ur_cfa != ENTRY_CFA || u->u_tables[t].t_function_rows))) {
 		*start = r->ur_pc;
 		return 0;
 	}
 	return -ENOENT;
+}
+
+void fp_unwind_set_function_rows(struct fp_unwind *u, int on)
+{
+	u->u_function_rows = !!on;
 }
 
 int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *start, void *arg)
@@ -245,7 +253,8 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 	where = (struct fp_unwind_table){ (uint32_t)first, n };
 	if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where, BPF_ANY))
 		return -errno;
-	u->u_tables[t] = (struct table){ *id, (uint32_t)first, n, ++u->u_tick, 1, NULL };
+	u->u_tables[t] = (struct table){ *id, (uint32_t)first, n, ++u->u_tick, 1,
+					 u->u_function_rows, NULL };
 	if ((py = fp_unwind_table_cpython(blob, len)) &&
 	    (u->u_tables[t].t_py = malloc(sizeof(*py))))
 		*u->u_tables[t].t_py = *py;

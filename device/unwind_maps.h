@@ -82,13 +82,23 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
  * its function's start, and the next function's first row differs from
  * it.  A function's .cold part starts in its hot part's state instead;
  * the symbolizer's compiler keeps a row at every function's start for it
- * (symbolizer/elf/cfi.c, append).  The symbolizer then resolves the row's
- * start to the same function as offset, and the agent reads no symbol
- * table.  0, or -ENOENT (no table for id, offset before its first row, or
- * a row in the entry state or of another rule, which may span two
- * functions in a table compiled without those rows). */
+ * (symbolizer/elf/cfi.c, append).  With those rows, a row in the entry
+ * state lies within one function too: for a table installed after
+ * fp_unwind_set_function_rows(u, 1), its start is given as well.  The
+ * symbolizer then resolves the row's start to the same function as
+ * offset, and the agent reads no symbol table.  0, or -ENOENT (no table
+ * for id, offset before its first row, a row of another rule (no CFI,
+ * PLT, signal frame, outermost), or in the entry state in a table that
+ * may lack those rows). */
 int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
 			uint64_t offset, uint64_t *start);
+
+/* fp_unwind_set_function_rows: whether the tables installed from now on
+ * come from a compiler that keeps a row at every function's start (the
+ * symbolizer announced FP_FEATURE_FUNCTION_ROWS, or fleetprof record
+ * compiled them); a table keeps what was set when it was installed.
+ * Off at first. */
+void fp_unwind_set_function_rows(struct fp_unwind *u, int on);
 
 /* fp_unwind_fold: fp_unwind_row_start as the collector's fold hook
  * (fp_collector_set_fold_fn), arg the struct fp_unwind. */

@@ -122,9 +122,11 @@ class Symbolizer:
 
 
 def start_agent(build, addr, hz, interval, pid=None):
+    """pid: one process, a list of them (-p each), or None for all."""
+    pids = pid if isinstance(pid, list) else [pid] if pid else []
     return subprocess.Popen(
         [f"{build}/fleetprof-agent", "--server", addr, "-F", str(hz), "--interval", str(interval),
-         *(["-p", str(pid)] if pid else []), "-v"], stderr=subprocess.PIPE, text=True)
+         *[x for p in pids for x in ("-p", str(p))], "-v"], stderr=subprocess.PIPE, text=True)
 
 
 def bpf_stats(on):
@@ -428,7 +430,9 @@ def python_deep(args, tmp, symb):
 
 def python_daemons(args, tmp, symb):
     """Ten pydaemon.py variants under the agent, all processes, default
-    frequency and interval; the second half of the run is the steady state."""
+    frequency and interval; the second half of the run is the steady state.
+    A second agent beside it samples only the daemons (-p each): their own
+    wire bytes, whatever else the host runs."""
     secs = args.daemon_seconds
     daemons = [subprocess.Popen([args.python, PYDAEMON, str(v), str(secs + 10)])
                for v in range(10)]
@@ -438,6 +442,8 @@ def python_daemons(args, tmp, symb):
         started = time.time()
         bpf_stats(True)
         agent = start_agent(args.build, symb.addr, 99, 10)
+        only = start_agent(args.build, symb.addr, 99, 10, [d.pid for d in daemons])
+        only_tail = AgentLog(only, [])
         t0 = time.monotonic()
         rss = PeakRss(agent.pid)
         # Every code object read is a few process_vm_readv calls: each
@@ -452,6 +458,7 @@ def python_daemons(args, tmp, symb):
         cpu1, t2 = cpu_ns(agent.pid), time.monotonic()
         agent_cpu, log = stop_agent(agent)
         elapsed = time.monotonic() - t0
+        _, only_log = stop_agent(only, only_tail)
     finally:
         bpf_stats(False)
         for d in daemons:
@@ -475,7 +482,7 @@ def python_daemons(args, tmp, symb):
             "steady_cpu_s": (cpu1 - cpu0) / 1e9, "rss_kb": rss.kib, "anon_kb": rss.anon_kib,
             "map_bytes": map_bytes, "runs": runs, "ns_per_run": ns_per_run,
             "samples": samples_taken(log), "share": 100.0 * py / total if total else 0.0,
-            "steady": steady_bytes_per_sample(log),
+            "steady": steady_bytes_per_sample(log), "only": steady_bytes_per_sample(only_log),
             "all": float(wire.group(2)) if wire else float("nan"),
             "trie": [int(x) for x in trie.groups()] if trie else [0, 0, 0, 0],
             "readv_per_s": sum(p in mine for t, p in readv if t >= t1) / (t2 - t1),
@@ -739,6 +746,7 @@ def python_lines(args, py):
              row("heap and private memory (peak RssAnon), KiB", m["anon_kb"]),
              row("BPF map memory, KiB", m["map_bytes"] // 1024),
              row("wire bytes/sample, steady state (goal <= 2)", f"{m['steady']:.2f}"),
+             row("  the same, a second agent with -p on the ten daemons", f"{m['only']:.2f}"),
              row("wire bytes/sample, whole run (excl. kallsyms)", f"{m['all']:.2f}"),
              row("stack-trie nodes at exit, all processes", m["trie"][0]),
              "  native user frames {1}, kernel {2}, Python {3}".format(*m["trie"]),

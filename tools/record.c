@@ -228,14 +228,16 @@ int fp_cmd_record(int argc, char **argv)
 	if (!err && pid && unwind_mb)
 		compile_tables(res, pid);
 	if (!err) {
-		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pid = pid,
-					      .so_ringbuf_bytes = 0,
+		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pids = { pid },
+					      .so_npids = pid ? 1 : 0, .so_ringbuf_bytes = 0,
 					      .so_unwind_bytes = (size_t)unwind_mb << 20,
 					      .so_fn = on_sample, .so_arg = col };
 		err = fp_sampler_open(&smp, &so);
 		if (!err)
 			fp_collector_set_known_fn(col, on_known, smp);
 		if (!err && unwind_mb && !(err = fp_unwind_alloc(&ru.ru_tables, smp))) {
+			/* the tables come from this program's own compiler */
+			fp_unwind_set_function_rows(ru.ru_tables, 1);
 			if (!no_python && !(err = fp_python_alloc(&py, smp, ru.ru_tables, "/proc"))) {
 				fp_collector_set_maps_fn(col, fp_python_on_maps, py);
 				fp_collector_set_pycode_fn(col, fp_python_read_code, py);
@@ -278,6 +280,7 @@ int fp_cmd_record(int argc, char **argv)
 		}
 	}
 	fp_sampler_poll(smp, 0);
+	fp_info("sampling stopped");
 	fp_sampler_counters(smp, bpf);
 	if (py) {
 		struct fp_python_stats ps;

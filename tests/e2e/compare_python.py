@@ -12,7 +12,15 @@ Checks, each printed as a PASS:/FAIL: line with the numbers:
             carry Python frames (the walk found them);
   thread-split  (with --cpu) each thread's share of fleetprof's samples is
             within 5 points of its share of the process's CPU time, as the
-            kernel accounts it (/proc/PID/task/TID/schedstat);
+            kernel accounts it (/proc/PID/task/TID/schedstat), or within 4
+            standard deviations of a share estimated from that many samples
+            when that is wider (a starved process: on a busy host py-spy's
+            stops take most of its CPU time; 500 samples of a thread with a
+            third of it allow 8.5 points).  Wrong threads still fail:
+            pywork's two threads have a third to a half of the CPU time
+            each, so samples all put on one thread (or on the process's
+            main thread) are 33 to 50 points off, and two threads swapped
+            when they do not split it evenly;
   shares    within each thread (told apart by its outermost Python
             function), every Python function on at least 5% of py-spy's
             samples of the thread has an inclusive share in fleetprof's
@@ -214,11 +222,17 @@ def main():
         total_cpu, total_mine = sum(cpu.values()), sum(mine.values())
         gaps = ['%d %.1f/%.1f' % (t, 100 * mine[t] / total_mine, 100 * cpu[t] / total_cpu)
                 for t in sorted(cpu) if total_cpu and cpu[t] / total_cpu >= a.min_share]
-        worst_t = max([abs(mine[t] / total_mine - cpu[t] / total_cpu)
-                       for t in cpu if total_cpu and cpu[t] / total_cpu >= a.min_share] or [1])
-        print('  threads %% of samples/of CPU time: ' + ', '.join(gaps))
-        verdict('thread-split', total_mine > 0 and worst_t <= a.tolerance,
-                'worst gap %.1f points' % (100 * worst_t))
+        # (gap, room) per thread of at least --min-share of the CPU time;
+        # the worst is the one furthest beyond its room.  None: a failure.
+        checked = [(abs(mine[t] / total_mine - cpu[t] / total_cpu),
+                    max(a.tolerance, 4 * (cpu[t] / total_cpu * (1 - cpu[t] / total_cpu)
+                                          / total_mine) ** 0.5))
+                   for t in cpu if total_cpu and total_mine and cpu[t] / total_cpu >= a.min_share]
+        worst_t, allowed = max(checked or [(1.0, a.tolerance)], key=lambda g: g[0] - g[1])
+        print('  threads % of samples/of CPU time: ' + ', '.join(gaps))
+        verdict('thread-split', total_mine > 0 and worst_t <= allowed,
+                'worst gap %.1f points, %.1f allowed, %d samples'
+                % (100 * worst_t, 100 * allowed, total_mine))
 
     # Within each thread, every function's inclusive share against py-spy's.
     worst, rows = 0.0, []
@@ -234,7 +248,7 @@ def main():
             o = osh.get(fn, 0.0)
             worst = max(worst, abs(o - sv))
             rows.append('%s/%s %.1f/%.1f' % (t, fn, 100 * o, 100 * sv))
-    print('  inclusive %% within the thread, fleetprof/py-spy: ' + ', '.join(rows))
+    print('  inclusive % within the thread, fleetprof/py-spy: ' + ', '.join(rows))
     verdict('shares', bool(rows) and worst <= a.tolerance,
             '%d functions, worst gap %.1f points' % (len(rows), 100 * worst))
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """pyfold.py FLEETPROF FILE TABLE DEBUGDIR: for the rows of FILE's unwind table
 (TABLE, from `fleetprof symbolize -u`) that the agent folds frames to
-(fp_unwind_row_start: not in a function's entry state), whether
+(fp_unwind_row_start: those of the SP and FP rules, in any state, as the
+agent does with a table of today's compiler, FP_FEATURE_FUNCTION_ROWS), whether
 `fleetprof symbolize` names the same function at the row's start as at
 addresses inside the row.  Prints "rows N addresses M differ D" and the
 first differences; exits 1 if any differ."""
@@ -14,7 +15,6 @@ fleetprof, path, table, debug = sys.argv[1:5]
 blob = open(table, "rb").read()
 _, _, arch, _, nrows, _ = struct.unpack_from("<4sHBBII", blob, 0)
 rows = [struct.unpack_from("<IHBb", blob, 16 + 8 * i) for i in range(nrows)]
-entry = 0 if arch == 2 else 1
 loads = []
 for line in subprocess.run(["readelf", "-lW", path], capture_output=True,
                            text=True).stdout.splitlines():
@@ -32,8 +32,7 @@ def vaddr(off):
 
 # Every foldable row, at most 4,000 of them evenly: its start, its middle
 # and its last byte.
-fold = [i for i in range(nrows - 1)
-        if (rows[i][2] & 15) == 2 or ((rows[i][2] & 15) == 1 and rows[i][1] != entry)]
+fold = [i for i in range(nrows - 1) if (rows[i][2] & 15) in (1, 2)]
 step = max(1, len(fold) // 4000)
 pairs = []
 for i in fold[::step]:

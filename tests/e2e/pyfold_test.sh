@@ -4,9 +4,12 @@
 # For the interpreters tests/python/fetch.sh provides with their debug
 # files, and for libc with libc6-dbg's, `fleetprof symbolize` must name the
 # same function at each foldable row's start as in its middle and at its
-# end (pyfold.py; 4,000 rows evenly spread).  Before the table compiler
-# kept a row at every function's start, adjacent .cold parts in the same
-# state shared a row, and 15 of about 5,000 pairs differed per interpreter.
+# end (pyfold.py; 4,000 rows evenly spread), rows in a function's entry
+# state included, as the agent folds them with tables of a symbolizer
+# that announces function rows (FP_FEATURE_FUNCTION_ROWS).  Before the
+# table compiler kept a row at every function's start, adjacent .cold
+# parts in the same state shared a row, and 15 of about 5,000 pairs
+# differed per interpreter; adjacent leaf functions would share one too.
 TEST=pyfold
 . "$(dirname "$0")/lib.sh"
 

@@ -53,6 +53,7 @@ start() {
 cpu_ns() {
 	local t
 	for t in /proc/"$1"/task/*; do
+		[ -r "$t/schedstat" ] || continue
 		echo "${t##*/} $(cut -d' ' -f1 "$t/schedstat" 2> /dev/null || echo 0)"
 	done
 }
@@ -60,17 +61,25 @@ cpu_ns() {
 versions=0
 while read -r ver src root interp _; do
 	name="$ver-$src"
-	start "$root" "$interp" tests/workload/pywork.py $((SECONDS_EACH + 10))
+	start "$root" "$interp" tests/workload/pywork.py $((SECONDS_EACH + 60))
 	pid=$!
 	PIDS+=("$pid")
 	sleep 1
-	cpu_ns "$pid" | sort > "$TMP/$name.cpu0"
+	# The threads' CPU time over the seconds record samples, from its
+	# "sampling" line to its "sampling stopped" line: not from its
+	# start-up to the end of its symbolization, which on a busy host
+	# outlasted the workload (no CPU time at all: a gap of 100 points).
 	"$FP" record -p "$pid" -d "$SECONDS_EACH" -F 499 -o "$TMP/$name" > "$TMP/$name.rec" 2>&1 &
 	rec=$!
+	wait_for 60 grep -q 'sampling one process' "$TMP/$name.rec"
+	cpu_ns "$pid" | sort > "$TMP/$name.cpu0"
 	"$SPY" record -p "$pid" -d "$SECONDS_EACH" -r 499 -f raw \
-		-o "$TMP/$name.spy" > "$TMP/$name.spylog" 2>&1
-	wait "$rec"
+		-o "$TMP/$name.spy" > "$TMP/$name.spylog" 2>&1 &
+	spy=$!
+	wait_for $((SECONDS_EACH + 60)) grep -q 'sampling stopped' "$TMP/$name.rec"
 	cpu_ns "$pid" | sort > "$TMP/$name.cpu1"
+	wait "$spy"
+	wait "$rec"
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	if [ ! -s "$TMP/$name/profile.pb.gz" ] || [ ! -s "$TMP/$name.spy" ]; then
@@ -79,7 +88,10 @@ while read -r ver src root interp _; do
 	fi
 	PPROF_BINARY_PATH=/nonexistent "$GO" tool pprof -raw "$TMP/$name/profile.pb.gz" \
 		> "$TMP/$name.raw" 2>&1
-	join "$TMP/$name.cpu0" "$TMP/$name.cpu1" | awk '{ printf "%d %d\n", $1, $3 - $2 }' > "$TMP/$name.cpu"
+	# %.0f: mawk's %d stops at 2^31 - 1, 2.1 s of CPU time, so that every
+	# thread past it had the same share (50/50 for two, whatever the
+	# truth: the check then failed when a busy host moved the split).
+	join "$TMP/$name.cpu0" "$TMP/$name.cpu1" | awk '{ printf "%d %.0f\n", $1, $3 - $2 }' > "$TMP/$name.cpu"
 	python3 tests/e2e/compare_python.py --name "$name" --cpu "$TMP/$name.cpu" \
 		"$TMP/$name.raw" "$TMP/$name.spy"
 	# The folded output names them qualname_[py]: the method of a class

@@ -172,9 +172,12 @@ static void test_full_conversation(void)
 	if (!res || !s)
 		return;
 
-	/* Hello: the server asks for the kernel's symbols. */
+	/* Hello: the server asks for the kernel's symbols, and says what it
+	 * reads and promises beyond the first revision: the varint keys, and
+	 * a row at every function's start in the unwind tables it sends. */
 	CHECK_EQ_INT(send_hello(s, 42, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	CHECK(r.fr_features == (FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS));
 	CHECK_EQ_INT(r.fr_nwant, 1);
 	if (r.fr_nwant == 1) {
 		struct fp_build_id k = kernel_id();

@@ -269,6 +269,21 @@ static void test_parts(void)
 	free(ta), free(tb);
 }
 
+/* table_of: a table blob of the n rows (malloc'd), its length in *len. */
+static struct fp_unwind_header *table_of(const struct fp_unwind_row *rows, size_t n, size_t *len)
+{
+	struct fp_unwind_header *h;
+
+	*len = sizeof(*h) + n * sizeof(*rows);
+	h = calloc(1, *len);
+	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
+	h->uh_version = FP_UNWIND_VERSION;
+	h->uh_arch = ARCH;
+	h->uh_nrows = (uint32_t)n;
+	memcpy(h + 1, rows, n * sizeof(*rows));
+	return h;
+}
+
 /* Two functions as the compiler writes them: f at 0x1000 (entry; push,
  * CFA + 16 from 0x1001; body from 0x1008 at CFA + 48; epilogue back to the
  * entry state from 0x1080), g right after it at 0x1090 with no push of
@@ -303,14 +318,9 @@ static void test_row_start(void)
 	struct fp_unwind_header *h;
 	struct fp_unwind *u;
 	uint64_t start;
-	size_t len = sizeof(*h) + sizeof(rows), i;
+	size_t len, i;
 
-	h = calloc(1, len);
-	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
-	h->uh_version = FP_UNWIND_VERSION;
-	h->uh_arch = ARCH;
-	h->uh_nrows = sizeof(rows) / sizeof(rows[0]);
-	memcpy(h + 1, rows, sizeof(rows));
+	h = table_of(rows, sizeof(rows) / sizeof(rows[0]), &len);
 	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
 	CHECK_EQ_INT(fp_unwind_row_start(u, &id, 0x1004, &start), -ENOENT); /* no table yet */
 	CHECK_EQ_INT(fp_unwind_add(u, &id, h, len), 0);
@@ -324,10 +334,64 @@ static void test_row_start(void)
 	free(h);
 }
 
+/* A table from a compiler that keeps a row at every function's start
+ * (FP_FEATURE_FUNCTION_ROWS): f at 0x1000 as above, g at 0x1090 with a
+ * row of its own equal to f's last, a PLT at 0x3000.  Entry-state rows
+ * fold too once the table is installed so marked; a table installed
+ * before, or after the mark is taken back, does not. */
+static void test_row_start_function_rows(void)
+{
+	static const struct fp_unwind_row rows[] = {
+		{ 0x1000, ENTRY, FP_UNWIND_SP, 0 },   { 0x1001, 2, FP_UNWIND_SP, -2 },
+		{ 0x1008, 6, FP_UNWIND_SP, -2 },      { 0x1080, ENTRY, FP_UNWIND_SP, 0 },
+		{ 0x1090, ENTRY, FP_UNWIND_SP, 0 },   { 0x2004, 2, FP_UNWIND_FP, -2 },
+		{ 0x2100, 0, FP_UNWIND_NONE, 0 },     { 0x3000, 0, FP_UNWIND_PLT, 0 },
+		{ 0x3100, 0, FP_UNWIND_NONE, 0 },
+	};
+	static const struct {
+		uint64_t offset;
+		int err;
+		uint64_t start;
+	} cases[] = {
+		{ 0x1000, 0, 0x1000 },     /* f's entry */
+		{ 0x1004, 0, 0x1001 },     /* as before */
+		{ 0x1085, 0, 0x1080 },     /* f's epilogue */
+		{ 0x1095, 0, 0x1090 },     /* g: its own row, never f's */
+		{ 0x2005, 0, 0x2004 },
+		{ 0x2100, -ENOENT, 0 },    /* no CFI */
+		{ 0x3004, -ENOENT, 0 },    /* a PLT entry: each stub is named apart */
+	};
+	struct fp_build_id before = bid(21), marked = bid(22), after = bid(23);
+	struct fp_unwind_header *h;
+	struct fp_unwind *u;
+	uint64_t start;
+	size_t len, i;
+
+	h = table_of(rows, sizeof(rows) / sizeof(rows[0]), &len);
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &before, h, len), 0);
+	fp_unwind_set_function_rows(u, 1);
+	CHECK_EQ_INT(fp_unwind_add(u, &marked, h, len), 0);
+	fp_unwind_set_function_rows(u, 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &after, h, len), 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		start = 7;
+		CHECK_EQ_INT(fp_unwind_row_start(u, &marked, cases[i].offset, &start), cases[i].err);
+		CHECK(start == (cases[i].err ? 7 : cases[i].start));
+	}
+	CHECK_EQ_INT(fp_unwind_row_start(u, &before, 0x1095, &start), -ENOENT);
+	CHECK_EQ_INT(fp_unwind_row_start(u, &after, 0x1000, &start), -ENOENT);
+	CHECK_EQ_INT(fp_unwind_row_start(u, &after, 0x1004, &start), 0);
+	CHECK(start == 0x1001);
+	fp_unwind_free(u);
+	free(h);
+}
+
 int main(void)
 {
-	struct fp_sampler_opts so = { .so_frequency = 1, .so_pid = (uint32_t)getpid(),
-				      .so_unwind_bytes = BUDGET_ROWS * 8, .so_fn = no_samples };
+	struct fp_sampler_opts so = { .so_frequency = 1, .so_pids = { (uint32_t)getpid() },
+				      .so_npids = 1, .so_unwind_bytes = BUDGET_ROWS * 8,
+				      .so_fn = no_samples };
 
 	if (geteuid() != 0) {
 		printf(getenv("CI") ? "FAIL: %s: needs root (CI is set)\n" : "SKIP: %s (needs root)\n",
@@ -344,6 +408,7 @@ int main(void)
 	RUN(test_parts);
 	RUN(test_full_map_swept);
 	RUN(test_row_start);
+	RUN(test_row_start_function_rows);
 	fp_sampler_close(smp);
 	return CHECK_DONE();
 }

@@ -1,8 +1,8 @@
 """pywork.py [SECONDS]: a pure-Python CPU workload for CPython 3.9 to 3.13.
 
 Runs until killed, or for SECONDS.  Two threads run Python code at once
-(the GIL lets one run at a time, so each has about half of the process's
-CPU time):
+(the GIL lets one run at a time: each has a third to a half of the
+process's CPU time, as the host's load moves the hand-overs):
 
   main thread, "model"  Model.run -> Model.step -> Model.inner -> Model.leaf
                         (arithmetic in the leaf)
