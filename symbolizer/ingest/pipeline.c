@@ -1,5 +1,5 @@
-/* pipeline.c: symbol wait, sinks and sequence numbers; the pipeline
- * thread.  See pipeline.h for who owns what. */
+/* pipeline.c: symbol wait, sinks and sequence numbers; the sink
+ * workers.  See pipeline.h for who owns what. */
 #include "pipeline.h"
 #include "cli.h"
 #include "files.h"
@@ -8,14 +8,17 @@
 #include "session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PARKED_POLL_MS 20
+#define SEQ_FILE_MAX 21                 /* 20 digits and a newline */
 
 struct pipeline_job {
 	struct pipeline_job *pj_next;
@@ -36,19 +39,26 @@ struct pipeline_sink {
 	void *ps_arg;
 };
 
+/* A sink worker: the hosts hashed to it are its own (worker_of). */
+struct pipeline_worker {
+	struct fp_pipeline *pw_pipeline;
+	pthread_t pw_thread;
+	pthread_cond_t pw_wake;         /* a profile was queued, or stop */
+	struct pipeline_job *pw_head, *pw_tail; /* under pl_lock */
+};
+
 struct fp_pipeline {
 	struct fp_resolver *pl_resolver;
 	char *pl_state_dir;
 	uint32_t pl_symbol_wait_ms;
 	struct pipeline_sink pl_sinks[FP_PIPELINE_MAX_SINKS];
 	size_t pl_nsinks;
-	pthread_t pl_thread;
+	struct pipeline_worker pl_workers[FP_PIPELINE_WORKERS];
+	size_t pl_nworkers;             /* running */
 	int pl_started;
 	/* Under pl_lock: */
 	pthread_mutex_t pl_lock;
-	pthread_cond_t pl_wake;         /* a profile was queued, or stop */
-	struct pipeline_job *pl_head, *pl_tail;
-	size_t pl_count;                /* queued and set aside */
+	size_t pl_count;                /* queued and set aside, all workers */
 	int pl_stop;
 	struct fp_pipeline_stats pl_stats;
 	struct written_slot *pl_written; /* FP_PIPELINE_WRITTEN_SLOTS */
@@ -69,7 +79,6 @@ int fp_pipeline_alloc(struct fp_pipeline **out, const struct fp_pipeline_opts *o
 	pl->pl_resolver = o->po_resolver;
 	pl->pl_symbol_wait_ms = o->po_symbol_wait_ms;
 	pthread_mutex_init(&pl->pl_lock, NULL);
-	pthread_cond_init(&pl->pl_wake, NULL);
 	*out = pl;
 	return 0;
 }
@@ -137,52 +146,104 @@ uint64_t fp_pipeline_written(struct fp_pipeline *pl, const struct fp_hello *h)
 	return seq;
 }
 
-static int seq_path(const struct fp_pipeline *pl, const struct fp_hello *h, char *dir,
+/* seq_path: DIR/sessions/HOST and DIR/sessions/HOST/SESSION, host being
+ * the name fp_safe_name made of the host's (host_dir). */
+static int seq_path(const char *state_dir, const char *host_dir, uint64_t session, char *dir,
 		    size_t dlen, char *path, size_t plen)
 {
-	char host[256];
-
-	fp_safe_name(h->fh_host, host, sizeof(host));
-	if ((size_t)snprintf(dir, dlen, "%s/sessions/%s", pl->pl_state_dir, host) >= dlen ||
-	    (size_t)snprintf(path, plen, "%s/%016" PRIx64, dir, h->fh_session) >= plen)
+	if ((size_t)snprintf(dir, dlen, "%s/sessions/%s", state_dir, host_dir) >= dlen ||
+	    (size_t)snprintf(path, plen, "%s/%016" PRIx64, dir, session) >= plen)
 		return -ENAMETOOLONG;
 	return 0;
 }
 
+/* seq_read: the sequence number in the file at path, read as untrusted:
+ * a regular file (no symbolic link followed) of at most SEQ_FILE_MAX
+ * bytes holding 1 to 20 decimal digits and a newline, a value that fits
+ * in 64 bits.  0, -ENOENT, -EBADMSG (anything else in it) or another
+ * negative errno. */
+static int seq_read(const char *path, uint64_t *seq)
+{
+	char buf[SEQ_FILE_MAX + 1];
+	uint64_t v = 0;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
+		return errno == ELOOP ? -EBADMSG : -errno;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return errno == EISDIR ? -EBADMSG : -errno;
+	if (n < 2 || n > SEQ_FILE_MAX || buf[n - 1] != '\n' || n - 1 > 20)
+		return -EBADMSG;
+	for (i = 0; i < (size_t)n - 1; i++) {
+		unsigned d = (unsigned)(buf[i] - '0');
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return -EBADMSG;
+		v = v * 10 + d;
+	}
+	*seq = v;
+	return 0;
+}
+
+/* seq_write: seq as the file at path, in place: a fixed-width record
+ * (SEQ_FILE_MAX bytes, zero-padded) over the last one, so that storing
+ * an interval makes no new inode and no deleted one, and the sync writes
+ * one data block.  The directory is made on the first. */
+static int seq_write(const char *dir, const char *path, uint64_t seq)
+{
+	char buf[SEQ_FILE_MAX + 1];
+	ssize_t n;
+	int fd, err = 0;
+
+	snprintf(buf, sizeof(buf), "%020" PRIu64 "\n", seq);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 && errno == ENOENT && !(err = fp_mkdirs(dir)))
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return err ? err : -errno;
+	if ((n = pwrite(fd, buf, SEQ_FILE_MAX, 0)) < 0)
+		err = -errno;
+	else if (n != SEQ_FILE_MAX)
+		err = -EIO;
+	else if (fdatasync(fd) < 0)
+		err = -errno;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	return err;
+}
+
 int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t *seq)
 {
-	char dir[4200], path[4300];
-	unsigned long long v;
-	FILE *f;
-	int err = -ENOENT;
+	char host[256], dir[4200], path[4300];
+	uint64_t v = 0;
 
-	if (!pl->pl_state_dir || seq_path(pl, h, dir, sizeof(dir), path, sizeof(path)))
+	if (!pl->pl_state_dir)
 		return -ENOENT;
-	if (!(f = fopen(path, "re")))
+	fp_safe_name(h->fh_host, host, sizeof(host));
+	if (seq_path(pl->pl_state_dir, host, h->fh_session, dir, sizeof(dir), path, sizeof(path)) ||
+	    seq_read(path, &v))
 		return -ENOENT;
-	if (fscanf(f, "%llu", &v) == 1) {
-		*seq = v;
-		err = 0;
-	}
-	fclose(f);
-	if (!err) {
-		pthread_mutex_lock(&pl->pl_lock);
-		written_note(pl, h, *seq);
-		pthread_mutex_unlock(&pl->pl_lock);
-	}
-	return err;
+	*seq = v;
+	pthread_mutex_lock(&pl->pl_lock);
+	written_note(pl, h, v);
+	pthread_mutex_unlock(&pl->pl_lock);
+	return 0;
 }
 
 static int seq_store(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t seq)
 {
-	char dir[4200], path[4300], buf[32];
-	int n, err;
+	char host[256], dir[4200], path[4300];
+	int err;
 
-	if ((err = seq_path(pl, h, dir, sizeof(dir), path, sizeof(path))) ||
-	    (err = fp_mkdirs(dir)))
+	fp_safe_name(h->fh_host, host, sizeof(host));
+	if ((err = seq_path(pl->pl_state_dir, host, h->fh_session, dir, sizeof(dir), path,
+			    sizeof(path))))
 		return err;
-	n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", seq);
-	return fp_write_file(path, buf, (size_t)n, 0);
+	return seq_write(dir, path, seq);
 }
 
 /* ---- symbols ---- */
@@ -257,7 +318,7 @@ static void finish(struct fp_pipeline *pl, struct pipeline_job *j)
 	job_free(j);
 }
 
-/* wait_inline: without a thread, wait for each busy build-ID in turn. */
+/* wait_inline: without workers, wait for each busy build-ID in turn. */
 static void wait_inline(struct fp_pipeline *pl, struct pipeline_job *j)
 {
 	const struct fp_profile *p = j->pj_profile;
@@ -274,10 +335,19 @@ static void wait_inline(struct fp_pipeline *pl, struct pipeline_job *j)
 	pthread_mutex_unlock(&pl->pl_lock);
 }
 
+/* worker_of: the worker that owns hello's host.  By host, not by
+ * session: a host's files and sequence numbers are in directories of
+ * its own, which then only one thread writes. */
+static struct pipeline_worker *worker_of(struct fp_pipeline *pl, const struct fp_hello *hello)
+{
+	return &pl->pl_workers[fp_hash(hello->fh_host, strlen(hello->fh_host)) % pl->pl_nworkers];
+}
+
 int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struct fp_hello *hello,
 		       uint64_t seq)
 {
 	struct pipeline_job *j = calloc(1, sizeof(*j));
+	struct pipeline_worker *w;
 	int err = 0;
 
 	if (!j || fp_hello_copy(&j->pj_hello, hello)) {
@@ -294,18 +364,19 @@ int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struc
 		finish(pl, j);
 		return 0;
 	}
+	w = worker_of(pl, hello);
 	pthread_mutex_lock(&pl->pl_lock);
 	if (pl->pl_count >= FP_PIPELINE_QUEUE) {
 		pl->pl_stats.pp_dropped++;
 		err = -EAGAIN;
 	} else {
-		if (pl->pl_tail)
-			pl->pl_tail->pj_next = j;
+		if (w->pw_tail)
+			w->pw_tail->pj_next = j;
 		else
-			pl->pl_head = j;
-		pl->pl_tail = j;
+			w->pw_head = j;
+		w->pw_tail = j;
 		pl->pl_count++;
-		pthread_cond_signal(&pl->pl_wake);
+		pthread_cond_signal(&w->pw_wake);
 		j = NULL;
 	}
 	pthread_mutex_unlock(&pl->pl_lock);
@@ -323,27 +394,27 @@ static int behind(const struct pipeline_job *head, const struct pipeline_job *j)
 	return 0;
 }
 
-/* pipeline_main: the pipeline thread.  The profiles set aside for their
- * symbols (parked, oldest first) are its own: no other thread sees that
- * list. */
-static void *pipeline_main(void *arg)
+/* worker_main: a sink worker.  The profiles set aside for their symbols
+ * (parked, oldest first) are its own: no other thread sees that list. */
+static void *worker_main(void *arg)
 {
-	struct fp_pipeline *pl = arg;
+	struct pipeline_worker *w = arg;
+	struct fp_pipeline *pl = w->pw_pipeline;
 	struct pipeline_job *parked = NULL, **tail = &parked, *in, *j, **pp;
 	int stop;
 
 	for (;;) {
 		pthread_mutex_lock(&pl->pl_lock);
-		if (parked && !pl->pl_head && !pl->pl_stop) {
+		if (parked && !w->pw_head && !pl->pl_stop) {
 			uint64_t at = fp_now_ns(CLOCK_REALTIME) + PARKED_POLL_MS * 1000000ull;
 			struct timespec ts = { (time_t)(at / 1000000000ull),
 					       (long)(at % 1000000000ull) };
-			pthread_cond_timedwait(&pl->pl_wake, &pl->pl_lock, &ts);
+			pthread_cond_timedwait(&w->pw_wake, &pl->pl_lock, &ts);
 		}
-		while (!parked && !pl->pl_head && !pl->pl_stop)
-			pthread_cond_wait(&pl->pl_wake, &pl->pl_lock);
-		in = pl->pl_head;
-		pl->pl_head = pl->pl_tail = NULL;
+		while (!parked && !w->pw_head && !pl->pl_stop)
+			pthread_cond_wait(&w->pw_wake, &pl->pl_lock);
+		in = w->pw_head;
+		w->pw_head = w->pw_tail = NULL;
 		stop = pl->pl_stop;
 		pthread_mutex_unlock(&pl->pl_lock);
 
@@ -388,17 +459,44 @@ static void *pipeline_main(void *arg)
 	return NULL;
 }
 
+/* stop_workers: the running workers run the sinks of what they hold, and
+ * end. */
+static void stop_workers(struct fp_pipeline *pl)
+{
+	size_t i;
+
+	pthread_mutex_lock(&pl->pl_lock);
+	pl->pl_stop = 1;
+	for (i = 0; i < pl->pl_nworkers; i++)
+		pthread_cond_signal(&pl->pl_workers[i].pw_wake);
+	pthread_mutex_unlock(&pl->pl_lock);
+	for (i = 0; i < pl->pl_nworkers; i++) {
+		pthread_join(pl->pl_workers[i].pw_thread, NULL);
+		pthread_cond_destroy(&pl->pl_workers[i].pw_wake);
+	}
+	pl->pl_nworkers = 0;
+}
+
 int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms)
 {
+	struct pipeline_worker *w;
 	int err;
 
 	if (pl->pl_started)
 		return -EINVAL;
 	pl->pl_symbol_wait_ms = symbol_wait_ms;
 	pl->pl_started = 1;
-	if ((err = pthread_create(&pl->pl_thread, NULL, pipeline_main, pl))) {
-		pl->pl_started = 0;
-		return -err;
+	for (; pl->pl_nworkers < FP_PIPELINE_WORKERS; pl->pl_nworkers++) {
+		w = &pl->pl_workers[pl->pl_nworkers];
+		w->pw_pipeline = pl;
+		pthread_cond_init(&w->pw_wake, NULL);
+		if ((err = pthread_create(&w->pw_thread, NULL, worker_main, w))) {
+			pthread_cond_destroy(&w->pw_wake);
+			stop_workers(pl);
+			pl->pl_stop = 0;
+			pl->pl_started = 0;
+			return -err;
+		}
 	}
 	return 0;
 }
@@ -407,14 +505,7 @@ void fp_pipeline_free(struct fp_pipeline *pl)
 {
 	if (!pl)
 		return;
-	if (pl->pl_started) {
-		pthread_mutex_lock(&pl->pl_lock);
-		pl->pl_stop = 1;
-		pthread_cond_signal(&pl->pl_wake);
-		pthread_mutex_unlock(&pl->pl_lock);
-		pthread_join(pl->pl_thread, NULL);
-	}
-	pthread_cond_destroy(&pl->pl_wake);
+	stop_workers(pl);
 	pthread_mutex_destroy(&pl->pl_lock);
 	free(pl->pl_state_dir);
 	free(pl->pl_written);

@@ -27,7 +27,7 @@ struct fp_server {
 	struct fp_server_limits sv_limits;
 	struct fp_resolver *sv_resolver;
 	struct fp_pipeline *sv_pipeline;
-	struct fp_files_sink sv_files;  /* read by the pipeline thread only */
+	struct fp_files_sink sv_files;  /* read by the sink workers only */
 	char *sv_out_dir;
 	/* Under sv_lock: */
 	pthread_mutex_t sv_lock;
