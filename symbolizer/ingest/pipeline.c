@@ -7,6 +7,8 @@
 #include "log.h"
 #include "session.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,11 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PARKED_POLL_MS 20
 #define SEQ_FILE_MAX 21                 /* 20 digits and a newline */
+#define SEQ_READS 4                     /* tries for two reads of a record that agree */
+#define OLD_SEQ_PREFIX ".session-"      /* OUT/HOST/.session-SESSION, before the pipeline */
+#define MIGRATED_MARKER ".moved-from-out" /* STATE/sessions/: OLD_SEQ_PREFIX files moved */
 
 struct pipeline_job {
 	struct pipeline_job *pj_next;
@@ -157,26 +163,47 @@ static int seq_path(const char *state_dir, const char *host_dir, uint64_t sessio
 	return 0;
 }
 
-/* seq_read: the sequence number in the file at path, read as untrusted:
- * a regular file (no symbolic link followed) of at most SEQ_FILE_MAX
- * bytes holding 1 to 20 decimal digits and a newline, a value that fits
- * in 64 bits.  0, -ENOENT, -EBADMSG (anything else in it) or another
- * negative errno. */
-static int seq_read(const char *path, uint64_t *seq)
+/* seq_read: the sequence number in the file name (relative to dirfd, or
+ * AT_FDCWD), read as untrusted: a regular file (no symbolic link
+ * followed) of at most SEQ_FILE_MAX bytes holding 1 to 20 decimal digits
+ * and a newline, a value that fits in 64 bits.  0, -ENOENT, -EBADMSG
+ * (anything else there), -EBUSY (it kept changing as it was read) or
+ * another negative errno. */
+static int seq_read(int dirfd, const char *name, uint64_t *seq)
 {
 	char buf[SEQ_FILE_MAX + 1];
 	uint64_t v = 0;
+	struct stat st;
 	ssize_t n;
 	size_t i;
-	int fd;
+	int fd, err;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
+	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
 		return errno == ELOOP ? -EBADMSG : -errno;
-	n = read(fd, buf, sizeof(buf));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EBADMSG;
+	}
+	/* A worker may be rewriting the record as it is read (a session
+	 * saying hello again with intervals queued): read until two reads
+	 * agree, so that old and new digits are never taken mixed. */
+	n = pread(fd, buf, sizeof(buf), 0);
+	for (i = 0; n >= 0 && i < SEQ_READS; i++) {
+		char again[sizeof(buf)];
+		ssize_t m = pread(fd, again, sizeof(again), 0);
+
+		if (m == n && !memcmp(buf, again, (size_t)n))
+			break;
+		memcpy(buf, again, sizeof(buf));
+		n = m;
+	}
+	err = n < 0 ? -errno : 0;
 	close(fd);
-	if (n < 0)
-		return errno == EISDIR ? -EBADMSG : -errno;
-	if (n < 2 || n > SEQ_FILE_MAX || buf[n - 1] != '\n' || n - 1 > 20)
+	if (err)
+		return err;
+	if (i == SEQ_READS)
+		return -EBUSY;
+	if (n < 2 || n > SEQ_FILE_MAX || buf[n - 1] != '\n')
 		return -EBADMSG;
 	for (i = 0; i < (size_t)n - 1; i++) {
 		unsigned d = (unsigned)(buf[i] - '0');
@@ -225,7 +252,7 @@ int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *h, uint6
 		return -ENOENT;
 	fp_safe_name(h->fh_host, host, sizeof(host));
 	if (seq_path(pl->pl_state_dir, host, h->fh_session, dir, sizeof(dir), path, sizeof(path)) ||
-	    seq_read(path, &v))
+	    seq_read(AT_FDCWD, path, &v))
 		return -ENOENT;
 	*seq = v;
 	pthread_mutex_lock(&pl->pl_lock);
@@ -244,6 +271,92 @@ static int seq_store(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t 
 			    sizeof(path))))
 		return err;
 	return seq_write(dir, path, seq);
+}
+
+/* ---- sequence numbers of older symbolizers ---- */
+
+/* migrate_host: the OLD_SEQ_PREFIX files in host (an open directory of
+ * the output tree) moved to the state directory.  Counts in *moved and
+ * *bad; the first bad one's name in bad_name. */
+static void migrate_host(struct fp_pipeline *pl, DIR *host, const char *host_name,
+			 size_t *moved, size_t *bad, char *bad_name, size_t blen)
+{
+	char safe[256], dir[4200], path[4300];
+	size_t i, plen = strlen(OLD_SEQ_PREFIX);
+	struct dirent *de;
+	uint64_t session, seq, have;
+	int err;
+
+	fp_safe_name(host_name, safe, sizeof(safe));
+	while ((de = readdir(host))) {
+		if (strncmp(de->d_name, OLD_SEQ_PREFIX, plen) || strlen(de->d_name) != plen + 16)
+			continue;
+		for (i = 0, session = 0, err = 0; i < 16 && !err; i++) {
+			char c = de->d_name[plen + i];
+
+			err = isxdigit((unsigned char)c) ? 0 : -EBADMSG;
+			session = session << 4 | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+		}
+		if (!err)
+			err = seq_read(dirfd(host), de->d_name, &seq);
+		if (!err && !(err = seq_path(pl->pl_state_dir, safe, session, dir, sizeof(dir),
+					     path, sizeof(path))) &&
+		    (seq_read(AT_FDCWD, path, &have) || have < seq))
+			err = seq_write(dir, path, seq);
+		if (!err && unlinkat(dirfd(host), de->d_name, 0) < 0)
+			err = -errno;
+		if (err) {
+			if (!(*bad)++)
+				snprintf(bad_name, blen, "%s/%s: %s", host_name, de->d_name,
+					 strerror(-err));
+			continue;
+		}
+		(*moved)++;
+	}
+}
+
+int fp_pipeline_migrate(struct fp_pipeline *pl, const char *out_dir)
+{
+	char marker[4200], bad_name[600] = "";
+	size_t moved = 0, bad = 0;
+	struct dirent *de;
+	DIR *out, *host;
+	int fd, err;
+
+	if (!pl->pl_state_dir)
+		return 0;
+	if ((size_t)snprintf(marker, sizeof(marker), "%s/sessions/" MIGRATED_MARKER,
+			     pl->pl_state_dir) >= sizeof(marker))
+		return -ENAMETOOLONG;
+	if (access(marker, F_OK) == 0)
+		return 0;
+	if (!(out = opendir(out_dir)))
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(out))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* A host's directory, never one a symbolic link points to. */
+		fd = openat(dirfd(out), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!(host = fdopendir(fd))) {
+			close(fd);
+			continue;
+		}
+		migrate_host(pl, host, de->d_name, &moved, &bad, bad_name, sizeof(bad_name));
+		closedir(host);
+	}
+	closedir(out);
+	if (moved)
+		fp_info("moved the last interval of %zu sessions from %s/HOST/" OLD_SEQ_PREFIX
+			"* (older symbolizers) to %s/sessions", moved, out_dir, pl->pl_state_dir);
+	if (bad)
+		fp_warnx("left %zu " OLD_SEQ_PREFIX "* files of older symbolizers in %s unread, "
+			 "the first %s", bad, out_dir, bad_name);
+	/* The marker is a directory: fp_mkdirs makes sessions/ with it. */
+	if ((err = fp_mkdirs(marker)))
+		fp_warnx("cannot note in %s that they were moved: %s", marker, strerror(-err));
+	return err;
 }
 
 /* ---- symbols ---- */

@@ -101,6 +101,19 @@ int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struc
  * (none). */
 int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *hello, uint64_t *seq);
 
+/* fp_pipeline_migrate: before the pipeline kept sequence numbers under
+ * the state directory, the server kept them in the output tree, as
+ * OUT/HOST/.session-SESSION.  Moves each such file's number to where
+ * fp_pipeline_last_seq finds it (the larger one if both have one) and
+ * removes the file; a file that is not a regular one of 1 to 20 digits
+ * and a newline (read as untrusted: at most 21 bytes, no symbolic link
+ * followed, of files or of host directories) is left, counted and
+ * logged.  Logs how many were moved.  Done once: a marker,
+ * STATE/sessions/.moved-from-out, says so to later calls.  Before
+ * fp_pipeline_start.  0 (also without a state directory or output tree)
+ * or a negative errno from making the marker. */
+int fp_pipeline_migrate(struct fp_pipeline *pl, const char *out_dir);
+
 /* fp_pipeline_written: the seq of the last interval of hello's session
  * whose sinks have run (each earlier one has run or was dropped); 0 when
  * unknown: none yet, or forgotten for another session hashed to its slot

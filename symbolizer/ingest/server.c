@@ -77,6 +77,7 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 		s->sv_files = (struct fp_files_sink){ .fs_dir = s->sv_out_dir,
 						      .fs_layout = FP_FILES_INTERVALS };
 		fp_pipeline_add_sink(s->sv_pipeline, fp_files_sink, &s->sv_files);
+		fp_pipeline_migrate(s->sv_pipeline, out_dir); /* logs what it could not */
 	}
 	*out = s;
 	return 0;

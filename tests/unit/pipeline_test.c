@@ -2,11 +2,13 @@
  * build-ID that a resolver worker is ingesting (a copy of libc's debug
  * file, not cached) waits for it and reaches its sink resolved; with no
  * wait it reaches the sink at once, unresolved.  Sequence numbers are
- * kept under the state directory. */
+ * kept under the state directory; those older symbolizers left in the
+ * output tree are moved there once, and damaged ones are left. */
 #include "check.h"
 #include "cli.h"
 #include "elfnote.h"
 #include "elfsyms.h"
+#include "files.h"
 #include "pipeline.h"
 #include "resolver.h"
 
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[64], debug_copy[128];
@@ -165,6 +168,115 @@ static void test_waits_for_symbols(void)
 	fp_pipeline_free(pl);
 }
 
+/* put: a file of contents s at tmpdir/rel. */
+static int put(const char *rel, const char *s)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+	if (!(f = fopen(path, "w")))
+		return -errno;
+	fputs(s, f);
+	return fclose(f) ? -errno : 0;
+}
+
+/* exists: whether tmpdir/rel is there (a symbolic link itself). */
+static int exists(const char *rel)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+	return lstat(path, &st) == 0;
+}
+
+/* NONE: last_seq found none (no test stores this one). */
+#define NONE UINT64_MAX
+
+static uint64_t last_seq(struct fp_pipeline *pl, const char *host, uint64_t session)
+{
+	char name[64];
+	struct fp_hello h = { .fh_session = session, .fh_host = name };
+	uint64_t seq = 0;
+
+	snprintf(name, sizeof(name), "%s", host);
+	return fp_pipeline_last_seq(pl, &h, &seq) ? NONE : seq;
+}
+
+static void test_migrate(void)
+{
+	static const char *const bad[] = {
+		"out/h1/.session-000000000000002b",	/* 21 digits */
+		"out/h1/.session-000000000000002c",	/* not digits */
+		"out/h1/.session-000000000000002d",	/* 2^64 */
+		"out/h1/.session-000000000000002e",	/* no newline */
+		"out/h1/.session-000000000000002f",	/* a symbolic link */
+		"out/h1/.session-00000000000000zz",	/* not a session id */
+	};
+	struct fp_pipeline_opts po = { 0 };
+	struct fp_pipeline *pl;
+	char state[128], path[256], target[256];
+	size_t i;
+
+	snprintf(state, sizeof(state), "%s/mstate", tmpdir);
+	snprintf(path, sizeof(path), "%s/out/h1", tmpdir);
+	CHECK_EQ_INT(fp_mkdirs(path), 0);
+	snprintf(path, sizeof(path), "%s/out/h2", tmpdir);
+	CHECK_EQ_INT(fp_mkdirs(path), 0);
+	snprintf(path, sizeof(path), "%s/elsewhere", tmpdir);
+	CHECK_EQ_INT(fp_mkdirs(path), 0);
+	CHECK_EQ_INT(put("out/h1/.session-000000000000002a", "7\n"), 0);
+	CHECK_EQ_INT(put("out/h1/.session-000000000000002b", "123456789012345678901\n"), 0);
+	CHECK_EQ_INT(put("out/h1/.session-000000000000002c", "12x\n"), 0);
+	CHECK_EQ_INT(put("out/h1/.session-000000000000002d", "18446744073709551616\n"), 0);
+	CHECK_EQ_INT(put("out/h1/.session-000000000000002e", "5"), 0);
+	CHECK_EQ_INT(put("out/h1/.session-00000000000000zz", "5\n"), 0);
+	CHECK_EQ_INT(put("out/h1/20231114T221320Z-7.folded", "a;b 1\n"), 0);
+	CHECK_EQ_INT(put("elsewhere/.session-0000000000000001", "9\n"), 0);
+	snprintf(path, sizeof(path), "%s/out/h1/.session-000000000000002f", tmpdir);
+	snprintf(target, sizeof(target), "%s/out/h1/.session-000000000000002a", tmpdir);
+	CHECK_EQ_INT(symlink(target, path), 0);
+	/* A host directory that is a link to another place is not read. */
+	snprintf(path, sizeof(path), "%s/out/h3", tmpdir);
+	snprintf(target, sizeof(target), "%s/elsewhere", tmpdir);
+	CHECK_EQ_INT(symlink(target, path), 0);
+	/* Session 1 of h2: the new place already has a later interval. */
+	CHECK_EQ_INT(put("out/h2/.session-0000000000000001", "99\n"), 0);
+	CHECK_EQ_INT(put("out/h2/.session-0000000000000002", "18446744073709551614\n"), 0);
+	snprintf(path, sizeof(path), "%s/mstate/sessions/h2", tmpdir);
+	CHECK_EQ_INT(fp_mkdirs(path), 0);
+	CHECK_EQ_INT(put("mstate/sessions/h2/0000000000000001", "100\n"), 0);
+
+	po.po_state_dir = state;
+	CHECK_EQ_INT(fp_pipeline_alloc(&pl, &po), 0);
+	snprintf(path, sizeof(path), "%s/out", tmpdir);
+	CHECK_EQ_INT(fp_pipeline_migrate(pl, path), 0);
+	CHECK_EQ_INT(last_seq(pl, "h1", 42), 7);
+	CHECK_EQ_INT(last_seq(pl, "h2", 1), 100);
+	CHECK(last_seq(pl, "h2", 2) == UINT64_MAX - 1);
+	CHECK(!exists("out/h1/.session-000000000000002a"));
+	CHECK(!exists("out/h2/.session-0000000000000001"));
+	CHECK(!exists("out/h2/.session-0000000000000002"));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(exists(bad[i]));
+	CHECK_EQ_INT(last_seq(pl, "h1", 43), NONE);
+	CHECK_EQ_INT(last_seq(pl, "h1", 44), NONE);
+	CHECK_EQ_INT(last_seq(pl, "h1", 45), NONE);
+	CHECK_EQ_INT(last_seq(pl, "h1", 46), NONE);
+	CHECK_EQ_INT(last_seq(pl, "h1", 47), NONE);
+	CHECK(exists("out/h1/20231114T221320Z-7.folded"));
+	CHECK(exists("elsewhere/.session-0000000000000001"));
+	CHECK_EQ_INT(last_seq(pl, "h3", 1), NONE);
+	/* Once: a file found later stays where it is. */
+	CHECK_EQ_INT(put("out/h2/.session-0000000000000003", "3\n"), 0);
+	snprintf(path, sizeof(path), "%s/out", tmpdir);
+	CHECK_EQ_INT(fp_pipeline_migrate(pl, path), 0);
+	CHECK(exists("out/h2/.session-0000000000000003"));
+	CHECK_EQ_INT(last_seq(pl, "h2", 3), NONE);
+	fp_pipeline_free(pl);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -177,6 +289,7 @@ int main(void)
 		return 1;
 	}
 	RUN(test_waits_for_symbols);
+	RUN(test_migrate);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", tmpdir);
