@@ -3,7 +3,8 @@
  * file, not cached) waits for it and reaches its sink resolved; with no
  * wait it reaches the sink at once, unresolved.  Sequence numbers are
  * kept under the state directory; those older symbolizers left in the
- * output tree are moved there once, and damaged ones are left. */
+ * output tree are moved there once, and damaged ones are left.  Several
+ * sink workers keep each host's profiles in order. */
 #include "check.h"
 #include "cli.h"
 #include "elfnote.h"
@@ -15,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +279,87 @@ static void test_migrate(void)
 	fp_pipeline_free(pl);
 }
 
+/* ---- several sink workers ---- */
+
+#define ORDER_HOSTS 16
+#define ORDER_SEQS 50
+
+struct order {
+	pthread_mutex_t or_lock;
+	uint64_t or_last[ORDER_HOSTS];  /* last seq sunk per host */
+	int or_out_of_order;
+	int or_calls;
+	int or_threads_seen;            /* distinct sink threads */
+	pthread_t or_threads[FP_PIPELINE_WORKERS];
+};
+
+static int order_sink(void *arg, const struct fp_profile *p, const struct fp_hello *h,
+		      uint64_t seq)
+{
+	struct order *o = arg;
+	int host = atoi(h->fh_host + 5), i;
+
+	usleep(200); /* as a sync would: the others' turn */
+	pthread_mutex_lock(&o->or_lock);
+	if (seq <= o->or_last[host])
+		o->or_out_of_order++;
+	o->or_last[host] = seq;
+	o->or_calls++;
+	for (i = 0; i < o->or_threads_seen; i++)
+		if (pthread_equal(o->or_threads[i], pthread_self()))
+			break;
+	if (i == o->or_threads_seen && i < FP_PIPELINE_WORKERS)
+		o->or_threads[o->or_threads_seen++] = pthread_self();
+	pthread_mutex_unlock(&o->or_lock);
+	return 0;
+}
+
+/* Profiles of 16 hosts, interleaved, through the workers: every one is
+ * sunk, each host's in the order submitted, by more than one thread, and
+ * each host's last is the written seq the server would tell. */
+static void test_workers_keep_order(void)
+{
+	struct order o = { .or_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct fp_pipeline_opts po = { 0 };
+	struct fp_pipeline_stats ps;
+	struct fp_pipeline *pl;
+	char names[ORDER_HOSTS][16], state[128];
+	struct fp_hello h = { .fh_session = 7 };
+	struct fp_profile *p;
+	int host, seq, ok = 1;
+
+	snprintf(state, sizeof(state), "%s/ostate", tmpdir);
+	po.po_state_dir = state;
+	CHECK_EQ_INT(fp_pipeline_alloc(&pl, &po), 0);
+	CHECK_EQ_INT(fp_pipeline_add_sink(pl, order_sink, &o), 0);
+	CHECK_EQ_INT(fp_pipeline_start(pl, 0), 0);
+	for (seq = 1; seq <= ORDER_SEQS; seq++) {
+		for (host = 0; host < ORDER_HOSTS; host++) {
+			snprintf(names[host], sizeof(names[host]), "host-%d", host);
+			h.fh_host = names[host];
+			ok &= fp_profile_alloc(&p, names[host], 0, 1000000000, 10000000) == 0 &&
+			      fp_pipeline_submit(pl, p, &h, (uint64_t)seq) == 0;
+		}
+	}
+	CHECK(ok);
+	fp_pipeline_free(pl); /* runs every sink still queued */
+	CHECK_EQ_INT(o.or_calls, ORDER_HOSTS * ORDER_SEQS);
+	CHECK_EQ_INT(o.or_out_of_order, 0);
+	CHECK(o.or_threads_seen > 1);
+	printf("  %d profiles of %d hosts, %d sink threads\n", o.or_calls, ORDER_HOSTS,
+	       o.or_threads_seen);
+	/* Each host's sequence number was stored, and a new process finds it. */
+	CHECK_EQ_INT(fp_pipeline_alloc(&pl, &po), 0);
+	for (host = 0; host < ORDER_HOSTS; host++) {
+		CHECK_EQ_INT(last_seq(pl, names[host], 7), ORDER_SEQS);
+		h.fh_host = names[host];
+		CHECK_EQ_INT(fp_pipeline_written(pl, &h), ORDER_SEQS);
+	}
+	fp_pipeline_stats(pl, &ps);
+	CHECK_EQ_INT(ps.pp_state_errors, 0);
+	fp_pipeline_free(pl);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -290,6 +373,7 @@ int main(void)
 	}
 	RUN(test_waits_for_symbols);
 	RUN(test_migrate);
+	RUN(test_workers_keep_order);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", tmpdir);
