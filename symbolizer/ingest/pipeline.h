@@ -29,11 +29,11 @@
  * profiles of other devices go on meanwhile, those of its own session
  * wait behind it.  pl_lock guards the queues, the statistics and the
  * written seqs; the profiles a worker set aside are its own.  Sinks are
- * called by several workers at once, each time for a different host:
- * what a sink shares between hosts it locks itself (push.h, spool.h),
+ * called by several workers at once, never two for the same host: what
+ * a sink shares between hosts it locks itself (push.h, spool.h),
  * what it keeps per host (files.h) needs no lock.  Workers write in
  * parallel because the time of a sink goes to fsync, waiting for the
- * disk, which serves several at once in about the time of one.
+ * disk, which serves several at once (README, "Performance").
  */
 #ifndef FP_PIPELINE_H
 #define FP_PIPELINE_H
