@@ -41,7 +41,7 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .PRECIOUS: $(BUILD)/%.bpf.o
-.PHONY: all deps test check bench soak run fuzz clean format lint
+.PHONY: all deps test check bench soak run fuzz clean format format-check lint
 
 COMMON_SRCS := $(wildcard common/*.c)
 DEVICE_SRCS := $(filter-out device/main.c,$(wildcard device/*.c))
@@ -190,8 +190,23 @@ fuzz: $(FUZZ_BINS)
 	$(Q)for f in $(FUZZ_BINS); do mkdir -p $(BUILD)/corpus/$$(basename $$f); \
 		$$f -max_total_time=$${FUZZ_SECONDS:-60} $(BUILD)/corpus/$$(basename $$f) tests/fuzz/corpus/$$(basename $$f) || exit 1; done
 
+# Formatting against .clang-format: `make format` rewrites the sources in
+# place, `make format-check` only lists the files it would change (and how
+# many of their lines) and fails if there are any.  Generated files under
+# $(BUILD) are not ours to format.
+CLANG_FORMAT ?= $(firstword $(shell command -v clang-format clang-format-19 clang-format-18 \
+	clang-format-17 clang-format-16 clang-format-15 clang-format-14 2>/dev/null) clang-format)
+FORMAT_SRCS := $(filter-out $(BUILD)/%,$(wildcard */*.c */*.h symbolizer/*/*.c symbolizer/*/*.h \
+	tests/*/*.c tests/*/*.h tests/*/*.cc))
+
 format:
-	$(Q)clang-format -i $(wildcard */*.c */*.h symbolizer/*/*.c symbolizer/*/*.h tests/*/*.c tests/*/*.cc)
+	$(Q)$(CLANG_FORMAT) -i $(FORMAT_SRCS)
+
+format-check:
+	$(Q)bad=0; for f in $(FORMAT_SRCS); do \
+		n=$$($(CLANG_FORMAT) --style=file "$$f" | diff "$$f" - | grep -c '^<'); \
+		[ "$$n" -eq 0 ] || { echo "$$f: $$n lines differ from .clang-format"; bad=$$((bad + n)); }; \
+	done; [ "$$bad" -eq 0 ] || { echo "format-check: $$bad lines to change (make format)"; exit 1; }
 
 # Static checks: cppcheck (must be clean), then clang's static analyzer
 # through clang-tidy (advisory: it lists findings to triage, many of them

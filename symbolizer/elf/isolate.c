@@ -1,6 +1,7 @@
 /* isolate.c: fork, confine the child, build the table, send it back
  * through a pipe. */
 #include "isolate.h"
+#include "cli.h"
 #include "cfi.h"
 #include "files.h"
 #include "elfsyms.h"
@@ -10,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,12 +28,26 @@ struct isolate_header {
 	uint64_t ih_len;
 };
 
-static int read_all(int fd, void *buf, size_t len)
+/* read_all: len bytes from fd by deadline_ns (CLOCK_MONOTONIC).  0, or -1
+ * at the end of the stream, an error or the deadline. */
+static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
 {
 	char *p = buf;
 
 	while (len) {
-		ssize_t n = read(fd, p, len);
+		uint64_t now = fp_now_ns(CLOCK_MONOTONIC);
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		ssize_t n;
+		int r;
+
+		if (now >= deadline_ns)
+			return -1;
+		r = poll(&pfd, 1, (int)((deadline_ns - now) / 1000000 + 1));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		n = read(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -132,6 +148,7 @@ int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsi
 {
 	struct isolate_header h;
 	int pipefd[2], status, err = -ECHILD;
+	uint64_t deadline;
 	void *buf = NULL;
 	pid_t pid;
 
@@ -149,16 +166,24 @@ int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsi
 		child(fn, arg, fd, cpu_seconds, pipefd[1]);
 	}
 	close(pipefd[1]);
-	/* Read while the child writes: a large table does not fit a pipe. */
-	if (read_all(pipefd[0], &h, sizeof(h)) == 0) {
+	/* Read while the child writes: a large table does not fit a pipe.
+	 * A child that neither answers nor uses its CPU time (blocked: under
+	 * ASan, on an allocator lock another thread held at the fork) is
+	 * killed when its wall-clock time is up. */
+	deadline = fp_now_ns(CLOCK_MONOTONIC) + (2ull * cpu_seconds + 10) * 1000000000ull;
+	if (read_all(pipefd[0], &h, sizeof(h), deadline) == 0) {
 		if (h.ih_err) {
 			err = h.ih_err < 0 ? h.ih_err : -EINVAL;
 		} else if (h.ih_len && h.ih_len <= SIZE_MAX / 2 && (buf = malloc(h.ih_len)) &&
-			   read_all(pipefd[0], buf, h.ih_len) == 0) {
+			   read_all(pipefd[0], buf, h.ih_len, deadline) == 0) {
 			err = 0;
 		}
 	}
 	close(pipefd[0]);
+	if (err && fp_now_ns(CLOCK_MONOTONIC) >= deadline) {
+		kill(pid, SIGKILL);
+		err = -ETIMEDOUT;
+	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

@@ -1,5 +1,5 @@
-/* pipeline.c: symbol wait, sinks and sequence numbers; the pipeline
- * thread.  See pipeline.h for who owns what. */
+/* pipeline.c: symbol wait, sinks and sequence numbers; the sink
+ * workers.  See pipeline.h for who owns what. */
 #include "pipeline.h"
 #include "cli.h"
 #include "files.h"
@@ -7,18 +7,27 @@
 #include "log.h"
 #include "session.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PARKED_POLL_MS 20
 /* A queue this deep that drains gives its memory back (malloc_trim). */
 #define TRIM_AFTER_DEPTH 64
+#define SEQ_FILE_MAX 21                 /* 20 digits and a newline */
+#define SEQ_READS 4                     /* tries for two reads of a record that agree */
+#define OLD_SEQ_PREFIX ".session-"      /* OUT/HOST/.session-SESSION, before the pipeline */
+#define MIGRATED_MARKER ".moved-from-out" /* STATE/sessions/: OLD_SEQ_PREFIX files moved */
 
 struct pipeline_job {
 	struct pipeline_job *pj_next;
@@ -39,19 +48,26 @@ struct pipeline_sink {
 	void *ps_arg;
 };
 
+/* A sink worker: the hosts hashed to it are its own (worker_of). */
+struct pipeline_worker {
+	struct fp_pipeline *pw_pipeline;
+	pthread_t pw_thread;
+	pthread_cond_t pw_wake;         /* a profile was queued, or stop */
+	struct pipeline_job *pw_head, *pw_tail; /* under pl_lock */
+};
+
 struct fp_pipeline {
 	struct fp_resolver *pl_resolver;
 	char *pl_state_dir;
 	uint32_t pl_symbol_wait_ms;
 	struct pipeline_sink pl_sinks[FP_PIPELINE_MAX_SINKS];
 	size_t pl_nsinks;
-	pthread_t pl_thread;
+	struct pipeline_worker pl_workers[FP_PIPELINE_WORKERS];
+	size_t pl_nworkers;             /* running */
 	int pl_started;
 	/* Under pl_lock: */
 	pthread_mutex_t pl_lock;
-	pthread_cond_t pl_wake;         /* a profile was queued, or stop */
-	struct pipeline_job *pl_head, *pl_tail;
-	size_t pl_count;                /* queued and set aside */
+	size_t pl_count;                /* queued and set aside, all workers */
 	size_t pl_deepest;              /* the most queued since the queue was last empty */
 	size_t pl_busy;                 /* busy from this many queued on */
 	int pl_stop;
@@ -75,7 +91,6 @@ int fp_pipeline_alloc(struct fp_pipeline **out, const struct fp_pipeline_opts *o
 	pl->pl_busy = FP_PIPELINE_BUSY;
 	pl->pl_symbol_wait_ms = o->po_symbol_wait_ms;
 	pthread_mutex_init(&pl->pl_lock, NULL);
-	pthread_cond_init(&pl->pl_wake, NULL);
 	*out = pl;
 	return 0;
 }
@@ -143,52 +158,211 @@ uint64_t fp_pipeline_written(struct fp_pipeline *pl, const struct fp_hello *h)
 	return seq;
 }
 
-static int seq_path(const struct fp_pipeline *pl, const struct fp_hello *h, char *dir,
+/* seq_path: DIR/sessions/HOST and DIR/sessions/HOST/SESSION, host being
+ * the name fp_safe_name made of the host's (host_dir). */
+static int seq_path(const char *state_dir, const char *host_dir, uint64_t session, char *dir,
 		    size_t dlen, char *path, size_t plen)
 {
-	char host[256];
-
-	fp_safe_name(h->fh_host, host, sizeof(host));
-	if ((size_t)snprintf(dir, dlen, "%s/sessions/%s", pl->pl_state_dir, host) >= dlen ||
-	    (size_t)snprintf(path, plen, "%s/%016" PRIx64, dir, h->fh_session) >= plen)
+	if ((size_t)snprintf(dir, dlen, "%s/sessions/%s", state_dir, host_dir) >= dlen ||
+	    (size_t)snprintf(path, plen, "%s/%016" PRIx64, dir, session) >= plen)
 		return -ENAMETOOLONG;
 	return 0;
 }
 
+/* seq_read: the sequence number in the file name (relative to dirfd, or
+ * AT_FDCWD), read as untrusted: a regular file (no symbolic link
+ * followed) of at most SEQ_FILE_MAX bytes holding 1 to 20 decimal digits
+ * and a newline, a value that fits in 64 bits.  0, -ENOENT, -EBADMSG
+ * (anything else there), -EBUSY (it kept changing as it was read) or
+ * another negative errno. */
+static int seq_read(int dirfd, const char *name, uint64_t *seq)
+{
+	char buf[SEQ_FILE_MAX + 1];
+	uint64_t v = 0;
+	struct stat st;
+	ssize_t n;
+	size_t i;
+	int fd, err;
+
+	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
+		return errno == ELOOP ? -EBADMSG : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EBADMSG;
+	}
+	/* A worker may be rewriting the record as it is read (a session
+	 * saying hello again with intervals queued): read until two reads
+	 * agree, so that old and new digits are never taken mixed. */
+	n = pread(fd, buf, sizeof(buf), 0);
+	for (i = 0; n >= 0 && i < SEQ_READS; i++) {
+		char again[sizeof(buf)];
+		ssize_t m = pread(fd, again, sizeof(again), 0);
+
+		if (m == n && !memcmp(buf, again, (size_t)n))
+			break;
+		memcpy(buf, again, sizeof(buf));
+		n = m;
+	}
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	if (i == SEQ_READS)
+		return -EBUSY;
+	if (n < 2 || n > SEQ_FILE_MAX || buf[n - 1] != '\n')
+		return -EBADMSG;
+	for (i = 0; i < (size_t)n - 1; i++) {
+		unsigned d = (unsigned)(buf[i] - '0');
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return -EBADMSG;
+		v = v * 10 + d;
+	}
+	*seq = v;
+	return 0;
+}
+
+/* seq_write: seq as the file at path, in place: a fixed-width record
+ * (SEQ_FILE_MAX bytes, zero-padded) over the last one, so that storing
+ * an interval makes no new inode and no deleted one, and the sync writes
+ * one data block.  The directory is made on the first. */
+static int seq_write(const char *dir, const char *path, uint64_t seq)
+{
+	char buf[SEQ_FILE_MAX + 1];
+	ssize_t n;
+	int fd, err = 0;
+
+	snprintf(buf, sizeof(buf), "%020" PRIu64 "\n", seq);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 && errno == ENOENT && !(err = fp_mkdirs(dir)))
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return err ? err : -errno;
+	if ((n = pwrite(fd, buf, SEQ_FILE_MAX, 0)) < 0)
+		err = -errno;
+	else if (n != SEQ_FILE_MAX)
+		err = -EIO;
+	else if (fdatasync(fd) < 0)
+		err = -errno;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	return err;
+}
+
 int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t *seq)
 {
-	char dir[4200], path[4300];
-	unsigned long long v;
-	FILE *f;
-	int err = -ENOENT;
+	char host[256], dir[4200], path[4300];
+	uint64_t v = 0;
 
-	if (!pl->pl_state_dir || seq_path(pl, h, dir, sizeof(dir), path, sizeof(path)))
+	if (!pl->pl_state_dir)
 		return -ENOENT;
-	if (!(f = fopen(path, "re")))
+	fp_safe_name(h->fh_host, host, sizeof(host));
+	if (seq_path(pl->pl_state_dir, host, h->fh_session, dir, sizeof(dir), path, sizeof(path)) ||
+	    seq_read(AT_FDCWD, path, &v))
 		return -ENOENT;
-	if (fscanf(f, "%llu", &v) == 1) {
-		*seq = v;
-		err = 0;
-	}
-	fclose(f);
-	if (!err) {
-		pthread_mutex_lock(&pl->pl_lock);
-		written_note(pl, h, *seq);
-		pthread_mutex_unlock(&pl->pl_lock);
-	}
-	return err;
+	*seq = v;
+	pthread_mutex_lock(&pl->pl_lock);
+	written_note(pl, h, v);
+	pthread_mutex_unlock(&pl->pl_lock);
+	return 0;
 }
 
 static int seq_store(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t seq)
 {
-	char dir[4200], path[4300], buf[32];
-	int n, err;
+	char host[256], dir[4200], path[4300];
+	int err;
 
-	if ((err = seq_path(pl, h, dir, sizeof(dir), path, sizeof(path))) ||
-	    (err = fp_mkdirs(dir)))
+	fp_safe_name(h->fh_host, host, sizeof(host));
+	if ((err = seq_path(pl->pl_state_dir, host, h->fh_session, dir, sizeof(dir), path,
+			    sizeof(path))))
 		return err;
-	n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", seq);
-	return fp_write_file(path, buf, (size_t)n, 0);
+	return seq_write(dir, path, seq);
+}
+
+/* ---- sequence numbers of older symbolizers ---- */
+
+/* migrate_host: the OLD_SEQ_PREFIX files in host (an open directory of
+ * the output tree) moved to the state directory.  Counts in *moved and
+ * *bad; the first bad one's name in bad_name. */
+static void migrate_host(struct fp_pipeline *pl, DIR *host, const char *host_name,
+			 size_t *moved, size_t *bad, char *bad_name, size_t blen)
+{
+	char safe[256], dir[4200], path[4300];
+	size_t i, plen = strlen(OLD_SEQ_PREFIX);
+	struct dirent *de;
+	uint64_t session, seq, have;
+	int err;
+
+	fp_safe_name(host_name, safe, sizeof(safe));
+	while ((de = readdir(host))) {
+		if (strncmp(de->d_name, OLD_SEQ_PREFIX, plen) || strlen(de->d_name) != plen + 16)
+			continue;
+		for (i = 0, session = 0, err = 0; i < 16 && !err; i++) {
+			char c = de->d_name[plen + i];
+
+			err = isxdigit((unsigned char)c) ? 0 : -EBADMSG;
+			session = session << 4 | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+		}
+		if (!err)
+			err = seq_read(dirfd(host), de->d_name, &seq);
+		if (!err && !(err = seq_path(pl->pl_state_dir, safe, session, dir, sizeof(dir),
+					     path, sizeof(path))) &&
+		    (seq_read(AT_FDCWD, path, &have) || have < seq))
+			err = seq_write(dir, path, seq);
+		if (!err && unlinkat(dirfd(host), de->d_name, 0) < 0)
+			err = -errno;
+		if (err) {
+			if (!(*bad)++)
+				snprintf(bad_name, blen, "%s/%s: %s", host_name, de->d_name,
+					 strerror(-err));
+			continue;
+		}
+		(*moved)++;
+	}
+}
+
+int fp_pipeline_migrate(struct fp_pipeline *pl, const char *out_dir)
+{
+	char marker[4200], bad_name[600] = "";
+	size_t moved = 0, bad = 0;
+	struct dirent *de;
+	DIR *out, *host;
+	int fd, err;
+
+	if (!pl->pl_state_dir)
+		return 0;
+	if ((size_t)snprintf(marker, sizeof(marker), "%s/sessions/" MIGRATED_MARKER,
+			     pl->pl_state_dir) >= sizeof(marker))
+		return -ENAMETOOLONG;
+	if (access(marker, F_OK) == 0)
+		return 0;
+	if (!(out = opendir(out_dir)))
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(out))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* A host's directory, never one a symbolic link points to. */
+		fd = openat(dirfd(out), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!(host = fdopendir(fd))) {
+			close(fd);
+			continue;
+		}
+		migrate_host(pl, host, de->d_name, &moved, &bad, bad_name, sizeof(bad_name));
+		closedir(host);
+	}
+	closedir(out);
+	if (moved)
+		fp_info("moved the last interval of %zu sessions from %s/HOST/" OLD_SEQ_PREFIX
+			"* (older symbolizers) to %s/sessions", moved, out_dir, pl->pl_state_dir);
+	if (bad)
+		fp_warnx("left %zu " OLD_SEQ_PREFIX "* files of older symbolizers in %s unread, "
+			 "the first %s", bad, out_dir, bad_name);
+	/* The marker is a directory: fp_mkdirs makes sessions/ with it. */
+	if ((err = fp_mkdirs(marker)))
+		fp_warnx("cannot note in %s that they were moved: %s", marker, strerror(-err));
+	return err;
 }
 
 /* ---- symbols ---- */
@@ -273,7 +447,7 @@ static void finish(struct fp_pipeline *pl, struct pipeline_job *j)
 		malloc_trim(0);
 }
 
-/* wait_inline: without a thread, wait for each busy build-ID in turn. */
+/* wait_inline: without workers, wait for each busy build-ID in turn. */
 static void wait_inline(struct fp_pipeline *pl, struct pipeline_job *j)
 {
 	const struct fp_profile *p = j->pj_profile;
@@ -307,10 +481,19 @@ void fp_pipeline_set_busy(struct fp_pipeline *pl, size_t n)
 	pthread_mutex_unlock(&pl->pl_lock);
 }
 
+/* worker_of: the worker that owns hello's host.  By host, not by
+ * session: a host's files and sequence numbers are in directories of
+ * its own, which then only one thread writes. */
+static struct pipeline_worker *worker_of(struct fp_pipeline *pl, const struct fp_hello *hello)
+{
+	return &pl->pl_workers[fp_hash(hello->fh_host, strlen(hello->fh_host)) % pl->pl_nworkers];
+}
+
 int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struct fp_hello *hello,
 		       uint64_t seq)
 {
 	struct pipeline_job *j = calloc(1, sizeof(*j));
+	struct pipeline_worker *w;
 	int err = 0;
 
 	if (!j || fp_hello_copy(&j->pj_hello, hello)) {
@@ -327,20 +510,21 @@ int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struc
 		finish(pl, j);
 		return 0;
 	}
+	w = worker_of(pl, hello);
 	pthread_mutex_lock(&pl->pl_lock);
 	if (pl->pl_count >= FP_PIPELINE_QUEUE) {
 		pl->pl_stats.pp_dropped++;
 		err = -EAGAIN;
 	} else {
-		if (pl->pl_tail)
-			pl->pl_tail->pj_next = j;
+		if (w->pw_tail)
+			w->pw_tail->pj_next = j;
 		else
-			pl->pl_head = j;
-		pl->pl_tail = j;
+			w->pw_head = j;
+		w->pw_tail = j;
 		pl->pl_count++;
 		if (pl->pl_count > pl->pl_deepest)
 			pl->pl_deepest = pl->pl_count;
-		pthread_cond_signal(&pl->pl_wake);
+		pthread_cond_signal(&w->pw_wake);
 		j = NULL;
 	}
 	pthread_mutex_unlock(&pl->pl_lock);
@@ -358,27 +542,27 @@ static int behind(const struct pipeline_job *head, const struct pipeline_job *j)
 	return 0;
 }
 
-/* pipeline_main: the pipeline thread.  The profiles set aside for their
- * symbols (parked, oldest first) are its own: no other thread sees that
- * list. */
-static void *pipeline_main(void *arg)
+/* worker_main: a sink worker.  The profiles set aside for their symbols
+ * (parked, oldest first) are its own: no other thread sees that list. */
+static void *worker_main(void *arg)
 {
-	struct fp_pipeline *pl = arg;
+	struct pipeline_worker *w = arg;
+	struct fp_pipeline *pl = w->pw_pipeline;
 	struct pipeline_job *parked = NULL, **tail = &parked, *in, *j, **pp;
 	int stop;
 
 	for (;;) {
 		pthread_mutex_lock(&pl->pl_lock);
-		if (parked && !pl->pl_head && !pl->pl_stop) {
+		if (parked && !w->pw_head && !pl->pl_stop) {
 			uint64_t at = fp_now_ns(CLOCK_REALTIME) + PARKED_POLL_MS * 1000000ull;
 			struct timespec ts = { (time_t)(at / 1000000000ull),
 					       (long)(at % 1000000000ull) };
-			pthread_cond_timedwait(&pl->pl_wake, &pl->pl_lock, &ts);
+			pthread_cond_timedwait(&w->pw_wake, &pl->pl_lock, &ts);
 		}
-		while (!parked && !pl->pl_head && !pl->pl_stop)
-			pthread_cond_wait(&pl->pl_wake, &pl->pl_lock);
-		in = pl->pl_head;
-		pl->pl_head = pl->pl_tail = NULL;
+		while (!parked && !w->pw_head && !pl->pl_stop)
+			pthread_cond_wait(&w->pw_wake, &pl->pl_lock);
+		in = w->pw_head;
+		w->pw_head = w->pw_tail = NULL;
 		stop = pl->pl_stop;
 		pthread_mutex_unlock(&pl->pl_lock);
 
@@ -423,17 +607,44 @@ static void *pipeline_main(void *arg)
 	return NULL;
 }
 
+/* stop_workers: the running workers run the sinks of what they hold, and
+ * end. */
+static void stop_workers(struct fp_pipeline *pl)
+{
+	size_t i;
+
+	pthread_mutex_lock(&pl->pl_lock);
+	pl->pl_stop = 1;
+	for (i = 0; i < pl->pl_nworkers; i++)
+		pthread_cond_signal(&pl->pl_workers[i].pw_wake);
+	pthread_mutex_unlock(&pl->pl_lock);
+	for (i = 0; i < pl->pl_nworkers; i++) {
+		pthread_join(pl->pl_workers[i].pw_thread, NULL);
+		pthread_cond_destroy(&pl->pl_workers[i].pw_wake);
+	}
+	pl->pl_nworkers = 0;
+}
+
 int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms)
 {
+	struct pipeline_worker *w;
 	int err;
 
 	if (pl->pl_started)
 		return -EINVAL;
 	pl->pl_symbol_wait_ms = symbol_wait_ms;
 	pl->pl_started = 1;
-	if ((err = pthread_create(&pl->pl_thread, NULL, pipeline_main, pl))) {
-		pl->pl_started = 0;
-		return -err;
+	for (; pl->pl_nworkers < FP_PIPELINE_WORKERS; pl->pl_nworkers++) {
+		w = &pl->pl_workers[pl->pl_nworkers];
+		w->pw_pipeline = pl;
+		pthread_cond_init(&w->pw_wake, NULL);
+		if ((err = pthread_create(&w->pw_thread, NULL, worker_main, w))) {
+			pthread_cond_destroy(&w->pw_wake);
+			stop_workers(pl);
+			pl->pl_stop = 0;
+			pl->pl_started = 0;
+			return -err;
+		}
 	}
 	return 0;
 }
@@ -442,14 +653,7 @@ void fp_pipeline_free(struct fp_pipeline *pl)
 {
 	if (!pl)
 		return;
-	if (pl->pl_started) {
-		pthread_mutex_lock(&pl->pl_lock);
-		pl->pl_stop = 1;
-		pthread_cond_signal(&pl->pl_wake);
-		pthread_mutex_unlock(&pl->pl_lock);
-		pthread_join(pl->pl_thread, NULL);
-	}
-	pthread_cond_destroy(&pl->pl_wake);
+	stop_workers(pl);
 	pthread_mutex_destroy(&pl->pl_lock);
 	free(pl->pl_state_dir);
 	free(pl->pl_written);

@@ -19,14 +19,21 @@
  *
  * Threads.  Until fp_pipeline_start, fp_pipeline_submit does all of that
  * in the caller's thread (fleetprof record, tests, fuzzing).  After it,
- * one pipeline thread does: submit only queues the profile (at most
- * FP_PIPELINE_QUEUE of them wait, the others are dropped and counted) and
- * returns, so a reply never waits for a sink or for symbols.  A profile
- * waiting for its symbols is set aside, not waited on: the profiles of
- * other devices go on meanwhile, those of its own device wait behind it
- * (a device's intervals reach the sinks in order).  pl_lock guards the queue and the
- * statistics; sinks are called by one thread at a time (the pipeline
- * thread, or the only caller), so they need no lock of their own for it.
+ * FP_PIPELINE_WORKERS sink workers do: submit only queues the profile on
+ * the worker that owns its host (at most FP_PIPELINE_QUEUE profiles wait
+ * in all, the others are dropped and counted) and returns, so a reply
+ * never waits for a sink or for symbols.  Each host belongs to one worker
+ * (by a hash of its name), so a host's intervals reach the sinks in order
+ * and one thread writes its files and sequence numbers.  A profile
+ * waiting for its symbols is set aside by its worker, not waited on: the
+ * profiles of other devices go on meanwhile, those of its own session
+ * wait behind it.  pl_lock guards the queues, the statistics and the
+ * written seqs; the profiles a worker set aside are its own.  Sinks are
+ * called by several workers at once, never two for the same host: what
+ * a sink shares between hosts it locks itself (push.h, spool.h),
+ * what it keeps per host (files.h) needs no lock.  Workers write in
+ * parallel because the time of a sink goes to fsync, waiting for the
+ * disk, which serves several at once (README, "Performance").
  */
 #ifndef FP_PIPELINE_H
 #define FP_PIPELINE_H
@@ -36,7 +43,8 @@
 #include "profile.h"
 #include "resolver.h"
 
-#define FP_PIPELINE_QUEUE 4096          /* profiles waiting for the thread */
+#define FP_PIPELINE_QUEUE 4096          /* profiles waiting for the workers */
+#define FP_PIPELINE_WORKERS 8           /* sink workers */
 /* Busy from this many on, so that the batches being handled when it
  * became busy (at most one per listener worker: 256) still find room. */
 #define FP_PIPELINE_BUSY (FP_PIPELINE_QUEUE - 256)
@@ -46,8 +54,8 @@
 #define FP_PIPELINE_WRITTEN_SLOTS 65536 /* sessions whose last written seq is known */
 
 /* A sink: takes each finished profile with the hello of its session and
- * its interval's sequence number.  Returns 0 or a negative errno (counted
- * in pp_sink_errors). */
+ * its interval's sequence number, from any worker (see Threads).  Returns
+ * 0 or a negative errno (counted in pp_sink_errors). */
 typedef int (*fp_sink_fn)(void *arg, const struct fp_profile *p, const struct fp_hello *hello,
 			  uint64_t seq);
 
@@ -73,15 +81,15 @@ struct fp_pipeline;
 /* fp_pipeline_alloc: 0 or -ENOMEM. */
 int fp_pipeline_alloc(struct fp_pipeline **pl, const struct fp_pipeline_opts *o);
 
-/* fp_pipeline_free: stops the thread after it has run the sinks of every
- * profile still queued (without waiting for symbols any longer). */
+/* fp_pipeline_free: stops the workers after they have run the sinks of
+ * every profile still queued (without waiting for symbols any longer). */
 void fp_pipeline_free(struct fp_pipeline *pl);
 
 /* fp_pipeline_add_sink: fn(arg, ...) for every profile, in the order
  * added.  Before fp_pipeline_start.  0 or -ENOSPC (FP_PIPELINE_MAX_SINKS). */
 int fp_pipeline_add_sink(struct fp_pipeline *pl, fp_sink_fn fn, void *arg);
 
-/* fp_pipeline_start: from now on, a thread runs the sinks, and a
+/* fp_pipeline_start: from now on, the workers run the sinks, and a
  * profile waits at most symbol_wait_ms for its symbols (replacing
  * po_symbol_wait_ms).  0, -EINVAL (started already) or a negative errno. */
 int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms);
@@ -103,6 +111,19 @@ void fp_pipeline_set_busy(struct fp_pipeline *pl, size_t n);
  * of hello, which fp_pipeline_written then knows too.  0 or -ENOENT
  * (none). */
 int fp_pipeline_last_seq(struct fp_pipeline *pl, const struct fp_hello *hello, uint64_t *seq);
+
+/* fp_pipeline_migrate: before the pipeline kept sequence numbers under
+ * the state directory, the server kept them in the output tree, as
+ * OUT/HOST/.session-SESSION.  Moves each such file's number to where
+ * fp_pipeline_last_seq finds it (the larger one if both have one) and
+ * removes the file; a file that is not a regular one of 1 to 20 digits
+ * and a newline (read as untrusted: at most 21 bytes, no symbolic link
+ * followed, of files or of host directories) is left, counted and
+ * logged.  Logs how many were moved.  Done once: a marker,
+ * STATE/sessions/.moved-from-out, says so to later calls.  Before
+ * fp_pipeline_start.  0 (also without a state directory or output tree)
+ * or a negative errno from making the marker. */
+int fp_pipeline_migrate(struct fp_pipeline *pl, const char *out_dir);
 
 /* fp_pipeline_written: the seq of the last interval of hello's session
  * whose sinks have run (each earlier one has run or was dropped); 0 when

@@ -31,7 +31,7 @@ struct fp_server {
 	struct fp_server_limits sv_limits;
 	struct fp_resolver *sv_resolver;
 	struct fp_pipeline *sv_pipeline;
-	struct fp_files_sink sv_files;  /* read by the pipeline thread only */
+	struct fp_files_sink sv_files;  /* read by the sink workers only */
 	char *sv_out_dir;
 	/* Under sv_lock: */
 	pthread_mutex_t sv_lock;
@@ -82,6 +82,7 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 		s->sv_files = (struct fp_files_sink){ .fs_dir = s->sv_out_dir,
 						      .fs_layout = FP_FILES_INTERVALS };
 		fp_pipeline_add_sink(s->sv_pipeline, fp_files_sink, &s->sv_files);
+		fp_pipeline_migrate(s->sv_pipeline, out_dir); /* logs what it could not */
 	}
 	*out = s;
 	return 0;

@@ -100,8 +100,10 @@ struct fp_server;
 
 /* fp_server_alloc: out_dir receives OUT/HOST/STAMP-SEQ.{folded,pb.gz}
  * (fp_files_sink); NULL writes no files.  tmp_dir holds files being
- * fetched from devices and the sessions' state (pipeline.h).  Sinks run in
- * the caller's thread until fp_server_start.  0 or -ENOMEM. */
+ * fetched from devices and the sessions' state (pipeline.h); with both,
+ * the sequence numbers older symbolizers left in out_dir are moved there
+ * (fp_pipeline_migrate).  Sinks run in the caller's thread until
+ * fp_server_start.  0 or -ENOMEM. */
 int fp_server_alloc(struct fp_server **s, struct fp_resolver *r, const char *out_dir,
 		    const char *tmp_dir);
 /* fp_server_free: after the last call of the others; the sinks of the
@@ -117,7 +119,7 @@ int fp_server_add_sink(struct fp_server *s, fp_sink_fn fn, void *arg);
  * reply: the agent says hello again later.  0 or -EINVAL (out of range). */
 int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l);
 
-/* fp_server_start: run the sinks in the pipeline's thread, after waiting
+/* fp_server_start: run the sinks in the pipeline's workers, after waiting
  * at most symbol_wait_ms for symbols being ingested (fp_pipeline_start).
  * 0 or a negative errno. */
 int fp_server_start(struct fp_server *s, uint32_t symbol_wait_ms);

@@ -23,6 +23,11 @@ int fp_mkdirs(const char *dir)
 
 	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
+	/* Usually dir or its parent is there: one system call. */
+	if (!mkdir(path, 0755) || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
 	for (p = path + 1; *p; p++) {
 		if (*p != '/')
 			continue;
@@ -217,8 +222,9 @@ static int write_intervals(const struct fp_files_sink *fs, const struct fp_profi
 	snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".folded", dir, stamp, seq);
 	/* Never over a profile written before: the host name, start time
 	 * and sequence number are the agent's word, and another agent's
-	 * word could name a profile of a real device.  One thread writes
-	 * (pipeline.h), so nothing comes between the test and the write. */
+	 * word could name a profile of a real device.  One worker writes a
+	 * host's directory (pipeline.h), so nothing comes between the test
+	 * and the write. */
 	if (access(path, F_OK) == 0) {
 		fp_warnx("%s exists: not replacing it with a profile of session %016" PRIx64,
 			 path, hello->fh_session);

@@ -48,8 +48,8 @@ struct fp_files_sink {
 };
 
 /* fp_files_sink: a pipeline sink (fp_sink_fn) that writes each profile in
- * the layout of arg, a struct fp_files_sink (only read: called from the
- * pipeline thread).  0 or the first negative errno (logged). */
+ * the layout of arg, a struct fp_files_sink (only read: called from
+ * several sink workers at once, each for hosts of its own).  0 or the first negative errno (logged). */
 int fp_files_sink(void *arg, const struct fp_profile *p, const struct fp_hello *hello,
 		  uint64_t seq);
 

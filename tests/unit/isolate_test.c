@@ -1,5 +1,6 @@
 /* isolate_test.c: building symbol tables in a child process. */
 #include "check.h"
+#include "cli.h"
 #include "elfsyms.h"
 #include "isolate.h"
 #include "symtab.h"
@@ -9,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -175,11 +177,47 @@ static void test_child_failures(void)
 	}
 }
 
+/* block: waits for bytes that never come (its fd is a FIFO with no
+ * writer but itself), using no CPU time. */
+static int block(int fd, void **blob, size_t *len)
+{
+	char c;
+
+	return read(fd, &c, 1) == 1 ? -EINVAL : -EIO;
+}
+
+/* A child blocked without using its CPU time is killed when its
+ * wall-clock time (twice its CPU time, plus 10 s) is up. */
+static void test_child_blocked(void)
+{
+	char path[] = "/tmp/isolate_test.XXXXXX", fifo[64];
+	void *blob = NULL;
+	size_t len = 0;
+	uint64_t t0;
+	int fd, err;
+
+	CHECK(mkdtemp(path) != NULL);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", path);
+	CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+	fd = open(fifo, O_RDWR);
+	CHECK(fd >= 0);
+	t0 = fp_now_ns(CLOCK_MONOTONIC);
+	err = fp_isolate_build(block, fd, 1, &blob, &len);
+	t0 = (fp_now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+	CHECK_EQ_INT(err, -ETIMEDOUT);
+	CHECK(t0 >= 11000 && t0 < 20000);
+	CHECK(blob == NULL);
+	close(fd);
+	unlink(fifo);
+	rmdir(path);
+}
+
 int main(void)
 {
 	RUN(test_same_as_direct);
 	RUN(test_errors_pass_through);
 	RUN(test_child_failures);
 	RUN(test_child_confined);
+	RUN(test_child_blocked);
 	return CHECK_DONE();
 }

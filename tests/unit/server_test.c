@@ -1,7 +1,8 @@
 /* server_test.c: the symbolizer's request handling end to end, without a
  * socket: hello, kallsyms upload, batches, duplicates, stale references,
- * hostile messages, the session sequence surviving a restart, and the
- * host a connection proved (a client certificate's). */
+ * hostile messages, the session sequence surviving a restart, also a
+ * restart from a symbolizer that kept it in the output tree, and the host
+ * a connection proved (a client certificate's). */
 #include "check.h"
 #include "server.h"
 #include "session.h"
@@ -266,6 +267,50 @@ static void test_full_conversation(void)
 	CHECK_EQ_INT(count_files(dir, ".folded"), 3);
 	fp_server_stats(s, &st);
 	CHECK_EQ_INT(st.sv_duplicates, 1);
+	fp_server_free(s);
+	fp_resolver_close(res);
+}
+
+/* An older symbolizer kept the session's last interval in the output tree
+ * (OUT/HOST/.session-SESSION): after an upgrade in place, an interval the
+ * agent re-sends is still a duplicate, and the next one is written. */
+static void test_upgrade(void)
+{
+	struct fp_resolver *res = open_resolver();
+	struct fp_server *s = NULL;
+	struct fp_server_stats st;
+	struct fp_reply r;
+	char out[192], state[192], dir[256], old[320], cmd[600];
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s/out-old", tmpdir);
+	snprintf(state, sizeof(state), "%s/state-new", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/switch-1", out);
+	snprintf(old, sizeof(old), "%s/.session-0000000000000063", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s", dir);
+	CHECK_EQ_INT(system(cmd), 0);
+	CHECK((f = fopen(old, "w")) != NULL);
+	if (!f || !res)
+		return;
+	fputs("5\n", f);
+	fclose(f);
+	CHECK_EQ_INT(fp_server_alloc(&s, res, out, state), 0);
+	CHECK(access(old, F_OK) < 0);
+	CHECK_EQ_INT(send_hello(s, 99, &r), 0);
+	fp_reply_fini(&r);
+	CHECK_EQ_INT(send_batch(s, 99, 5, 1, 21, 2, &r), 0);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	fp_reply_fini(&r);
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_duplicates, 1);
+	CHECK_EQ_INT(count_files(dir, ".folded"), 0);
+	CHECK_EQ_INT(send_batch(s, 99, 6, 1, 21, 2, &r), 0);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	CHECK_EQ_INT(r.fr_written, 6);
+	fp_reply_fini(&r);
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_duplicates, 1);
+	CHECK_EQ_INT(count_files(dir, ".folded"), 1);
 	fp_server_free(s);
 	fp_resolver_close(res);
 }
@@ -802,6 +847,7 @@ int main(void)
 	snprintf(cache_dir, sizeof(cache_dir), "%s/cache", tmpdir);
 	snprintf(out_dir, sizeof(out_dir), "%s/out", tmpdir);
 	RUN(test_full_conversation);
+	RUN(test_upgrade);
 	RUN(test_hostile_messages);
 	RUN(test_admission);
 	RUN(test_identity);
