@@ -2,6 +2,7 @@
  * growing arena so that a table is a handful of allocations. */
 #include "intern.h"
 #include "fileid.h"
+#include "vec.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -100,24 +101,6 @@ static int intern_grow_slots(struct fp_intern *t)
 	return 0;
 }
 
-static int intern_reserve(void **buf, size_t *cap, size_t need, size_t elem)
-{
-	size_t n;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	p = realloc(*buf, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = n;
-	return 0;
-}
-
 static int intern_find_hashed(const struct fp_intern *t, const void *key, size_t len, uint64_t h,
 			      uint32_t *id)
 {
@@ -156,9 +139,9 @@ int fp_intern_get(struct fp_intern *t, const void *key, size_t len, uint32_t *id
 	/* Keep the load factor under 1/2. */
 	if ((t->it_nkeys + 1) * 2 > t->it_nslots && intern_grow_slots(t))
 		return -ENOMEM;
-	if (intern_reserve((void **)&t->it_keys, &t->it_keys_cap, t->it_nkeys + 1,
+	if (fp_vec_reserve(&t->it_keys, &t->it_keys_cap, t->it_nkeys + 1,
 			   sizeof(*t->it_keys)) ||
-	    intern_reserve((void **)&t->it_arena, &t->it_arena_cap, t->it_arena_len + len + 8, 1))
+	    fp_vec_reserve(&t->it_arena, &t->it_arena_cap, t->it_arena_len + len + 8, 1))
 		return -ENOMEM;
 	memcpy(t->it_arena + t->it_arena_len, key, len);
 	t->it_keys[t->it_nkeys] = (struct intern_key){ t->it_arena_len, len, h };

@@ -44,6 +44,7 @@
 #include "files.h"
 #include "indexset.h"
 #include "otlp_profiles_service.pb-c.h"
+#include "vec.h"
 
 #ifndef FP_VERSION
 #define FP_VERSION "0"
@@ -160,31 +161,6 @@ static void set_free(struct set *s)
 	free(s->hashes);
 }
 
-
-/* grow_by: make room for extra more elements after the n in *arr, which has
- * room for *cap elements of size. */
-static int grow_by(void **arr, size_t *cap, size_t n, size_t extra, size_t size)
-{
-	if (extra <= *cap - n)
-		return 0;
-	size_t bigger = *cap ? *cap * 2 : 64;
-	while (bigger - n < extra && bigger <= SIZE_MAX / 2)
-		bigger *= 2;
-	if (bigger - n < extra || bigger > SIZE_MAX / size)
-		return -ENOMEM;
-	void *a = realloc(*arr, bigger * size);
-	if (!a)
-		return -ENOMEM;
-	*arr = a;
-	*cap = bigger;
-	return 0;
-}
-
-/* grow: make room for one more element. */
-static int grow(void **arr, size_t *cap, size_t n, size_t size)
-{
-	return grow_by(arr, cap, n, 1, size);
-}
 
 /* ---- the dictionary as keys ---- */
 
@@ -312,7 +288,7 @@ static int attr(struct encoder *en, const struct attr_key *k, int32_t *index)
 	}
 	if (en->nattrs >= TABLE_MAX)
 		return -EINVAL;
-	if (grow((void **)&en->attrs, &en->cap_attrs, en->nattrs, sizeof(*en->attrs)))
+	if (fp_vec_reserve(&en->attrs, &en->cap_attrs, en->nattrs + 1, sizeof(*en->attrs)))
 		return -ENOMEM;
 	if (set_reserve(&en->attr_set))
 		return -ENOMEM;
@@ -382,7 +358,7 @@ static int mapping(struct encoder *en, const struct mapping_key *k, int32_t *ind
 	if (found == UINT32_MAX) {
 		if (en->nmappings >= TABLE_MAX)
 			return -EINVAL;
-		if (grow((void **)&en->mappings, &en->cap_mappings, en->nmappings,
+		if (fp_vec_reserve(&en->mappings, &en->cap_mappings, en->nmappings + 1,
 			 sizeof(*en->mappings)) ||
 		    set_reserve(&en->mapping_set))
 			return -ENOMEM;
@@ -413,7 +389,7 @@ static int function(struct encoder *en, const struct function_key *k, int32_t *i
 	if (found == UINT32_MAX) {
 		if (en->nfunctions >= TABLE_MAX)
 			return -EINVAL;
-		if (grow((void **)&en->functions, &en->cap_functions, en->nfunctions,
+		if (fp_vec_reserve(&en->functions, &en->cap_functions, en->nfunctions + 1,
 			 sizeof(*en->functions)) ||
 		    set_reserve(&en->function_set))
 			return -ENOMEM;
@@ -445,7 +421,7 @@ static int location(struct encoder *en, const struct location_key *k, int32_t *i
 	if (found == UINT32_MAX) {
 		if (en->nlocations >= TABLE_MAX)
 			return -EINVAL;
-		if (grow((void **)&en->locations, &en->cap_locations, en->nlocations,
+		if (fp_vec_reserve(&en->locations, &en->cap_locations, en->nlocations + 1,
 			 sizeof(*en->locations)) ||
 		    set_reserve(&en->location_set))
 			return -ENOMEM;
@@ -489,7 +465,7 @@ static int stack(struct encoder *en, size_t offset, uint32_t len, int32_t *index
 	}
 	if (en->nstacks >= TABLE_MAX)
 		return -EINVAL;
-	if (grow((void **)&en->stacks, &en->cap_stacks, en->nstacks, sizeof(*en->stacks)) ||
+	if (fp_vec_reserve(&en->stacks, &en->cap_stacks, en->nstacks + 1, sizeof(*en->stacks)) ||
 	    set_reserve(&en->stack_set))
 		return -ENOMEM;
 	set_find(&en->stack_set, hash, stack_eq, en, &k, &slot);
@@ -587,7 +563,7 @@ static int add_line(struct encoder *en, const char *name, const char *system_nam
 	    (file && (err = str(en, file, &fk.filename))) ||
 	    (err = function(en, &fk, function_index)))
 		return err;
-	if (grow((void **)&en->lines, &en->cap_lines, en->nlines, sizeof(*en->lines)))
+	if (fp_vec_reserve(&en->lines, &en->cap_lines, en->nlines + 1, sizeof(*en->lines)))
 		return -ENOMEM;
 	en->lines[en->nlines++] = (struct line_entry){ *function_index, line };
 	return 0;
@@ -678,7 +654,7 @@ static int sample_thread(struct encoder *en, size_t i, size_t *last)
 		if (found != UINT32_MAX) {
 			from = en->threads[found];
 		} else {
-			if (grow((void **)&en->threads, &en->cap_threads, en->nthreads,
+			if (fp_vec_reserve(&en->threads, &en->cap_threads, en->nthreads + 1,
 				 sizeof(*en->threads)) ||
 			    set_reserve(&en->thread_set))
 				return -ENOMEM;
@@ -731,7 +707,7 @@ static int add_samples(struct encoder *en)
 		size_t offset = en->nstack_locs;
 
 		/* The stack: its location indexes appended, then interned. */
-		if (grow_by((void **)&en->stack_locs, &en->cap_stack_locs, en->nstack_locs,
+		if (fp_vec_reserve(&en->stack_locs, &en->cap_stack_locs, en->nstack_locs +
 			    s->ps_nframes, sizeof(*en->stack_locs)))
 			return -ENOMEM;
 		for (uint32_t j = 0; j < s->ps_nframes; j++) {

@@ -10,6 +10,7 @@
 #include "openroot.h"
 #include "symtab.h"
 #include "unwind_table.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -176,22 +177,6 @@ void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st
 	*st = r->rv_stats;
 	st->rs_queue_depth = r->rv_nqueued;
 	pthread_mutex_unlock((pthread_mutex_t *)&r->rv_lock);
-}
-
-static int grow_hints(struct fp_resolver *r, size_t need)
-{
-	struct unwind_hint *p;
-	size_t n;
-
-	if (need <= r->rv_hints_cap)
-		return 0;
-	n = r->rv_hints_cap ? r->rv_hints_cap * 2 : 64;
-	p = reallocarray(r->rv_hints, n, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	r->rv_hints = p;
-	r->rv_hints_cap = n;
-	return 0;
 }
 
 /* failed_find / failed_mark / failed_clear: the negative memo, locked. */
@@ -796,7 +781,8 @@ static struct unwind_hint *hint_for(struct fp_resolver *r, const struct fp_build
 		return &r->rv_hints[idx];
 	if (fp_intern_count(r->rv_hint_ids) >= FP_RESOLVER_MAX_PATHS)
 		return NULL;
-	if (grow_hints(r, fp_intern_count(r->rv_hint_ids) + 1) ||
+	if (fp_vec_reserve(&r->rv_hints, &r->rv_hints_cap, fp_intern_count(r->rv_hint_ids) + 1,
+			   sizeof(*r->rv_hints)) ||
 	    fp_intern_get(r->rv_hint_ids, id->fb_data, id->fb_len, &idx, &added))
 		return NULL;
 	memset(&r->rv_hints[idx], 0, sizeof(r->rv_hints[idx]));

@@ -91,6 +91,7 @@
  * not of line rows.
  */
 #include "symtab.h"
+#include "vec.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -224,25 +225,6 @@ static inline void st64(uint8_t *p, uint64_t v)
 	memcpy(p, &v, sizeof(v));
 }
 
-/* grow: make room for one more element of size elem in *arr. */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	if (ncap < *cap || ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 int fp_symtab_builder_alloc(struct fp_symtab_builder **b)
 {
 	struct fp_symtab_builder *nb = calloc(1, sizeof(*nb));
@@ -279,7 +261,7 @@ int fp_symtab_builder_add_segment(struct fp_symtab_builder *b, uint64_t file_off
 
 	if (b->fb_finished)
 		return -EINVAL;
-	err = grow((void **)&b->fb_segs, &b->fb_segs_cap, b->fb_nsegs, sizeof(*b->fb_segs));
+	err = fp_vec_reserve(&b->fb_segs, &b->fb_segs_cap, b->fb_nsegs + 1, sizeof(*b->fb_segs));
 	if (err)
 		return err;
 	b->fb_segs[b->fb_nsegs++] = (struct builder_seg){
@@ -343,7 +325,7 @@ int fp_symtab_builder_add_symbol_ex(struct fp_symtab_builder *b, uint64_t addr, 
 	/* NO_PARENT and the u32 seq must stay out of range of real indexes. */
 	if (b->fb_nsyms >= UINT32_MAX - 1)
 		return -ENOMEM;
-	err = grow((void **)&b->fb_syms, &b->fb_syms_cap, b->fb_nsyms, sizeof(*b->fb_syms));
+	err = fp_vec_reserve(&b->fb_syms, &b->fb_syms_cap, b->fb_nsyms + 1, sizeof(*b->fb_syms));
 	if (err)
 		return err;
 	err = builder_copy_names(b, name, system_name, &name_off, &sys_off);
@@ -519,7 +501,7 @@ int fp_symtab_builder_add_file(struct fp_symtab_builder *b, const char *name, ui
 	}
 	if (b->fb_nfiles >= NONE - 1)
 		return -ENOMEM;
-	err = grow((void **)&b->fb_files, &b->fb_files_cap, b->fb_nfiles, sizeof(*b->fb_files));
+	err = fp_vec_reserve(&b->fb_files, &b->fb_files_cap, b->fb_nfiles + 1, sizeof(*b->fb_files));
 	if (err)
 		return err;
 	b->fb_files[b->fb_nfiles] = off;
@@ -563,7 +545,7 @@ int fp_symtab_builder_add_sequence(struct fp_symtab_builder *b, const struct fp_
 				continue;
 			}
 		}
-		err = grow((void **)&b->fb_rows, &b->fb_rows_cap, b->fb_nrows, sizeof(*b->fb_rows));
+		err = fp_vec_reserve(&b->fb_rows, &b->fb_rows_cap, b->fb_nrows + 1, sizeof(*b->fb_rows));
 		if (err) {
 			b->fb_nrows = first;
 			return err;
@@ -575,7 +557,7 @@ int fp_symtab_builder_add_sequence(struct fp_symtab_builder *b, const struct fp_
 		b->fb_nrows = first;
 		return 0;
 	}
-	err = grow((void **)&b->fb_seqs, &b->fb_seqs_cap, b->fb_nseqs, sizeof(*b->fb_seqs));
+	err = fp_vec_reserve(&b->fb_seqs, &b->fb_seqs_cap, b->fb_nseqs + 1, sizeof(*b->fb_seqs));
 	if (err) {
 		b->fb_nrows = first;
 		return err;
@@ -609,7 +591,7 @@ int fp_symtab_builder_add_scope(struct fp_symtab_builder *b, uint32_t parent, co
 		return -EINVAL;
 	if (b->fb_nscopes >= NONE - 1)
 		return -ENOMEM;
-	err = grow((void **)&b->fb_scopes, &b->fb_scopes_cap, b->fb_nscopes,
+	err = fp_vec_reserve(&b->fb_scopes, &b->fb_scopes_cap, b->fb_nscopes + 1,
 		   sizeof(*b->fb_scopes));
 	if (err)
 		return err;
@@ -642,7 +624,7 @@ int fp_symtab_builder_add_range(struct fp_symtab_builder *b, uint32_t scope, uin
 		return 0;
 	if (b->fb_nranges >= NONE - 1)
 		return -ENOMEM;
-	err = grow((void **)&b->fb_ranges, &b->fb_ranges_cap, b->fb_nranges,
+	err = fp_vec_reserve(&b->fb_ranges, &b->fb_ranges_cap, b->fb_nranges + 1,
 		   sizeof(*b->fb_ranges));
 	if (err)
 		return err;
