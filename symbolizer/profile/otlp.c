@@ -475,18 +475,6 @@ static int stack(struct encoder *en, size_t offset, uint32_t len, int32_t *index
 	return 0;
 }
 
-static void hex(const struct fp_build_id *id, char *buf)
-{
-	static const char digits[] = "0123456789abcdef";
-	unsigned n = id->fb_len < FP_BUILD_ID_MAX ? id->fb_len : FP_BUILD_ID_MAX;
-
-	for (unsigned i = 0; i < n; i++) {
-		buf[2 * i] = digits[id->fb_data[i] >> 4];
-		buf[2 * i + 1] = digits[id->fb_data[i] & 15];
-	}
-	buf[2 * n] = '\0';
-}
-
 /* ---- pass 1: the dictionary and the samples' references into it ---- */
 
 static int add_zero_entries(struct encoder *en)
@@ -537,7 +525,7 @@ static int add_mappings(struct encoder *en)
 		if ((err = str(en, pm->pm_path ? pm->pm_path : "", &k.filename)))
 			return err;
 		if (pm->pm_build_id.fb_len) {
-			hex(&pm->pm_build_id, buf);
+			fp_build_id_hex(&pm->pm_build_id, buf);
 			if ((err = attr_string(en, en->k_build_id, buf, strlen(buf), &k.build_id)))
 				return err;
 		}

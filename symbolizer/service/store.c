@@ -1,5 +1,6 @@
 /* store.c: uploaded files by build-ID, in the /usr/lib/debug layout. */
 #include "store.h"
+#include "buildid.h"
 #include "files.h"
 #include "isolate.h"
 
@@ -113,16 +114,13 @@ const char *fp_store_dir(const struct fp_store *s)
 
 int fp_store_path(const struct fp_store *s, const char *hex, int kind, char *buf, size_t len)
 {
-	int n;
-
-	/* A one-byte build-ID would name the directory xx itself. */
-	if (!fp_store_hex_valid(hex) || strlen(hex) < 4)
+	if (!fp_store_hex_valid(hex))
 		return -EINVAL;
 	if (kind != FP_STORE_DEBUGINFO && kind != FP_STORE_EXECUTABLE)
 		return -EINVAL;
-	n = snprintf(buf, len, "%s/.build-id/%.2s/%s%s", s->st_dir, hex, hex + 2,
-		     kind == FP_STORE_DEBUGINFO ? ".debug" : "");
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	/* -EINVAL for a one-byte build-ID, which would name the directory xx. */
+	return fp_build_id_path(buf, len, s->st_dir, hex,
+				kind == FP_STORE_DEBUGINFO ? ".debug" : "");
 }
 
 int fp_store_open_file(const struct fp_store *s, const char *hex, int kind, uint64_t *size)

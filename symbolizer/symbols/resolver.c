@@ -595,24 +595,22 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 		  uint32_t pid, void **blob, size_t *len, unsigned *asked, int *hit)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
-	struct fp_build_id trimmed = *id;
+	struct fp_build_id trimmed = fp_build_id_trim(id);
 	int err = -ENOENT;
 
 	*asked = 0;
 	*hit = FP_SOURCE_COUNT;
 	/* The kernel pads short build-IDs with zeros; debug files are named by
-	 * the real one. */
-	while (trimmed.fb_len > 1 && !trimmed.fb_data[trimmed.fb_len - 1])
-		trimmed.fb_len--;
+	 * the real one: try both. */
 	if (r->rv_debug_dir) {
 		const struct fp_build_id *cand[2] = { id, &trimmed };
 		int i;
 		*asked |= 1u << (*hit = FP_SOURCE_DEBUG_DIR);
 		for (i = 0; i < 2 && err; i++) {
 			fp_build_id_hex(cand[i], hex);
-			snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir,
-				 hex, hex + 2);
-			err = ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
+			err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug");
+			if (!err)
+				err = ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
@@ -846,9 +844,9 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 		err = unwind_try(r, pid, path, PATH_REPORTED, id);
 	if (err && r->rv_debug_dir) {
 		fp_build_id_hex(id, hex);
-		snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir, hex,
-			 hex + 2);
-		err = unwind_try(r, 0, file, PATH_OPERATOR, id);
+		err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug");
+		if (!err)
+			err = unwind_try(r, 0, file, PATH_OPERATOR, id);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
