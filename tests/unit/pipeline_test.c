@@ -167,18 +167,15 @@ static void test_waits_for_symbols(void)
 
 int main(void)
 {
-	char cmd[128];
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fp-pipeline-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "fp-pipeline"))
 		return 1;
 	if (setup()) {
 		printf("FAIL: %s:setup (libc's debug file, libc6-dbg)\n", __FILE__);
 		return 1;
 	}
 	RUN(test_waits_for_symbols);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd))
+	if (check_rmtree(tmpdir))
 		fprintf(stderr, "cannot remove %s\n", tmpdir);
 	return CHECK_DONE();
 }
