@@ -21,6 +21,7 @@
  * declares. */
 #include "push.h"
 #include "cli.h"
+#include "gzip.h"
 #include "log.h"
 #include "otlp.h"
 #include "otlp_profiles_service.pb-c.h"
@@ -226,36 +227,6 @@ static void sb_pct(struct sbuf *b, const char *s)
 
 /* ---- encoding ---- */
 
-static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *olen)
-{
-	z_stream zs = { 0 };
-	uLong bound;
-	uint8_t *buf;
-	int rv;
-
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	bound = deflateBound(&zs, len) + 32;
-	if (len > UINT32_MAX || !(buf = malloc(bound))) {
-		deflateEnd(&zs);
-		return len > UINT32_MAX ? -EFBIG : -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)len;
-	zs.next_out = buf;
-	zs.avail_out = (uInt)bound;
-	rv = deflate(&zs, Z_FINISH);
-	*olen = zs.total_out;
-	deflateEnd(&zs);
-	if (rv != Z_STREAM_END) {
-		free(buf);
-		return -EPROTO;
-	}
-	*out = buf;
-	return 0;
-}
-
 /* describe: "HOST STAMP+Ns" for the logs. */
 static void describe(const struct fp_profile *prof, const char *host, char *buf, size_t len)
 {
@@ -290,7 +261,7 @@ static int spool_request(struct fp_push *p, const char *uri, const char *ctype, 
 	char line[512];
 	int err;
 
-	if (gzip && (err = gzip_buf(body, blen, &z, &blen))) {
+	if (gzip && (err = fp_gzip_buf(body, blen, Z_DEFAULT_COMPRESSION, &z, &blen))) {
 		encode_failed(p);
 		return err;
 	}
