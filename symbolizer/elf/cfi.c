@@ -14,6 +14,7 @@
  * even its range cannot be trusted; it never fails the file.
  */
 #include "cfi.h"
+#include "elfinit.h"
 #include "elfnote.h"
 #include "pyinterp.h"
 #include "unwind_table.h"
@@ -1070,7 +1071,7 @@ int fp_cfi_compile_stats(int fd, void **blob, size_t *len, struct fp_cfi_stats *
 	size_t i;
 	Elf *elf;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	if (fp_elf_init())
 		return -EINVAL;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)

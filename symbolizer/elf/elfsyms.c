@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "dwarf.h"
+#include "elfinit.h"
 #include "fileid.h"
 #include "gopclntab.h"
 #include "minidebug.h"
@@ -65,18 +66,6 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define MINIDEBUG_MAX (256u << 20)
 #define MINIDEBUG_RATIO 64
 
-#ifndef NT_GNU_BUILD_ID
-#define NT_GNU_BUILD_ID 3
-#endif
-
-static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
-static int elf_usable;
-
-static void elf_init(void)
-{
-	elf_usable = elf_version(EV_CURRENT) != EV_NONE;
-}
-
 struct elf_file {
 	Elf *ef_elf;
 	uint64_t ef_size; /* of the file, bound for every offset in it */
@@ -93,8 +82,7 @@ static int elf_file_open(struct elf_file *f, int fd)
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -EINVAL;
-	pthread_once(&elf_once, elf_init);
-	if (!elf_usable)
+	if (fp_elf_init())
 		return -ENOSYS;
 	/* Mapped, not read: the file is not copied, and libelf still checks
 	 * every range against the mapping. */

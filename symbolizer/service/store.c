@@ -1,6 +1,7 @@
 /* store.c: uploaded files by build-ID, in the /usr/lib/debug layout. */
 #include "store.h"
 #include "buildid.h"
+#include "elfinit.h"
 #include "files.h"
 #include "isolate.h"
 
@@ -160,24 +161,15 @@ int fp_store_has(const struct fp_store *s, const char *hex, int mask)
 	return found;
 }
 
-static int elf_usable;
-
-static void elf_init(void)
-{
-	elf_usable = elf_version(EV_CURRENT) != EV_NONE;
-}
-
 int fp_store_classify(int fd, int *kinds)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int has_code = 0, has_debug = 0, has_symtab = 0, err = 0;
 	size_t shstrndx, phnum, i;
 	GElf_Ehdr ehdr;
 	Elf_Scn *scn = NULL;
 	Elf *e;
 
-	pthread_once(&once, elf_init);
-	if (!elf_usable)
+	if (fp_elf_init())
 		return -ENOSYS;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e)
