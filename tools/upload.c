@@ -7,8 +7,9 @@
 #include "elfnote.h"
 #include "elfsyms.h"
 #include "http.h"
-#include "store.h"
 #include "httpc.h"
+#include "intern.h"
+#include "store.h"
 #include "tls.h"
 
 #include <dirent.h>
@@ -49,11 +50,7 @@ struct upload {
 	size_t up_nfiles, up_cap;
 	uint64_t up_scanned, up_no_build_id, up_other_kind, up_unreadable;
 	/* (dev, ino) of every directory and file seen: no loops, no doubles */
-	struct devino {
-		dev_t di_dev;
-		ino_t di_ino;
-	} *up_seen;
-	size_t up_seen_cap, up_seen_n;
+	struct fp_intern *up_seen;
 	/* the server */
 	struct fp_httpc *up_http;
 	nng_aio *up_aio; /* the streamed upload's steps */
@@ -128,39 +125,20 @@ static void progress(struct upload *u, size_t n, size_t m, const char *path)
 	fflush(stderr);
 }
 
-/* seen: whether (dev, ino) was met before; remembers it.  Open
- * addressing, doubled at half full. */
+/* seen: whether (dev, ino) was met before; remembers it. */
 static int seen(struct upload *u, dev_t dev, ino_t ino)
 {
-	size_t i, mask;
+	struct devino {
+		uint64_t di_dev, di_ino;
+	} key = { (uint64_t)dev, (uint64_t)ino };
+	uint32_t id;
+	int added;
 
-	if (u->up_seen_n * 2 >= u->up_seen_cap) {
-		size_t cap = u->up_seen_cap ? u->up_seen_cap * 2 : 1024, j;
-		struct devino *t = calloc(cap, sizeof(*t));
-		if (!t)
-			return 0; /* no memory: at worst a file is looked at twice */
-		for (j = 0; j < u->up_seen_cap; j++) {
-			struct devino *d = &u->up_seen[j];
-			if (!d->di_dev && !d->di_ino)
-				continue;
-			for (i = ((size_t)d->di_ino * 31 + (size_t)d->di_dev) & (cap - 1); t[i].di_dev || t[i].di_ino;
-			     i = (i + 1) & (cap - 1))
-				;
-			t[i] = *d;
-		}
-		free(u->up_seen);
-		u->up_seen = t;
-		u->up_seen_cap = cap;
-	}
-	mask = u->up_seen_cap - 1;
-	for (i = ((size_t)ino * 31 + (size_t)dev) & mask; u->up_seen[i].di_dev || u->up_seen[i].di_ino;
-	     i = (i + 1) & mask)
-		if (u->up_seen[i].di_dev == dev && u->up_seen[i].di_ino == ino)
-			return 1;
-	u->up_seen[i].di_dev = dev;
-	u->up_seen[i].di_ino = ino;
-	u->up_seen_n++;
-	return 0;
+	/* No memory: at worst a file is looked at twice. */
+	if ((!u->up_seen && fp_intern_alloc(&u->up_seen)) ||
+	    fp_intern_get(u->up_seen, &key, sizeof(key), &id, &added))
+		return 0;
+	return !added;
 }
 
 static int add_file(struct upload *u, const char *path, const struct stat *st)
@@ -717,7 +695,7 @@ out:
 	for (i = 0; i < u.up_nfiles; i++)
 		free(u.up_files[i].fl_path);
 	free(u.up_files);
-	free(u.up_seen);
+	fp_intern_free(u.up_seen);
 	free(u.up_base);
 	free(want);
 	free(ids);

@@ -91,6 +91,8 @@
  * not of line rows.
  */
 #include "symtab.h"
+#include "indexset.h"
+#include "intern.h"
 #include "vec.h"
 
 #include <endian.h>
@@ -166,12 +168,13 @@ struct builder_range {
 	uint32_t bn_scope;
 };
 
-/* Deduplicating string table under construction; slots hold offset + 1. */
+/* Deduplicating string table under construction: the set's indexes are
+ * the strings' offsets in sb_buf, hashed with the keyed fp_hash (names
+ * come from uploaded files: no one may choose colliding ones). */
 struct strtab {
 	char *sb_buf;
 	size_t sb_len, sb_cap;
-	uint32_t *sb_slots;
-	size_t sb_nslots, sb_count;
+	struct fp_indexset sb_set;
 };
 
 struct fp_symtab_builder {
@@ -184,8 +187,7 @@ struct fp_symtab_builder {
 	struct strtab fb_st; /* the blob's string table */
 	uint32_t *fb_files;  /* file index -> string offset */
 	size_t fb_nfiles, fb_files_cap;
-	uint32_t *fb_file_slots; /* string offset + 1 -> file index, hashed */
-	size_t fb_file_nslots;
+	struct fp_indexset fb_file_set; /* file indexes, by string offset */
 	struct builder_row *fb_rows;
 	size_t fb_nrows, fb_rows_cap;
 	struct builder_seqn *fb_seqs;
@@ -246,7 +248,7 @@ void fp_symtab_builder_free(struct fp_symtab_builder *b)
 	free(b->fb_names);
 	strtab_fini(&b->fb_st);
 	free(b->fb_files);
-	free(b->fb_file_slots);
+	fp_indexset_free(&b->fb_file_set);
 	free(b->fb_rows);
 	free(b->fb_seqs);
 	free(b->fb_scopes);
@@ -360,123 +362,56 @@ int fp_symtab_builder_add_symbol(struct fp_symtab_builder *b, uint64_t addr, uin
 	return fp_symtab_builder_add_symbol_ex(b, addr, size, name, system_name, NULL, NULL);
 }
 
-static uint64_t str_hash(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static void strtab_fini(struct strtab *t)
 {
 	free(t->sb_buf);
-	free(t->sb_slots);
+	fp_indexset_free(&t->sb_set);
 }
 
-static int strtab_rehash(struct strtab *t)
+/* strtab_eq: is the string at offset index key (a NUL-terminated string)? */
+static int strtab_eq(const void *ctx, uint32_t index, const void *key)
 {
-	size_t nslots = t->sb_nslots ? t->sb_nslots * 2 : 1024;
-	uint32_t *slots;
+	const struct strtab *t = ctx;
 
-	if (nslots > SIZE_MAX / sizeof(*slots))
-		return -ENOMEM;
-	slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->sb_nslots; i++) {
-		uint32_t v = t->sb_slots[i];
-		const char *s;
-		size_t j;
-
-		if (!v)
-			continue;
-		s = t->sb_buf + v - 1;
-		j = str_hash(s, strlen(s)) & (nslots - 1);
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = v;
-	}
-	free(t->sb_slots);
-	t->sb_slots = slots;
-	t->sb_nslots = nslots;
-	return 0;
+	return strcmp(t->sb_buf + index, key) == 0;
 }
 
 /* strtab_intern: the offset of s in t, adding it if new. */
 static int strtab_intern(struct strtab *t, const char *s, uint32_t *off)
 {
-	size_t len = strlen(s);
-	size_t j;
-	int err;
+	size_t len = strlen(s), slot;
+	uint32_t hash = (uint32_t)fp_hash(s, len), found;
 
-	if (t->sb_count * 2 >= t->sb_nslots) {
-		err = strtab_rehash(t);
-		if (err)
-			return err;
+	found = fp_indexset_find(&t->sb_set, hash, strtab_eq, t, s, &slot);
+	if (found != FP_INDEXSET_NONE) {
+		*off = found;
+		return 0;
 	}
-	j = str_hash(s, len) & (t->sb_nslots - 1);
-	while (t->sb_slots[j]) {
-		const char *cand = t->sb_buf + t->sb_slots[j] - 1;
-
-		if (memcmp(cand, s, len + 1) == 0) {
-			*off = t->sb_slots[j] - 1;
-			return 0;
-		}
-		j = (j + 1) & (t->sb_nslots - 1);
-	}
-	/* The offset + 1 stored in a slot must fit in u32 as well. */
+	/* Offsets are u32 and below FP_INDEXSET_NONE. */
 	if (t->sb_len + len + 1 >= UINT32_MAX)
 		return -ENOMEM;
-	if (t->sb_len + len + 1 > t->sb_cap) {
-		size_t ncap = t->sb_cap ? t->sb_cap : 4096;
-		char *p;
-
-		while (ncap < t->sb_len + len + 1)
-			ncap *= 2;
-		p = realloc(t->sb_buf, ncap);
-		if (!p)
-			return -ENOMEM;
-		t->sb_buf = p;
-		t->sb_cap = ncap;
-	}
+	if (fp_vec_reserve(&t->sb_buf, &t->sb_cap, t->sb_len + len + 1, 1) ||
+	    fp_indexset_make_room(&t->sb_set, hash, &slot))
+		return -ENOMEM;
 	memcpy(t->sb_buf + t->sb_len, s, len + 1);
 	*off = (uint32_t)t->sb_len;
-	t->sb_slots[j] = (uint32_t)t->sb_len + 1;
+	fp_indexset_insert(&t->sb_set, slot, hash, *off);
 	t->sb_len += len + 1;
-	t->sb_count++;
 	return 0;
 }
 
-/* The file index of string offset off + 1, through an open-addressing
- * table of indexes (0 = empty slot). */
-static int file_slots_rehash(struct fp_symtab_builder *b)
+/* file_eq: does file index name the string at offset *key? */
+static int file_eq(const void *ctx, uint32_t index, const void *key)
 {
-	size_t nslots = b->fb_file_nslots ? b->fb_file_nslots * 2 : 256;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	const struct fp_symtab_builder *b = ctx;
 
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < b->fb_nfiles; i++) {
-		size_t j = (b->fb_files[i] * 0x9e3779b1u) & (nslots - 1);
-
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = (uint32_t)i + 1;
-	}
-	free(b->fb_file_slots);
-	b->fb_file_slots = slots;
-	b->fb_file_nslots = nslots;
-	return 0;
+	return b->fb_files[index] == *(const uint32_t *)key;
 }
 
 int fp_symtab_builder_add_file(struct fp_symtab_builder *b, const char *name, uint32_t *file)
 {
-	uint32_t off;
-	size_t j;
+	uint32_t off, hash, found;
+	size_t slot;
 	int err;
 
 	if (b->fb_finished || !name || !name[0])
@@ -484,28 +419,20 @@ int fp_symtab_builder_add_file(struct fp_symtab_builder *b, const char *name, ui
 	err = strtab_intern(&b->fb_st, name, &off);
 	if (err)
 		return err;
-	if ((b->fb_nfiles + 1) * 2 > b->fb_file_nslots) {
-		err = file_slots_rehash(b);
-		if (err)
-			return err;
-	}
-	j = (off * 0x9e3779b1u) & (b->fb_file_nslots - 1);
-	while (b->fb_file_slots[j]) {
-		uint32_t idx = b->fb_file_slots[j] - 1;
-
-		if (b->fb_files[idx] == off) {
-			*file = idx;
-			return 0;
-		}
-		j = (j + 1) & (b->fb_file_nslots - 1);
+	/* The offset is ours (not chosen by the file): a plain mix will do. */
+	hash = fp_hash_finish(fp_hash_word(0, off));
+	found = fp_indexset_find(&b->fb_file_set, hash, file_eq, b, &off, &slot);
+	if (found != FP_INDEXSET_NONE) {
+		*file = found;
+		return 0;
 	}
 	if (b->fb_nfiles >= NONE - 1)
 		return -ENOMEM;
 	err = fp_vec_reserve(&b->fb_files, &b->fb_files_cap, b->fb_nfiles + 1, sizeof(*b->fb_files));
-	if (err)
+	if (err || (err = fp_indexset_make_room(&b->fb_file_set, hash, &slot)))
 		return err;
 	b->fb_files[b->fb_nfiles] = off;
-	b->fb_file_slots[j] = (uint32_t)b->fb_nfiles + 1;
+	fp_indexset_insert(&b->fb_file_set, slot, hash, (uint32_t)b->fb_nfiles);
 	*file = (uint32_t)b->fb_nfiles++;
 	return 0;
 }
