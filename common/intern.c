@@ -94,7 +94,8 @@ static int intern_eq(const void *ctx, uint32_t id, const void *key)
 	const struct intern_probe *p = key;
 	const struct intern_key *k = &t->it_keys[id];
 
-	return k->ik_len == p->ip_len && memcmp(t->it_arena + k->ik_offset, p->ip_key, p->ip_len) == 0;
+	return k->ik_len == p->ip_len && memcmp(t->it_arena + k->ik_offset, p->ip_key,
+						p->ip_len) == 0;
 }
 
 int fp_intern_find(const struct fp_intern *t, const void *key, size_t len, uint32_t *id)

@@ -252,7 +252,8 @@ static struct proc_entry *proc_get(struct fp_collector *c, uint32_t pid)
 	uint32_t id;
 
 	if (fp_intern_get(c->cl_procs, &pid, sizeof(pid), &id, NULL) ||
-	    fp_vec_reserve_zeroed(&c->cl_procv, &c->cl_procv_cap, (size_t)id + 1, sizeof(*c->cl_procv)))
+	    fp_vec_reserve_zeroed(&c->cl_procv, &c->cl_procv_cap, (size_t)id + 1,
+				  sizeof(*c->cl_procv)))
 		return NULL;
 	pe = &c->cl_procv[id];
 	if (!pe->pe_have_info) {
@@ -290,8 +291,8 @@ static void maps_read(struct fp_collector *c, uint32_t pid, struct fp_procmaps *
 		if (v->fv_cookie == UINT32_MAX &&
 		    mapping_get(c, FP_MAP_USER, &v->fv_build_id, v->fv_path, &v->fv_cookie))
 			continue;
-		if (!fp_vec_reserve_zeroed(&c->cl_announce, &c->cl_announce_cap, c->cl_nannounce + 1,
-			  sizeof(*c->cl_announce)))
+		if (!fp_vec_reserve_zeroed(&c->cl_announce, &c->cl_announce_cap,
+					   c->cl_nannounce + 1, sizeof(*c->cl_announce)))
 			c->cl_announce[c->cl_nannounce++] = v->fv_cookie;
 	}
 	c->cl_maps_fn(pid, pm, c->cl_maps_arg);
@@ -389,8 +390,10 @@ static const char *remember_file(struct fp_collector *c, const struct fp_build_i
 	int added;
 
 	if (fp_intern_get(c->cl_paths, bid->fb_data, bid->fb_len, &id, &added) ||
-	    fp_vec_reserve_zeroed(&c->cl_pathv, &c->cl_pathv_cap, (size_t)id + 1, sizeof(*c->cl_pathv)) ||
-	    fp_vec_reserve_zeroed(&c->cl_pathpid, &c->cl_pathpid_cap, (size_t)id + 1, sizeof(*c->cl_pathpid)))
+	    fp_vec_reserve_zeroed(&c->cl_pathv, &c->cl_pathv_cap, (size_t)id + 1,
+				  sizeof(*c->cl_pathv)) ||
+	    fp_vec_reserve_zeroed(&c->cl_pathpid, &c->cl_pathpid_cap, (size_t)id + 1,
+				  sizeof(*c->cl_pathpid)))
 		return NULL;
 	if (!c->cl_pathv[id] && path)
 		c->cl_pathv[id] = strdup(path);
@@ -602,7 +605,8 @@ static int thread_get(struct fp_collector *c, const struct fp_bpf_sample *s, uin
 	memcpy(key.tk_comm, s->comm, FP_COMM_LEN - 1);
 	if (fp_intern_get(c->cl_threads, &key, sizeof(key), id, &added) ||
 	    fp_vec_reserve_zeroed(&c->cl_tstate, &c->cl_tstate_cap, (size_t)*id + 1, 1) ||
-	    fp_vec_reserve_zeroed(&c->cl_tinfo, &c->cl_tinfo_cap, (size_t)*id + 1, sizeof(*c->cl_tinfo)))
+	    fp_vec_reserve_zeroed(&c->cl_tinfo, &c->cl_tinfo_cap, (size_t)*id + 1,
+				  sizeof(*c->cl_tinfo)))
 		return -ENOMEM;
 	if (added) {
 		struct thread_info *ti = &c->cl_tinfo[*id];
@@ -768,7 +772,8 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 	}
 	if (node_chain(c, n, &pk.pk_node) ||
 	    fp_intern_get(c->cl_pairs, &pk, sizeof(pk), &pair, NULL) ||
-	    fp_vec_reserve_zeroed(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1, sizeof(*c->cl_counts)))
+	    fp_vec_reserve_zeroed(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1,
+				  sizeof(*c->cl_counts)))
 		goto oom;
 	if (c->cl_counts[pair] == 0) {
 		if (fp_vec_reserve_zeroed(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,

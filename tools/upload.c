@@ -379,7 +379,8 @@ static int missing_chunk(struct upload *u, char **ids, size_t n, char *missing)
 	if (!rv)
 		rv = nng_http_res_alloc(&res);
 	if (!rv)
-		rv = fp_httpc_transact(u->up_http, req, res, TIMEOUT_MS, MAX_REPLY, NULL, &too_large);
+		rv = fp_httpc_transact(u->up_http, req, res, TIMEOUT_MS, MAX_REPLY, NULL,
+				       &too_large);
 	if (rv) {
 		errmsg(u, "cannot reach %s: %s", u->up_server, nng_strerror(rv));
 		goto out;

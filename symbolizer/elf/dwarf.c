@@ -695,15 +695,8 @@ static const char *file_path(struct walk *w, Dwarf_Line_Context ctx, Dwarf_Unsig
 
 static int push_row(struct walk *w, const struct fp_line_row *r)
 {
-	if (w->w_nrows == w->w_rows_cap) {
-		size_t ncap = w->w_rows_cap ? w->w_rows_cap * 2 : 256;
-		struct fp_line_row *v = realloc(w->w_rows, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		w->w_rows = v;
-		w->w_rows_cap = ncap;
-	}
+	if (fp_vec_reserve(&w->w_rows, &w->w_rows_cap, w->w_nrows + 1, sizeof(*w->w_rows)))
+		return -ENOMEM;
 	w->w_rows[w->w_nrows++] = *r;
 	return 0;
 }
@@ -853,15 +846,8 @@ static int push_range(struct walk *w, uint64_t lo, uint64_t hi)
 	/* Empty ranges, and discarded code at 0 or at a tombstone. */
 	if (hi <= lo || lo == 0)
 		return 0;
-	if (w->w_nranges + 2 > w->w_ranges_cap) {
-		size_t ncap = w->w_ranges_cap ? w->w_ranges_cap * 2 : 64;
-		uint64_t *v = realloc(w->w_ranges, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		w->w_ranges = v;
-		w->w_ranges_cap = ncap;
-	}
+	if (fp_vec_reserve(&w->w_ranges, &w->w_ranges_cap, w->w_nranges + 2, sizeof(*w->w_ranges)))
+		return -ENOMEM;
 	w->w_ranges[w->w_nranges++] = lo;
 	w->w_ranges[w->w_nranges++] = hi;
 	return 0;

@@ -26,6 +26,7 @@
 #include "gopclntab.h"
 #include "minidebug.h"
 #include "symtab.h"
+#include "vec.h"
 
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -306,18 +307,8 @@ static int cmp_cand(const void *a, const void *b)
 
 static int cands_push(struct cands *cs, const struct cand *c)
 {
-	if (cs->cs_n == cs->cs_cap) {
-		size_t ncap = cs->cs_cap ? cs->cs_cap * 2 : 1024;
-		struct cand *v;
-
-		if (ncap > SIZE_MAX / sizeof(*v))
-			return -ENOMEM;
-		v = realloc(cs->cs_v, ncap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		cs->cs_v = v;
-		cs->cs_cap = ncap;
-	}
+	if (fp_vec_reserve(&cs->cs_v, &cs->cs_cap, cs->cs_n + 1, sizeof(*cs->cs_v)))
+		return -ENOMEM;
 	cs->cs_v[cs->cs_n++] = *c;
 	return 0;
 }

@@ -746,7 +746,8 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 		snprintf(why, wlen, "out of memory");
 		return RETRY;
 	}
-	if ((rv = nng_http_req_alloc(&req, fp_httpc_url(p->pu_http))) || (rv = nng_http_req_set_uri(req, uri)) ||
+	if ((rv = nng_http_req_alloc(&req, fp_httpc_url(p->pu_http))) ||
+	    (rv = nng_http_req_set_uri(req, uri)) ||
 	    (rv = nng_http_req_set_method(req, "POST")) ||
 	    (rv = nng_http_req_set_header(req, "Content-Type", f[2])) ||
 	    (rv = nng_http_req_set_header(req, "User-Agent", "fleetprof/" FP_VERSION)) ||

@@ -45,7 +45,8 @@ static int exchange(const char *reply, size_t body_max, uint16_t *status, char *
 		    int64_t *too_large, int *reached)
 {
 	struct canned c = { .cn_reply = reply };
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t slen = sizeof(sa);
 	struct fp_httpc *h = NULL;
 	nng_http_req *req = NULL;
@@ -128,7 +129,8 @@ static void test_bad_content_length(void)
 
 static void test_nobody_listening(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t slen = sizeof(sa);
 	struct fp_httpc *h = NULL;
 	nng_http_req *req = NULL;

@@ -304,7 +304,8 @@ int main(void)
 {
 	struct fp_resolver_opts ro = { .ro_cache_dir = tmpdir };
 
-	if (check_tmpdir(tmpdir, sizeof(tmpdir), "session_test") || fp_resolver_open(&resolver, &ro)) {
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "session_test") ||
+	    fp_resolver_open(&resolver, &ro)) {
 		fprintf(stderr, "session_test: cannot open a resolver in %s\n", tmpdir);
 		return 1;
 	}
