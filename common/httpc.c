@@ -157,7 +157,8 @@ int fp_httpc_transact(struct fp_httpc *c, nng_http_req *req, nng_http_res *res,
 		goto out;
 	}
 	if ((uint64_t)len > body_max) {
-		*too_large = len;
+		if (too_large)
+			*too_large = len;
 		goto out;
 	}
 	if (!len)

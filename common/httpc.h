@@ -40,8 +40,8 @@ int fp_httpc_connect(struct fp_httpc *c, uint64_t timeout_ms, nng_http_conn **co
 /* fp_httpc_transact: req on a connection of its own, closed after, all
  * within timeout_ms.  The response's head goes into res, and its body
  * too when it has a Content-Length of at most body_max; a longer one is
- * left unread (*too_large set to its length; else it is left alone), and
- * so is a chunked one.  *reached (may be NULL) is set once connected: a
+ * left unread (*too_large, when not NULL, set to its length; else it is
+ * left alone), and so is a chunked one.  *reached (may be NULL) is set once connected: a
  * failure after that reached the server.  NNG_EPROTO: a Content-Length
  * that is not a plain decimal. */
 int fp_httpc_transact(struct fp_httpc *c, nng_http_req *req, nng_http_res *res,
