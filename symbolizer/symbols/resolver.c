@@ -608,9 +608,10 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 		*asked |= 1u << (*hit = FP_SOURCE_DEBUG_DIR);
 		for (i = 0; i < 2 && err; i++) {
 			fp_build_id_hex(cand[i], hex);
-			err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug");
-			if (!err)
-				err = ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
+			/* No such path (a one-byte id, too long a name): no file. */
+			err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug") ?
+				      -ENOENT :
+				      ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
@@ -844,9 +845,9 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 		err = unwind_try(r, pid, path, PATH_REPORTED, id);
 	if (err && r->rv_debug_dir) {
 		fp_build_id_hex(id, hex);
-		err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug");
-		if (!err)
-			err = unwind_try(r, 0, file, PATH_OPERATOR, id);
+		err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug") ?
+			      -ENOENT :
+			      unwind_try(r, 0, file, PATH_OPERATOR, id);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
