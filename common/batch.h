@@ -10,11 +10,12 @@
 #ifndef FP_BATCH_H
 #define FP_BATCH_H
 
+#include "buildid.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #define FP_PROTO_VERSION 1
-#define FP_BUILD_ID_MAX 20   /* GNU build-IDs are 20 bytes (SHA-1) or fewer */
 #define FP_COMM_LEN 16       /* TASK_COMM_LEN */
 #define FP_MAX_FRAMES 254    /* 127 kernel + 127 user: the deepest trie path */
 #define FP_MAPPING_NONE UINT32_MAX /* frame.mapping of an unmapped address */
@@ -25,11 +26,6 @@ enum fp_mapping_kind {
 	FP_MAP_KMODULE = 2, /* kernel module; offset = address - module base */
 	FP_MAP_PYTHON = 3,  /* a CPython code object; offset = byte offset of the
 			     * instruction in its bytecode */
-};
-
-struct fp_build_id {
-	uint8_t fb_len; /* 0: unknown */
-	uint8_t fb_data[FP_BUILD_ID_MAX];
 };
 
 /* How a code object's line table is encoded (CPython's own formats). */
@@ -226,16 +222,6 @@ struct fp_reply {
 	uint64_t fr_written;        /* the session's intervals up to this seq are
 				     * through the sinks; 0: none yet */
 };
-
-/* fp_build_id_hex: write id as lowercase hex into buf (>= 2*FP_BUILD_ID_MAX+1). */
-void fp_build_id_hex(const struct fp_build_id *id, char *buf);
-/* fp_build_id_parse: parse hex; 0 or -EINVAL. */
-int fp_build_id_parse(const char *hex, struct fp_build_id *id);
-/* fp_build_id_eq: non-zero when a and b are the same build-ID. */
-int fp_build_id_eq(const struct fp_build_id *a, const struct fp_build_id *b);
-/* fp_build_id_match: like fp_build_id_eq, but the longer one may have
- * trailing zeros: the kernel pads build-IDs shorter than 20 bytes. */
-int fp_build_id_match(const struct fp_build_id *a, const struct fp_build_id *b);
 
 /* fp_pycode_free: free c and what it owns; NULL is fine. */
 void fp_pycode_free(struct fp_pycode *c);

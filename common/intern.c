@@ -1,7 +1,10 @@
-/* intern.c: open addressing over an array of (hash, id); keys live in one
- * growing arena so that a table is a handful of allocations. */
+/* intern.c: the ids in a set of indexes (indexset.h) over the array of
+ * keys; the keys' bytes live in one growing arena so that a table is a
+ * handful of allocations. */
 #include "intern.h"
 #include "fileid.h"
+#include "indexset.h"
+#include "vec.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -15,12 +18,10 @@
 struct intern_key {
 	size_t ik_offset; /* into it_arena */
 	size_t ik_len;
-	uint64_t ik_hash;
 };
 
 struct fp_intern {
-	uint32_t *it_slots;     /* id + 1; 0 = empty */
-	size_t it_nslots;       /* power of two */
+	struct fp_indexset it_set; /* ids, by their keys' fp_hash */
 	struct intern_key *it_keys;
 	size_t it_nkeys, it_keys_cap;
 	unsigned char *it_arena;
@@ -75,97 +76,65 @@ void fp_intern_free(struct fp_intern *t)
 {
 	if (!t)
 		return;
-	free(t->it_slots);
+	fp_indexset_free(&t->it_set);
 	free(t->it_keys);
 	free(t->it_arena);
 	free(t);
 }
 
-static int intern_grow_slots(struct fp_intern *t)
+/* A key being looked up, and the equality test of the set. */
+struct intern_probe {
+	const void *ip_key;
+	size_t ip_len;
+};
+
+static int intern_eq(const void *ctx, uint32_t id, const void *key)
 {
-	size_t n = t->it_nslots ? t->it_nslots * 2 : 64, i;
-	uint32_t *slots = calloc(n, sizeof(*slots));
+	const struct fp_intern *t = ctx;
+	const struct intern_probe *p = key;
+	const struct intern_key *k = &t->it_keys[id];
 
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < t->it_nkeys; i++) {
-		size_t s = t->it_keys[i].ik_hash & (n - 1);
-		while (slots[s])
-			s = (s + 1) & (n - 1);
-		slots[s] = (uint32_t)i + 1;
-	}
-	free(t->it_slots);
-	t->it_slots = slots;
-	t->it_nslots = n;
-	return 0;
-}
-
-static int intern_reserve(void **buf, size_t *cap, size_t need, size_t elem)
-{
-	size_t n;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	p = realloc(*buf, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = n;
-	return 0;
-}
-
-static int intern_find_hashed(const struct fp_intern *t, const void *key, size_t len, uint64_t h,
-			      uint32_t *id)
-{
-	size_t s;
-
-	if (!t->it_nslots)
-		return -ENOENT;
-	for (s = h & (t->it_nslots - 1); t->it_slots[s]; s = (s + 1) & (t->it_nslots - 1)) {
-		const struct intern_key *k = &t->it_keys[t->it_slots[s] - 1];
-		if (k->ik_hash == h && k->ik_len == len &&
-		    memcmp(t->it_arena + k->ik_offset, key, len) == 0) {
-			*id = t->it_slots[s] - 1;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return k->ik_len == p->ip_len && memcmp(t->it_arena + k->ik_offset, p->ip_key,
+						p->ip_len) == 0;
 }
 
 int fp_intern_find(const struct fp_intern *t, const void *key, size_t len, uint32_t *id)
 {
-	return intern_find_hashed(t, key, len, fp_hash(key, len), id);
+	struct intern_probe p = { key, len };
+	size_t slot;
+	uint32_t found = fp_indexset_find(&t->it_set, (uint32_t)fp_hash(key, len), intern_eq, t, &p,
+					  &slot);
+
+	if (found == FP_INDEXSET_NONE)
+		return -ENOENT;
+	*id = found;
+	return 0;
 }
 
 int fp_intern_get(struct fp_intern *t, const void *key, size_t len, uint32_t *id, int *added)
 {
-	uint64_t h = fp_hash(key, len);
-	size_t s;
+	struct intern_probe p = { key, len };
+	uint32_t h = (uint32_t)fp_hash(key, len), found;
+	size_t slot;
 
-	if (intern_find_hashed(t, key, len, h, id) == 0) {
+	found = fp_indexset_find(&t->it_set, h, intern_eq, t, &p, &slot);
+	if (found != FP_INDEXSET_NONE) {
+		*id = found;
 		if (added)
 			*added = 0;
 		return 0;
 	}
-	if (t->it_nkeys >= UINT32_MAX - 1)
+	if (t->it_nkeys >= FP_INDEXSET_NONE - 1)
 		return -ENOMEM;
-	/* Keep the load factor under 1/2. */
-	if ((t->it_nkeys + 1) * 2 > t->it_nslots && intern_grow_slots(t))
-		return -ENOMEM;
-	if (intern_reserve((void **)&t->it_keys, &t->it_keys_cap, t->it_nkeys + 1,
+	if (fp_vec_reserve(&t->it_keys, &t->it_keys_cap, t->it_nkeys + 1,
 			   sizeof(*t->it_keys)) ||
-	    intern_reserve((void **)&t->it_arena, &t->it_arena_cap, t->it_arena_len + len + 8, 1))
+	    fp_vec_reserve(&t->it_arena, &t->it_arena_cap, t->it_arena_len + len + 8, 1) ||
+	    fp_indexset_make_room(&t->it_set, h, &slot))
 		return -ENOMEM;
 	memcpy(t->it_arena + t->it_arena_len, key, len);
-	t->it_keys[t->it_nkeys] = (struct intern_key){ t->it_arena_len, len, h };
+	t->it_keys[t->it_nkeys] = (struct intern_key){ t->it_arena_len, len };
 	t->it_arena_len += (len + 7) & ~(size_t)7; /* keys stay 8-byte aligned */
-	for (s = h & (t->it_nslots - 1); t->it_slots[s]; s = (s + 1) & (t->it_nslots - 1))
-		;
-	t->it_slots[s] = (uint32_t)t->it_nkeys + 1;
+	fp_indexset_insert(&t->it_set, slot, h, (uint32_t)t->it_nkeys);
 	*id = (uint32_t)t->it_nkeys++;
 	if (added)
 		*added = 1;
@@ -187,14 +156,13 @@ size_t fp_intern_count(const struct fp_intern *t)
 
 size_t fp_intern_bytes(const struct fp_intern *t)
 {
-	return t->it_nslots * sizeof(*t->it_slots) + t->it_keys_cap * sizeof(*t->it_keys) +
+	return fp_indexset_bytes(&t->it_set) + t->it_keys_cap * sizeof(*t->it_keys) +
 	       t->it_arena_cap;
 }
 
 void fp_intern_clear(struct fp_intern *t)
 {
-	if (t->it_nslots)
-		memset(t->it_slots, 0, t->it_nslots * sizeof(*t->it_slots));
+	fp_indexset_clear(&t->it_set);
 	t->it_nkeys = 0;
 	t->it_arena_len = 0;
 }

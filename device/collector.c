@@ -8,6 +8,7 @@
 #include "procmaps.h"
 #include "pyline.h"
 #include "python.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -120,26 +121,6 @@ struct fp_collector {
 	struct fp_frame cl_frames[FP_MAX_FRAMES]; /* the sample being added */
 	uint32_t *cl_chain; /* scratch for fp_collector_batch */
 };
-
-/* grow: make room for need elements in a zero-filled array. */
-static int grow(void *pp, size_t *cap, size_t need, size_t elem)
-{
-	void **p = pp;
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	memset((char *)q + *cap * elem, 0, (n - *cap) * elem);
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 int fp_collector_alloc(struct fp_collector **out, const char *proc, const char *docker_root,
 		       const struct fp_kernel *k)
@@ -271,7 +252,8 @@ static struct proc_entry *proc_get(struct fp_collector *c, uint32_t pid)
 	uint32_t id;
 
 	if (fp_intern_get(c->cl_procs, &pid, sizeof(pid), &id, NULL) ||
-	    grow(&c->cl_procv, &c->cl_procv_cap, (size_t)id + 1, sizeof(*c->cl_procv)))
+	    fp_vec_reserve_zeroed(&c->cl_procv, &c->cl_procv_cap, (size_t)id + 1,
+				  sizeof(*c->cl_procv)))
 		return NULL;
 	pe = &c->cl_procv[id];
 	if (!pe->pe_have_info) {
@@ -309,8 +291,8 @@ static void maps_read(struct fp_collector *c, uint32_t pid, struct fp_procmaps *
 		if (v->fv_cookie == UINT32_MAX &&
 		    mapping_get(c, FP_MAP_USER, &v->fv_build_id, v->fv_path, &v->fv_cookie))
 			continue;
-		if (!grow(&c->cl_announce, &c->cl_announce_cap, c->cl_nannounce + 1,
-			  sizeof(*c->cl_announce)))
+		if (!fp_vec_reserve_zeroed(&c->cl_announce, &c->cl_announce_cap,
+					   c->cl_nannounce + 1, sizeof(*c->cl_announce)))
 			c->cl_announce[c->cl_nannounce++] = v->fv_cookie;
 	}
 	c->cl_maps_fn(pid, pm, c->cl_maps_arg);
@@ -395,7 +377,7 @@ static int mapping_get(struct fp_collector *c, uint8_t kind, const struct fp_bui
 	key.mk.mk_path[plen - 1] = '\0';
 	if (fp_intern_get(c->cl_mappings, &key, sizeof(key.mk) + plen, id, NULL))
 		return -ENOMEM;
-	return grow(&c->cl_mstate, &c->cl_mstate_cap, (size_t)*id + 1, 1);
+	return fp_vec_reserve_zeroed(&c->cl_mstate, &c->cl_mstate_cap, (size_t)*id + 1, 1);
 }
 
 /* remember_file: which process maps the file with build-ID bid, should the
@@ -408,8 +390,10 @@ static const char *remember_file(struct fp_collector *c, const struct fp_build_i
 	int added;
 
 	if (fp_intern_get(c->cl_paths, bid->fb_data, bid->fb_len, &id, &added) ||
-	    grow(&c->cl_pathv, &c->cl_pathv_cap, (size_t)id + 1, sizeof(*c->cl_pathv)) ||
-	    grow(&c->cl_pathpid, &c->cl_pathpid_cap, (size_t)id + 1, sizeof(*c->cl_pathpid)))
+	    fp_vec_reserve_zeroed(&c->cl_pathv, &c->cl_pathv_cap, (size_t)id + 1,
+				  sizeof(*c->cl_pathv)) ||
+	    fp_vec_reserve_zeroed(&c->cl_pathpid, &c->cl_pathpid_cap, (size_t)id + 1,
+				  sizeof(*c->cl_pathpid)))
 		return NULL;
 	if (!c->cl_pathv[id] && path)
 		c->cl_pathv[id] = strdup(path);
@@ -583,11 +567,11 @@ static int python_frame(struct fp_collector *c, uint32_t pid, uint64_t addr, uin
 				       : lasti;
 		return 0;
 	}
-	if (grow(&c->cl_pycode, &c->cl_pycode_cap, (size_t)f->ff_mapping + 1,
+	if (fp_vec_reserve_zeroed(&c->cl_pycode, &c->cl_pycode_cap, (size_t)f->ff_mapping + 1,
 		 sizeof(*c->cl_pycode)) ||
-	    grow(&c->cl_pyfile, &c->cl_pyfile_cap, (size_t)f->ff_mapping + 1,
+	    fp_vec_reserve_zeroed(&c->cl_pyfile, &c->cl_pyfile_cap, (size_t)f->ff_mapping + 1,
 		 sizeof(*c->cl_pyfile)) ||
-	    grow(&c->cl_pylines, &c->cl_pylines_cap, (size_t)f->ff_mapping + 1,
+	    fp_vec_reserve_zeroed(&c->cl_pylines, &c->cl_pylines_cap, (size_t)f->ff_mapping + 1,
 		 sizeof(*c->cl_pylines)))
 		return -ENOMEM;
 	if (!c->cl_pycode_fn || c->cl_pycode_fn(pid, addr, tag, &code, &file, c->cl_pycode_arg)) {
@@ -620,8 +604,9 @@ static int thread_get(struct fp_collector *c, const struct fp_bpf_sample *s, uin
 	key.tk_cgroup = s->cgroup_id;
 	memcpy(key.tk_comm, s->comm, FP_COMM_LEN - 1);
 	if (fp_intern_get(c->cl_threads, &key, sizeof(key), id, &added) ||
-	    grow(&c->cl_tstate, &c->cl_tstate_cap, (size_t)*id + 1, 1) ||
-	    grow(&c->cl_tinfo, &c->cl_tinfo_cap, (size_t)*id + 1, sizeof(*c->cl_tinfo)))
+	    fp_vec_reserve_zeroed(&c->cl_tstate, &c->cl_tstate_cap, (size_t)*id + 1, 1) ||
+	    fp_vec_reserve_zeroed(&c->cl_tinfo, &c->cl_tinfo_cap, (size_t)*id + 1,
+				  sizeof(*c->cl_tinfo)))
 		return -ENOMEM;
 	if (added) {
 		struct thread_info *ti = &c->cl_tinfo[*id];
@@ -716,7 +701,7 @@ static int node_chain(struct fp_collector *c, uint32_t n, uint32_t *leaf)
 		struct node_key k = { parent, c->cl_frames[i].ff_mapping,
 				      c->cl_frames[i].ff_offset };
 		if (fp_intern_get(c->cl_nodes, &k, sizeof(k), &parent, NULL) ||
-		    grow(&c->cl_nstate, &c->cl_nstate_cap, (size_t)parent + 1, 1))
+		    fp_vec_reserve_zeroed(&c->cl_nstate, &c->cl_nstate_cap, (size_t)parent + 1, 1))
 			return -ENOMEM;
 	}
 	*leaf = parent;
@@ -787,10 +772,11 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 	}
 	if (node_chain(c, n, &pk.pk_node) ||
 	    fp_intern_get(c->cl_pairs, &pk, sizeof(pk), &pair, NULL) ||
-	    grow(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1, sizeof(*c->cl_counts)))
+	    fp_vec_reserve_zeroed(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1,
+				  sizeof(*c->cl_counts)))
 		goto oom;
 	if (c->cl_counts[pair] == 0) {
-		if (grow(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
+		if (fp_vec_reserve_zeroed(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
 			 sizeof(*c->cl_touched)))
 			goto oom;
 		c->cl_touched[c->cl_ntouched++] = pair;
@@ -845,7 +831,7 @@ static int push(void *pp, size_t *n, size_t *cap, size_t elem, const void *v)
 {
 	void **p = pp;
 
-	if (grow(p, cap, *n + 1, elem))
+	if (fp_vec_reserve_zeroed(p, cap, *n + 1, elem))
 		return -ENOMEM;
 	memcpy((char *)*p + *n * elem, v, elem);
 	(*n)++;

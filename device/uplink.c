@@ -1,6 +1,7 @@
 /* uplink.c: nng REQ socket with non-blocking send and receive. */
 #include "uplink.h"
 #include "log.h"
+#include "nngerr.h"
 #include "tls.h"
 #include "wire.h"
 
@@ -17,21 +18,6 @@ struct fp_uplink {
 	nng_socket ul_sock;
 	nng_dialer ul_dialer;
 };
-
-static int nng_to_errno(int rv)
-{
-	switch (rv) {
-	case NNG_EAGAIN: return -EAGAIN;
-	case NNG_ETIMEDOUT: return -ETIMEDOUT;
-	case NNG_ENOMEM: return -ENOMEM;
-	case NNG_EINVAL: case NNG_EADDRINVAL: return -EINVAL;
-	case NNG_ECONNREFUSED: return -ECONNREFUSED;
-	case NNG_ECLOSED: return -EPIPE;
-	case NNG_ECONNRESET: return -ECONNRESET; /* e.g. a reply over RECVMAXSZ */
-	case NNG_ESTATE: return -EAGAIN; /* receive before any send */
-	default: return -EIO;
-	}
-}
 
 /* dialer_create: a dialer for addr, with TLS from tls for tls+tcp://. */
 static int dialer_create(nng_dialer *d, nng_socket sock, const char *addr,
@@ -75,7 +61,7 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr, const struct fp_tls
 	if ((rv = nng_req0_open(&u->ul_sock)) != 0) {
 		fp_warnx("nng: %s", nng_strerror(rv));
 		free(u);
-		return nng_to_errno(rv);
+		return fp_nng_errno(rv);
 	}
 	/* The agent decides when to resend (it has the buffer); nng must not. */
 	nng_socket_set_ms(u->ul_sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
@@ -94,7 +80,7 @@ int fp_uplink_open(struct fp_uplink **out, const char *addr, const struct fp_tls
 	if (rv != 0) {
 		nng_close(u->ul_sock);
 		free(u);
-		return nng_to_errno(rv);
+		return fp_nng_errno(rv);
 	}
 	*out = u;
 	return 0;
@@ -108,13 +94,13 @@ int fp_uplink_check(const char *addr, const struct fp_tls_opts *tls)
 
 	if ((rv = nng_req0_open(&sock)) != 0) {
 		fp_warnx("nng: %s", nng_strerror(rv));
-		return nng_to_errno(rv);
+		return fp_nng_errno(rv);
 	}
 	/* A dialer that is never started parses the address, finds its
 	 * transport and reads the TLS files, and connects to nothing. */
 	rv = dialer_create(&d, sock, addr, tls);
 	nng_close(sock);
-	return rv ? nng_to_errno(rv) : 0;
+	return rv ? fp_nng_errno(rv) : 0;
 }
 
 uint64_t fp_uplink_setup_failures(struct fp_uplink *u)
@@ -157,7 +143,7 @@ int fp_uplink_send(struct fp_uplink *u, const void *buf, size_t len)
 	}
 	return 0;
 fail:
-	return nng_to_errno(rv);
+	return fp_nng_errno(rv);
 }
 
 int fp_uplink_poll(struct fp_uplink *u, struct fp_reply *reply)
@@ -167,7 +153,7 @@ int fp_uplink_poll(struct fp_uplink *u, struct fp_reply *reply)
 
 	rv = nng_recvmsg(u->ul_sock, &m, NNG_FLAG_NONBLOCK);
 	if (rv != 0)
-		return nng_to_errno(rv);
+		return fp_nng_errno(rv);
 	err = fp_wire_decode_reply(nng_msg_body(m), nng_msg_len(m), reply);
 	nng_msg_free(m);
 	if (err) {

@@ -157,13 +157,9 @@ static int fetch_chain(const struct fp_build_id *id, void *arg)
 {
 	struct fetch_chain *fc = arg;
 	char hex[2 * FP_BUILD_ID_MAX + 1];
-	struct fp_build_id trimmed = *id;
+	struct fp_build_id trimmed = fp_build_id_trim(id);
 	int fd = -ENOENT;
 
-	/* The kernel pads short build-IDs with zeros; stored files are named
-	 * by the real one. */
-	while (trimmed.fb_len > 1 && !trimmed.fb_data[trimmed.fb_len - 1])
-		trimmed.fb_len--;
 	fp_build_id_hex(&trimmed, hex);
 	if (fc->fc_store)
 		fd = fp_store_open_file(fc->fc_store, hex, FP_STORE_DEBUGINFO, NULL);

@@ -69,13 +69,14 @@ static int parse_address(const char *line, uint64_t *addr)
 	return *end ? -EINVAL : 0;
 }
 
-/* debug_path: where the debug directory keeps the debug file of id. */
-static void debug_path(const char *debug_dir, const struct fp_build_id *id, char *path, size_t size)
+/* debug_path: where the debug directory keeps the debug file of id.  0
+ * or what fp_build_id_path returns. */
+static int debug_path(const char *debug_dir, const struct fp_build_id *id, char *path, size_t size)
 {
-	char hex[2 * FP_BUILD_ID_MAX + 1];
+	char hex[FP_BUILD_ID_HEX_SIZE];
 
 	fp_build_id_hex(id, hex);
-	snprintf(path, size, "%s/.build-id/%.2s/%s.debug", debug_dir, hex, hex + 2);
+	return fp_build_id_path(path, size, debug_dir, hex, ".debug");
 }
 
 /* open_debug: the detached debug file of id from the debug directory,
@@ -86,7 +87,8 @@ static int open_debug(const char *debug_dir, const struct fp_build_id *id)
 	char dbg[4200];
 	int dfd;
 
-	debug_path(debug_dir, id, dbg, sizeof(dbg));
+	if (debug_path(debug_dir, id, dbg, sizeof(dbg)))
+		return -1;
 	dfd = open(dbg, O_RDONLY | O_CLOEXEC);
 	if (dfd >= 0 && (fp_elfnote_build_id(dfd, &dbg_id) || !fp_build_id_eq(id, &dbg_id))) {
 		close(dfd);
@@ -150,8 +152,7 @@ static int cached_table(struct table *tb, const struct fp_build_id *id, const ch
 	if (fp_symcache_get(tb->tb_txn, id, &tb->tb_table) == 0) {
 		if (tb->tb_table.st_nblocks || !debug_dir)
 			return 0;
-		debug_path(debug_dir, id, dbg, sizeof(dbg));
-		if (access(dbg, R_OK) != 0)
+		if (debug_path(debug_dir, id, dbg, sizeof(dbg)) || access(dbg, R_OK) != 0)
 			return 0;
 	}
 	fp_symcache_end(tb->tb_txn);

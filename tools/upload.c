@@ -7,6 +7,8 @@
 #include "elfnote.h"
 #include "elfsyms.h"
 #include "http.h"
+#include "httpc.h"
+#include "intern.h"
 #include "store.h"
 #include "tls.h"
 
@@ -48,15 +50,10 @@ struct upload {
 	size_t up_nfiles, up_cap;
 	uint64_t up_scanned, up_no_build_id, up_other_kind, up_unreadable;
 	/* (dev, ino) of every directory and file seen: no loops, no doubles */
-	struct devino {
-		dev_t di_dev;
-		ino_t di_ino;
-	} *up_seen;
-	size_t up_seen_cap, up_seen_n;
+	struct fp_intern *up_seen;
 	/* the server */
-	nng_url *up_url;
-	nng_http_client *up_client;
-	nng_aio *up_aio;
+	struct fp_httpc *up_http;
+	nng_aio *up_aio; /* the streamed upload's steps */
 	char *up_base; /* the server URL without a trailing '/' */
 };
 
@@ -128,39 +125,20 @@ static void progress(struct upload *u, size_t n, size_t m, const char *path)
 	fflush(stderr);
 }
 
-/* seen: whether (dev, ino) was met before; remembers it.  Open
- * addressing, doubled at half full. */
+/* seen: whether (dev, ino) was met before; remembers it. */
 static int seen(struct upload *u, dev_t dev, ino_t ino)
 {
-	size_t i, mask;
+	struct devino {
+		uint64_t di_dev, di_ino;
+	} key = { (uint64_t)dev, (uint64_t)ino };
+	uint32_t id;
+	int added;
 
-	if (u->up_seen_n * 2 >= u->up_seen_cap) {
-		size_t cap = u->up_seen_cap ? u->up_seen_cap * 2 : 1024, j;
-		struct devino *t = calloc(cap, sizeof(*t));
-		if (!t)
-			return 0; /* no memory: at worst a file is looked at twice */
-		for (j = 0; j < u->up_seen_cap; j++) {
-			struct devino *d = &u->up_seen[j];
-			if (!d->di_dev && !d->di_ino)
-				continue;
-			for (i = ((size_t)d->di_ino * 31 + (size_t)d->di_dev) & (cap - 1); t[i].di_dev || t[i].di_ino;
-			     i = (i + 1) & (cap - 1))
-				;
-			t[i] = *d;
-		}
-		free(u->up_seen);
-		u->up_seen = t;
-		u->up_seen_cap = cap;
-	}
-	mask = u->up_seen_cap - 1;
-	for (i = ((size_t)ino * 31 + (size_t)dev) & mask; u->up_seen[i].di_dev || u->up_seen[i].di_ino;
-	     i = (i + 1) & mask)
-		if (u->up_seen[i].di_dev == dev && u->up_seen[i].di_ino == ino)
-			return 1;
-	u->up_seen[i].di_dev = dev;
-	u->up_seen[i].di_ino = ino;
-	u->up_seen_n++;
-	return 0;
+	/* No memory: at worst a file is looked at twice. */
+	if ((!u->up_seen && fp_intern_alloc(&u->up_seen)) ||
+	    fp_intern_get(u->up_seen, &key, sizeof(key), &id, &added))
+		return 0;
+	return !added;
 }
 
 static int add_file(struct upload *u, const char *path, const struct stat *st)
@@ -255,28 +233,18 @@ static int walk(struct upload *u, const char *path, int top)
 	return err;
 }
 
-/* http_*: one request per connection, each waited for. */
+/* client_open: the client for the server and the aio of the streamed
+ * upload.  0, or -1 (reported). */
 static int client_open(struct upload *u)
 {
 	struct fp_tls_opts tls = { .to_ca = u->up_ca };
-	nng_tls_config *cfg = NULL;
 	int rv;
 
-	if ((rv = nng_url_parse(&u->up_url, u->up_base)) ||
-	    (rv = nng_http_client_alloc(&u->up_client, u->up_url)) ||
+	/* For https the server's certificate is checked, its host name too. */
+	if ((rv = fp_httpc_open(&u->up_http, u->up_base, &tls, PROG)) ||
 	    (rv = nng_aio_alloc(&u->up_aio, NULL, NULL))) {
-		errmsg(u, "invalid server URL %s: %s", u->up_server, nng_strerror(rv));
-		return -1;
-	}
-	if (strcmp(u->up_url->u_scheme, "https"))
-		return 0;
-	/* The server's certificate is checked, for its host name too. */
-	if (fp_tls_client_config(&cfg, &tls, u->up_url->u_hostname, PROG))
-		return -1;
-	rv = nng_http_client_set_tls(u->up_client, cfg);
-	nng_tls_config_free(cfg);
-	if (rv) {
-		errmsg(u, "%s: TLS: %s", u->up_server, nng_strerror(rv));
+		/* A TLS failure has said which file it could not use. */
+		errmsg(u, "cannot use the server %s: %s", u->up_server, nng_strerror(rv));
 		return -1;
 	}
 	return 0;
@@ -286,10 +254,7 @@ static void client_close(struct upload *u)
 {
 	if (u->up_aio)
 		nng_aio_free(u->up_aio);
-	if (u->up_client)
-		nng_http_client_free(u->up_client);
-	if (u->up_url)
-		nng_url_free(u->up_url);
+	fp_httpc_close(u->up_http);
 }
 
 static int wait_aio(struct upload *u)
@@ -297,19 +262,6 @@ static int wait_aio(struct upload *u)
 	nng_aio_set_timeout(u->up_aio, TIMEOUT_MS);
 	nng_aio_wait(u->up_aio);
 	return nng_aio_result(u->up_aio);
-}
-
-static int http_connect(struct upload *u, nng_http_conn **conn)
-{
-	int rv;
-
-	nng_aio_set_timeout(u->up_aio, TIMEOUT_MS);
-	nng_http_client_connect(u->up_client, u->up_aio);
-	nng_aio_wait(u->up_aio);
-	if ((rv = nng_aio_result(u->up_aio)))
-		return rv;
-	*conn = nng_aio_get_output(u->up_aio, 0);
-	return 0;
 }
 
 static int http_request(struct upload *u, const char *path_query, nng_http_req **req)
@@ -409,13 +361,13 @@ static char **unique_ids(struct upload *u, size_t *n)
  * which are among them, set missing[].  0, or -1 (reported). */
 static int missing_chunk(struct upload *u, char **ids, size_t n, char *missing)
 {
-	nng_http_conn *conn = NULL;
 	nng_http_req *req = NULL;
 	nng_http_res *res = NULL;
 	char *body = malloc(n * (2 * FP_BUILD_ID_MAX + 1) + 1);
 	size_t blen = 0, i, dlen;
 	uint16_t status;
 	void *data;
+	int64_t too_large = -1;
 	int rv = NNG_ENOMEM, ret = -1;
 
 	for (i = 0; body && i < n; i++)
@@ -427,15 +379,15 @@ static int missing_chunk(struct upload *u, char **ids, size_t n, char *missing)
 	if (!rv)
 		rv = nng_http_res_alloc(&res);
 	if (!rv)
-		rv = http_connect(u, &conn);
-	if (!rv) {
-		nng_aio_set_timeout(u->up_aio, TIMEOUT_MS);
-		nng_http_conn_transact(conn, req, res, u->up_aio);
-		nng_aio_wait(u->up_aio);
-		rv = nng_aio_result(u->up_aio);
-	}
+		rv = fp_httpc_transact(u->up_http, req, res, TIMEOUT_MS, MAX_REPLY, NULL,
+				       &too_large);
 	if (rv) {
 		errmsg(u, "cannot reach %s: %s", u->up_server, nng_strerror(rv));
+		goto out;
+	}
+	if (too_large >= 0) {
+		errmsg(u, "%s/v1/missing: an answer of %" PRId64 " bytes, over %d: not read",
+		       u->up_server, too_large, MAX_REPLY);
 		goto out;
 	}
 	status = nng_http_res_get_status(res);
@@ -464,8 +416,6 @@ static int missing_chunk(struct upload *u, char **ids, size_t n, char *missing)
 	ret = 0;
 out:
 	free(body);
-	if (conn)
-		nng_http_conn_close(conn);
 	if (req)
 		nng_http_req_free(req);
 	if (res)
@@ -558,7 +508,7 @@ static enum outcome upload_one(struct upload *u, const struct file *f)
 		errmsg(u, "%s: %s", f->fl_path, nng_strerror(rv));
 		goto out;
 	}
-	if ((rv = http_connect(u, &conn))) {
+	if ((rv = fp_httpc_connect(u->up_http, TIMEOUT_MS, &conn))) {
 		errmsg(u, "cannot connect to %s: %s", u->up_server, nng_strerror(rv));
 		out = UP_FATAL;
 		goto out;
@@ -746,7 +696,7 @@ out:
 	for (i = 0; i < u.up_nfiles; i++)
 		free(u.up_files[i].fl_path);
 	free(u.up_files);
-	free(u.up_seen);
+	fp_intern_free(u.up_seen);
 	free(u.up_base);
 	free(want);
 	free(ids);

@@ -14,9 +14,11 @@
  * even its range cannot be trusted; it never fails the file.
  */
 #include "cfi.h"
+#include "elfinit.h"
 #include "elfnote.h"
 #include "pyinterp.h"
 #include "unwind_table.h"
+#include "vec.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -419,24 +421,6 @@ static int parse_cie(const struct cfi_section *sec, uint64_t off, struct cie *ci
 	return c.cu_end - c.cu_p > MAX_CIE_INSNS ? -EINVAL : 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	q = reallocarray(*p, n, elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* collect: step 1 for one section. */
 static int collect(struct cfi_ctx *x, uint32_t si)
 {
@@ -484,7 +468,7 @@ static int collect(struct cfi_ctx *x, uint32_t si)
 			vlen = s->sg_filesz - (vstart - s->sg_vaddr);
 		if (x->cx_nfdes >= FP_UNWIND_MAX_ROWS)
 			return -E2BIG;
-		if (grow((void **)&x->cx_fdes, &x->cx_fdes_cap, x->cx_nfdes + 1, sizeof(*f)))
+		if (fp_vec_reserve(&x->cx_fdes, &x->cx_fdes_cap, x->cx_nfdes + 1, sizeof(*f)))
 			return -ENOMEM;
 		f = &x->cx_fdes[x->cx_nfdes++];
 		f->fr_vstart = vstart;
@@ -598,7 +582,7 @@ static int emit_tmp(struct cfi_ctx *x, uint64_t loc, struct fp_unwind_row row)
 		x->cx_tmp[x->cx_ntmp - 1].lr_row = row;
 		return 0;
 	}
-	if (grow((void **)&x->cx_tmp, &x->cx_tmp_cap, x->cx_ntmp + 1, sizeof(*x->cx_tmp)))
+	if (fp_vec_reserve(&x->cx_tmp, &x->cx_tmp_cap, x->cx_ntmp + 1, sizeof(*x->cx_tmp)))
 		return -ENOMEM;
 	x->cx_tmp[x->cx_ntmp++] = (struct loc_row){ loc, row };
 	return 0;
@@ -849,7 +833,7 @@ static int append(struct cfi_ctx *x, uint64_t pc, struct fp_unwind_row row, int 
 		return 0;
 	if (x->cx_nrows >= FP_UNWIND_MAX_ROWS)
 		return -E2BIG;
-	if (grow((void **)&x->cx_rows, &x->cx_rows_cap, x->cx_nrows + 1, sizeof(row)))
+	if (fp_vec_reserve(&x->cx_rows, &x->cx_rows_cap, x->cx_nrows + 1, sizeof(row)))
 		return -ENOMEM;
 	x->cx_rows[x->cx_nrows++] = row;
 	return 0;
@@ -1085,7 +1069,7 @@ int fp_cfi_compile_stats(int fd, void **blob, size_t *len, struct fp_cfi_stats *
 	size_t i;
 	Elf *elf;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	if (fp_elf_init())
 		return -EINVAL;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)

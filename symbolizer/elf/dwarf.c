@@ -35,6 +35,8 @@
 #endif
 
 #include "elfsyms.h"
+#include "intern.h"
+#include "vec.h"
 
 /* zlib cannot expand data by more than about 1032:1; a section claiming
  * more is lying about its size. */
@@ -589,7 +591,6 @@ static void dw_ignore_error(Dwarf_Error e, Dwarf_Ptr arg)
 
 /* A name found for a scope, cached by the DIE offset it came from. */
 struct name_ent {
-	Dwarf_Off ne_off; /* 0: empty slot (no DIE lives at offset 0) */
 	char *ne_name;    /* demangled, or NULL */
 	char *ne_sysname; /* mangled, NULL when equal to ne_name */
 };
@@ -608,9 +609,10 @@ struct walk {
 	Dwarf_Unsigned w_addr_base, w_rnglists_base;
 	uint32_t *w_files; /* DWARF file number - w_file_base -> builder file */
 	Dwarf_Signed w_file_base, w_nfiles;
-	/* names by DIE offset */
+	/* names by DIE offset: the offsets' ids in w_name_ids index w_names */
+	struct fp_intern *w_name_ids;
 	struct name_ent *w_names;
-	size_t w_nnames, w_names_cap;
+	size_t w_names_cap;
 	/* line rows of the sequence being read */
 	struct fp_line_row *w_rows;
 	size_t w_nrows, w_rows_cap;
@@ -693,15 +695,8 @@ static const char *file_path(struct walk *w, Dwarf_Line_Context ctx, Dwarf_Unsig
 
 static int push_row(struct walk *w, const struct fp_line_row *r)
 {
-	if (w->w_nrows == w->w_rows_cap) {
-		size_t ncap = w->w_rows_cap ? w->w_rows_cap * 2 : 256;
-		struct fp_line_row *v = realloc(w->w_rows, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		w->w_rows = v;
-		w->w_rows_cap = ncap;
-	}
+	if (fp_vec_reserve(&w->w_rows, &w->w_rows_cap, w->w_nrows + 1, sizeof(*w->w_rows)))
+		return -ENOMEM;
 	w->w_rows[w->w_nrows++] = *r;
 	return 0;
 }
@@ -851,15 +846,8 @@ static int push_range(struct walk *w, uint64_t lo, uint64_t hi)
 	/* Empty ranges, and discarded code at 0 or at a tombstone. */
 	if (hi <= lo || lo == 0)
 		return 0;
-	if (w->w_nranges + 2 > w->w_ranges_cap) {
-		size_t ncap = w->w_ranges_cap ? w->w_ranges_cap * 2 : 64;
-		uint64_t *v = realloc(w->w_ranges, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		w->w_ranges = v;
-		w->w_ranges_cap = ncap;
-	}
+	if (fp_vec_reserve(&w->w_ranges, &w->w_ranges_cap, w->w_nranges + 2, sizeof(*w->w_ranges)))
+		return -ENOMEM;
 	w->w_ranges[w->w_nranges++] = lo;
 	w->w_ranges[w->w_nranges++] = hi;
 	return 0;
@@ -1206,33 +1194,6 @@ static void find_names(struct walk *w, Dwarf_Die die, const char **linkage, cons
 		dwarf_dealloc_die(cur);
 }
 
-static size_t name_slot(const struct walk *w, Dwarf_Off off)
-{
-	size_t mask = w->w_names_cap - 1, j = (size_t)((off * 0x9e3779b97f4a7c15ull) >> 20) & mask;
-
-	while (w->w_names[j].ne_off && w->w_names[j].ne_off != off)
-		j = (j + 1) & mask;
-	return j;
-}
-
-static int names_grow(struct walk *w)
-{
-	struct name_ent *old = w->w_names;
-	size_t oldcap = w->w_names_cap, ncap = oldcap ? oldcap * 2 : 1024;
-
-	w->w_names = calloc(ncap, sizeof(*w->w_names));
-	if (!w->w_names) {
-		w->w_names = old;
-		return -ENOMEM;
-	}
-	w->w_names_cap = ncap;
-	for (size_t i = 0; i < oldcap; i++)
-		if (old[i].ne_off)
-			w->w_names[name_slot(w, old[i].ne_off)] = old[i];
-	free(old);
-	return 0;
-}
-
 /* scope_names: the names of the function die is an instance of: demangled
  * linkage name, else DW_AT_name (as llvm-symbolizer names functions).
  * Cached by the DIE the instance comes from. */
@@ -1244,8 +1205,9 @@ static int scope_names(struct walk *w, Dwarf_Die die, const struct name_ent **ou
 	Dwarf_Attribute a = NULL;
 	Dwarf_Error e = NULL;
 	struct name_ent *ent;
+	uint32_t id;
 	char *dem;
-	size_t j;
+	int added;
 
 	/* The origin (inlined calls, concrete instances) or the DIE. */
 	if (dwarf_attr(die, DW_AT_abstract_origin, &a, &e) == DW_DLV_OK) {
@@ -1260,11 +1222,12 @@ static int scope_names(struct walk *w, Dwarf_Die die, const struct name_ent **ou
 	*out = &none;
 	if (!key)
 		return 0;
-	if ((w->w_nnames + 1) * 2 > w->w_names_cap && names_grow(w))
+	if ((!w->w_name_ids && fp_intern_alloc(&w->w_name_ids)) ||
+	    fp_intern_get(w->w_name_ids, &key, sizeof(key), &id, &added) ||
+	    fp_vec_reserve_zeroed(&w->w_names, &w->w_names_cap, (size_t)id + 1, sizeof(*ent)))
 		return -ENOMEM;
-	j = name_slot(w, key);
-	ent = &w->w_names[j];
-	if (ent->ne_off) {
+	ent = &w->w_names[id];
+	if (!added) {
 		*out = ent;
 		return 0;
 	}
@@ -1282,8 +1245,6 @@ static int scope_names(struct walk *w, Dwarf_Die die, const struct name_ent **ou
 		return -ENOMEM;
 	if (dem && !ent->ne_sysname)
 		return -ENOMEM;
-	ent->ne_off = key;
-	w->w_nnames++;
 	*out = ent;
 	return 0;
 }
@@ -1555,6 +1516,7 @@ int fp_dwarf_ingest(Elf *elf, uint64_t file_size, struct fp_symtab_builder *b,
 		free(w.w_names[i].ne_sysname);
 	}
 	free(w.w_names);
+	fp_intern_free(w.w_name_ids);
 	free(w.w_files);
 	free(w.w_rows);
 	free(w.w_ranges);

@@ -21,10 +21,12 @@
 #include <zlib.h>
 
 #include "dwarf.h"
+#include "elfinit.h"
 #include "fileid.h"
 #include "gopclntab.h"
 #include "minidebug.h"
 #include "symtab.h"
+#include "vec.h"
 
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -65,18 +67,6 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define MINIDEBUG_MAX (256u << 20)
 #define MINIDEBUG_RATIO 64
 
-#ifndef NT_GNU_BUILD_ID
-#define NT_GNU_BUILD_ID 3
-#endif
-
-static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
-static int elf_usable;
-
-static void elf_init(void)
-{
-	elf_usable = elf_version(EV_CURRENT) != EV_NONE;
-}
-
 struct elf_file {
 	Elf *ef_elf;
 	uint64_t ef_size; /* of the file, bound for every offset in it */
@@ -93,8 +83,7 @@ static int elf_file_open(struct elf_file *f, int fd)
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -EINVAL;
-	pthread_once(&elf_once, elf_init);
-	if (!elf_usable)
+	if (fp_elf_init())
 		return -ENOSYS;
 	/* Mapped, not read: the file is not copied, and libelf still checks
 	 * every range against the mapping. */
@@ -318,18 +307,8 @@ static int cmp_cand(const void *a, const void *b)
 
 static int cands_push(struct cands *cs, const struct cand *c)
 {
-	if (cs->cs_n == cs->cs_cap) {
-		size_t ncap = cs->cs_cap ? cs->cs_cap * 2 : 1024;
-		struct cand *v;
-
-		if (ncap > SIZE_MAX / sizeof(*v))
-			return -ENOMEM;
-		v = realloc(cs->cs_v, ncap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		cs->cs_v = v;
-		cs->cs_cap = ncap;
-	}
+	if (fp_vec_reserve(&cs->cs_v, &cs->cs_cap, cs->cs_n + 1, sizeof(*cs->cs_v)))
+		return -ENOMEM;
 	cs->cs_v[cs->cs_n++] = *c;
 	return 0;
 }

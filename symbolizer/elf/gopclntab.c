@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "symtab.h"
+#include "vec.h"
 
 #define MAGIC_116 0xfffffffau
 #define MAGIC_118 0xfffffff0u
@@ -401,14 +402,8 @@ struct rows {
 
 static int rows_append(struct rows *r, uint64_t addr, uint32_t file, uint32_t line)
 {
-	if (r->r_n == r->r_cap) {
-		size_t cap = r->r_cap ? r->r_cap * 2 : 64;
-		struct fp_line_row *v = realloc(r->r_v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->r_v = v, r->r_cap = cap;
-	}
+	if (fp_vec_reserve(&r->r_v, &r->r_cap, r->r_n + 1, sizeof(*r->r_v)))
+		return -ENOMEM;
 	r->r_v[r->r_n++] = (struct fp_line_row){ .lr_addr = addr, .lr_file = file, .lr_line = line };
 	return 0;
 }

@@ -5,6 +5,7 @@
  * program and section headers.
  */
 #include "pyinterp.h"
+#include "elfinit.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -260,7 +261,7 @@ int fp_pyinterp_find_fd(int fd, struct fp_unwind_cpython *out)
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (elf_version(EV_CURRENT) == EV_NONE || !(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+	if (fp_elf_init() || !(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
 		return -EINVAL;
 	ret = fp_pyinterp_find(elf, out);
 	elf_end(elf);

@@ -3,6 +3,7 @@
  * libelf only in the isolated child (isolate.h): each stage's plan is
  * made there and comes back as the fetch's new state and its ranges. */
 #include "devfetch.h"
+#include "elfinit.h"
 #include "intern.h"
 #include "isolate.h"
 #include "log.h"
@@ -100,7 +101,7 @@ int fp_devfetch_alloc(struct fp_devfetch **out, struct fp_resolver *r, const cha
 	f->df_resolver = r;
 	f->df_timeout_s = timeout_s;
 	f->df_retry_s = retry_s;
-	elf_version(EV_CURRENT);
+	fp_elf_init(); /* the plans read the fetched headers with libelf */
 	*out = f;
 	return 0;
 }

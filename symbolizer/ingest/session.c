@@ -3,6 +3,7 @@
 #include "intern.h"
 #include "pyline.h"
 #include "unwind_table.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -109,14 +110,9 @@ static void *defs_slot(struct defs *d, uint32_t id, int *added)
 
 	if (fp_intern_get(d->d_ids, &id, sizeof(id), &idx, added))
 		return NULL;
-	if (idx >= d->d_cap) {
-		size_t n = d->d_cap ? d->d_cap * 2 : 64;
-		void *p = realloc(d->d_items, n * d->d_elem);
-		if (!p)
-			return NULL; /* the id stays interned with a zeroed item */
-		memset((char *)p + d->d_cap * d->d_elem, 0, (n - d->d_cap) * d->d_elem);
-		d->d_items = p, d->d_cap = n;
-	}
+	/* On failure the id stays interned with a zeroed item. */
+	if (fp_vec_reserve_zeroed(&d->d_items, &d->d_cap, (size_t)idx + 1, d->d_elem))
+		return NULL;
 	return defs_at(d, idx);
 }
 

@@ -44,6 +44,7 @@
 #include "files.h"
 #include "indexset.h"
 #include "otlp_profiles_service.pb-c.h"
+#include "vec.h"
 
 #ifndef FP_VERSION
 #define FP_VERSION "0"
@@ -85,106 +86,6 @@ typedef Opentelemetry__Proto__Common__V1__AnyValue pb_any;
 
 #define ATTRS_PER_SAMPLE 5
 #define TABLE_MAX INT32_MAX /* indexes are int32 on the wire */
-
-/* ---- a hash set of indexes into one of the key arrays below ---- */
-
-struct set {
-	uint32_t *slots;            /* per slot: index + 1 (0: empty) */
-	uint32_t *hashes;
-	size_t mask, used;
-};
-
-typedef int (*eq_fn)(const void *ctx, uint32_t index, const void *key);
-
-/* set_find: the index equal to key, or UINT32_MAX with *slot where to insert
- * it (once set_reserve made room: it allocates the first slots, and keeps
- * one free at least). */
-static uint32_t set_find(const struct set *s, uint32_t hash, eq_fn eq, const void *ctx,
-			 const void *key, size_t *slot)
-{
-	size_t i = hash & s->mask;
-
-	*slot = 0;
-	if (!s->slots)
-		return UINT32_MAX;
-	for (; s->slots[i]; i = (i + 1) & s->mask)
-		if (s->hashes[i] == hash && eq(ctx, s->slots[i] - 1, key))
-			return s->slots[i] - 1;
-	*slot = i;
-	return UINT32_MAX;
-}
-
-/* set_reserve: room for one more entry at load factor 3/4.  0 or -ENOMEM. */
-static int set_reserve(struct set *s)
-{
-	size_t n = s->slots ? s->mask + 1 : 0;
-
-	if ((s->used + 1) * 4 <= n * 3)
-		return 0;
-	size_t bigger = n ? n * 2 : 64;
-	uint32_t *slots = calloc(bigger, sizeof(*slots));
-	uint32_t *hashes = malloc(bigger * sizeof(*hashes));
-
-	if (!slots || !hashes || bigger > SIZE_MAX / 8) {
-		free(slots);
-		free(hashes);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!s->slots[i])
-			continue;
-		size_t j = s->hashes[i] & (bigger - 1);
-		while (slots[j])
-			j = (j + 1) & (bigger - 1);
-		slots[j] = s->slots[i];
-		hashes[j] = s->hashes[i];
-	}
-	free(s->slots);
-	free(s->hashes);
-	s->slots = slots;
-	s->hashes = hashes;
-	s->mask = bigger - 1;
-	return 0;
-}
-
-static void set_insert(struct set *s, size_t slot, uint32_t hash, uint32_t index)
-{
-	s->slots[slot] = index + 1;
-	s->hashes[slot] = hash;
-	s->used++;
-}
-
-static void set_free(struct set *s)
-{
-	free(s->slots);
-	free(s->hashes);
-}
-
-
-/* grow_by: make room for extra more elements after the n in *arr, which has
- * room for *cap elements of size. */
-static int grow_by(void **arr, size_t *cap, size_t n, size_t extra, size_t size)
-{
-	if (extra <= *cap - n)
-		return 0;
-	size_t bigger = *cap ? *cap * 2 : 64;
-	while (bigger - n < extra && bigger <= SIZE_MAX / 2)
-		bigger *= 2;
-	if (bigger - n < extra || bigger > SIZE_MAX / size)
-		return -ENOMEM;
-	void *a = realloc(*arr, bigger * size);
-	if (!a)
-		return -ENOMEM;
-	*arr = a;
-	*cap = bigger;
-	return 0;
-}
-
-/* grow: make room for one more element. */
-static int grow(void **arr, size_t *cap, size_t n, size_t size)
-{
-	return grow_by(arr, cap, n, 1, size);
-}
 
 /* ---- the dictionary as keys ---- */
 
@@ -235,31 +136,31 @@ struct encoder {
 
 	struct attr_key *attrs;
 	size_t nattrs, cap_attrs;
-	struct set attr_set;
+	struct fp_indexset attr_set;
 
 	struct mapping_key *mappings;
 	size_t nmappings, cap_mappings;
-	struct set mapping_set;
+	struct fp_indexset mapping_set;
 	int32_t *mapping_of;        /* per profile mapping */
 
 	struct function_key *functions;
 	size_t nfunctions, cap_functions;
-	struct set function_set;
+	struct fp_indexset function_set;
 
 	struct location_key *locations;
 	size_t nlocations, cap_locations;
 	struct line_entry *lines;       /* per location, innermost function first */
 	size_t nlines, cap_lines;
-	struct set location_set;
+	struct fp_indexset location_set;
 	int32_t *location_of;       /* per profile frame */
 
 	struct stack_key *stacks;
 	size_t nstacks, cap_stacks;
-	struct set stack_set;
+	struct fp_indexset stack_set;
 	int32_t *stack_locs;        /* every stack's location indexes, concatenated */
 	size_t nstack_locs, cap_stack_locs;
 
-	struct set thread_set;      /* samples with distinct thread attributes */
+	struct fp_indexset thread_set;      /* samples with distinct thread attributes */
 	uint32_t *threads;          /* the first sample of each */
 	size_t nthreads, cap_threads;
 
@@ -304,7 +205,7 @@ static int attr(struct encoder *en, const struct attr_key *k, int32_t *index)
 {
 	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(0, (uint64_t)k->key), k->kind), (uint64_t)k->value));
 	size_t slot;
-	uint32_t found = set_find(&en->attr_set, hash, attr_eq, en, k, &slot);
+	uint32_t found = fp_indexset_find(&en->attr_set, hash, attr_eq, en, k, &slot);
 
 	if (found != UINT32_MAX) {
 		*index = (int32_t)found;
@@ -312,13 +213,12 @@ static int attr(struct encoder *en, const struct attr_key *k, int32_t *index)
 	}
 	if (en->nattrs >= TABLE_MAX)
 		return -EINVAL;
-	if (grow((void **)&en->attrs, &en->cap_attrs, en->nattrs, sizeof(*en->attrs)))
+	if (fp_vec_reserve(&en->attrs, &en->cap_attrs, en->nattrs + 1, sizeof(*en->attrs)))
 		return -ENOMEM;
-	if (set_reserve(&en->attr_set))
+	if (fp_indexset_make_room(&en->attr_set, hash, &slot))
 		return -ENOMEM;
-	found = set_find(&en->attr_set, hash, attr_eq, en, k, &slot); /* the slots moved */
 	en->attrs[en->nattrs] = *k;
-	set_insert(&en->attr_set, slot, hash, (uint32_t)en->nattrs);
+	fp_indexset_insert(&en->attr_set, slot, hash, (uint32_t)en->nattrs);
 	*index = (int32_t)en->nattrs++;
 	return 0;
 }
@@ -377,18 +277,17 @@ static int mapping(struct encoder *en, const struct mapping_key *k, int32_t *ind
 {
 	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(1, (uint64_t)k->filename), (uint64_t)k->build_id));
 	size_t slot;
-	uint32_t found = set_find(&en->mapping_set, hash, mapping_eq, en, k, &slot);
+	uint32_t found = fp_indexset_find(&en->mapping_set, hash, mapping_eq, en, k, &slot);
 
 	if (found == UINT32_MAX) {
 		if (en->nmappings >= TABLE_MAX)
 			return -EINVAL;
-		if (grow((void **)&en->mappings, &en->cap_mappings, en->nmappings,
+		if (fp_vec_reserve(&en->mappings, &en->cap_mappings, en->nmappings + 1,
 			 sizeof(*en->mappings)) ||
-		    set_reserve(&en->mapping_set))
+		    fp_indexset_make_room(&en->mapping_set, hash, &slot))
 			return -ENOMEM;
-		set_find(&en->mapping_set, hash, mapping_eq, en, k, &slot);
 		en->mappings[en->nmappings] = *k;
-		set_insert(&en->mapping_set, slot, hash, (uint32_t)en->nmappings);
+		fp_indexset_insert(&en->mapping_set, slot, hash, (uint32_t)en->nmappings);
 		found = (uint32_t)en->nmappings++;
 	}
 	*index = (int32_t)found;
@@ -408,18 +307,17 @@ static int function(struct encoder *en, const struct function_key *k, int32_t *i
 	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(2, (uint64_t)k->name), (uint64_t)k->system_name),
 				   (uint64_t)k->filename), (uint64_t)k->start_line));
 	size_t slot;
-	uint32_t found = set_find(&en->function_set, hash, function_eq, en, k, &slot);
+	uint32_t found = fp_indexset_find(&en->function_set, hash, function_eq, en, k, &slot);
 
 	if (found == UINT32_MAX) {
 		if (en->nfunctions >= TABLE_MAX)
 			return -EINVAL;
-		if (grow((void **)&en->functions, &en->cap_functions, en->nfunctions,
+		if (fp_vec_reserve(&en->functions, &en->cap_functions, en->nfunctions + 1,
 			 sizeof(*en->functions)) ||
-		    set_reserve(&en->function_set))
+		    fp_indexset_make_room(&en->function_set, hash, &slot))
 			return -ENOMEM;
-		set_find(&en->function_set, hash, function_eq, en, k, &slot);
 		en->functions[en->nfunctions] = *k;
-		set_insert(&en->function_set, slot, hash, (uint32_t)en->nfunctions);
+		fp_indexset_insert(&en->function_set, slot, hash, (uint32_t)en->nfunctions);
 		found = (uint32_t)en->nfunctions++;
 	}
 	*index = (int32_t)found;
@@ -440,18 +338,17 @@ static int location(struct encoder *en, const struct location_key *k, int32_t *i
 				       (uint64_t)k->type),
 				   k->address), k->py_line));
 	size_t slot;
-	uint32_t found = set_find(&en->location_set, hash, location_eq, en, k, &slot);
+	uint32_t found = fp_indexset_find(&en->location_set, hash, location_eq, en, k, &slot);
 
 	if (found == UINT32_MAX) {
 		if (en->nlocations >= TABLE_MAX)
 			return -EINVAL;
-		if (grow((void **)&en->locations, &en->cap_locations, en->nlocations,
+		if (fp_vec_reserve(&en->locations, &en->cap_locations, en->nlocations + 1,
 			 sizeof(*en->locations)) ||
-		    set_reserve(&en->location_set))
+		    fp_indexset_make_room(&en->location_set, hash, &slot))
 			return -ENOMEM;
-		set_find(&en->location_set, hash, location_eq, en, k, &slot);
 		en->locations[en->nlocations] = *k;
-		set_insert(&en->location_set, slot, hash, (uint32_t)en->nlocations);
+		fp_indexset_insert(&en->location_set, slot, hash, (uint32_t)en->nlocations);
 		found = (uint32_t)en->nlocations++;
 	}
 	*index = (int32_t)found;
@@ -480,7 +377,7 @@ static int stack(struct encoder *en, size_t offset, uint32_t len, int32_t *index
 	for (uint32_t i = 0; i < len; i++)
 		h = fp_hash_word(h, (uint64_t)en->stack_locs[offset + i]);
 	uint32_t hash = fp_hash_finish(fp_hash_word(h, len));
-	uint32_t found = set_find(&en->stack_set, hash, stack_eq, en, &k, &slot);
+	uint32_t found = fp_indexset_find(&en->stack_set, hash, stack_eq, en, &k, &slot);
 
 	if (found != UINT32_MAX) {
 		en->nstack_locs = offset;
@@ -489,26 +386,13 @@ static int stack(struct encoder *en, size_t offset, uint32_t len, int32_t *index
 	}
 	if (en->nstacks >= TABLE_MAX)
 		return -EINVAL;
-	if (grow((void **)&en->stacks, &en->cap_stacks, en->nstacks, sizeof(*en->stacks)) ||
-	    set_reserve(&en->stack_set))
+	if (fp_vec_reserve(&en->stacks, &en->cap_stacks, en->nstacks + 1, sizeof(*en->stacks)) ||
+	    fp_indexset_make_room(&en->stack_set, hash, &slot))
 		return -ENOMEM;
-	set_find(&en->stack_set, hash, stack_eq, en, &k, &slot);
 	en->stacks[en->nstacks] = k;
-	set_insert(&en->stack_set, slot, hash, (uint32_t)en->nstacks);
+	fp_indexset_insert(&en->stack_set, slot, hash, (uint32_t)en->nstacks);
 	*index = (int32_t)en->nstacks++;
 	return 0;
-}
-
-static void hex(const struct fp_build_id *id, char *buf)
-{
-	static const char digits[] = "0123456789abcdef";
-	unsigned n = id->fb_len < FP_BUILD_ID_MAX ? id->fb_len : FP_BUILD_ID_MAX;
-
-	for (unsigned i = 0; i < n; i++) {
-		buf[2 * i] = digits[id->fb_data[i] >> 4];
-		buf[2 * i + 1] = digits[id->fb_data[i] & 15];
-	}
-	buf[2 * n] = '\0';
 }
 
 /* ---- pass 1: the dictionary and the samples' references into it ---- */
@@ -561,7 +445,7 @@ static int add_mappings(struct encoder *en)
 		if ((err = str(en, pm->pm_path ? pm->pm_path : "", &k.filename)))
 			return err;
 		if (pm->pm_build_id.fb_len) {
-			hex(&pm->pm_build_id, buf);
+			fp_build_id_hex(&pm->pm_build_id, buf);
 			if ((err = attr_string(en, en->k_build_id, buf, strlen(buf), &k.build_id)))
 				return err;
 		}
@@ -587,7 +471,7 @@ static int add_line(struct encoder *en, const char *name, const char *system_nam
 	    (file && (err = str(en, file, &fk.filename))) ||
 	    (err = function(en, &fk, function_index)))
 		return err;
-	if (grow((void **)&en->lines, &en->cap_lines, en->nlines, sizeof(*en->lines)))
+	if (fp_vec_reserve(&en->lines, &en->cap_lines, en->nlines + 1, sizeof(*en->lines)))
 		return -ENOMEM;
 	en->lines[en->nlines++] = (struct line_entry){ *function_index, line };
 	return 0;
@@ -673,18 +557,17 @@ static int sample_thread(struct encoder *en, size_t i, size_t *last)
 		h = fp_hash_word(h, fp_hash(s->ps_process, plen));
 		h = fp_hash_word(h, fp_hash(s->ps_thread, tlen));
 		uint32_t hash = fp_hash_finish(fp_hash_word(h, fp_hash(ctr, strlen(ctr))));
-		uint32_t found = set_find(&en->thread_set, hash, thread_eq, en, s, &slot);
+		uint32_t found = fp_indexset_find(&en->thread_set, hash, thread_eq, en, s, &slot);
 
 		if (found != UINT32_MAX) {
 			from = en->threads[found];
 		} else {
-			if (grow((void **)&en->threads, &en->cap_threads, en->nthreads,
+			if (fp_vec_reserve(&en->threads, &en->cap_threads, en->nthreads + 1,
 				 sizeof(*en->threads)) ||
-			    set_reserve(&en->thread_set))
+			    fp_indexset_make_room(&en->thread_set, hash, &slot))
 				return -ENOMEM;
-			set_find(&en->thread_set, hash, thread_eq, en, s, &slot);
 			en->threads[en->nthreads] = (uint32_t)i;
-			set_insert(&en->thread_set, slot, hash, (uint32_t)en->nthreads++);
+			fp_indexset_insert(&en->thread_set, slot, hash, (uint32_t)en->nthreads++);
 		}
 	}
 	*last = i;
@@ -731,7 +614,7 @@ static int add_samples(struct encoder *en)
 		size_t offset = en->nstack_locs;
 
 		/* The stack: its location indexes appended, then interned. */
-		if (grow_by((void **)&en->stack_locs, &en->cap_stack_locs, en->nstack_locs,
+		if (fp_vec_reserve(&en->stack_locs, &en->cap_stack_locs, en->nstack_locs +
 			    s->ps_nframes, sizeof(*en->stack_locs)))
 			return -ENOMEM;
 		for (uint32_t j = 0; j < s->ps_nframes; j++) {
@@ -1173,20 +1056,20 @@ static void encoder_free(struct encoder *en)
 	fp_intern_free(en->strings);
 	fp_intern_free(en->values);
 	free(en->attrs);
-	set_free(&en->attr_set);
+	fp_indexset_free(&en->attr_set);
 	free(en->mappings);
-	set_free(&en->mapping_set);
+	fp_indexset_free(&en->mapping_set);
 	free(en->mapping_of);
 	free(en->functions);
-	set_free(&en->function_set);
+	fp_indexset_free(&en->function_set);
 	free(en->locations);
 	free(en->lines);
-	set_free(&en->location_set);
+	fp_indexset_free(&en->location_set);
 	free(en->location_of);
 	free(en->stacks);
-	set_free(&en->stack_set);
+	fp_indexset_free(&en->stack_set);
 	free(en->stack_locs);
-	set_free(&en->thread_set);
+	fp_indexset_free(&en->thread_set);
 	free(en->threads);
 	free(en->sample_stack);
 	free(en->sample_attrs);

@@ -223,17 +223,6 @@ static int inline_function(struct encoder *en, uint32_t i, uint32_t k, uint64_t 
 	return function_id(en, name, system_name, filename, 0, id);
 }
 
-static void hex(const struct fp_build_id *id, char *buf)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (unsigned i = 0; i < id->fb_len && i < FP_BUILD_ID_MAX; i++) {
-		buf[2 * i] = digits[id->fb_data[i] >> 4];
-		buf[2 * i + 1] = digits[id->fb_data[i] & 15];
-	}
-	buf[2 * (id->fb_len < FP_BUILD_ID_MAX ? id->fb_len : FP_BUILD_ID_MAX)] = '\0';
-}
-
 static int64_t saturating_mul(uint64_t a, uint64_t b)
 {
 	if (a && b > (uint64_t)INT64_MAX / a)
@@ -323,7 +312,7 @@ static int build_mappings(struct encoder *en, struct tree *t)
 		if (err)
 			return err;
 		if (m->pm_build_id.fb_len) {
-			hex(&m->pm_build_id, buf);
+			fp_build_id_hex(&m->pm_build_id, buf);
 			err = intern(en, buf, 1, &pm->build_id);
 			if (err)
 				return err;

@@ -14,6 +14,7 @@
 
 #include "indexset.h"
 #include "profile.h"
+#include "vec.h"
 
 struct fp_profile_index {
 	struct fp_indexset pi_mappings, pi_frames, pi_samples, pi_strings;
@@ -24,23 +25,11 @@ struct fp_profile_index {
 
 /* grow_array: ensure *v has room for n + 1 elements of size sz.  Indexes
  * are uint32_t with FP_INDEX_NONE reserved, which bounds every array. */
-static int grow_array(void **v, size_t *cap, size_t n, size_t sz)
+static int grow_array(void *v, size_t *cap, size_t n, size_t sz)
 {
-	if (n < *cap)
-		return 0;
 	if (n >= FP_INDEX_NONE - 1)
 		return -ENOMEM;
-	size_t bigger = *cap ? *cap * 2 : 16;
-	if (bigger > FP_INDEX_NONE - 1)
-		bigger = FP_INDEX_NONE - 1;
-	if (bigger > SIZE_MAX / sz)
-		return -ENOMEM;
-	void *nv = realloc(*v, bigger * sz);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = bigger;
-	return 0;
+	return fp_vec_reserve(v, cap, n + 1, sz);
 }
 
 int fp_profile_alloc(struct fp_profile **p, const char *host, uint64_t start_ns,
@@ -146,7 +135,7 @@ int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_b
 		return 0;
 	}
 
-	if (grow_array((void **)&p->pr_mappings, &ix->pi_mappings_cap, p->pr_nmappings,
+	if (grow_array(&p->pr_mappings, &ix->pi_mappings_cap, p->pr_nmappings,
 		       sizeof(*p->pr_mappings)) ||
 	    fp_indexset_make_room(&ix->pi_mappings, hash, &slot))
 		return -ENOMEM;
@@ -246,7 +235,7 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 		return 0;
 	}
 
-	if (grow_array((void **)&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
+	if (grow_array(&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
 		       sizeof(*p->pr_frames)) ||
 	    fp_indexset_make_room(&ix->pi_frames, hash, &slot) ||
 	    frame_names(function, system_name, &fn, &sn))
@@ -290,7 +279,7 @@ int fp_profile_add_python_frame(struct fp_profile *p, const char *qualname, cons
 		return 0;
 	}
 
-	if (grow_array((void **)&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
+	if (grow_array(&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
 		       sizeof(*p->pr_frames)) ||
 	    fp_indexset_make_room(&ix->pi_frames, hash, &slot))
 		return -ENOMEM;
@@ -335,7 +324,7 @@ static int intern_string(struct fp_profile *p, const char *s, const char **out)
 		*out = ix->pi_strings_v[found];
 		return 0;
 	}
-	if (grow_array((void **)&ix->pi_strings_v, &ix->pi_strings_cap, ix->pi_nstrings,
+	if (grow_array(&ix->pi_strings_v, &ix->pi_strings_cap, ix->pi_nstrings,
 		       sizeof(*ix->pi_strings_v)) ||
 	    fp_indexset_make_room(&ix->pi_strings, hash, &slot))
 		return -ENOMEM;
@@ -418,7 +407,7 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 		return 0;
 	}
 
-	if (grow_array((void **)&p->pr_samples, &ix->pi_samples_cap, p->pr_nsamples,
+	if (grow_array(&p->pr_samples, &ix->pi_samples_cap, p->pr_nsamples,
 		       sizeof(*p->pr_samples)) ||
 	    fp_indexset_make_room(&ix->pi_samples, hash, &slot))
 		return -ENOMEM;

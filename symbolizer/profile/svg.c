@@ -18,6 +18,7 @@
 #include "indexset.h"
 #include "intern.h"
 #include "output.h"
+#include "vec.h"
 
 #define SVG_WIDTH 1200
 #define SVG_PAD 10                  /* left and right margin */
@@ -61,24 +62,6 @@ struct graph {
 	struct fp_indexset g_child_set;
 	uint64_t g_total;
 };
-
-static int grow(void **v, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 256;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / size)
-			return -ENOMEM;
-		n *= 2;
-	}
-	void *nv = realloc(*v, n * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = n;
-	return 0;
-}
 
 static const char *name_of(const struct graph *g, uint32_t name)
 {
@@ -142,7 +125,7 @@ static int intern_name(struct graph *g, const char *s, size_t len, uint32_t *id)
 		s = "[unknown]";
 		len = strlen(s);
 	}
-	if (grow((void **)&g->g_scratch, &g->g_scratch_cap, len + 1, 1))
+	if (fp_vec_reserve(&g->g_scratch, &g->g_scratch_cap, len + 1, 1))
 		return -ENOMEM;
 	char *dst = g->g_scratch;
 	const unsigned char *src = (const unsigned char *)s;
@@ -173,7 +156,7 @@ static int add_node(struct graph *g, uint32_t parent, uint32_t name, uint8_t kin
 {
 	if (g->g_nnodes >= NONE - 1)
 		return -ENOMEM;
-	if (grow((void **)&g->g_nodes, &g->g_nodes_cap, g->g_nnodes + 1, sizeof(*g->g_nodes)))
+	if (fp_vec_reserve(&g->g_nodes, &g->g_nodes_cap, g->g_nnodes + 1, sizeof(*g->g_nodes)))
 		return -ENOMEM;
 	struct node *n = &g->g_nodes[g->g_nnodes];
 	memset(n, 0, sizeof(*n));

@@ -10,6 +10,7 @@
 #include "http.h"
 #include "elfnote.h"
 #include "log.h"
+#include "nngerr.h"
 #include "tls.h"
 
 #include <arpa/inet.h>
@@ -898,17 +899,6 @@ static int add_handler(struct fp_http *h, int i, const char *path, const char *m
 	return 0;
 }
 
-static int nng_errno(int rv)
-{
-	switch (rv) {
-	case NNG_ENOMEM: return -ENOMEM;
-	case NNG_EADDRINUSE: return -EADDRINUSE;
-	case NNG_EADDRINVAL: return -EINVAL;
-	case NNG_EPERM: return -EACCES;
-	default: return -EIO;
-	}
-}
-
 static int set_tls(struct fp_http *h)
 {
 	/* Clients of the symbol service (build pipelines, debuginfod
@@ -1018,7 +1008,7 @@ fail:
 		fp_warnx("cannot serve HTTP on %s: %s", o->ho_addr, nng_strerror(rv));
 	nng_url_free(u);
 	fp_http_stop(h);
-	return nng_errno(rv);
+	return fp_nng_errno(rv);
 }
 
 void fp_http_stop(struct fp_http *h)

@@ -1,5 +1,7 @@
 /* store.c: uploaded files by build-ID, in the /usr/lib/debug layout. */
 #include "store.h"
+#include "buildid.h"
+#include "elfinit.h"
 #include "files.h"
 #include "isolate.h"
 
@@ -113,16 +115,13 @@ const char *fp_store_dir(const struct fp_store *s)
 
 int fp_store_path(const struct fp_store *s, const char *hex, int kind, char *buf, size_t len)
 {
-	int n;
-
-	/* A one-byte build-ID would name the directory xx itself. */
-	if (!fp_store_hex_valid(hex) || strlen(hex) < 4)
+	if (!fp_store_hex_valid(hex))
 		return -EINVAL;
 	if (kind != FP_STORE_DEBUGINFO && kind != FP_STORE_EXECUTABLE)
 		return -EINVAL;
-	n = snprintf(buf, len, "%s/.build-id/%.2s/%s%s", s->st_dir, hex, hex + 2,
-		     kind == FP_STORE_DEBUGINFO ? ".debug" : "");
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	/* -EINVAL for a one-byte build-ID, which would name the directory xx. */
+	return fp_build_id_path(buf, len, s->st_dir, hex,
+				kind == FP_STORE_DEBUGINFO ? ".debug" : "");
 }
 
 int fp_store_open_file(const struct fp_store *s, const char *hex, int kind, uint64_t *size)
@@ -162,24 +161,15 @@ int fp_store_has(const struct fp_store *s, const char *hex, int mask)
 	return found;
 }
 
-static int elf_usable;
-
-static void elf_init(void)
-{
-	elf_usable = elf_version(EV_CURRENT) != EV_NONE;
-}
-
 int fp_store_classify(int fd, int *kinds)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int has_code = 0, has_debug = 0, has_symtab = 0, err = 0;
 	size_t shstrndx, phnum, i;
 	GElf_Ehdr ehdr;
 	Elf_Scn *scn = NULL;
 	Elf *e;
 
-	pthread_once(&once, elf_init);
-	if (!elf_usable)
+	if (fp_elf_init())
 		return -ENOSYS;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e)

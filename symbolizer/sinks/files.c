@@ -1,5 +1,6 @@
 /* files.c: directories, atomic writes, safe file names. */
 #include "files.h"
+#include "gzip.h"
 #include "log.h"
 #include "otlp.h"
 #include "output.h"
@@ -151,40 +152,9 @@ int fp_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-/* gzip_to_fd: buf as one gzip member (RFC 1952) written to fd. */
-static int gzip_to_fd(int fd, const uint8_t *buf, size_t len)
+static int write_fd(void *arg, const void *buf, size_t len)
 {
-	uint8_t out[65536];
-	z_stream z = { 0 };
-	int zerr, err = 0;
-
-	/* 15 + 16: a 32 KiB window with a gzip header and trailer.  Fastest
-	 * level: on profiles it is about 3x faster than the default for
-	 * files under 10% larger, and the symbolizer writes one per device and
-	 * interval (Go's runtime/pprof makes the same choice). */
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	z.next_in = (Bytef *)buf;
-	do {
-		/* avail_in is a uInt: feed large inputs in pieces. */
-		if (!z.avail_in && len) {
-			uInt chunk = len > UINT_MAX ? UINT_MAX : (uInt)len;
-
-			z.avail_in = chunk;
-			len -= chunk;
-		}
-		z.next_out = out;
-		z.avail_out = sizeof(out);
-		zerr = deflate(&z, len || z.avail_in ? Z_NO_FLUSH : Z_FINISH);
-		if (zerr == Z_STREAM_ERROR) {
-			err = -EIO;
-			break;
-		}
-		err = fp_write_all(fd, out, sizeof(out) - z.avail_out);
-	} while (!err && zerr != Z_STREAM_END);
-	deflateEnd(&z);
-	return err;
+	return fp_write_all(*(int *)arg, buf, len);
 }
 
 int fp_write_file(const char *path, const void *buf, size_t len, int gzip)
@@ -196,7 +166,10 @@ int fp_write_file(const char *path, const void *buf, size_t len, int gzip)
 	 * prefix: write beside it, then rename over it. */
 	if ((fd = open_beside(path, &tmp)) < 0)
 		return fd;
-	err = gzip ? gzip_to_fd(fd, buf, len) : fp_write_all(fd, buf, len);
+	/* Fastest level: on profiles it is about 3x faster than the default
+	 * for files under 10% larger, and the symbolizer writes one per
+	 * device and interval (Go's runtime/pprof makes the same choice). */
+	err = gzip ? fp_gzip(buf, len, Z_BEST_SPEED, write_fd, &fd) : fp_write_all(fd, buf, len);
 	if (!err && fsync(fd) < 0)
 		err = -errno;
 	if (close(fd) < 0 && !err)

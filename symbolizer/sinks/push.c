@@ -11,16 +11,16 @@
  *
  * so a record says all about its request but the base URL and the
  * --push-header values (credentials stay out of the spool).  The pusher
- * thread peeks the oldest record, sends it with nng's HTTP client on a
- * connection of its own and deletes it unless the failure is worth a
- * retry; a record that keeps failing is dropped after pu_max_attempts
- * answered attempts or once older than pu_max_age, so one request the
- * destination always refuses cannot hold up the queue.  The response is
- * read by hand (head, then the body only when its Content-Length is within
- * pu_response_max) because nng's transact reads whatever length the server
- * declares. */
+ * thread peeks the oldest record, sends it with the HTTP client of
+ * httpc.h on a connection of its own (a response body is read only when
+ * its Content-Length is within pu_response_max) and deletes it unless the
+ * failure is worth a retry; a record that keeps failing is dropped after
+ * pu_max_attempts answered attempts or once older than pu_max_age, so one
+ * request the destination always refuses cannot hold up the queue. */
 #include "push.h"
 #include "cli.h"
+#include "gzip.h"
+#include "httpc.h"
 #include "log.h"
 #include "otlp.h"
 #include "otlp_profiles_service.pb-c.h"
@@ -65,9 +65,7 @@ struct fp_push {
 	uint32_t pu_max_attempts;       /* answered failures before a record is dropped */
 	int64_t pu_max_age;             /* seconds: a record failing when older is dropped */
 	size_t pu_response_max;         /* response bodies read, bytes */
-	nng_url *pu_url;
-	nng_http_client *pu_client;
-	nng_aio *pu_aio;
+	struct fp_httpc *pu_http;
 	struct fp_spool *pu_spool;
 
 	pthread_t pu_thread;
@@ -226,36 +224,6 @@ static void sb_pct(struct sbuf *b, const char *s)
 
 /* ---- encoding ---- */
 
-static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *olen)
-{
-	z_stream zs = { 0 };
-	uLong bound;
-	uint8_t *buf;
-	int rv;
-
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	bound = deflateBound(&zs, len) + 32;
-	if (len > UINT32_MAX || !(buf = malloc(bound))) {
-		deflateEnd(&zs);
-		return len > UINT32_MAX ? -EFBIG : -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)len;
-	zs.next_out = buf;
-	zs.avail_out = (uInt)bound;
-	rv = deflate(&zs, Z_FINISH);
-	*olen = zs.total_out;
-	deflateEnd(&zs);
-	if (rv != Z_STREAM_END) {
-		free(buf);
-		return -EPROTO;
-	}
-	*out = buf;
-	return 0;
-}
-
 /* describe: "HOST STAMP+Ns" for the logs. */
 static void describe(const struct fp_profile *prof, const char *host, char *buf, size_t len)
 {
@@ -290,7 +258,7 @@ static int spool_request(struct fp_push *p, const char *host, const char *uri, c
 	char line[512];
 	int err;
 
-	if (gzip && (err = gzip_buf(body, blen, &z, &blen))) {
+	if (gzip && (err = fp_gzip_buf(body, blen, Z_DEFAULT_COMPRESSION, &z, &blen))) {
 		encode_failed(p);
 		return err;
 	}
@@ -748,100 +716,6 @@ static int split_record(char *rec, size_t len, char **f, uint8_t **body, size_t 
 	return 0;
 }
 
-/* arm: pu_aio's timeout for the next operation, what is left until the
- * monotonic deadline (at least 1 ms). */
-static void arm(struct fp_push *p, uint64_t deadline)
-{
-	uint64_t now = now_ms();
-
-	nng_aio_set_timeout(p->pu_aio, (nng_duration)(deadline > now ? deadline - now : 1));
-}
-
-static int finish(struct fp_push *p)
-{
-	nng_aio_wait(p->pu_aio);
-	return nng_aio_result(p->pu_aio);
-}
-
-/* content_length: the Content-Length of res; 0 when absent, -1 when not
- * a plain decimal. */
-static int64_t content_length(nng_http_res *res)
-{
-	const char *cl = nng_http_res_get_header(res, "Content-Length");
-	int64_t n = 0;
-
-	if (!cl)
-		return 0;
-	if (!*cl)
-		return -1;
-	for (; *cl; cl++) {
-		if (*cl < '0' || *cl > '9' || n > (INT64_MAX - 9) / 10)
-			return -1;
-		n = n * 10 + (*cl - '0');
-	}
-	return n;
-}
-
-/* transact: req on a connection of its own, closed after.  The response's
- * head goes into res, and its body too when it has a Content-Length of at
- * most pu_response_max; a longer one is left unread (*too_large set to its
- * length), and so is a chunked one.  *reached is set once connected: a
- * failure after that counts as an attempt.  0 or an nng error. */
-static int transact(struct fp_push *p, nng_http_req *req, nng_http_res *res, uint64_t deadline,
-		    int *reached, int64_t *too_large)
-{
-	nng_http_conn *conn;
-	const char *te;
-	nng_iov iov;
-	int64_t len;
-	void *body = NULL;
-	int rv;
-
-	arm(p, deadline);
-	nng_http_client_connect(p->pu_client, p->pu_aio);
-	if ((rv = finish(p)))
-		return rv;
-	conn = nng_aio_get_output(p->pu_aio, 0);
-	*reached = 1;
-	arm(p, deadline);
-	nng_http_conn_write_req(conn, req, p->pu_aio);
-	if ((rv = finish(p)))
-		goto out;
-	arm(p, deadline);
-	nng_http_conn_read_res(conn, res, p->pu_aio);
-	if ((rv = finish(p)))
-		goto out;
-	te = nng_http_res_get_header(res, "Transfer-Encoding");
-	if (te && strcasestr(te, "chunked"))
-		goto out; /* not read: the status is what matters */
-	if ((len = content_length(res)) < 0) {
-		rv = NNG_EPROTO;
-		goto out;
-	}
-	if ((uint64_t)len > p->pu_response_max) {
-		*too_large = len;
-		goto out;
-	}
-	if (!len)
-		goto out;
-	if (!(body = malloc((size_t)len))) {
-		rv = NNG_ENOMEM;
-		goto out;
-	}
-	iov = (nng_iov){ .iov_buf = body, .iov_len = (size_t)len };
-	arm(p, deadline);
-	if (!(rv = nng_aio_set_iov(p->pu_aio, 1, &iov))) {
-		nng_http_conn_read_all(conn, p->pu_aio);
-		rv = finish(p);
-	}
-	if (!rv)
-		rv = nng_http_res_copy_data(res, body, (size_t)len);
-out:
-	free(body);
-	nng_http_conn_close(conn);
-	return rv;
-}
-
 /* send_record: one attempt at the request of a spool record.  *reached:
  * whether the destination was reached (see transact); desc gets the
  * record's description for the logs. */
@@ -874,7 +748,8 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 		snprintf(why, wlen, "out of memory");
 		return RETRY;
 	}
-	if ((rv = nng_http_req_alloc(&req, p->pu_url)) || (rv = nng_http_req_set_uri(req, uri)) ||
+	if ((rv = nng_http_req_alloc(&req, fp_httpc_url(p->pu_http))) ||
+	    (rv = nng_http_req_set_uri(req, uri)) ||
 	    (rv = nng_http_req_set_method(req, "POST")) ||
 	    (rv = nng_http_req_set_header(req, "Content-Type", f[2])) ||
 	    (rv = nng_http_req_set_header(req, "User-Agent", "fleetprof/" FP_VERSION)) ||
@@ -900,7 +775,8 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 			timeout = p->pu_timeout;
 	}
 	pthread_mutex_unlock(&p->pu_mu);
-	if ((rv = transact(p, req, res, now_ms() + timeout, reached, &too_large))) {
+	if ((rv = fp_httpc_transact(p->pu_http, req, res, timeout, p->pu_response_max, reached,
+				    &too_large))) {
 		snprintf(why, wlen, "%s: %s", p->pu_base,
 			 rv == NNG_ETIMEDOUT ? "timed out" :
 			 rv == NNG_EPROTO   ? "invalid response" : nng_strerror(rv));
@@ -1124,12 +1000,7 @@ static void *pusher(void *arg)
 
 static void push_free(struct fp_push *p)
 {
-	if (p->pu_aio)
-		nng_aio_free(p->pu_aio);
-	if (p->pu_client)
-		nng_http_client_free(p->pu_client);
-	if (p->pu_url)
-		nng_url_free(p->pu_url);
+	fp_httpc_close(p->pu_http);
 	fp_spool_close(p->pu_spool);
 	for (size_t i = 0; i < p->pu_nheaders; i++) {
 		free(p->pu_hname[i]);
@@ -1143,27 +1014,13 @@ static void push_free(struct fp_push *p)
 	free(p);
 }
 
-static int setup_tls(struct fp_push *p)
-{
-	static const struct fp_tls_opts system_ca = { 0 };
-	nng_tls_config *cfg;
-	char who[128];
-	int rv;
-
-	snprintf(who, sizeof(who), "push %s", p->pu_name);
-	if (fp_tls_client_config(&cfg, &system_ca, p->pu_url->u_hostname, who))
-		return NNG_EINVAL;
-	rv = nng_http_client_set_tls(p->pu_client, cfg);
-	nng_tls_config_free(cfg);
-	return rv;
-}
-
 int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 {
 	struct fp_push *p = calloc(1, sizeof(*p));
 	pthread_condattr_t ca;
 	sigset_t all, old;
-	char dir[4200];
+	char dir[4200], who[128];
+	const nng_url *url;
 	size_t plen;
 	int rv, err;
 
@@ -1213,24 +1070,24 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 		for (plen = strlen(p->pu_hvalue[i]); plen && strchr(" \t", p->pu_hvalue[i][plen - 1]);)
 			p->pu_hvalue[i][--plen] = '\0';
 	}
-	if (fp_push_url_check(o->po_url) || (rv = nng_url_parse(&p->pu_url, o->po_url))) {
+	if (fp_push_url_check(o->po_url)) {
 		fp_warnx("push %s: invalid URL '%s'", o->po_name, o->po_url);
 		err = -EINVAL;
 		goto fail;
 	}
-	if (!(p->pu_path = strdup(p->pu_url->u_path ? p->pu_url->u_path : ""))) {
+	snprintf(who, sizeof(who), "push %s", o->po_name);
+	if ((rv = fp_httpc_open(&p->pu_http, o->po_url, NULL, who))) {
+		fp_warnx("push %s: %s: %s", o->po_name, o->po_url, nng_strerror(rv));
+		err = -EINVAL;
+		goto fail;
+	}
+	url = fp_httpc_url(p->pu_http);
+	if (!(p->pu_path = strdup(url->u_path ? url->u_path : ""))) {
 		err = -ENOMEM;
 		goto fail;
 	}
 	for (plen = strlen(p->pu_path); plen && p->pu_path[plen - 1] == '/';)
 		p->pu_path[--plen] = '\0';
-	if ((rv = nng_http_client_alloc(&p->pu_client, p->pu_url)) ||
-	    (!strcmp(p->pu_url->u_scheme, "https") && (rv = setup_tls(p))) ||
-	    (rv = nng_aio_alloc(&p->pu_aio, NULL, NULL))) {
-		fp_warnx("push %s: %s: %s", o->po_name, o->po_url, nng_strerror(rv));
-		err = -EINVAL;
-		goto fail;
-	}
 	snprintf(dir, sizeof(dir), "%s/%s", o->po_spool_dir, o->po_name);
 	if ((err = fp_spool_open(&p->pu_spool, dir, o->po_spool_max))) {
 		fp_warnx("push %s: cannot use the spool %s: %s", o->po_name, dir,
@@ -1294,7 +1151,7 @@ void fp_push_stop_all(struct fp_push **pushers, uint32_t flush_ms)
 			/* The thread ends by itself at the deadline; a request
 			 * still running then is cancelled. */
 			while (pthread_timedjoin_np(p->pu_thread, NULL, &ts) == ETIMEDOUT) {
-				nng_aio_cancel(p->pu_aio);
+				fp_httpc_cancel(p->pu_http);
 				clock_gettime(CLOCK_REALTIME, &ts);
 				add_ms(&ts, 100);
 			}

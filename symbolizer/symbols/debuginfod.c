@@ -77,14 +77,10 @@ int fp_debuginfod_fetch(const struct fp_build_id *id, void *arg)
 {
 	struct fp_debuginfod *d = arg;
 	char hex[2 * FP_BUILD_ID_MAX + 1];
-	struct fp_build_id trimmed = *id;
+	struct fp_build_id trimmed = fp_build_id_trim(id);
 	char *path = NULL;
 	int fd;
 
-	/* The kernel pads short build-IDs with zeros; servers know the real
-	 * one. */
-	while (trimmed.fb_len > 1 && !trimmed.fb_data[trimmed.fb_len - 1])
-		trimmed.fb_len--;
 	/* Our synthetic ids (fileid.h) are unknown to every other server. */
 	if (!trimmed.fb_len || fp_fileid_kind(id))
 		return -ENOENT;

@@ -10,6 +10,7 @@
 #include "openroot.h"
 #include "symtab.h"
 #include "unwind_table.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -176,22 +177,6 @@ void fp_resolver_stats(const struct fp_resolver *r, struct fp_resolver_stats *st
 	*st = r->rv_stats;
 	st->rs_queue_depth = r->rv_nqueued;
 	pthread_mutex_unlock((pthread_mutex_t *)&r->rv_lock);
-}
-
-static int grow_hints(struct fp_resolver *r, size_t need)
-{
-	struct unwind_hint *p;
-	size_t n;
-
-	if (need <= r->rv_hints_cap)
-		return 0;
-	n = r->rv_hints_cap ? r->rv_hints_cap * 2 : 64;
-	p = reallocarray(r->rv_hints, n, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	r->rv_hints = p;
-	r->rv_hints_cap = n;
-	return 0;
 }
 
 /* failed_find / failed_mark / failed_clear: the negative memo, locked. */
@@ -610,24 +595,23 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 		  uint32_t pid, void **blob, size_t *len, unsigned *asked, int *hit)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
-	struct fp_build_id trimmed = *id;
+	struct fp_build_id trimmed = fp_build_id_trim(id);
 	int err = -ENOENT;
 
 	*asked = 0;
 	*hit = FP_SOURCE_COUNT;
 	/* The kernel pads short build-IDs with zeros; debug files are named by
-	 * the real one. */
-	while (trimmed.fb_len > 1 && !trimmed.fb_data[trimmed.fb_len - 1])
-		trimmed.fb_len--;
+	 * the real one: try both. */
 	if (r->rv_debug_dir) {
 		const struct fp_build_id *cand[2] = { id, &trimmed };
 		int i;
 		*asked |= 1u << (*hit = FP_SOURCE_DEBUG_DIR);
 		for (i = 0; i < 2 && err; i++) {
 			fp_build_id_hex(cand[i], hex);
-			snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir,
-				 hex, hex + 2);
-			err = ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
+			/* No such path (a one-byte id, too long a name): no file. */
+			err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug") ?
+				      -ENOENT :
+				      ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
@@ -796,7 +780,8 @@ static struct unwind_hint *hint_for(struct fp_resolver *r, const struct fp_build
 		return &r->rv_hints[idx];
 	if (fp_intern_count(r->rv_hint_ids) >= FP_RESOLVER_MAX_PATHS)
 		return NULL;
-	if (grow_hints(r, fp_intern_count(r->rv_hint_ids) + 1) ||
+	if (fp_vec_reserve(&r->rv_hints, &r->rv_hints_cap, fp_intern_count(r->rv_hint_ids) + 1,
+			   sizeof(*r->rv_hints)) ||
 	    fp_intern_get(r->rv_hint_ids, id->fb_data, id->fb_len, &idx, &added))
 		return NULL;
 	memset(&r->rv_hints[idx], 0, sizeof(r->rv_hints[idx]));
@@ -860,9 +845,9 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 		err = unwind_try(r, pid, path, PATH_REPORTED, id);
 	if (err && r->rv_debug_dir) {
 		fp_build_id_hex(id, hex);
-		snprintf(file, sizeof(file), "%s/.build-id/%.2s/%s.debug", r->rv_debug_dir, hex,
-			 hex + 2);
-		err = unwind_try(r, 0, file, PATH_OPERATOR, id);
+		err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug") ?
+			      -ENOENT :
+			      unwind_try(r, 0, file, PATH_OPERATOR, id);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);

@@ -173,14 +173,12 @@ static int setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
 
 	if (server > 0) {
 		kill(server, SIGTERM);
 		waitpid(server, NULL, 0);
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd))
+	if (check_rmtree(tmpdir))
 		fprintf(stderr, "  cannot remove %s\n", tmpdir);
 }
 
@@ -326,8 +324,7 @@ int main(void)
 {
 	int failed;
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fleetprof-debuginfod-test.XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "fleetprof-debuginfod-test"))
 		return 1;
 	fp_log_init("debuginfod_test", 1, 0); /* the resolver says why a frame fails */
 	ready = setup() == 0;

@@ -671,11 +671,8 @@ static void test_sections(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/elfnote_test.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "elfnote_test"))
 		return 1;
-	}
 	RUN(test_matches_readelf);
 	RUN(test_kernel_notes);
 	RUN(test_not_elf);
@@ -683,6 +680,6 @@ int main(void)
 	RUN(test_crafted_notes);
 	RUN(test_crafted_elf);
 	RUN(test_sections);
-	rmdir(tmpdir);
+	check_rmtree(tmpdir);
 	return CHECK_DONE();
 }

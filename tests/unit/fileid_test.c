@@ -279,22 +279,14 @@ static void test_errors(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fileid_test.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "fileid_test"))
 		return 1;
-	}
 	RUN(test_siphash_vectors);
 	RUN(test_no_build_id);
 	RUN(test_go_note);
 	RUN(test_gnu_build_id_wins);
 	RUN(test_errors);
-	{
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-		if (system(cmd))
-			fprintf(stderr, "could not remove %s\n", tmpdir);
-	}
+	if (check_rmtree(tmpdir))
+		fprintf(stderr, "could not remove %s\n", tmpdir);
 	return CHECK_DONE();
 }

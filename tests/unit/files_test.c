@@ -119,17 +119,12 @@ static void test_no_leftovers(void)
 
 int main(void)
 {
-	char cmd[128];
 
-	snprintf(dir, sizeof(dir), "/tmp/files_test.XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("files_test: mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "files_test"))
 		return 1;
-	}
 	RUN(test_planted_link);
 	RUN(test_no_leftovers);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
+	if (check_rmtree(dir))
 		fprintf(stderr, "files_test: cannot remove %s\n", dir);
 	return CHECK_DONE();
 }

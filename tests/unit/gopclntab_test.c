@@ -828,11 +828,8 @@ static void test_seeds(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gopclntab_test.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "gopclntab_test"))
 		return 1;
-	}
 	RUN(test_seeds);
 	if (find_go()) {
 		if (getenv("CI")) {
@@ -842,7 +839,7 @@ int main(void)
 		}
 		printf("SKIP: %s:go (no Go toolchain: /usr/local/go/bin/go or go in PATH)\n",
 		       __FILE__);
-		rmdir(tmpdir);
+		check_rmtree(tmpdir);
 		return 0;
 	}
 	RUN(test_build);
@@ -855,13 +852,8 @@ int main(void)
 		RUN(test_older_layouts);
 		RUN(test_damaged);
 	}
-	{
-		char cmd[160];
-
-		/* Go's module cache is read-only. */
-		snprintf(cmd, sizeof(cmd), "chmod -R u+w %s; rm -rf %s", tmpdir, tmpdir);
-		if (system(cmd))
-			fprintf(stderr, "could not remove %s\n", tmpdir);
-	}
+	/* Go's module cache is read-only: check_rmtree makes it writable. */
+	if (check_rmtree(tmpdir))
+		fprintf(stderr, "could not remove %s\n", tmpdir);
 	return CHECK_DONE();
 }

@@ -583,22 +583,17 @@ static void test_many_modules(void)
 
 int main(void)
 {
-	char cmd[128];
 	int rc;
 
-	snprintf(tmp, sizeof(tmp), "/tmp/fpkt.XXXXXX");
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
+	if (check_tmpdir(tmp, sizeof(tmp), "fpkt"))
 		return 1;
-	}
 	RUN(test_read_real);
 	RUN(test_ksyms_real);
 	RUN(test_ksyms_errors);
 	RUN(test_fake_roots);
 	RUN(test_many_modules);
 	rc = CHECK_DONE();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd) != 0)
+	if (check_rmtree(tmp))
 		fprintf(stderr, "cleanup of %s failed\n", tmp);
 	return rc;
 }

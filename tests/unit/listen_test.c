@@ -525,7 +525,6 @@ out:
 
 int main(int argc, char **argv)
 {
-	char cmd[128];
 
 	if (argc >= 3 && !strcmp(argv[1], "--external")) {
 		double p50, p99, pmax;
@@ -548,12 +547,10 @@ int main(int argc, char **argv)
 		       (size_t)failures, p50, p99, pmax);
 		return 0;
 	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fp-listen-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "fp-listen"))
 		return 1;
 	RUN(test_replies_never_wait);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd))
+	if (check_rmtree(tmpdir))
 		fprintf(stderr, "cannot remove %s\n", tmpdir);
 	return CHECK_DONE();
 }

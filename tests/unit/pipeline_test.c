@@ -373,10 +373,8 @@ static void test_workers_keep_order(void)
 
 int main(void)
 {
-	char cmd[128];
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fp-pipeline-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "fp-pipeline"))
 		return 1;
 	if (setup()) {
 		printf("FAIL: %s:setup (libc's debug file, libc6-dbg)\n", __FILE__);
@@ -385,8 +383,7 @@ int main(void)
 	RUN(test_waits_for_symbols);
 	RUN(test_migrate);
 	RUN(test_workers_keep_order);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd))
+	if (check_rmtree(tmpdir))
 		fprintf(stderr, "cannot remove %s\n", tmpdir);
 	return CHECK_DONE();
 }

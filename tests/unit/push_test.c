@@ -708,13 +708,9 @@ static void test_header_file(void)
 
 int main(void)
 {
-	char cmd[128];
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/push_test.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("push_test: mkdtemp");
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "push_test"))
 		return 1;
-	}
 	RUN(test_retry_then_success);
 	RUN(test_permanent_failure);
 	RUN(test_retry_after);
@@ -724,8 +720,7 @@ int main(void)
 	RUN(test_always_500);
 	RUN(test_dead_destination);
 	RUN(test_header_file);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
+	if (check_rmtree(tmpdir))
 		fprintf(stderr, "push_test: cannot remove %s\n", tmpdir);
 	return CHECK_DONE();
 }

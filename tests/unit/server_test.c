@@ -838,11 +838,9 @@ static void test_identity(void)
 
 int main(void)
 {
-	char cmd[128];
 	int rc;
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fp-server-test.XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "fp-server-test"))
 		return 1;
 	snprintf(cache_dir, sizeof(cache_dir), "%s/cache", tmpdir);
 	snprintf(out_dir, sizeof(out_dir), "%s/out", tmpdir);
@@ -855,8 +853,7 @@ int main(void)
 	RUN(test_python_conversation);
 	RUN(test_busy);
 	rc = CHECK_DONE();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd))
+	if (check_rmtree(tmpdir))
 		rc = 1;
 	return rc;
 }

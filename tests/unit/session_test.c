@@ -385,10 +385,9 @@ static void test_tables_one_at_a_time(void)
 int main(void)
 {
 	struct fp_resolver_opts ro = { .ro_cache_dir = tmpdir };
-	char cmd[128];
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/session_test.XXXXXX");
-	if (!mkdtemp(tmpdir) || put_big_tables() || fp_resolver_open(&resolver, &ro)) {
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "session_test") || put_big_tables() ||
+	    fp_resolver_open(&resolver, &ro)) {
 		fprintf(stderr, "session_test: cannot open a resolver in %s\n", tmpdir);
 		return 1;
 	}
@@ -401,8 +400,7 @@ int main(void)
 	RUN(test_asked);
 	RUN(test_tables_one_at_a_time);
 	fp_resolver_close(resolver);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
+	if (check_rmtree(tmpdir))
 		fprintf(stderr, "session_test: cannot remove %s\n", tmpdir);
 	return CHECK_DONE();
 }

@@ -454,10 +454,8 @@ static void test_token_eq(void)
 
 int main(void)
 {
-	char cmd[128];
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fleetprof-store-test.XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "fleetprof-store-test"))
 		return 1;
 	build_programs();
 	RUN(test_hex_valid);
@@ -468,8 +466,7 @@ int main(void)
 	RUN(test_stale_tmp_removed);
 	RUN(test_real_file);
 	RUN(test_token_eq);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd))
+	if (check_rmtree(tmpdir))
 		return 1;
 	return CHECK_DONE();
 }

@@ -1,11 +1,15 @@
-/* indexset.h: a hash set of indexes into an array the caller owns.
+/* indexset.h: a hash set of indexes into an array the caller owns: the
+ * one hash table of the tree.
  *
- * The profile model and its writers keep records in plain arrays (mappings,
- * frames, samples, pprof Functions, flame-graph nodes) and look them up by
- * key.  The set stores only an element's index and hash; the caller hashes
- * the key and says whether a key equals an element.  Open addressing with
- * linear probing, load factor at most 3/4.  A zeroed struct fp_indexset is
- * an empty set.
+ * Modules keep records in plain arrays (interned keys, intern.h; the
+ * profile model's mappings, frames and samples; the encoders' tables; the
+ * symbol table builder's strings and files) and look them up by key.  The
+ * set stores only an element's index and hash; the caller hashes the key
+ * and says whether a key equals an element.  Keys a peer or a file
+ * chooses are hashed with the keyed fp_hash (intern.h), so that no one can
+ * make them collide.  Open addressing with linear probing, load factor at
+ * most 3/4.  A zeroed struct fp_indexset is an empty set.  Not
+ * thread-safe: the owner of the array serialises the calls.
  *
  * Lookup, adding the key when it is missing:
  *	found = fp_indexset_find(&set, hash, eq, ctx, key, &slot);
@@ -90,6 +94,15 @@ static inline void fp_indexset_insert(struct fp_indexset *s, size_t slot, uint32
 
 /* fp_indexset_free: release the slots; the set is empty again. */
 void fp_indexset_free(struct fp_indexset *s);
+
+/* fp_indexset_clear: forget every index, keeping the slots for reuse. */
+void fp_indexset_clear(struct fp_indexset *s);
+
+/* fp_indexset_bytes: memory held by the slots. */
+static inline size_t fp_indexset_bytes(const struct fp_indexset *s)
+{
+	return s->is_slots ? (s->is_mask + 1) * sizeof(*s->is_slots) : 0;
+}
 
 /* Hashing for the callers' keys: FNV-1a for bytes, a multiply-xorshift step
  * for words, and a final avalanche so that the low bits that pick the slot

@@ -1,6 +1,7 @@
 /* indexset.c: the out-of-line parts of struct fp_indexset (indexset.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "indexset.h"
 
@@ -55,6 +56,13 @@ int fp_indexset_grow_slot(struct fp_indexset *s, uint32_t hash, size_t *slot)
 	if (!err && s->is_mask != old_mask)
 		*slot = probe_empty(s->is_slots, s->is_mask, hash);
 	return err;
+}
+
+void fp_indexset_clear(struct fp_indexset *s)
+{
+	if (s->is_slots)
+		memset(s->is_slots, 0, (s->is_mask + 1) * sizeof(*s->is_slots));
+	s->is_used = 0;
 }
 
 void fp_indexset_free(struct fp_indexset *s)
