@@ -194,8 +194,8 @@ fuzz: $(FUZZ_BINS)
 # place, `make format-check` only lists the files it would change (and how
 # many of their lines) and fails if there are any.  Generated files under
 # $(BUILD) are not ours to format.
-CLANG_FORMAT ?= $(firstword $(shell command -v clang-format clang-format-19 clang-format-18 \
-	clang-format-17 clang-format-16 clang-format-15 clang-format-14 2>/dev/null) clang-format)
+# One version, Debian 12's: another formats some lines differently.
+CLANG_FORMAT ?= clang-format-14
 FORMAT_SRCS := $(filter-out $(BUILD)/%,$(wildcard */*.c */*.h symbolizer/*/*.c symbolizer/*/*.h \
 	tests/*/*.c tests/*/*.h tests/*/*.cc))
 

@@ -15,12 +15,12 @@
 
 #include <linux/types.h>
 
-#define FP_PY_EVAL_RANGES 2     /* _PyEval_EvalFrameDefault and its .cold part */
-#define FP_PY_PROCS 1024        /* Python processes walked at once */
-#define FP_PY_THREADS 8192      /* thread states remembered (LRU) */
-#define FP_PY_THREAD_SCAN 32    /* thread states searched per lookup */
-#define FP_PY_FRAME_WINDOW 128  /* bytes of a frame read at once */
-#define FP_PY_CODE_WINDOW 192   /* bytes of a code object read at once */
+#define FP_PY_EVAL_RANGES 2         /* _PyEval_EvalFrameDefault and its .cold part */
+#define FP_PY_PROCS 1024            /* Python processes walked at once */
+#define FP_PY_THREADS 8192          /* thread states remembered (LRU) */
+#define FP_PY_THREAD_SCAN 32        /* thread states searched per lookup */
+#define FP_PY_FRAME_WINDOW 128      /* bytes of a frame read at once */
+#define FP_PY_CODE_WINDOW 192       /* bytes of a code object read at once */
 #define FP_PY_RETRY_NS 100000000ull /* a thread with no thread state: look again after */
 
 /* How the interpreter chains its frames. */
@@ -41,8 +41,8 @@ enum fp_py_tid {
 
 /* How a frame tells where it is in its code. */
 enum fp_py_instr {
-	FP_PY_LASTI = 1,       /* an int: byte offset of the last instruction (3.9) */
-	FP_PY_INSTR_PTR = 2,   /* a pointer into the code object's bytecode, which
+	FP_PY_LASTI = 1,     /* an int: byte offset of the last instruction (3.9) */
+	FP_PY_INSTR_PTR = 2, /* a pointer into the code object's bytecode, which
 				* starts pp_co_code bytes into the code object */
 };
 
@@ -51,36 +51,36 @@ enum fp_py_instr {
 
 /* Per process (map py_procs, key pid). */
 struct fp_py_proc {
-	__u64 pp_runtime;                      /* address of _PyRuntime */
+	__u64 pp_runtime;                       /* address of _PyRuntime */
 	__u64 pp_eval_start[FP_PY_EVAL_RANGES]; /* eval loop code; end 0: unused */
 	__u64 pp_eval_end[FP_PY_EVAL_RANGES];
-	__u64 pp_interp_start, pp_interp_end;  /* the interpreter's code mapping */
-	__u16 pp_rt_interp_head;  /* _PyRuntime -> first PyInterpreterState * */
-	__u16 pp_is_threads_head; /* PyInterpreterState -> first PyThreadState * */
-	__u16 pp_ts_next;         /* PyThreadState -> next */
-	__u16 pp_ts_tid;          /* -> native_thread_id, or thread_id (pthread_t) */
-	__u16 pp_ts_frame;        /* -> current frame, or the _PyCFrame * (pp_cf_frame) */
-	__u16 pp_cf_frame;        /* _PyCFrame -> current_frame; FP_PY_NO_OFFSET: none */
-	__u16 pp_pthread_tid;     /* pthread descriptor -> tid (FP_PY_TID_PTHREAD) */
-	__u16 pp_fr_previous;     /* frame -> caller's frame */
-	__u16 pp_fr_code;         /* frame -> code object */
-	__u16 pp_fr_instr;        /* frame -> f_lasti, prev_instr or instr_ptr */
-	__u16 pp_fr_entry;        /* frame -> is_entry (3.11) or owner (3.12+) */
-	__u16 pp_co_firstlineno;  /* code object -> co_firstlineno (int) */
-	__u16 pp_co_filename;     /* -> co_filename */
-	__u16 pp_co_name;         /* -> co_qualname, or co_name before 3.11 */
-	__u16 pp_co_code;         /* -> first bytecode unit (FP_PY_INSTR_PTR) */
-	__u16 pp_str_length;      /* str -> length */
-	__u16 pp_str_data;        /* str -> the characters of an ASCII str */
-	__u8 pp_model;            /* enum fp_py_model */
-	__u8 pp_tid_kind;         /* enum fp_py_tid */
-	__u8 pp_instr_kind;       /* enum fp_py_instr */
+	__u64 pp_interp_start, pp_interp_end; /* the interpreter's code mapping */
+	__u16 pp_rt_interp_head;              /* _PyRuntime -> first PyInterpreterState * */
+	__u16 pp_is_threads_head;             /* PyInterpreterState -> first PyThreadState * */
+	__u16 pp_ts_next;                     /* PyThreadState -> next */
+	__u16 pp_ts_tid;                      /* -> native_thread_id, or thread_id (pthread_t) */
+	__u16 pp_ts_frame;       /* -> current frame, or the _PyCFrame * (pp_cf_frame) */
+	__u16 pp_cf_frame;       /* _PyCFrame -> current_frame; FP_PY_NO_OFFSET: none */
+	__u16 pp_pthread_tid;    /* pthread descriptor -> tid (FP_PY_TID_PTHREAD) */
+	__u16 pp_fr_previous;    /* frame -> caller's frame */
+	__u16 pp_fr_code;        /* frame -> code object */
+	__u16 pp_fr_instr;       /* frame -> f_lasti, prev_instr or instr_ptr */
+	__u16 pp_fr_entry;       /* frame -> is_entry (3.11) or owner (3.12+) */
+	__u16 pp_co_firstlineno; /* code object -> co_firstlineno (int) */
+	__u16 pp_co_filename;    /* -> co_filename */
+	__u16 pp_co_name;        /* -> co_qualname, or co_name before 3.11 */
+	__u16 pp_co_code;        /* -> first bytecode unit (FP_PY_INSTR_PTR) */
+	__u16 pp_str_length;     /* str -> length */
+	__u16 pp_str_data;       /* str -> the characters of an ASCII str */
+	__u8 pp_model;           /* enum fp_py_model */
+	__u8 pp_tid_kind;        /* enum fp_py_tid */
+	__u8 pp_instr_kind;      /* enum fp_py_instr */
 	__u8 pp_pad[7];
 };
 
 /* A remembered thread state (map py_threads, key tid). */
 struct fp_py_thread {
-	__u64 pt_tstate;          /* 0: the thread had none at pt_checked_ns */
+	__u64 pt_tstate; /* 0: the thread had none at pt_checked_ns */
 	__u64 pt_checked_ns;
 	__u32 pt_pid;
 	__u32 pt_pad;
@@ -110,7 +110,8 @@ struct fp_py_thread {
 static inline __u32 fp_py_tag(__u64 name, __u64 filename, __u32 firstlineno, __u64 length,
 			      __u64 chars0, __u64 chars1)
 {
-	__u64 h = (name ^ (filename << 17) ^ (filename >> 47) ^ firstlineno) * 0x9e3779b97f4a7c15ull;
+	__u64 h = (name ^ (filename << 17) ^ (filename >> 47) ^ firstlineno) *
+		  0x9e3779b97f4a7c15ull;
 
 	h = (h ^ length ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
 	h = (h ^ chars0 ^ (h >> 31)) * 0x94d049bb133111ebull;

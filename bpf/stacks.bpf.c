@@ -25,9 +25,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Written by the agent before load. */
 const volatile __u32 target_pids[FP_TARGET_PIDS] = { 0 }; /* the first target_npids */
-const volatile __u32 target_npids = 0;  /* 0: every process */
-const volatile __u64 wakeup_bytes = 0;  /* wake the agent past this backlog */
-const volatile __u64 thread_size = 16384; /* THREAD_SIZE: kernel stack size */
+const volatile __u32 target_npids = 0;                    /* 0: every process */
+const volatile __u64 wakeup_bytes = 0;                    /* wake the agent past this backlog */
+const volatile __u64 thread_size = 16384;                 /* THREAD_SIZE: kernel stack size */
 
 /* The user registers as the perf_event context holds them (UAPI layouts of
  * bpf_user_pt_regs_t), and the same layout at the top of a task's kernel
@@ -73,13 +73,13 @@ struct fp_regs {
 /* Where one user stack walk stands between tail calls. */
 struct fp_walk {
 	__u64 ip, sp, fp, lr;
-	__u32 n;       /* slots written */
-	__u32 calls;   /* tail calls made */
-	__u32 exact;   /* ip is where the code was, not a return address */
-	__u32 frames;  /* frames written (a Python frame takes two slots) */
-	__u64 py_frame;   /* the next Python frame to write; 0: none left */
-	__u32 py_pending; /* an eval loop activation's frames are being written */
-	__u32 py_seen;    /* an activation was met: the interpreter's own frames
+	__u32 n;           /* slots written */
+	__u32 calls;       /* tail calls made */
+	__u32 exact;       /* ip is where the code was, not a return address */
+	__u32 frames;      /* frames written (a Python frame takes two slots) */
+	__u64 py_frame;    /* the next Python frame to write; 0: none left */
+	__u32 py_pending;  /* an eval loop activation's frames are being written */
+	__u32 py_seen;     /* an activation was met: the interpreter's own frames
 			   * between it and the next are not written */
 	__u32 py_nothread; /* activations met without the thread's state */
 	__u32 py_pad;
@@ -88,7 +88,7 @@ struct fp_walk {
 struct fp_bpf_event {
 	struct fp_bpf_sample hdr;
 	__u8 stacks[FP_USTACK_BYTES + FP_KSTACK_BYTES];
-	struct fp_walk walk; /* not sent */
+	struct fp_walk walk;                   /* not sent */
 	__u8 py_frame_buf[FP_PY_FRAME_WINDOW]; /* not sent */
 	__u8 py_code_buf[256]; /* FP_PY_CODE_WINDOW read; a power of two for FIELD */
 	__u8 py_name_buf[FP_PY_NAME_WINDOW];
@@ -207,8 +207,8 @@ static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes
 	size = sizeof(e->hdr) + ubytes + kbytes;
 	if (size > sizeof(e->hdr) + sizeof(e->stacks))
 		return 0;
-	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
-			BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									      : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&samples, e, size, flags))
 		count(FP_CNT_LOST);
 	return 0;
@@ -295,7 +295,7 @@ static __always_inline struct fp_unwind_row *find_row(__u32 t, __u64 off)
 	if (!tab || !tab->ut_nrows || off > 0xffffffffull)
 		return NULL;
 	lo = tab->ut_first, hi = tab->ut_first + tab->ut_nrows; /* answer in [lo - 1, hi) */
-	for (i = 0; i < 24 && lo < hi; i++) { /* 2^24 > FP_UNWIND_MAX_ROWS */
+	for (i = 0; i < 24 && lo < hi; i++) {                   /* 2^24 > FP_UNWIND_MAX_ROWS */
 		__u32 mid = lo + (hi - lo) / 2;
 		r = bpf_map_lookup_elem(&unwind_rows, &mid);
 		if (!r)
@@ -515,7 +515,8 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 			/* a frame being set up may still hold its last user's
 			 * pointer: past the code's end (ob_size code units) it
 			 * is no offset of this code */
-			lasti = FIELD(e->py_frame_buf, py->pp_fr_instr, __u64) - code - py->pp_co_code;
+			lasti = FIELD(e->py_frame_buf, py->pp_fr_instr, __u64) - code -
+				py->pp_co_code;
 			if (lasti >= 2 * FIELD(e->py_code_buf, 16, __u64))
 				lasti = FP_PY_LASTI_NONE;
 		}
@@ -532,8 +533,7 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 		w->frames++;
 		e->hdr.flags |= FP_SAMPLE_PYTHON;
 		count(FP_CNT_PY_FRAMES);
-		if (py->pp_model == FP_PY_FRAMEOBJECT ||
-		    (py->pp_model == FP_PY_IS_ENTRY && entry))
+		if (py->pp_model == FP_PY_FRAMEOBJECT || (py->pp_model == FP_PY_IS_ENTRY && entry))
 			return PY_DONE;
 	}
 	return PY_MORE;

@@ -9,16 +9,16 @@
 
 /* Indexes of the per-CPU counters map. */
 enum fp_bpf_counter {
-	FP_CNT_SAMPLES = 0,     /* perf events seen (after filtering) */
-	FP_CNT_LOST = 1,        /* ring buffer full: sample dropped */
-	FP_CNT_USTACK_ERR = 2,  /* user stack could not be read */
-	FP_CNT_KSTACK_ERR = 3,  /* kernel stack could not be read */
-	FP_CNT_WALKS = 4,       /* user stacks walked with unwind tables */
-	FP_CNT_WALK_ROOT = 5,   /* ... that reached the outermost frame */
-	FP_CNT_WALK_TABLE = 6,  /* frames unwound by a table row */
-	FP_CNT_WALK_FP = 7,     /* frames unwound by the frame pointer */
-	FP_CNT_WALK_LOST = 8,   /* walks that could not start (no user registers) */
-	FP_CNT_PY_FRAMES = 9,   /* Python frames written */
+	FP_CNT_SAMPLES = 0,       /* perf events seen (after filtering) */
+	FP_CNT_LOST = 1,          /* ring buffer full: sample dropped */
+	FP_CNT_USTACK_ERR = 2,    /* user stack could not be read */
+	FP_CNT_KSTACK_ERR = 3,    /* kernel stack could not be read */
+	FP_CNT_WALKS = 4,         /* user stacks walked with unwind tables */
+	FP_CNT_WALK_ROOT = 5,     /* ... that reached the outermost frame */
+	FP_CNT_WALK_TABLE = 6,    /* frames unwound by a table row */
+	FP_CNT_WALK_FP = 7,       /* frames unwound by the frame pointer */
+	FP_CNT_WALK_LOST = 8,     /* walks that could not start (no user registers) */
+	FP_CNT_PY_FRAMES = 9,     /* Python frames written */
 	FP_CNT_PY_NO_THREAD = 10, /* eval loop sampled, but the thread's state not found */
 	FP_CNT_PY_MISMATCH = 11,  /* native and Python stacks disagree: Python frames dropped */
 	FP_CNT_PY_READ_ERR = 12,  /* interpreter memory could not be read mid-walk */
@@ -26,17 +26,18 @@ enum fp_bpf_counter {
 };
 
 #define FP_KNOWN_PIDS 8192
-#define FP_TARGET_PIDS 16 /* processes one sampler may be limited to */
-#define FP_WALK_FRAMES 6        /* frames per program run; then a tail call */
-#define FP_WALK_CALLS 24        /* tail calls per walk: 6 * (24 + 1) > 127 */
+#define FP_TARGET_PIDS 16                  /* processes one sampler may be limited to */
+#define FP_WALK_FRAMES 6                   /* frames per program run; then a tail call */
+#define FP_WALK_CALLS 24                   /* tail calls per walk: 6 * (24 + 1) > 127 */
 #define FP_USER_SLOTS (2 * FP_STACK_DEPTH) /* walked stacks: a Python frame takes 2 */
 
 /* fp_bpf_sample.flags */
-#define FP_SAMPLE_USER_RAW 1    /* user stack is __u64 addresses, not build-IDs */
-#define FP_SAMPLE_WALKED 2      /* ... walked with unwind tables */
-#define FP_SAMPLE_ROOT 4        /* ... up to the outermost frame */
-#define FP_SAMPLE_PYTHON 8      /* ... with Python frames (bpf/python.h slots) */
-#define FP_SAMPLE_PY_MISMATCH 16 /* ... whose Python frames do not match its eval
+#define FP_SAMPLE_USER_RAW 1 /* user stack is __u64 addresses, not build-IDs */
+#define FP_SAMPLE_WALKED 2   /* ... walked with unwind tables */
+#define FP_SAMPLE_ROOT 4     /* ... up to the outermost frame */
+#define FP_SAMPLE_PYTHON 8   /* ... with Python frames (bpf/python.h slots) */
+#define FP_SAMPLE_PY_MISMATCH \
+	16 /* ... whose Python frames do not match its eval
 				  * loop activations: keep the native frames */
 
 /* One ring buffer record: this header, then ustack_bytes of user frames
@@ -47,10 +48,10 @@ enum fp_bpf_counter {
  * that costs about 2 us per frame; for processes whose mappings the agent
  * already holds (the known_pids map) plain addresses are enough. */
 struct fp_bpf_sample {
-	__u32 pid;              /* tgid */
+	__u32 pid; /* tgid */
 	__u32 tid;
 	__u64 cgroup_id;
-	char comm[16];          /* thread name */
+	char comm[16]; /* thread name */
 	__u32 ustack_bytes;
 	__u32 kstack_bytes;
 	__u32 flags;

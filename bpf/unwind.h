@@ -52,8 +52,8 @@ struct fp_unwind_row {
 #define FP_UNWIND_VERSION 2
 #define FP_UNWIND_ARCH_X86_64 1
 #define FP_UNWIND_ARCH_ARM64 2
-#define FP_UNWIND_F_FRAME_POINTERS 1 /* code keeps frame pointers: no table needed */
-#define FP_UNWIND_F_CPYTHON 2        /* the file holds a CPython interpreter */
+#define FP_UNWIND_F_FRAME_POINTERS 1  /* code keeps frame pointers: no table needed */
+#define FP_UNWIND_F_CPYTHON 2         /* the file holds a CPython interpreter */
 #define FP_UNWIND_MAX_ROWS (1u << 23) /* per file: OT#230's largest had 2.8 M */
 
 struct fp_unwind_header {
@@ -62,7 +62,7 @@ struct fp_unwind_header {
 	__u8 uh_arch;
 	__u8 uh_flags;
 	__u32 uh_nrows;
-	__u32 uh_fdes;  /* FDEs the table came from (statistics) */
+	__u32 uh_fdes; /* FDEs the table came from (statistics) */
 };
 
 /* Where a file that holds a CPython interpreter keeps what the walker
@@ -87,16 +87,16 @@ struct fp_unwind_cpython {
 /* What the BPF program knows of a process it unwinds: its mappings that
  * have a table, sorted by start.  An address outside them walks by frame
  * pointer. */
-#define FP_UNWIND_MAPS 64       /* per process */
-#define FP_UNWIND_PROCS 1024    /* processes with tables at once */
-#define FP_UNWIND_TABLES 1024   /* tables installed at once */
+#define FP_UNWIND_MAPS 64     /* per process */
+#define FP_UNWIND_PROCS 1024  /* processes with tables at once */
+#define FP_UNWIND_TABLES 1024 /* tables installed at once */
 #define FP_UNWIND_NO_TABLE 0xffffffffu
 
 struct fp_unwind_map {
-	__u64 um_start;  /* first address */
-	__u64 um_bias;   /* file offset = address - um_bias */
-	__u32 um_len;    /* bytes */
-	__u32 um_table;  /* index into the tables map */
+	__u64 um_start; /* first address */
+	__u64 um_bias;  /* file offset = address - um_bias */
+	__u32 um_len;   /* bytes */
+	__u32 um_table; /* index into the tables map */
 };
 
 struct fp_unwind_proc {

@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 #define FP_PROTO_VERSION 1
-#define FP_COMM_LEN 16       /* TASK_COMM_LEN */
-#define FP_MAX_FRAMES 254    /* 127 kernel + 127 user: the deepest trie path */
+#define FP_COMM_LEN 16             /* TASK_COMM_LEN */
+#define FP_MAX_FRAMES 254          /* 127 kernel + 127 user: the deepest trie path */
 #define FP_MAPPING_NONE UINT32_MAX /* frame.mapping of an unmapped address */
 
 enum fp_mapping_kind {
@@ -30,48 +30,48 @@ enum fp_mapping_kind {
 
 /* How a code object's line table is encoded (CPython's own formats). */
 enum fp_py_lines {
-	FP_PY_LNOTAB = 1,     /* co_lnotab, 3.9: (byte offset, line) increments */
-	FP_PY_LOCATIONS = 2,  /* co_linetable, 3.11 and later: location entries in
+	FP_PY_LNOTAB = 1,    /* co_lnotab, 3.9: (byte offset, line) increments */
+	FP_PY_LOCATIONS = 2, /* co_linetable, 3.11 and later: location entries in
 			       * code units of 2 bytes */
 };
 
-#define FP_PY_NAME_MAX 1024        /* bytes of a qualified name */
-#define FP_PY_LINETABLE_MAX 65536  /* bytes of a line table */
+#define FP_PY_NAME_MAX 1024       /* bytes of a qualified name */
+#define FP_PY_LINETABLE_MAX 65536 /* bytes of a line table */
 
 /* What a Python code object tells (FP_MAP_PYTHON mappings only). */
 struct fp_pycode {
-	char *pc_qualname;          /* owned; co_qualname (co_name before 3.11), UTF-8 */
+	char *pc_qualname; /* owned; co_qualname (co_name before 3.11), UTF-8 */
 	uint32_t pc_firstlineno;
-	uint8_t pc_lines;           /* enum fp_py_lines */
-	uint32_t pc_linetable_len;  /* <= FP_PY_LINETABLE_MAX */
-	uint8_t *pc_linetable;      /* owned; NULL when pc_linetable_len is 0 */
+	uint8_t pc_lines;          /* enum fp_py_lines */
+	uint32_t pc_linetable_len; /* <= FP_PY_LINETABLE_MAX */
+	uint8_t *pc_linetable;     /* owned; NULL when pc_linetable_len is 0 */
 };
 
 struct fp_mapping {
 	uint32_t fm_id;
-	uint8_t fm_kind;            /* enum fp_mapping_kind */
+	uint8_t fm_kind;                /* enum fp_mapping_kind */
 	struct fp_build_id fm_build_id; /* empty for FP_MAP_PYTHON */
-	char *fm_path;              /* owned; path, module name, or a code object's
+	char *fm_path;                  /* owned; path, module name, or a code object's
 				     * co_filename; never NULL */
-	struct fp_pycode *fm_py;    /* owned; FP_MAP_PYTHON only, else NULL */
+	struct fp_pycode *fm_py;        /* owned; FP_MAP_PYTHON only, else NULL */
 };
 
 struct fp_thread {
 	uint32_t ft_id;
-	uint32_t ft_pid;            /* in the agent's (initial) pid namespace */
+	uint32_t ft_pid; /* in the agent's (initial) pid namespace */
 	uint32_t ft_tid;
-	uint64_t ft_cgroup;         /* cgroup v2 id, 0 if unknown */
-	char ft_comm[FP_COMM_LEN];  /* thread name, NUL-terminated */
+	uint64_t ft_cgroup;           /* cgroup v2 id, 0 if unknown */
+	char ft_comm[FP_COMM_LEN];    /* thread name, NUL-terminated */
 	char ft_process[FP_COMM_LEN]; /* process (main thread) name */
-	char *ft_container;         /* owned; container id or name, "" if none */
+	char *ft_container;           /* owned; container id or name, "" if none */
 };
 
 struct fp_frame {
-	uint32_t ff_mapping;        /* mapping id, or FP_MAPPING_NONE */
-	uint64_t ff_offset;         /* see enum fp_mapping_kind; raw address if NONE */
+	uint32_t ff_mapping; /* mapping id, or FP_MAPPING_NONE */
+	uint64_t ff_offset;  /* see enum fp_mapping_kind; raw address if NONE */
 };
 
-#define FP_NODE_NONE UINT32_MAX    /* no node: outermost frame, or no frames */
+#define FP_NODE_NONE UINT32_MAX /* no node: outermost frame, or no frames */
 
 /* One node of a session's stack trie: a frame and the node of its caller.
  * A stack is named by its innermost (leaf) node; following fn_parent from
@@ -80,50 +80,50 @@ struct fp_frame {
  * or two nodes.  A node's parent is always defined before it. */
 struct fp_node {
 	uint32_t fn_id;
-	uint32_t fn_parent;         /* node id, or FP_NODE_NONE */
+	uint32_t fn_parent; /* node id, or FP_NODE_NONE */
 	struct fp_frame fn_frame;
 };
 
 /* fc_count samples of thread fc_thread with the stack ending in fc_node. */
 struct fp_count {
 	uint32_t fc_thread;
-	uint32_t fc_node;           /* leaf node id, or FP_NODE_NONE (no frames) */
+	uint32_t fc_node; /* leaf node id, or FP_NODE_NONE (no frames) */
 	uint32_t fc_count;
 };
 
 /* Counters the agent reports with every batch; totals since agent start. */
 struct fp_lost {
-	uint64_t fl_samples;        /* samples the BPF program could not emit */
-	uint64_t fl_stack_errors;   /* samples whose stacks could not be read */
-	uint64_t fl_batches;        /* batches dropped from the agent's buffer */
-	uint64_t fl_samples_dropped;/* samples inside those dropped batches */
+	uint64_t fl_samples;         /* samples the BPF program could not emit */
+	uint64_t fl_stack_errors;    /* samples whose stacks could not be read */
+	uint64_t fl_batches;         /* batches dropped from the agent's buffer */
+	uint64_t fl_samples_dropped; /* samples inside those dropped batches */
 };
 
 struct fp_hello {
-	uint64_t fh_session;        /* random, chosen at agent start */
+	uint64_t fh_session; /* random, chosen at agent start */
 	char *fh_host;
 	char *fh_boot_id;
 	char *fh_kernel_release;
 	struct fp_build_id fh_kernel_build_id;
 	char *fh_agent_version;
-	uint32_t fh_frequency;      /* Hz */
+	uint32_t fh_frequency; /* Hz */
 	uint32_t fh_ncpus;
 	size_t fh_nlabels;
-	char **fh_label_keys;       /* owned arrays of owned strings */
+	char **fh_label_keys; /* owned arrays of owned strings */
 	char **fh_label_values;
 };
 
 struct fp_batch {
 	uint64_t fb_session;
-	uint64_t fb_seq;            /* 1, 2, ... per session */
-	uint64_t fb_start_ns;       /* CLOCK_REALTIME, unix nanoseconds */
+	uint64_t fb_seq;      /* 1, 2, ... per session */
+	uint64_t fb_start_ns; /* CLOCK_REALTIME, unix nanoseconds */
 	uint64_t fb_end_ns;
-	uint64_t fb_period_ns;      /* 1e9 / frequency */
+	uint64_t fb_period_ns; /* 1e9 / frequency */
 	size_t fb_nmappings, fb_nthreads, fb_nnodes, fb_ncounts;
 	struct fp_mapping *fb_mappings; /* new definitions only */
 	struct fp_thread *fb_threads;
-	struct fp_node *fb_nodes;       /* parents before children */
-	struct fp_count *fb_counts;     /* may refer to definitions of earlier batches */
+	struct fp_node *fb_nodes;   /* parents before children */
+	struct fp_count *fb_counts; /* may refer to definitions of earlier batches */
 	struct fp_lost fb_lost;
 };
 
@@ -131,17 +131,17 @@ struct fp_batch {
  * or to the module's base (module). */
 struct fp_ksym {
 	uint64_t fk_offset;
-	char *fk_name;              /* owned */
+	char *fk_name; /* owned */
 };
 
 /* Part of a kallsyms snapshot for one target (the kernel or one module).
  * Large targets are sent in several parts; fs_last marks the final one. */
 struct fp_ksyms {
 	uint64_t fs_session;
-	uint8_t fs_kind;            /* FP_MAP_KERNEL or FP_MAP_KMODULE */
+	uint8_t fs_kind; /* FP_MAP_KERNEL or FP_MAP_KMODULE */
 	struct fp_build_id fs_build_id;
-	char *fs_name;              /* "vmlinux" or the module name */
-	uint32_t fs_part;           /* 0, 1, ... */
+	char *fs_name;    /* "vmlinux" or the module name */
+	uint32_t fs_part; /* 0, 1, ... */
 	uint8_t fs_last;
 	size_t fs_nsyms;
 	struct fp_ksym *fs_syms;
@@ -154,7 +154,7 @@ struct fp_ksyms {
 struct fp_range {
 	struct fp_build_id fg_build_id;
 	uint64_t fg_offset;
-	uint32_t fg_length;         /* <= FP_RANGE_MAX */
+	uint32_t fg_length; /* <= FP_RANGE_MAX */
 };
 
 #define FP_RANGE_MAX (1u << 20)
@@ -166,9 +166,9 @@ struct fp_file_data {
 	struct fp_build_id fd_build_id;
 	uint64_t fd_offset;
 	uint64_t fd_file_size;
-	uint32_t fd_error;          /* 0, or an errno: the file cannot be read */
+	uint32_t fd_error; /* 0, or an errno: the file cannot be read */
 	size_t fd_len;
-	uint8_t *fd_data;           /* owned; NULL when fd_len is 0 */
+	uint8_t *fd_data; /* owned; NULL when fd_len is 0 */
 };
 
 /* A part of an unwind table (bpf/unwind.h) the symbolizer sends down: the
@@ -177,15 +177,16 @@ struct fp_file_data {
  * reply carries at most FP_TABLE_REPLY_MAX bytes of them. */
 struct fp_table_part {
 	struct fp_build_id tp_build_id;
-	uint32_t tp_offset;         /* of this part in the whole table */
-	uint32_t tp_total;          /* the whole table's bytes, <= FP_TABLE_MAX */
-	uint32_t tp_len;            /* 1..FP_TABLE_PART_MAX */
-	uint8_t *tp_data;           /* owned */
+	uint32_t tp_offset; /* of this part in the whole table */
+	uint32_t tp_total;  /* the whole table's bytes, <= FP_TABLE_MAX */
+	uint32_t tp_len;    /* 1..FP_TABLE_PART_MAX */
+	uint8_t *tp_data;   /* owned */
 };
 
 #define FP_TABLE_PART_MAX (1u << 20)
 #define FP_TABLE_REPLY_MAX (4u << 20)
-#define FP_TABLE_MAX (16u + 8u * (1u << 23) + 32u) /* header + FP_UNWIND_MAX_ROWS rows
+#define FP_TABLE_MAX \
+	(16u + 8u * (1u << 23) + 32u) /* header + FP_UNWIND_MAX_ROWS rows
 						   * + the CPython trailer */
 
 enum fp_reply_status {
@@ -208,18 +209,18 @@ enum fp_feature {
 
 /* The symbolizer's answer to every request. */
 struct fp_reply {
-	uint8_t fr_status;          /* enum fp_reply_status */
-	uint64_t fr_features;       /* enum fp_feature bits; 0 from older symbolizers */
-	uint64_t fr_seq;            /* seq of the batch answered (OK or NEED_HELLO), else 0 */
-	char *fr_error;             /* owned; NULL unless rejected */
-	size_t fr_nwant;            /* build-IDs whose kallsyms the server wants */
+	uint8_t fr_status;    /* enum fp_reply_status */
+	uint64_t fr_features; /* enum fp_feature bits; 0 from older symbolizers */
+	uint64_t fr_seq;      /* seq of the batch answered (OK or NEED_HELLO), else 0 */
+	char *fr_error;       /* owned; NULL unless rejected */
+	size_t fr_nwant;      /* build-IDs whose kallsyms the server wants */
 	struct fp_build_id *fr_want;
-	size_t fr_nranges;          /* file bytes the server wants */
+	size_t fr_nranges; /* file bytes the server wants */
 	struct fp_range *fr_ranges;
-	size_t fr_ntables;          /* unwind table parts for the agent */
+	size_t fr_ntables; /* unwind table parts for the agent */
 	struct fp_table_part *fr_tables;
-	uint8_t fr_has_written;     /* fr_written is sent (OK to SAMPLES) */
-	uint64_t fr_written;        /* the session's intervals up to this seq are
+	uint8_t fr_has_written; /* fr_written is sent (OK to SAMPLES) */
+	uint64_t fr_written;    /* the session's intervals up to this seq are
 				     * through the sinks; 0: none yet */
 };
 

@@ -15,9 +15,9 @@
 #define MAX_PHDRS 256
 #define MAX_NOTE_BYTES 4096
 #define MAX_NOTE_SECTIONS 16
-#define MAX_NAME 64 /* of a section looked up by name, with the NUL */
+#define MAX_NAME 64           /* of a section looked up by name, with the NUL */
 #define MAX_NAMES (64u << 10) /* of the section name table read */
-#define SHDR_CHUNK 64 /* section headers read at once */
+#define SHDR_CHUNK 64         /* section headers read at once */
 
 /* note_desc: the descriptor of the first note in a buffer of raw notes
  * with this type and name whose descriptor is 1 to max_desc bytes, or
@@ -53,8 +53,8 @@ static const unsigned char *note_desc(const unsigned char *p, size_t len, uint32
 int fp_elfnote_find(const void *notes, size_t len, struct fp_build_id *id)
 {
 	size_t n;
-	const unsigned char *d = note_desc(notes, len, NT_GNU_BUILD_ID, "GNU", 4,
-					   FP_BUILD_ID_MAX, &n);
+	const unsigned char *d = note_desc(notes, len, NT_GNU_BUILD_ID, "GNU", 4, FP_BUILD_ID_MAX,
+					   &n);
 
 	if (!d)
 		return -ENOENT;
@@ -116,7 +116,8 @@ static int read_header(int fd, struct elf_header *h)
 	h->eh_is64 = ident[EI_CLASS] == ELFCLASS64;
 	if (!h->eh_is64 && ident[EI_CLASS] != ELFCLASS32)
 		return -EINVAL;
-	if (ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+	if (ident[EI_DATA] !=
+	    (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
 		return -EINVAL;
 	if (h->eh_is64) {
 		Elf64_Ehdr eh;

@@ -126,8 +126,8 @@ static int64_t content_length(nng_http_res *res)
 	return n;
 }
 
-int fp_httpc_transact(struct fp_httpc *c, nng_http_req *req, nng_http_res *res,
-		      uint64_t timeout_ms, size_t body_max, int *reached, int64_t *too_large)
+int fp_httpc_transact(struct fp_httpc *c, nng_http_req *req, nng_http_res *res, uint64_t timeout_ms,
+		      size_t body_max, int *reached, int64_t *too_large)
 {
 	uint64_t deadline = now_ms() + timeout_ms;
 	nng_http_conn *conn;

@@ -44,8 +44,8 @@ int fp_httpc_connect(struct fp_httpc *c, uint64_t timeout_ms, nng_http_conn **co
  * left alone), and so is a chunked one.  *reached (may be NULL) is set once connected: a
  * failure after that reached the server.  NNG_EPROTO: a Content-Length
  * that is not a plain decimal. */
-int fp_httpc_transact(struct fp_httpc *c, nng_http_req *req, nng_http_res *res,
-		      uint64_t timeout_ms, size_t body_max, int *reached, int64_t *too_large);
+int fp_httpc_transact(struct fp_httpc *c, nng_http_req *req, nng_http_res *res, uint64_t timeout_ms,
+		      size_t body_max, int *reached, int64_t *too_large);
 
 /* fp_httpc_cancel: end the operation in progress (any thread). */
 void fp_httpc_cancel(struct fp_httpc *c);

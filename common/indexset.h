@@ -29,13 +29,13 @@
 #define FP_INDEXSET_NONE UINT32_MAX
 
 struct fp_indexset_slot {
-	uint32_t sl_index1;         /* index + 1; 0: empty */
-	uint32_t sl_hash;           /* kept so that growing never rehashes keys */
+	uint32_t sl_index1; /* index + 1; 0: empty */
+	uint32_t sl_hash;   /* kept so that growing never rehashes keys */
 };
 
 struct fp_indexset {
 	struct fp_indexset_slot *is_slots;
-	size_t is_mask;             /* slots - 1; slots is a power of two */
+	size_t is_mask; /* slots - 1; slots is a power of two */
 	size_t is_used;
 };
 

@@ -94,8 +94,8 @@ static int intern_eq(const void *ctx, uint32_t id, const void *key)
 	const struct intern_probe *p = key;
 	const struct intern_key *k = &t->it_keys[id];
 
-	return k->ik_len == p->ip_len && memcmp(t->it_arena + k->ik_offset, p->ip_key,
-						p->ip_len) == 0;
+	return k->ik_len == p->ip_len &&
+	       memcmp(t->it_arena + k->ik_offset, p->ip_key, p->ip_len) == 0;
 }
 
 int fp_intern_find(const struct fp_intern *t, const void *key, size_t len, uint32_t *id)
@@ -126,8 +126,7 @@ int fp_intern_get(struct fp_intern *t, const void *key, size_t len, uint32_t *id
 	}
 	if (t->it_nkeys >= FP_INDEXSET_NONE - 1)
 		return -ENOMEM;
-	if (fp_vec_reserve(&t->it_keys, &t->it_keys_cap, t->it_nkeys + 1,
-			   sizeof(*t->it_keys)) ||
+	if (fp_vec_reserve(&t->it_keys, &t->it_keys_cap, t->it_nkeys + 1, sizeof(*t->it_keys)) ||
 	    fp_vec_reserve(&t->it_arena, &t->it_arena_cap, t->it_arena_len + len + 8, 1) ||
 	    fp_indexset_make_room(&t->it_set, h, &slot))
 		return -ENOMEM;

@@ -77,12 +77,12 @@ static void log_vwrite(int pri, const char *suffix, const char *fmt, va_list ap)
 		suffix ? suffix : "");
 }
 
-#define LOG_BODY(pri, suffix)                                                          \
-	do {                                                                           \
-		va_list ap;                                                            \
-		va_start(ap, fmt);                                                     \
-		log_vwrite(pri, suffix, fmt, ap);                                      \
-		va_end(ap);                                                            \
+#define LOG_BODY(pri, suffix) \
+	do { \
+		va_list ap; \
+		va_start(ap, fmt); \
+		log_vwrite(pri, suffix, fmt, ap); \
+		va_end(ap); \
 	} while (0)
 
 void fp_warn(const char *fmt, ...)

@@ -15,7 +15,7 @@
  * use_syslog sends everything to syslog instead of stderr. */
 void fp_log_init(const char *progname, int verbose, int use_syslog);
 
-void fp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* adds strerror(errno) */
+void fp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* adds strerror(errno) */
 void fp_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fp_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -56,12 +56,12 @@ static int lnotab_next(struct fp_pyline_iter *it, struct fp_pyline_run *e)
 
 /* Location entry codes (bits 3-6 of the header byte). */
 enum {
-	LOC_SHORT_MAX = 9,      /* 0-9: same line, column in the code and one byte */
-	LOC_ONE_LINE0 = 10,     /* 10-12: line + 0, 1 or 2; two column bytes */
+	LOC_SHORT_MAX = 9,  /* 0-9: same line, column in the code and one byte */
+	LOC_ONE_LINE0 = 10, /* 10-12: line + 0, 1 or 2; two column bytes */
 	LOC_ONE_LINE2 = 12,
-	LOC_NO_COLUMNS = 13,    /* svarint line delta */
-	LOC_LONG = 14,          /* svarint line delta, then end line and columns */
-	LOC_NONE = 15,          /* no location */
+	LOC_NO_COLUMNS = 13, /* svarint line delta */
+	LOC_LONG = 14,       /* svarint line delta, then end line and columns */
+	LOC_NONE = 15,       /* no location */
 };
 
 /* varint: 6-bit chunks, least significant first, bit 6 meaning "more".

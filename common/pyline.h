@@ -45,9 +45,9 @@ struct fp_pyline_iter {
 	const uint8_t *pi_table;
 	size_t pi_len, pi_pos;
 	uint8_t pi_format;
-	uint8_t pi_done;   /* no entry after pi_pending */
-	uint8_t pi_have;   /* pi_pending is an entry not yet returned */
-	uint64_t pi_addr;  /* lnotab: bytes; locations: code units; decoded so far */
+	uint8_t pi_done;  /* no entry after pi_pending */
+	uint8_t pi_have;  /* pi_pending is an entry not yet returned */
+	uint64_t pi_addr; /* lnotab: bytes; locations: code units; decoded so far */
 	int64_t pi_line;
 	struct fp_pyline_run pi_pending;
 };

@@ -89,8 +89,8 @@ static int to_errno(int rv)
 	return rv == NNG_ENOMEM ? -ENOMEM : -EINVAL;
 }
 
-int fp_tls_client_config(nng_tls_config **out, const struct fp_tls_opts *o,
-			 const char *server_name, const char *who)
+int fp_tls_client_config(nng_tls_config **out, const struct fp_tls_opts *o, const char *server_name,
+			 const char *who)
 {
 	nng_tls_config *cfg;
 	int rv;
@@ -129,8 +129,9 @@ int fp_tls_server_config(nng_tls_config **out, const struct fp_tls_opts *o, cons
 	}
 	if ((rv = own_cert(cfg, o, who)) || (o->to_ca && (rv = ca_file(cfg, o->to_ca, who))) ||
 	    (rv = nng_tls_config_auth_mode(cfg, !o->to_ca ? NNG_TLS_AUTH_MODE_NONE
-						: o->to_require_client ? NNG_TLS_AUTH_MODE_REQUIRED
-								       : NNG_TLS_AUTH_MODE_OPTIONAL))) {
+						: o->to_require_client
+							? NNG_TLS_AUTH_MODE_REQUIRED
+							: NNG_TLS_AUTH_MODE_OPTIONAL))) {
 		nng_tls_config_free(cfg);
 		return to_errno(rv);
 	}

@@ -23,10 +23,10 @@
 #define FP_TLS_SYSTEM_CA "/etc/ssl/certs/ca-certificates.crt"
 
 struct fp_tls_opts {
-	const char *to_cert;     /* PEM certificate, chain after it; NULL: none */
-	const char *to_key;      /* PEM private key of to_cert, unencrypted */
-	const char *to_ca;       /* PEM CA certificates; NULL: see below */
-	int to_require_client;   /* server: refuse clients without a certificate */
+	const char *to_cert;   /* PEM certificate, chain after it; NULL: none */
+	const char *to_key;    /* PEM private key of to_cert, unencrypted */
+	const char *to_ca;     /* PEM CA certificates; NULL: see below */
+	int to_require_client; /* server: refuse clients without a certificate */
 };
 
 /* fp_tls_enabled: whether o names a certificate or a CA (TLS is wanted). */
@@ -37,8 +37,8 @@ int fp_tls_enabled(const struct fp_tls_opts *o);
  * check, for addresses that name none) and presents o->to_cert when set.
  * who names the user in log messages.  0, or -EINVAL (a file unreadable or
  * not PEM, a certificate without its key: logged), -ENOMEM. */
-int fp_tls_client_config(nng_tls_config **cfg, const struct fp_tls_opts *o,
-			 const char *server_name, const char *who);
+int fp_tls_client_config(nng_tls_config **cfg, const struct fp_tls_opts *o, const char *server_name,
+			 const char *who);
 
 /* fp_tls_server_config: a server configuration presenting o->to_cert
  * (required) with o->to_key.  With o->to_ca, clients' certificates are

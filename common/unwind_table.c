@@ -64,5 +64,6 @@ const struct fp_unwind_cpython *fp_unwind_table_cpython(const void *blob, size_t
 	    h->uh_nrows > FP_UNWIND_MAX_ROWS || len != expected_len(h))
 		return NULL;
 	return (const struct fp_unwind_cpython *)((const char *)(h + 1) +
-						  (size_t)h->uh_nrows * sizeof(struct fp_unwind_row));
+						  (size_t)h->uh_nrows *
+							  sizeof(struct fp_unwind_row));
 }

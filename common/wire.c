@@ -18,13 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WIRE_MAX_DEPTH 8         /* nested containers; ours go 4 deep */
-#define WIRE_MAX_STRING 4096     /* bytes, excluding the terminating NUL */
+#define WIRE_MAX_DEPTH 8     /* nested containers; ours go 4 deep */
+#define WIRE_MAX_STRING 4096 /* bytes, excluding the terminating NUL */
 #define WIRE_MAX_LABELS 64
-#define WIRE_MAX_KSYMS 1000000   /* symbols per FP_MSG_KSYMS message */
-#define WIRE_MAX_WANT 4096       /* build-IDs per reply */
+#define WIRE_MAX_KSYMS 1000000 /* symbols per FP_MSG_KSYMS message */
+#define WIRE_MAX_WANT 4096     /* build-IDs per reply */
 #define WIRE_MAX_TABLE_PARTS (FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX) /* per reply */
-#define WIRE_NONE (-1)           /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
+#define WIRE_NONE (-1) /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
 #define WIRE_ZONE_CHUNK 8192
 
 /* Body keys.  Never renumber: add new keys at the end. */
@@ -91,16 +91,16 @@ enum {
 };
 
 /* Flat tuple lists: elements per entry. */
-#define NODE_WIDTH 4     /* id delta, parent delta, mapping, offset */
-#define COUNT_WIDTH 3    /* thread, node, count */
-#define RANGE_WIDTH 3    /* build_id, offset, length */
-#define TABLE_WIDTH 4    /* build_id, offset, total, data */
+#define NODE_WIDTH 4  /* id delta, parent delta, mapping, offset */
+#define COUNT_WIDTH 3 /* thread, node, count */
+#define RANGE_WIDTH 3 /* build_id, offset, length */
+#define TABLE_WIDTH 4 /* build_id, offset, total, data */
 
 /* Minimum lengths of the array records; later revisions may append. */
-#define MAPPING_FIELDS 4 /* id, kind, build_id, path */
+#define MAPPING_FIELDS 4    /* id, kind, build_id, path */
 #define PY_MAPPING_FIELDS 8 /* + qualname, firstlineno, line-table format, line table */
-#define THREAD_FIELDS 7  /* id, pid, tid, cgroup, comm, process, container */
-#define LOST_FIELDS 4    /* samples, stack_errors, batches, samples_dropped */
+#define THREAD_FIELDS 7     /* id, pid, tid, cgroup, comm, process, container */
+#define LOST_FIELDS 4       /* samples, stack_errors, batches, samples_dropped */
 
 const char *fp_wire_strerror(int err)
 {
@@ -162,8 +162,8 @@ static int status_ok(uint64_t status)
 struct enc {
 	msgpack_sbuffer e_sb;
 	msgpack_packer e_pk;
-	int e_err;      /* first error, negative errno */
-	int e_too_big;  /* the write callback refused to pass the size limit */
+	int e_err;     /* first error, negative errno */
+	int e_too_big; /* the write callback refused to pass the size limit */
 };
 
 /* Refusing to grow past the limit bounds the memory an oversized batch
@@ -322,8 +322,7 @@ static int py_mapping_ok(const struct fp_mapping *m)
 	if (m->fm_kind != FP_MAP_PYTHON)
 		return c == NULL;
 	return c && !m->fm_build_id.fb_len && py_lines_ok(c->pc_lines) &&
-	       (!c->pc_qualname ||
-		strnlen(c->pc_qualname, FP_PY_NAME_MAX + 1) <= FP_PY_NAME_MAX) &&
+	       (!c->pc_qualname || strnlen(c->pc_qualname, FP_PY_NAME_MAX + 1) <= FP_PY_NAME_MAX) &&
 	       c->pc_linetable_len <= FP_PY_LINETABLE_MAX &&
 	       (!c->pc_linetable_len || c->pc_linetable);
 }
@@ -401,8 +400,10 @@ static void enc_nodes(struct enc *e, const struct fp_node *nodes, size_t n)
 			return;
 		}
 		enc_check(e, msgpack_pack_int64(&e->e_pk, (int64_t)nd->fn_id - prev));
-		enc_check(e, msgpack_pack_int64(&e->e_pk, nd->fn_parent == FP_NODE_NONE ?
-								  0 : (int64_t)nd->fn_id - nd->fn_parent));
+		enc_check(e, msgpack_pack_int64(&e->e_pk,
+						nd->fn_parent == FP_NODE_NONE
+							? 0
+							: (int64_t)nd->fn_id - nd->fn_parent));
 		enc_none_or_uint(e, nd->fn_frame.ff_mapping, FP_MAPPING_NONE);
 		enc_uint(e, nd->fn_frame.ff_offset);
 		prev = nd->fn_id;
@@ -438,8 +439,8 @@ static void enc_nodes_varint(struct enc *e, const struct fp_node *nodes, size_t 
 		}
 		p = put_varint(p, zigzag((int64_t)nd->fn_id - prev));
 		p = put_varint(p, nd->fn_parent == FP_NODE_NONE
-				      ? 0
-				      : zigzag((int64_t)nd->fn_id - nd->fn_parent));
+					  ? 0
+					  : zigzag((int64_t)nd->fn_id - nd->fn_parent));
 		p = put_varint(p, ((uint64_t)nd->fn_frame.ff_mapping + 1) & UINT32_MAX);
 		p = put_varint(p, nd->fn_frame.ff_offset);
 		prev = nd->fn_id;
@@ -452,8 +453,7 @@ out:
 
 static int lost_is_zero(const struct fp_lost *l)
 {
-	return !l->fl_samples && !l->fl_stack_errors && !l->fl_batches &&
-	       !l->fl_samples_dropped;
+	return !l->fl_samples && !l->fl_stack_errors && !l->fl_batches && !l->fl_samples_dropped;
 }
 
 /* Counts sorted by thread, then by leaf with "no frames" first (node + 1
@@ -525,8 +525,8 @@ int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
 	return fp_wire_encode_batch_parts(b, 0, buf, len, &parts);
 }
 
-int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char **buf,
-			       size_t *len, struct fp_wire_batch_parts *parts)
+int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char **buf, size_t *len,
+			       struct fp_wire_batch_parts *parts)
 {
 	struct fp_wire_batch_parts p = { 0 };
 	struct enc e;
@@ -669,7 +669,8 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	enc_init(&e);
 	enc_envelope(&e, FP_MSG_REPLY,
 		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0) +
-			     (r->fr_ntables > 0) + (r->fr_features != 0) + (r->fr_has_written != 0));
+			     (r->fr_ntables > 0) + (r->fr_features != 0) +
+			     (r->fr_has_written != 0));
 	enc_key(&e, REPLY_STATUS);
 	enc_uint(&e, r->fr_status);
 	enc_key(&e, REPLY_SEQ);
@@ -991,8 +992,7 @@ static int wire_open(const void *buf, size_t len, int want_type, msgpack_zone *z
 /* Collects the values of keys 1..nkeys-1 of a body map.  Unknown keys are
  * skipped (a newer peer of the same version may send more); a repeated
  * known key is refused because peers could disagree on which one counts. */
-static int body_fields(const msgpack_object *body, const msgpack_object **fields,
-		       size_t nkeys)
+static int body_fields(const msgpack_object *body, const msgpack_object **fields, size_t nkeys)
 {
 	uint32_t i;
 
@@ -1483,8 +1483,7 @@ static int lost_from_obj(const msgpack_object *o, struct fp_lost *l)
 	int err;
 
 	if ((err = obj_array(o, LOST_FIELDS, &a, &n)) || (err = obj_u64(&a[0], &l->fl_samples)) ||
-	    (err = obj_u64(&a[1], &l->fl_stack_errors)) ||
-	    (err = obj_u64(&a[2], &l->fl_batches)) ||
+	    (err = obj_u64(&a[1], &l->fl_stack_errors)) || (err = obj_u64(&a[2], &l->fl_batches)) ||
 	    (err = obj_u64(&a[3], &l->fl_samples_dropped)))
 		return err;
 	return 0;
@@ -1619,7 +1618,8 @@ static int tables_from_obj(const msgpack_object *o, struct fp_reply *r)
 			return FP_WIRE_EFIELD;
 		t->tp_len = x[3].via.bin.size;
 		if (!table_part_ok(t))
-			return x[3].via.bin.size > FP_TABLE_PART_MAX ? FP_WIRE_ETOOBIG : FP_WIRE_EFIELD;
+			return x[3].via.bin.size > FP_TABLE_PART_MAX ? FP_WIRE_ETOOBIG
+								     : FP_WIRE_EFIELD;
 		if (!(t->tp_data = malloc(t->tp_len)))
 			return FP_WIRE_ENOMEM;
 		memcpy(t->tp_data, x[3].via.bin.ptr, t->tp_len);
@@ -1666,8 +1666,8 @@ static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 	void *p;
 	int err;
 
-	if ((err = body_fields(body, f, REPLY_NKEYS)) || (err = obj_u64(f[REPLY_STATUS], &status)) ||
-	    (err = obj_u64(f[REPLY_SEQ], &r->fr_seq)))
+	if ((err = body_fields(body, f, REPLY_NKEYS)) ||
+	    (err = obj_u64(f[REPLY_STATUS], &status)) || (err = obj_u64(f[REPLY_SEQ], &r->fr_seq)))
 		return err;
 	if (!status_ok(status))
 		return FP_WIRE_EFIELD;

@@ -22,7 +22,7 @@ enum fp_msg_type {
 	FP_MSG_SAMPLES = 2,
 	FP_MSG_KSYMS = 3,
 	FP_MSG_REPLY = 4,
-	FP_MSG_FILE = 5,    /* file bytes an agent sends on the symbolizer's request */
+	FP_MSG_FILE = 5, /* file bytes an agent sends on the symbolizer's request */
 };
 
 /* Decoding errors (negative); fp_wire_strerror names them. */
@@ -52,8 +52,8 @@ struct fp_wire_batch_parts {
  * announced) picks the encoding: with FP_FEATURE_LEAVES the counts go as
  * SAMPLES key 11 (sorted; a count of 0 is then -EINVAL), else as key 9;
  * with FP_FEATURE_NODES the nodes go as key 12, else as key 8. */
-int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char **buf,
-			       size_t *len, struct fp_wire_batch_parts *parts);
+int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char **buf, size_t *len,
+			       struct fp_wire_batch_parts *parts);
 int fp_wire_encode_ksyms(const struct fp_ksyms *k, char **buf, size_t *len);
 int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len);
 int fp_wire_encode_file(const struct fp_file_data *d, char **buf, size_t *len);

@@ -92,7 +92,7 @@ struct fp_collector {
 	size_t cl_tinfo_cap;
 	struct proc_entry *cl_procv;
 	size_t cl_procv_cap;
-	char **cl_pathv; /* build-ID -> path, by cl_paths id */
+	char **cl_pathv;      /* build-ID -> path, by cl_paths id */
 	uint32_t *cl_pathpid; /* and the process that reported it */
 	size_t cl_pathv_cap, cl_pathpid_cap;
 	uint32_t *cl_counts; /* by pair id, this interval */
@@ -116,10 +116,10 @@ struct fp_collector {
 	struct py_lines *cl_pylines; /* by mapping id: their line runs */
 	size_t cl_pycode_cap, cl_pyfile_cap, cl_pylines_cap, cl_py_bytes;
 	uint32_t cl_files_listed; /* cl_paths ids passed to fp_collector_new_files */
-	uint32_t *cl_announce; /* mappings to define before any frame uses them */
+	uint32_t *cl_announce;    /* mappings to define before any frame uses them */
 	size_t cl_nannounce, cl_announce_cap;
 	struct fp_frame cl_frames[FP_MAX_FRAMES]; /* the sample being added */
-	uint32_t *cl_chain; /* scratch for fp_collector_batch */
+	uint32_t *cl_chain;                       /* scratch for fp_collector_batch */
 };
 
 int fp_collector_alloc(struct fp_collector **out, const char *proc, const char *docker_root,
@@ -135,8 +135,7 @@ int fp_collector_alloc(struct fp_collector **out, const char *proc, const char *
 	c->cl_interval_start_ns = fp_now_ns(CLOCK_REALTIME); /* the first interval starts now */
 	if (fp_intern_alloc(&c->cl_mappings) || fp_intern_alloc(&c->cl_threads) ||
 	    fp_intern_alloc(&c->cl_nodes) || fp_intern_alloc(&c->cl_pairs) ||
-	    fp_intern_alloc(&c->cl_procs) ||
-	    fp_intern_alloc(&c->cl_paths)) {
+	    fp_intern_alloc(&c->cl_procs) || fp_intern_alloc(&c->cl_paths)) {
 		fp_collector_free(c);
 		return -ENOMEM;
 	}
@@ -442,7 +441,8 @@ int fp_collector_open_file(struct fp_collector *c, const struct fp_build_id *id)
 	for (size_t i = 0; i < pm->pm_nvmas && fd < 0; i++) {
 		struct fp_vma *v = &pm->pm_vmas[i];
 
-		if (fp_procmaps_build_id(c->cl_proc, pm, v) || !fp_build_id_match(&v->fv_build_id, id))
+		if (fp_procmaps_build_id(c->cl_proc, pm, v) ||
+		    !fp_build_id_match(&v->fv_build_id, id))
 			continue;
 		fd = fp_procmaps_open(c->cl_proc, pid, v);
 		if (fd >= 0 && (fp_elfnote_build_id(fd, &got) || !fp_build_id_match(&got, id))) {
@@ -473,9 +473,8 @@ static int user_frame_by_ip(struct fp_collector *c, struct proc_entry *pe, uint3
 	if (v->fv_cookie == UINT32_MAX) {
 		if (fp_procmaps_build_id(c->cl_proc, pm, v) == 0)
 			remember_file(c, &v->fv_build_id, pid, v->fv_path);
-		if (mapping_get(c, FP_MAP_USER,
-				v->fv_build_id_state == 1 ? &v->fv_build_id : NULL, v->fv_path,
-				&v->fv_cookie))
+		if (mapping_get(c, FP_MAP_USER, v->fv_build_id_state == 1 ? &v->fv_build_id : NULL,
+				v->fv_path, &v->fv_cookie))
 			return -ENOMEM;
 	}
 	f->ff_mapping = v->fv_cookie;
@@ -568,14 +567,15 @@ static int python_frame(struct fp_collector *c, uint32_t pid, uint64_t addr, uin
 		return 0;
 	}
 	if (fp_vec_reserve_zeroed(&c->cl_pycode, &c->cl_pycode_cap, (size_t)f->ff_mapping + 1,
-		 sizeof(*c->cl_pycode)) ||
+				  sizeof(*c->cl_pycode)) ||
 	    fp_vec_reserve_zeroed(&c->cl_pyfile, &c->cl_pyfile_cap, (size_t)f->ff_mapping + 1,
-		 sizeof(*c->cl_pyfile)) ||
+				  sizeof(*c->cl_pyfile)) ||
 	    fp_vec_reserve_zeroed(&c->cl_pylines, &c->cl_pylines_cap, (size_t)f->ff_mapping + 1,
-		 sizeof(*c->cl_pylines)))
+				  sizeof(*c->cl_pylines)))
 		return -ENOMEM;
 	if (!c->cl_pycode_fn || c->cl_pycode_fn(pid, addr, tag, &code, &file, c->cl_pycode_arg)) {
-		if (!(code = calloc(1, sizeof(*code))) || !(code->pc_qualname = strdup("[unknown]"))) {
+		if (!(code = calloc(1, sizeof(*code))) ||
+		    !(code->pc_qualname = strdup("[unknown]"))) {
 			fp_pycode_free(code);
 			return -ENOMEM;
 		}
@@ -777,7 +777,7 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 		goto oom;
 	if (c->cl_counts[pair] == 0) {
 		if (fp_vec_reserve_zeroed(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
-			 sizeof(*c->cl_touched)))
+					  sizeof(*c->cl_touched)))
 			goto oom;
 		c->cl_touched[c->cl_ntouched++] = pair;
 	}
@@ -787,8 +787,7 @@ oom:
 	c->cl_oom++;
 }
 
-int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns,
-		     struct fp_interval *iv)
+int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns, struct fp_interval *iv)
 {
 	struct fp_interval n = { 0 };
 	size_t i;
@@ -849,8 +848,11 @@ static int batch_thread(struct fp_collector *c, uint32_t tid, struct fp_batch *b
 		return 0;
 	tk = fp_intern_key(c->cl_threads, tid, &len);
 	ti = &c->cl_tinfo[tid];
-	t = (struct fp_thread){ .ft_id = tid, .ft_pid = tk->tk_pid, .ft_tid = tk->tk_tid,
-				.ft_cgroup = tk->tk_cgroup, .ft_container = ti->ti_container };
+	t = (struct fp_thread){ .ft_id = tid,
+				.ft_pid = tk->tk_pid,
+				.ft_tid = tk->tk_tid,
+				.ft_cgroup = tk->tk_cgroup,
+				.ft_container = ti->ti_container };
 	memcpy(t.ft_comm, tk->tk_comm, FP_COMM_LEN);
 	memcpy(t.ft_process, ti->ti_process, FP_COMM_LEN);
 	c->cl_tstate[tid] = DEF_IN_FLIGHT;
@@ -866,7 +868,9 @@ static int batch_mapping(struct fp_collector *c, uint32_t m, struct fp_batch *b,
 	if (m == FP_MAPPING_NONE || c->cl_mstate[m] != DEF_UNSENT)
 		return 0;
 	mk = fp_intern_key(c->cl_mappings, m, &len);
-	fm = (struct fp_mapping){ .fm_id = m, .fm_kind = mk->mk_kind, .fm_path = (char *)mk->mk_path };
+	fm = (struct fp_mapping){ .fm_id = m,
+				  .fm_kind = mk->mk_kind,
+				  .fm_path = (char *)mk->mk_path };
 	if (mk->mk_kind == FP_MAP_PYTHON) {
 		/* the key's build-ID is (pid, address, tag): not sent */
 		fm.fm_py = m < c->cl_pycode_cap ? c->cl_pycode[m] : NULL;
@@ -887,14 +891,14 @@ static int batch_nodes(struct fp_collector *c, uint32_t leaf, struct fp_batch *b
 	uint32_t depth = 0, node = leaf;
 	size_t len;
 
-	while (node != FP_NODE_NONE && c->cl_nstate[node] == DEF_UNSENT &&
-	       depth < FP_MAX_FRAMES) {
+	while (node != FP_NODE_NONE && c->cl_nstate[node] == DEF_UNSENT && depth < FP_MAX_FRAMES) {
 		c->cl_chain[depth++] = node;
 		node = ((const struct node_key *)fp_intern_key(c->cl_nodes, node, &len))->nk_parent;
 	}
 	while (depth-- > 0) {
 		const struct node_key *k = fp_intern_key(c->cl_nodes, c->cl_chain[depth], &len);
-		struct fp_node nd = { c->cl_chain[depth], k->nk_parent,
+		struct fp_node nd = { c->cl_chain[depth],
+				      k->nk_parent,
 				      { k->nk_mapping, k->nk_offset } };
 
 		if (batch_mapping(c, k->nk_mapping, b, mcap) ||
@@ -985,10 +989,9 @@ size_t fp_collector_bytes(const struct fp_collector *c)
 {
 	return fp_intern_bytes(c->cl_mappings) + fp_intern_bytes(c->cl_threads) +
 	       fp_intern_bytes(c->cl_nodes) + fp_intern_bytes(c->cl_pairs) +
-	       fp_intern_bytes(c->cl_procs) +
-	       fp_intern_bytes(c->cl_paths) + c->cl_counts_cap * sizeof(*c->cl_counts) +
-	       c->cl_mstate_cap + c->cl_tstate_cap + c->cl_nstate_cap +
-	       c->cl_tinfo_cap * sizeof(*c->cl_tinfo) + c->cl_py_bytes +
+	       fp_intern_bytes(c->cl_procs) + fp_intern_bytes(c->cl_paths) +
+	       c->cl_counts_cap * sizeof(*c->cl_counts) + c->cl_mstate_cap + c->cl_tstate_cap +
+	       c->cl_nstate_cap + c->cl_tinfo_cap * sizeof(*c->cl_tinfo) + c->cl_py_bytes +
 	       (c->cl_pycode_cap + c->cl_pyfile_cap) * sizeof(void *) +
 	       c->cl_pylines_cap * sizeof(*c->cl_pylines);
 }

@@ -24,10 +24,10 @@ struct fp_interval {
 	uint64_t fi_seq;
 	uint64_t fi_start_ns, fi_end_ns;
 	size_t fi_ncounts;
-	struct fp_count *fi_counts;     /* owned */
-	uint64_t fi_samples;            /* sum of the counts */
+	struct fp_count *fi_counts; /* owned */
+	uint64_t fi_samples;        /* sum of the counts */
 	struct fp_lost fi_lost;
-	uint8_t fi_acked;               /* acknowledged once (counted then) */
+	uint8_t fi_acked; /* acknowledged once (counted then) */
 };
 
 /* fp_collector_alloc: proc is the procfs mount ("/proc"), docker_root where
@@ -88,8 +88,7 @@ void fp_collector_remap(struct fp_collector *c);
 
 /* A file that samples showed: its build-ID, its path as process pid sees
  * it.  Non-zero stops the walk and is returned. */
-typedef int (*fp_file_fn)(const struct fp_build_id *id, const char *path, uint32_t pid,
-			  void *arg);
+typedef int (*fp_file_fn)(const struct fp_build_id *id, const char *path, uint32_t pid, void *arg);
 
 /* fp_collector_new_files: fn for each file seen since the last call (each
  * once per collector; `fleetprof record` fetches their unwind tables).
@@ -109,8 +108,7 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 /* fp_collector_cut: close the interval that started at the previous cut
  * (or at allocation: the first interval starts then) and give it sequence
  * number seq.  0 or -ENOMEM. */
-int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns,
-		     struct fp_interval *iv);
+int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns, struct fp_interval *iv);
 void fp_interval_fini(struct fp_interval *iv);
 
 /* fp_collector_batch: the batch for iv: its counts plus the definitions the

@@ -22,17 +22,17 @@ enum proc_state { PROC_NONE = 0, PROC_LIVE, PROC_REFUSED };
 
 struct proc {
 	uint8_t p_state;
-	uint64_t p_runtime;           /* _PyRuntime's address */
+	uint64_t p_runtime; /* _PyRuntime's address */
 	struct fp_py_offsets p_off;
-	struct fp_py_proc p_bpf;      /* what the walker was given */
+	struct fp_py_proc p_bpf; /* what the walker was given */
 };
 
 struct fp_python {
 	struct fp_unwind *py_unwind;
 	int py_procs_fd;
 	const char *py_proc;
-	int py_pthread_tid;           /* offset of the tid in a pthread descriptor; -1 unknown */
-	struct fp_intern *py_pids;    /* pid -> index into py_procv */
+	int py_pthread_tid;        /* offset of the tid in a pthread descriptor; -1 unknown */
+	struct fp_intern *py_pids; /* pid -> index into py_procv */
 	struct proc *py_procv;
 	size_t py_procv_cap;
 	struct fp_python_stats py_stats;
@@ -119,7 +119,8 @@ static struct proc *proc_get(struct fp_python *py, uint32_t pid, int create)
 	uint32_t id;
 
 	if (!create)
-		return fp_intern_find(py->py_pids, &pid, sizeof(pid), &id) ? NULL : &py->py_procv[id];
+		return fp_intern_find(py->py_pids, &pid, sizeof(pid), &id) ? NULL
+									   : &py->py_procv[id];
 	if (fp_intern_get(py->py_pids, &pid, sizeof(pid), &id, NULL))
 		return NULL;
 	if (id >= py->py_procv_cap) {
@@ -236,7 +237,8 @@ int fp_python_set_proc(struct fp_python *py, uint32_t pid, const struct fp_procm
 		} else if (err == -ENOTSUP) {
 			py->py_stats.ps_unknown_version++;
 			fp_warnx("python: pid %u: Python %u.%u is not supported: its frames show as "
-				 "the interpreter's", pid, c->uc_version >> 8, c->uc_version & 0xff);
+				 "the interpreter's",
+				 pid, c->uc_version >> 8, c->uc_version & 0xff);
 		}
 		return err;
 	}
@@ -318,10 +320,10 @@ size_t fp_python_str_utf8(const uint8_t *raw, size_t count, unsigned kind, char 
 
 	for (i = 0; i < count; i++) {
 		const uint8_t *r = raw + i * kind;
-		uint32_t cp = kind == 1 ? r[0] :
-			      kind == 2 ? (uint32_t)r[0] | (uint32_t)r[1] << 8 :
-					  (uint32_t)r[0] | (uint32_t)r[1] << 8 | (uint32_t)r[2] << 16 |
-						  (uint32_t)r[3] << 24;
+		uint32_t cp = kind == 1   ? r[0]
+			      : kind == 2 ? (uint32_t)r[0] | (uint32_t)r[1] << 8
+					  : (uint32_t)r[0] | (uint32_t)r[1] << 8 |
+						    (uint32_t)r[2] << 16 | (uint32_t)r[3] << 24;
 		char c[4];
 		size_t w = put_utf8(cp, c);
 		if (at + w > max)

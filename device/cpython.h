@@ -82,8 +82,7 @@ int fp_python_str_layout(const struct fp_py_offsets *o, const uint8_t *hdr, size
  * out (room for max + 1 bytes), cut at max bytes on a character boundary
  * and NUL-terminated; lone surrogates and values past U+10FFFF become
  * U+FFFD.  Returns the bytes written. */
-size_t fp_python_str_utf8(const uint8_t *raw, size_t count, unsigned kind, char *out,
-			  size_t max);
+size_t fp_python_str_utf8(const uint8_t *raw, size_t count, unsigned kind, char *out, size_t max);
 
 void fp_python_stats(const struct fp_python *py, struct fp_python_stats *st);
 

@@ -1,8 +1,7 @@
 /* failover.c: the agent's choice of symbolizer (failover.h has the rule). */
 #include "failover.h"
 
-void fp_failover_init(struct fp_failover *f, size_t nservers, uint32_t after,
-		      uint32_t failback_s)
+void fp_failover_init(struct fp_failover *f, size_t nservers, uint32_t after, uint32_t failback_s)
 {
 	*f = (struct fp_failover){
 		.fo_nservers = nservers ? nservers : 1,
@@ -33,7 +32,7 @@ int fp_failover_failed(struct fp_failover *f, uint64_t now)
 	uint64_t wait = f->fo_backoff_ms;
 
 	f->fo_backoff_ms = wait * 2 > FP_FAILOVER_BACKOFF_MAX_MS ? FP_FAILOVER_BACKOFF_MAX_MS
-								  : wait * 2;
+								 : wait * 2;
 	if (++f->fo_failures >= f->fo_after && f->fo_nservers > 1) {
 		f->fo_failovers++;
 		become(f, (f->fo_current + 1) % f->fo_nservers, now);

@@ -31,22 +31,21 @@
 
 struct fp_failover {
 	size_t fo_nservers;
-	size_t fo_current;        /* index of the server we talk to */
-	uint32_t fo_after;        /* consecutive failures that move us on */
-	uint32_t fo_failures;     /* consecutive failures on the current one */
-	uint64_t fo_failback_ns;  /* 0: never go back by ourselves */
-	uint64_t fo_backoff_ms;   /* the next wait after a failure */
-	uint64_t fo_next_try;     /* no exchange before this */
-	uint64_t fo_probe_at;     /* when to try the earlier servers; 0: not due */
-	uint64_t fo_failovers;    /* times we moved on after failures */
-	uint64_t fo_failbacks;    /* times we went back to an earlier server */
+	size_t fo_current;       /* index of the server we talk to */
+	uint32_t fo_after;       /* consecutive failures that move us on */
+	uint32_t fo_failures;    /* consecutive failures on the current one */
+	uint64_t fo_failback_ns; /* 0: never go back by ourselves */
+	uint64_t fo_backoff_ms;  /* the next wait after a failure */
+	uint64_t fo_next_try;    /* no exchange before this */
+	uint64_t fo_probe_at;    /* when to try the earlier servers; 0: not due */
+	uint64_t fo_failovers;   /* times we moved on after failures */
+	uint64_t fo_failbacks;   /* times we went back to an earlier server */
 };
 
 /* fp_failover_init: nservers >= 1 servers, the first current; after >= 1
  * failures move on; failback_s seconds between tries of the earlier ones
  * (0: never). */
-void fp_failover_init(struct fp_failover *f, size_t nservers, uint32_t after,
-		      uint32_t failback_s);
+void fp_failover_init(struct fp_failover *f, size_t nservers, uint32_t after, uint32_t failback_s);
 
 /* fp_failover_ok: an exchange with the current server succeeded. */
 void fp_failover_ok(struct fp_failover *f);

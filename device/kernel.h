@@ -16,12 +16,12 @@ struct fp_kmodule {
 };
 
 struct fp_kernel {
-	uint64_t kn_text;               /* address of _text; 0 if unreadable */
+	uint64_t kn_text; /* address of _text; 0 if unreadable */
 	struct fp_build_id kn_build_id;
 	char kn_release[65];
 	char kn_boot_id[40];
 	size_t kn_nmodules;
-	struct fp_kmodule *kn_modules;  /* sorted by base */
+	struct fp_kmodule *kn_modules; /* sorted by base */
 };
 
 /* fp_kernel_read: fill k from procfs and sysfs (root paths "/proc" and

@@ -56,13 +56,13 @@ struct agent_opts {
 	uint32_t ao_interval_s;
 	uint32_t ao_pids[FP_TARGET_PIDS]; /* -p, the first ao_npids */
 	uint32_t ao_npids;
-	uint32_t ao_buffer;      /* intervals kept while the server is away */
-	uint32_t ao_timeout_ms;  /* for one reply */
-	uint32_t ao_unwind_mb;   /* unwind table rows in BPF maps */
-	int ao_no_python;        /* leave CPython's eval loop as native frames */
-	int ao_keep_privileges;  /* stay root, without the seccomp filter */
-	uint32_t ao_fetch_kb;    /* file bytes sent per interval; 0: --no-fetch */
-	uint32_t ao_max_mem_mb;  /* heap above which the agent starts over */
+	uint32_t ao_buffer;        /* intervals kept while the server is away */
+	uint32_t ao_timeout_ms;    /* for one reply */
+	uint32_t ao_unwind_mb;     /* unwind table rows in BPF maps */
+	int ao_no_python;          /* leave CPython's eval loop as native frames */
+	int ao_keep_privileges;    /* stay root, without the seccomp filter */
+	uint32_t ao_fetch_kb;      /* file bytes sent per interval; 0: --no-fetch */
+	uint32_t ao_max_mem_mb;    /* heap above which the agent starts over */
 	struct fp_tls_opts ao_tls; /* for tls+tcp:// servers */
 	size_t ao_nlabels;
 	char *ao_label_keys[64];
@@ -84,24 +84,24 @@ struct agent {
 	uint64_t ag_session;
 	uint64_t ag_seq;
 	uint64_t ag_next_cut_ns;
-	struct fp_ring ag_ring;     /* closed intervals until written */
-	struct fp_lost ag_lost;     /* agent-side totals */
+	struct fp_ring ag_ring; /* closed intervals until written */
+	struct fp_lost ag_lost; /* agent-side totals */
 	uint64_t ag_sampled, ag_acked_samples;
-	uint64_t ag_batch_bytes, ag_ksyms_bytes; /* acknowledged, on the wire */
+	uint64_t ag_batch_bytes, ag_ksyms_bytes;   /* acknowledged, on the wire */
 	struct fp_wire_batch_parts ag_batch_parts; /* ag_batch_bytes by part */
-	uint64_t ag_features;       /* what the symbolizer said it reads (fp_feature) */
-	uint64_t ag_file_bytes;     /* file bytes the symbolizer asked for */
-	uint64_t ag_table_bytes;    /* unwind table bytes received */
-	uint64_t ag_resets;         /* times the memory budget made us start over */
-	uint64_t ag_busy;           /* intervals a busy symbolizer did not take (sent again) */
+	uint64_t ag_features;    /* what the symbolizer said it reads (fp_feature) */
+	uint64_t ag_file_bytes;  /* file bytes the symbolizer asked for */
+	uint64_t ag_table_bytes; /* unwind table bytes received */
+	uint64_t ag_resets;      /* times the memory budget made us start over */
+	uint64_t ag_busy;        /* intervals a busy symbolizer did not take (sent again) */
 	/* What the symbolizer asked for and this interval's budget has not
 	 * covered yet, carried to the next ones (this session only). */
 	struct fp_range *ag_fetch_q;
 	size_t ag_fetch_head, ag_fetch_len;
-	uint64_t ag_fetch_left;     /* file bytes this interval may still send */
+	uint64_t ag_fetch_left; /* file bytes this interval may still send */
 	struct fp_build_id ag_ksyms_q[KSYMS_QUEUE];
 	size_t ag_ksyms_len;
-	unsigned ag_ksyms_left;     /* kallsyms reads this interval may still make */
+	unsigned ag_ksyms_left; /* kallsyms reads this interval may still make */
 	uint64_t ag_fetch_deferred, ag_ksyms_deferred, ag_asks_dropped;
 };
 
@@ -176,7 +176,8 @@ static void agent_new_session(struct agent *a)
 static void agent_start_over(struct agent *a, uint64_t heap)
 {
 	fp_warnx("memory %" PRIu64 " MB over --max-mem %u MB: forgetting all processes and "
-		 "stacks, new session", heap >> 20, a->ag_o.ao_max_mem_mb);
+		 "stacks, new session",
+		 heap >> 20, a->ag_o.ao_max_mem_mb);
 	fp_ring_clear(&a->ag_ring, &a->ag_lost.fl_batches, &a->ag_lost.fl_samples_dropped);
 	fp_collector_free(a->ag_collector);
 	a->ag_collector = NULL;
@@ -230,8 +231,8 @@ static void agent_cut(struct agent *a)
 		fp_warnx("buffer full: dropping interval %" PRIu64 " (%" PRIu64 " samples)",
 			 old.fi_seq, old.fi_samples);
 	}
-	fp_debug("interval %" PRIu64 ": %" PRIu64 " samples, %zu stacks, %zu buffered",
-		 iv.fi_seq, iv.fi_samples, iv.fi_ncounts, fp_ring_len(&a->ag_ring));
+	fp_debug("interval %" PRIu64 ": %" PRIu64 " samples, %zu stacks, %zu buffered", iv.fi_seq,
+		 iv.fi_samples, iv.fi_ncounts, fp_ring_len(&a->ag_ring));
 }
 
 /* Sample for up to timeout_ms; close the interval when it is due. */
@@ -365,10 +366,10 @@ static void agent_session_asks_fini(struct agent *a)
 
 /* send_file_part: one range of the file open at fd (or -errno: why it
  * cannot be read). */
-static int send_file_part(struct agent *a, const struct fp_range *g, int fd,
-			  struct fp_reply *reply)
+static int send_file_part(struct agent *a, const struct fp_range *g, int fd, struct fp_reply *reply)
 {
-	struct fp_file_data d = { .fd_session = a->ag_session, .fd_build_id = g->fg_build_id,
+	struct fp_file_data d = { .fd_session = a->ag_session,
+				  .fd_build_id = g->fg_build_id,
 				  .fd_offset = g->fg_offset };
 	struct stat st;
 	ssize_t n = 0;
@@ -382,7 +383,8 @@ static int send_file_part(struct agent *a, const struct fp_range *g, int fd,
 		d.fd_file_size = (uint64_t)st.st_size;
 		if (g->fg_offset < d.fd_file_size) {
 			d.fd_data = malloc(g->fg_length ? g->fg_length : 1);
-			n = d.fd_data ? pread(fd, d.fd_data, g->fg_length, (off_t)g->fg_offset) : -1;
+			n = d.fd_data ? pread(fd, d.fd_data, g->fg_length, (off_t)g->fg_offset)
+				      : -1;
 			if (n < 0)
 				d.fd_error = d.fd_data ? (uint32_t)errno : ENOMEM;
 			else
@@ -453,7 +455,8 @@ static int agent_hello(struct agent *a)
 	if ((err = agent_call(a, buf, len, &r)))
 		return err;
 	if (r.fr_status != FP_REPLY_OK) {
-		fp_warnx("symbolizer refused hello: %s", r.fr_error ? r.fr_error : "no reason given");
+		fp_warnx("symbolizer refused hello: %s",
+			 r.fr_error ? r.fr_error : "no reason given");
 		fp_reply_fini(&r);
 		return -EPROTO;
 	}
@@ -506,8 +509,9 @@ static int agent_flush(struct agent *a)
 		if (!a->ag_hello_ok && (err = agent_hello(a)))
 			return err;
 		if ((err = fp_collector_batch(a->ag_collector, iv, a->ag_session,
-					      a->ag_hello.fh_frequency ?
-						      1000000000ull / a->ag_hello.fh_frequency : 0,
+					      a->ag_hello.fh_frequency
+						      ? 1000000000ull / a->ag_hello.fh_frequency
+						      : 0,
 					      &b)))
 			return err;
 		err = fp_wire_encode_batch_parts(&b, a->ag_features, &buf, &len, &parts);
@@ -525,7 +529,8 @@ static int agent_flush(struct agent *a)
 			 * its definitions unsent, and try again at the next
 			 * flush. */
 			a->ag_busy++;
-			fp_debug("symbolizer busy: interval %" PRIu64 " not taken, sent again later",
+			fp_debug("symbolizer busy: interval %" PRIu64
+				 " not taken, sent again later",
 				 seq);
 			fp_collector_batch_release(a->ag_collector, &b);
 			fp_reply_fini(&r);
@@ -535,7 +540,8 @@ static int agent_flush(struct agent *a)
 		case FP_REPLY_OK:
 			fp_collector_sent(a->ag_collector, &b);
 			if (iv && iv->fi_seq == seq) {
-				fp_debug("interval %" PRIu64 " acknowledged: %" PRIu64 " samples in %zu "
+				fp_debug("interval %" PRIu64 " acknowledged: %" PRIu64
+					 " samples in %zu "
 					 "bytes (%zu nodes in %zu, %zu counts in %zu, mappings %zu, "
 					 "threads %zu, header %zu)",
 					 seq, iv->fi_samples, len, b.fb_nnodes, parts.wp_nodes,
@@ -672,7 +678,8 @@ static void log_footprint(struct agent *a)
 	if (f)
 		fclose(f);
 	fp_info("wire: %" PRIu64 " bytes of batches (%.2f bytes/sample), %" PRIu64
-		" bytes of kallsyms, %" PRIu64 " bytes of files, %" PRIu64 " bytes of unwind tables; "
+		" bytes of kallsyms, %" PRIu64 " bytes of files, %" PRIu64
+		" bytes of unwind tables; "
 		"bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64
 		" bytes; collector %zu bytes; memory resets %" PRIu64 "; peak RSS %lu kB",
 		a->ag_batch_bytes,
@@ -699,12 +706,12 @@ static void log_footprint(struct agent *a)
 		fp_info("stack walks: %" PRIu64 ", %" PRIu64 " to the root; %" PRIu64
 			" with no user registers found (leaf only); steps by table %" PRIu64
 			", by frame pointer %" PRIu64,
-			c[FP_CNT_WALKS], c[FP_CNT_WALK_ROOT], c[FP_CNT_WALK_LOST], c[FP_CNT_WALK_TABLE],
-			c[FP_CNT_WALK_FP]);
+			c[FP_CNT_WALKS], c[FP_CNT_WALK_ROOT], c[FP_CNT_WALK_LOST],
+			c[FP_CNT_WALK_TABLE], c[FP_CNT_WALK_FP]);
 		fp_unwind_stats(a->ag_unwind, &us);
-		fp_info("unwind tables: %u installed now (%" PRIu64 " of %" PRIu64 " rows), %" PRIu64
-			" installed in all, %" PRIu64 " evicted, %" PRIu64 " too big, %" PRIu64
-			" rejected, %" PRIu64 " parts dropped, %" PRIu64
+		fp_info("unwind tables: %u installed now (%" PRIu64 " of %" PRIu64
+			" rows), %" PRIu64 " installed in all, %" PRIu64 " evicted, %" PRIu64
+			" too big, %" PRIu64 " rejected, %" PRIu64 " parts dropped, %" PRIu64
 			" sent again; process lists %" PRIu64 " (%" PRIu64 " did not fit, %" PRIu64
 			" of exited processes dropped)",
 			us.us_tables, us.us_rows_used, us.us_rows_total, us.us_installed,
@@ -838,15 +845,32 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		switch (c) {
 		case 's':
 			if (o->ao_nservers == MAX_SERVERS) {
-				fprintf(stderr, "fleetprof-agent: at most %d --server\n", MAX_SERVERS);
+				fprintf(stderr, "fleetprof-agent: at most %d --server\n",
+					MAX_SERVERS);
 				return 2;
 			}
 			o->ao_servers[o->ao_nservers++] = optarg;
 			break;
-		case 'O': if (fp_parse_u32("fleetprof-agent", "failover-after", optarg, 1, 100, &o->ao_failover_after)) return 2; break;
-		case 'R': if (fp_parse_u32("fleetprof-agent", "failback", optarg, 0, 86400, &o->ao_failback_s)) return 2; break;
-		case 'F': if (fp_parse_u32("fleetprof-agent", "frequency", optarg, 1, 10000, &o->ao_frequency)) return 2; break;
-		case 'i': if (fp_parse_u32("fleetprof-agent", "interval", optarg, 1, 3600, &o->ao_interval_s)) return 2; break;
+		case 'O':
+			if (fp_parse_u32("fleetprof-agent", "failover-after", optarg, 1, 100,
+					 &o->ao_failover_after))
+				return 2;
+			break;
+		case 'R':
+			if (fp_parse_u32("fleetprof-agent", "failback", optarg, 0, 86400,
+					 &o->ao_failback_s))
+				return 2;
+			break;
+		case 'F':
+			if (fp_parse_u32("fleetprof-agent", "frequency", optarg, 1, 10000,
+					 &o->ao_frequency))
+				return 2;
+			break;
+		case 'i':
+			if (fp_parse_u32("fleetprof-agent", "interval", optarg, 1, 3600,
+					 &o->ao_interval_s))
+				return 2;
+			break;
 		case 'p':
 			if (o->ao_npids == FP_TARGET_PIDS) {
 				fprintf(stderr, "fleetprof-agent: at most %d -p\n", FP_TARGET_PIDS);
@@ -857,33 +881,76 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 				return 2;
 			o->ao_npids++;
 			break;
-		case 'b': if (fp_parse_u32("fleetprof-agent", "buffer", optarg, 1, 100000, &o->ao_buffer)) return 2; break;
-		case 't': if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s)) return 2; break;
-		case 'P': o->ao_no_python = 1; break;
-		case 'C': o->ao_tls.to_cert = optarg; break;
-		case 'Y': o->ao_tls.to_key = optarg; break;
-		case 'A': o->ao_tls.to_ca = optarg; break;
-		case 'K': o->ao_keep_privileges = 1; break;
-		case 'N': o->ao_fetch_kb = 0; break;
-		case 'B': if (fp_parse_u32("fleetprof-agent", "fetch-budget", optarg, 1, 1 << 20, &o->ao_fetch_kb)) return 2; break;
-		case 'U': if (fp_parse_u32("fleetprof-agent", "unwind-mem", optarg, 0, FP_UNWIND_MEM_MAX_MB, &o->ao_unwind_mb)) return 2; break;
-		case 'M': if (fp_parse_u32("fleetprof-agent", "max-mem", optarg, 8, 4096, &o->ao_max_mem_mb)) return 2; break;
+		case 'b':
+			if (fp_parse_u32("fleetprof-agent", "buffer", optarg, 1, 100000,
+					 &o->ao_buffer))
+				return 2;
+			break;
+		case 't':
+			if (fp_parse_u32("fleetprof-agent", "timeout", optarg, 1, 600, &timeout_s))
+				return 2;
+			break;
+		case 'P':
+			o->ao_no_python = 1;
+			break;
+		case 'C':
+			o->ao_tls.to_cert = optarg;
+			break;
+		case 'Y':
+			o->ao_tls.to_key = optarg;
+			break;
+		case 'A':
+			o->ao_tls.to_ca = optarg;
+			break;
+		case 'K':
+			o->ao_keep_privileges = 1;
+			break;
+		case 'N':
+			o->ao_fetch_kb = 0;
+			break;
+		case 'B':
+			if (fp_parse_u32("fleetprof-agent", "fetch-budget", optarg, 1, 1 << 20,
+					 &o->ao_fetch_kb))
+				return 2;
+			break;
+		case 'U':
+			if (fp_parse_u32("fleetprof-agent", "unwind-mem", optarg, 0,
+					 FP_UNWIND_MEM_MAX_MB, &o->ao_unwind_mb))
+				return 2;
+			break;
+		case 'M':
+			if (fp_parse_u32("fleetprof-agent", "max-mem", optarg, 8, 4096,
+					 &o->ao_max_mem_mb))
+				return 2;
+			break;
 		case 'l': {
 			char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg || o->ao_nlabels == 64 || strlen(optarg) > 512) {
-				fprintf(stderr, "fleetprof-agent: invalid label '%s' (expected KEY=VALUE, "
-					"at most 64 labels)\n", optarg);
+				fprintf(stderr,
+					"fleetprof-agent: invalid label '%s' (expected KEY=VALUE, "
+					"at most 64 labels)\n",
+					optarg);
 				return 2;
 			}
 			o->ao_label_keys[o->ao_nlabels] = strndup(optarg, eq - optarg);
 			o->ao_label_values[o->ao_nlabels++] = strdup(eq + 1);
 			break;
 		}
-		case 'v': (*verbose)++; break;
-		case 'S': *use_syslog = 1; break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("fleetprof-agent %s\n", FP_VERSION); exit(0);
-		default: usage(stderr); return 2;
+		case 'v':
+			(*verbose)++;
+			break;
+		case 'S':
+			*use_syslog = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("fleetprof-agent %s\n", FP_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {
@@ -905,7 +972,9 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 
 int main(int argc, char **argv)
 {
-	struct agent a = { .ag_o = { .ao_frequency = 99, .ao_interval_s = 10, .ao_buffer = 60,
+	struct agent a = { .ag_o = { .ao_frequency = 99,
+				     .ao_interval_s = 10,
+				     .ao_buffer = 60,
 				     .ao_unwind_mb = FP_UNWIND_MEM_DEFAULT_MB,
 				     .ao_max_mem_mb = MAX_MEM_DEFAULT_MB,
 				     .ao_fetch_kb = FETCH_KB_DEFAULT,
@@ -951,9 +1020,11 @@ int main(int argc, char **argv)
 	fp_failover_init(&a.ag_fo, a.ag_o.ao_nservers, a.ag_o.ao_failover_after,
 			 a.ag_o.ao_failback_s);
 	so = (struct fp_sampler_opts){ .so_frequency = a.ag_o.ao_frequency,
-				       .so_npids = a.ag_o.ao_npids, .so_ringbuf_bytes = 0,
+				       .so_npids = a.ag_o.ao_npids,
+				       .so_ringbuf_bytes = 0,
 				       .so_unwind_bytes = (size_t)a.ag_o.ao_unwind_mb << 20,
-				       .so_fn = on_sample, .so_arg = &a };
+				       .so_fn = on_sample,
+				       .so_arg = &a };
 	memcpy(so.so_pids, a.ag_o.ao_pids, sizeof(so.so_pids));
 	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
 		goto cleanup;
@@ -975,10 +1046,12 @@ int main(int argc, char **argv)
 		goto cleanup;
 	a.ag_addr = a.ag_o.ao_servers[0];
 	fp_info("sampling at %u Hz (%s), sending to %s every %u s", a.ag_o.ao_frequency,
-		a.ag_o.ao_npids == 0 ? "every process" :
-		a.ag_o.ao_npids == 1 ? "one process" : "the processes of -p",
+		a.ag_o.ao_npids == 0   ? "every process"
+		: a.ag_o.ao_npids == 1 ? "one process"
+				       : "the processes of -p",
 		a.ag_addr, a.ag_o.ao_interval_s);
-	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
+	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) +
+			   (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	agent_budget(&a);
 
 	while (!exiting) {
@@ -1008,12 +1081,14 @@ int main(int argc, char **argv)
 			last_setup_failures = setup_failures;
 			if (fp_failover_failed(&a.ag_fo, now))
 				fp_warnx("symbolizer %s: %s, %u times in a row: failing over to %s with "
-					 "%zu intervals buffered", addr, why,
-					 a.ag_o.ao_failover_after,
-					 a.ag_o.ao_servers[a.ag_fo.fo_current], fp_ring_unsent(&a.ag_ring));
+					 "%zu intervals buffered",
+					 addr, why, a.ag_o.ao_failover_after,
+					 a.ag_o.ao_servers[a.ag_fo.fo_current],
+					 fp_ring_unsent(&a.ag_ring));
 			else
 				fp_warnx("symbolizer %s: %s; %zu intervals buffered, retrying in %" PRIu64
-					 " ms", addr, why, fp_ring_unsent(&a.ag_ring),
+					 " ms",
+					 addr, why, fp_ring_unsent(&a.ag_ring),
 					 (a.ag_fo.fo_next_try - now) / 1000000);
 		} else if (!err) {
 			fp_failover_ok(&a.ag_fo);

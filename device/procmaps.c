@@ -24,7 +24,8 @@ int fp_procmaps_parse_line(const char *line, struct fp_vma *out, int *exec)
 	size_t len;
 
 	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &major,
-		   &minor, &inode, &pathpos) < 7 || pathpos < 0)
+		   &minor, &inode, &pathpos) < 7 ||
+	    pathpos < 0)
 		return -EINVAL;
 	if (end <= start || strlen(perms) != 4)
 		return -EINVAL;

@@ -14,16 +14,16 @@ struct fp_vma {
 	uint64_t fv_start, fv_end, fv_pgoff;
 	uint64_t fv_inode;
 	uint32_t fv_dev_major, fv_dev_minor;
-	char *fv_path;              /* owned; "" for anonymous memory */
-	int fv_build_id_state;      /* 0 not read yet, 1 read, -1 none */
+	char *fv_path;         /* owned; "" for anonymous memory */
+	int fv_build_id_state; /* 0 not read yet, 1 read, -1 none */
 	struct fp_build_id fv_build_id;
-	uint32_t fv_cookie;         /* the caller's, UINT32_MAX until set */
+	uint32_t fv_cookie; /* the caller's, UINT32_MAX until set */
 };
 
 struct fp_procmaps {
 	uint32_t pm_pid;
 	size_t pm_nvmas;
-	struct fp_vma *pm_vmas;     /* sorted by start */
+	struct fp_vma *pm_vmas; /* sorted by start */
 };
 
 /* fp_procmaps_parse_line: one line of /proc/PID/maps.  0 (then the caller

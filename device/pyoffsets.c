@@ -161,8 +161,8 @@ const struct fp_py_offsets *fp_py_offsets_for(unsigned version)
  * of the structure (= of _PyRuntime), as DWARF has them for 3.13.0 and
  * 3.13.5.  Only what is read is listed.  sizeof is 584. */
 #define DO_COOKIE 0
-#define DO_VERSION 8             /* PY_VERSION_HEX of the build */
-#define DO_FREE_THREADED 16      /* 3.13.0 and later */
+#define DO_VERSION 8        /* PY_VERSION_HEX of the build */
+#define DO_FREE_THREADED 16 /* 3.13.0 and later */
 #define DO_RT_INTERPRETERS_HEAD 40
 #define DO_IS_THREADS_HEAD 72
 #define DO_TS_NEXT 168
@@ -268,11 +268,13 @@ int fp_py_offsets_check(const struct fp_py_offsets *o)
 int fp_py_offsets_debug(const void *buf, size_t len, struct fp_py_offsets *out)
 {
 	static const size_t fields[] = {
-		DO_RT_INTERPRETERS_HEAD, DO_IS_THREADS_HEAD, DO_TS_NEXT, DO_TS_NATIVE_THREAD_ID,
-		DO_TS_CURRENT_FRAME, DO_FR_PREVIOUS, DO_FR_EXECUTABLE, DO_FR_INSTR_PTR,
-		DO_FR_OWNER, DO_CO_FIRSTLINENO, DO_CO_FILENAME, DO_CO_QUALNAME,
-		DO_CO_LINETABLE, DO_CO_CODE_ADAPTIVE, DO_BYTES_OB_SIZE, DO_BYTES_OB_SVAL,
-		DO_STR_STATE, DO_STR_LENGTH, DO_STR_ASCIIOBJECT_SIZE,
+		DO_RT_INTERPRETERS_HEAD, DO_IS_THREADS_HEAD,  DO_TS_NEXT,
+		DO_TS_NATIVE_THREAD_ID,  DO_TS_CURRENT_FRAME, DO_FR_PREVIOUS,
+		DO_FR_EXECUTABLE,        DO_FR_INSTR_PTR,     DO_FR_OWNER,
+		DO_CO_FIRSTLINENO,       DO_CO_FILENAME,      DO_CO_QUALNAME,
+		DO_CO_LINETABLE,         DO_CO_CODE_ADAPTIVE, DO_BYTES_OB_SIZE,
+		DO_BYTES_OB_SVAL,        DO_STR_STATE,        DO_STR_LENGTH,
+		DO_STR_ASCIIOBJECT_SIZE,
 	};
 	uint16_t *dst[sizeof(fields) / sizeof(fields[0])];
 	const unsigned char *p = buf;

@@ -16,32 +16,32 @@
 #include <stdint.h>
 
 struct fp_py_offsets {
-	uint16_t po_version;          /* major << 8 | minor */
-	uint8_t po_model;             /* enum fp_py_model (bpf/python.h) */
-	uint8_t po_tid_kind;          /* enum fp_py_tid */
-	uint8_t po_instr_kind;        /* enum fp_py_instr */
-	uint8_t po_lines;             /* enum fp_py_lines (common/batch.h) */
+	uint16_t po_version;   /* major << 8 | minor */
+	uint8_t po_model;      /* enum fp_py_model (bpf/python.h) */
+	uint8_t po_tid_kind;   /* enum fp_py_tid */
+	uint8_t po_instr_kind; /* enum fp_py_instr */
+	uint8_t po_lines;      /* enum fp_py_lines (common/batch.h) */
 	/* _PyRuntimeState, PyInterpreterState, PyThreadState, _PyCFrame */
-	uint16_t po_rt_interp_head;   /* interpreters.head */
-	uint16_t po_is_threads_head;  /* tstate_head (3.9), threads.head (3.11+) */
+	uint16_t po_rt_interp_head;  /* interpreters.head */
+	uint16_t po_is_threads_head; /* tstate_head (3.9), threads.head (3.11+) */
 	uint16_t po_ts_next;
-	uint16_t po_ts_tid;           /* native_thread_id (3.11+), thread_id (3.9) */
-	uint16_t po_ts_frame;         /* frame (3.9), cframe (3.11, 3.12), current_frame (3.13) */
-	uint16_t po_cf_frame;         /* _PyCFrame.current_frame; FP_PY_NO_OFFSET without cframe */
+	uint16_t po_ts_tid;   /* native_thread_id (3.11+), thread_id (3.9) */
+	uint16_t po_ts_frame; /* frame (3.9), cframe (3.11, 3.12), current_frame (3.13) */
+	uint16_t po_cf_frame; /* _PyCFrame.current_frame; FP_PY_NO_OFFSET without cframe */
 	/* PyFrameObject (3.9) or _PyInterpreterFrame (3.11+) */
-	uint16_t po_fr_previous;      /* f_back, previous */
-	uint16_t po_fr_code;          /* f_code, f_executable (3.13) */
-	uint16_t po_fr_instr;         /* f_lasti, prev_instr, instr_ptr (3.13) */
-	uint16_t po_fr_entry;         /* is_entry (3.11), owner (3.12+); FP_PY_NO_OFFSET (3.9) */
+	uint16_t po_fr_previous; /* f_back, previous */
+	uint16_t po_fr_code;     /* f_code, f_executable (3.13) */
+	uint16_t po_fr_instr;    /* f_lasti, prev_instr, instr_ptr (3.13) */
+	uint16_t po_fr_entry;    /* is_entry (3.11), owner (3.12+); FP_PY_NO_OFFSET (3.9) */
 	/* PyCodeObject */
 	uint16_t po_co_firstlineno;
 	uint16_t po_co_filename;
-	uint16_t po_co_name;          /* co_qualname (3.11+), co_name (3.9) */
-	uint16_t po_co_linetable;     /* co_linetable (3.11+), co_lnotab (3.9) */
-	uint16_t po_co_code;          /* co_code_adaptive (3.11+); 0 for 3.9 */
+	uint16_t po_co_name;      /* co_qualname (3.11+), co_name (3.9) */
+	uint16_t po_co_linetable; /* co_linetable (3.11+), co_lnotab (3.9) */
+	uint16_t po_co_code;      /* co_code_adaptive (3.11+); 0 for 3.9 */
 	/* PyBytesObject */
-	uint16_t po_bytes_size;       /* ob_size */
-	uint16_t po_bytes_data;       /* ob_sval */
+	uint16_t po_bytes_size; /* ob_size */
+	uint16_t po_bytes_data; /* ob_sval */
 	/* PyUnicodeObject (compact forms) */
 	uint16_t po_str_state;        /* the state bit field's first byte */
 	uint16_t po_str_length;       /* length, in code points */

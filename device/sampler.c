@@ -35,8 +35,8 @@ static int sampler_record(void *ctx, void *data, size_t len)
 	const unsigned char *p = data;
 
 	if (len < sizeof(*hdr) ||
-	    hdr->ustack_bytes > (hdr->flags & FP_SAMPLE_USER_RAW ? FP_STACK_DEPTH * 8 :
-								       FP_USTACK_BYTES) ||
+	    hdr->ustack_bytes >
+		    (hdr->flags & FP_SAMPLE_USER_RAW ? FP_STACK_DEPTH * 8 : FP_USTACK_BYTES) ||
 	    hdr->kstack_bytes > FP_KSTACK_BYTES ||
 	    len < sizeof(*hdr) + hdr->ustack_bytes + hdr->kstack_bytes)
 		return 0;
@@ -169,8 +169,8 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		fp_warnx("cannot open the BPF object: %s", strerror(-err));
 		goto fail;
 	}
-	rb_bytes = o->so_ringbuf_bytes ? o->so_ringbuf_bytes :
-					 ringbuf_size(o->so_frequency, s->sm_ncpus);
+	rb_bytes = o->so_ringbuf_bytes ? o->so_ringbuf_bytes
+				       : ringbuf_size(o->so_frequency, s->sm_ncpus);
 	if (o->so_npids > FP_TARGET_PIDS) {
 		err = -EINVAL;
 		goto fail;
@@ -187,7 +187,8 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	err = stacks_bpf__load(s->sm_skel);
 	if (err) {
 		fp_warnx("cannot load the BPF program (root, or CAP_BPF + CAP_PERFMON, "
-			 "needed): %s", strerror(-err));
+			 "needed): %s",
+			 strerror(-err));
 		goto fail;
 	}
 
@@ -233,7 +234,8 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		};
 		if (!online[i])
 			continue;
-		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, -1, i, -1, PERF_FLAG_FD_CLOEXEC);
+		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, -1, i, -1,
+					PERF_FLAG_FD_CLOEXEC);
 		if (s->sm_pfds[i] < 0) {
 			err = -errno;
 			fp_warnx("perf_event_open on CPU %d: %s", i, strerror(-err));
@@ -363,8 +365,7 @@ int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
 	st->ss_run_ns = info.run_time_ns;
 	st->ss_run_count = info.run_cnt;
 	st->ss_map_bytes = 0;
-	bpf_object__for_each_map(m, s->sm_skel->obj)
-		st->ss_map_bytes += map_bytes(m, s->sm_ncpus);
+	bpf_object__for_each_map(m, s->sm_skel->obj) st->ss_map_bytes += map_bytes(m, s->sm_ncpus);
 	return 0;
 }
 

@@ -10,17 +10,17 @@
 #include "stacks.h"
 #include "unwind.h"
 
-typedef void (*fp_sample_fn)(const struct fp_bpf_sample *s, const void *ustack,
-			     const void *kstack, void *arg);
+typedef void (*fp_sample_fn)(const struct fp_bpf_sample *s, const void *ustack, const void *kstack,
+			     void *arg);
 
 struct fp_sampler;
 
 struct fp_sampler_opts {
-	uint32_t so_frequency;      /* Hz per CPU */
+	uint32_t so_frequency;            /* Hz per CPU */
 	uint32_t so_pids[FP_TARGET_PIDS]; /* the processes sampled, the first so_npids */
-	uint32_t so_npids;          /* 0: every process */
-	size_t so_ringbuf_bytes;    /* 0: sized by frequency and CPU count */
-	size_t so_unwind_bytes;     /* memory for unwind table rows; 0: none */
+	uint32_t so_npids;                /* 0: every process */
+	size_t so_ringbuf_bytes;          /* 0: sized by frequency and CPU count */
+	size_t so_unwind_bytes;           /* memory for unwind table rows; 0: none */
 	fp_sample_fn so_fn;
 	void *so_arg;
 };
@@ -51,9 +51,9 @@ void fp_sampler_forget_pids(struct fp_sampler *s);
 struct fp_sampler_unwind {
 	struct fp_unwind_row *su_rows; /* the rows array, mapped shared */
 	size_t su_nrows;
-	int su_tables_fd;              /* unwind_tables: index -> rows */
-	int su_procs_fd;               /* unwind_procs: pid -> mappings */
-	int su_py_procs_fd;            /* py_procs: pid -> struct fp_py_proc */
+	int su_tables_fd;   /* unwind_tables: index -> rows */
+	int su_procs_fd;    /* unwind_procs: pid -> mappings */
+	int su_py_procs_fd; /* py_procs: pid -> struct fp_py_proc */
 };
 
 /* fp_sampler_unwind_maps: those maps.  0, or -ENOENT when the sampler was
@@ -61,9 +61,9 @@ struct fp_sampler_unwind {
 int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u);
 
 struct fp_sampler_stats {
-	uint64_t ss_run_ns;         /* BPF program run time (needs kernel.bpf_stats_enabled) */
+	uint64_t ss_run_ns; /* BPF program run time (needs kernel.bpf_stats_enabled) */
 	uint64_t ss_run_count;
-	uint64_t ss_map_bytes;      /* memory of the BPF maps */
+	uint64_t ss_map_bytes; /* memory of the BPF maps */
 };
 
 /* fp_sampler_stats: what the kernel reports about our program and maps. */

@@ -29,7 +29,7 @@
 struct table {
 	struct fp_build_id t_id;
 	uint32_t t_first, t_nrows;
-	uint64_t t_used;  /* u_tick at the last use */
+	uint64_t t_used; /* u_tick at the last use */
 	int t_live;
 	int t_function_rows; /* a row at each function's start (fp_unwind_set_function_rows) */
 	struct fp_unwind_cpython *t_py; /* owned; the file's CPython interpreter */
@@ -101,8 +101,8 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
 	return t >= 0 ? u->u_tables[t].t_py : NULL;
 }
 
-int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
-			uint64_t offset, uint64_t *start)
+int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id, uint64_t offset,
+			uint64_t *start)
 {
 	const struct fp_unwind_row *rows, *r;
 	uint32_t lo, hi;
@@ -179,7 +179,8 @@ static void evict(struct fp_unwind *u, uint32_t t)
 
 static int by_first(const void *a, const void *b)
 {
-	const struct table *x = *(const struct table *const *)a, *y = *(const struct table *const *)b;
+	const struct table *x = *(const struct table *const *)a,
+			   *y = *(const struct table *const *)b;
 
 	return x->t_first < y->t_first ? -1 : x->t_first > y->t_first;
 }
@@ -215,8 +216,7 @@ static int lru(const struct fp_unwind *u)
 	return best;
 }
 
-int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void *blob,
-		  size_t len)
+int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void *blob, size_t len)
 {
 	const struct fp_unwind_header *h = blob;
 	const struct fp_unwind_cpython *py;
@@ -253,8 +253,8 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 	where = (struct fp_unwind_table){ (uint32_t)first, n };
 	if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where, BPF_ANY))
 		return -errno;
-	u->u_tables[t] = (struct table){ *id, (uint32_t)first, n, ++u->u_tick, 1,
-					 u->u_function_rows, NULL };
+	u->u_tables[t] = (struct table){ *id, (uint32_t)first,    n,   ++u->u_tick,
+					 1,   u->u_function_rows, NULL };
 	if ((py = fp_unwind_table_cpython(blob, len)) &&
 	    (u->u_tables[t].t_py = malloc(sizeof(*py))))
 		*u->u_tables[t].t_py = *py;

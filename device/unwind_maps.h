@@ -29,19 +29,19 @@ struct fp_unwind;
 #define FP_UNWIND_MEM_MAX_MB 1024
 
 struct fp_unwind_stats {
-	uint64_t us_installed;    /* tables installed */
-	uint64_t us_evicted;      /* tables evicted to make room */
-	uint64_t us_too_big;      /* tables larger than the whole budget */
-	uint64_t us_rejected;     /* malformed, or for another architecture */
-	uint64_t us_procs;        /* process mapping lists written */
-	uint64_t us_procs_full;   /* ... that did not fit (walked by frame pointer) */
-	uint64_t us_procs_swept;  /* lists of processes gone, dropped to make room */
+	uint64_t us_installed;     /* tables installed */
+	uint64_t us_evicted;       /* tables evicted to make room */
+	uint64_t us_too_big;       /* tables larger than the whole budget */
+	uint64_t us_rejected;      /* malformed, or for another architecture */
+	uint64_t us_procs;         /* process mapping lists written */
+	uint64_t us_procs_full;    /* ... that did not fit (walked by frame pointer) */
+	uint64_t us_procs_swept;   /* lists of processes gone, dropped to make room */
 	uint64_t us_parts_dropped; /* table parts out of order (a reply was lost) */
-	uint64_t us_parts_again;  /* parts of tables installed already (a new
+	uint64_t us_parts_again;   /* parts of tables installed already (a new
 				   * session's symbolizer sends them again) */
-	uint64_t us_rows_used;    /* rows in use now */
-	uint64_t us_rows_total;   /* the budget, in rows */
-	uint32_t us_tables;       /* tables installed now */
+	uint64_t us_rows_used;     /* rows in use now */
+	uint64_t us_rows_total;    /* the budget, in rows */
+	uint32_t us_tables;        /* tables installed now */
 };
 
 /* fp_unwind_alloc: manage the unwind maps of sampler s.  0, -ENOENT (the
@@ -54,8 +54,7 @@ void fp_unwind_free(struct fp_unwind *u);
  * known get it at their next fp_unwind_set_proc.  0, -EINVAL (malformed or
  * another architecture), -EFBIG (larger than the whole budget), -ENOSPC (no
  * table slot could be freed) or a negative errno. */
-int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void *blob,
-		  size_t len);
+int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void *blob, size_t len);
 
 /* fp_unwind_take_part: a part of a table from the symbolizer (untrusted).
  * A table's parts come in order, one table at a time; the table is
@@ -90,8 +89,8 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
  * for id, offset before its first row, a row of another rule (no CFI,
  * PLT, signal frame, outermost), or in the entry state in a table that
  * may lack those rows). */
-int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
-			uint64_t offset, uint64_t *start);
+int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id, uint64_t offset,
+			uint64_t *start);
 
 /* fp_unwind_set_function_rows: whether the tables installed from now on
  * come from a compiler that keeps a row at every function's start (the

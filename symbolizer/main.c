@@ -35,7 +35,7 @@ static void on_signal(int sig)
 }
 
 #define MAX_UPSTREAMS 16
-#define SYMBOL_QUEUE 1024          /* symbol jobs waiting for a worker */
+#define SYMBOL_QUEUE 1024 /* symbol jobs waiting for a worker */
 
 /* Long options without a letter (the pushers' are 0x7000 on). */
 enum {
@@ -246,27 +246,62 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "l:c:o:vhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'l': listen = optarg; break;
-		case 'c': ro.ro_cache_dir = optarg; break;
-		case 'o': out = optarg; break;
-		case 'D': ro.ro_debug_dir = optarg; break;
-		case 'F': ro.ro_local_files = 1; break;
-		case 'N': ro.ro_local_files = 0; break;
-		case 'v': verbose++; break;
-		case 'S': use_syslog = 1; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("fleetprof-symbolizer %s\n", FP_VERSION); return 0;
-		case 'H': http_addr = optarg; break;
-		case 's': store_dir = optarg; break;
-		case 'T': token = optarg; break;
-		case 'C': tls.to_cert = optarg; break;
-		case 'Y': tls.to_key = optarg; break;
-		case 'A': tls.to_ca = optarg; break;
-		case 'R': token_reads = 1; break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 'c':
+			ro.ro_cache_dir = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'D':
+			ro.ro_debug_dir = optarg;
+			break;
+		case 'F':
+			ro.ro_local_files = 1;
+			break;
+		case 'N':
+			ro.ro_local_files = 0;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'S':
+			use_syslog = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("fleetprof-symbolizer %s\n", FP_VERSION);
+			return 0;
+		case 'H':
+			http_addr = optarg;
+			break;
+		case 's':
+			store_dir = optarg;
+			break;
+		case 'T':
+			token = optarg;
+			break;
+		case 'C':
+			tls.to_cert = optarg;
+			break;
+		case 'Y':
+			tls.to_key = optarg;
+			break;
+		case 'A':
+			tls.to_ca = optarg;
+			break;
+		case 'R':
+			token_reads = 1;
+			break;
 		case 'Q':
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
-				fprintf(stderr, "fleetprof-symbolizer: invalid "
-						"--tls-require-client-cert '%s' (expected yes or no)\n",
+				fprintf(stderr,
+					"fleetprof-symbolizer: invalid "
+					"--tls-require-client-cert '%s' (expected yes or no)\n",
 					optarg);
 				return 2;
 			}
@@ -319,8 +354,10 @@ int main(int argc, char **argv)
 			break;
 		case 'U':
 			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8)) {
-				fprintf(stderr, "fleetprof-symbolizer: invalid --debuginfod '%s' "
-						"(expected http://... or https://...)\n", optarg);
+				fprintf(stderr,
+					"fleetprof-symbolizer: invalid --debuginfod '%s' "
+					"(expected http://... or https://...)\n",
+					optarg);
 				return 2;
 			}
 			if (nupstreams == MAX_UPSTREAMS) {
@@ -360,8 +397,9 @@ int main(int argc, char **argv)
 	}
 	/* Beyond loopback anyone could fill the store and the cache. */
 	if (http_addr && !token && !fp_http_addr_loopback(http_addr)) {
-		fprintf(stderr, "fleetprof-symbolizer: --http %s listens beyond loopback: uploads "
-				"need a token (--upload-token or $FLEETPROF_UPLOAD_TOKEN)\n",
+		fprintf(stderr,
+			"fleetprof-symbolizer: --http %s listens beyond loopback: uploads "
+			"need a token (--upload-token or $FLEETPROF_UPLOAD_TOKEN)\n",
 			http_addr);
 		return 2;
 	}
@@ -414,23 +452,28 @@ int main(int argc, char **argv)
 	    fp_listen_limits(listener, max_connections, idle_s))
 		goto cleanup;
 	fp_info("listening on %s (%u workers), cache %s, writing to %s; %u symbol workers, "
-		"symbol wait %u s", listen, listen_workers, ro.ro_cache_dir, out, symbol_workers,
-		symbol_wait_s);
+		"symbol wait %u s",
+		listen, listen_workers, ro.ro_cache_dir, out, symbol_workers, symbol_wait_s);
 	if (http_addr) {
-		struct fp_http_opts ho = { .ho_addr = http_addr, .ho_token = token,
+		struct fp_http_opts ho = { .ho_addr = http_addr,
+					   .ho_token = token,
 					   .ho_token_reads = token_reads,
 					   .ho_tls = tls.to_cert ? &tls : NULL,
 					   .ho_max_upload = (uint64_t)max_upload_mb << 20,
-					   .ho_store = chain.fc_store, .ho_resolver = r,
-					   .ho_metrics = fp_metrics_http, .ho_metrics_arg = &metrics };
+					   .ho_store = chain.fc_store,
+					   .ho_resolver = r,
+					   .ho_metrics = fp_metrics_http,
+					   .ho_metrics_arg = &metrics };
 
-		metrics = (struct fp_metrics){ .mt_server = srv, .mt_listener = listener,
-					       .mt_resolver = r, .mt_pushers = pushers };
+		metrics = (struct fp_metrics){ .mt_server = srv,
+					       .mt_listener = listener,
+					       .mt_resolver = r,
+					       .mt_pushers = pushers };
 		if (fp_http_start(&http, &ho))
 			goto cleanup;
-		fp_info("%s on %s, store %s, uploads %s, at most %u MB", tls.to_cert ? "HTTPS" : "HTTP",
-			http_addr, store_dir, token ? "need a token" : "open to anyone on loopback",
-			max_upload_mb);
+		fp_info("%s on %s, store %s, uploads %s, at most %u MB",
+			tls.to_cert ? "HTTPS" : "HTTP", http_addr, store_dir,
+			token ? "need a token" : "open to anyone on loopback", max_upload_mb);
 	}
 	for (size_t i = 0; i < nupstreams; i++)
 		fp_info("upstream debuginfod %s", upstreams[i]);

@@ -28,6 +28,15 @@ run_one() {
 	fi
 }
 
+# The sources as .clang-format says (make format-check).
+if [ "$1" != --unit ]; then
+	if make -s format-check > "$log/format.out" 2>&1; then
+		echo "PASS: format" | tee -a "$results"
+	else
+		echo "FAIL: format" | tee -a "$results"
+		tail -n 20 "$log/format.out"
+	fi
+fi
 units=("$BUILD"/tests/*_test)
 if [ "$1" = --unit ]; then
 	shift

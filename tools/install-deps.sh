@@ -11,7 +11,7 @@ PKGS="make gcc g++ clang llvm pkg-config
  liblzma-dev xz-utils
  libprotobuf-c-dev protobuf-c-compiler
  libc6-dbg linux-perf libclang-rt-14-dev binutils python3 iproute2 util-linux procps
- libdebuginfod-dev debuginfod elfutils curl
+ libdebuginfod-dev debuginfod elfutils curl clang-format-14
  qemu-system-x86 busybox-static cpio
  redis-server redis-tools
  debootstrap gdb python3-venv inotify-tools

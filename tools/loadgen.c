@@ -47,13 +47,13 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #define LG_MAX_DEVICES 100000
-#define LG_MAX_KNOWN 8         /* shared libraries of this process used as mappings */
+#define LG_MAX_KNOWN 8 /* shared libraries of this process used as mappings */
 #define LG_PROCESSES 6
 #define LG_THREADS_PER_PROC 4
 #define LG_MAX_NODES (1u << 16) /* per device; past it the device starts a new session */
 #define LG_MAX_DEPTH 48
-#define LG_KSYMS 512           /* symbols of the simulated kernel */
-#define LG_RETRY_MS 1000       /* after a refused hello */
+#define LG_KSYMS 512     /* symbols of the simulated kernel */
+#define LG_RETRY_MS 1000 /* after a refused hello */
 
 
 static volatile sig_atomic_t lg_stop;
@@ -64,17 +64,17 @@ static void lg_on_signal(int sig)
 }
 
 struct lg_stats {
-	uint64_t st_offered;     /* samples the devices generated */
-	uint64_t st_accepted;    /* samples in batches answered OK */
+	uint64_t st_offered;  /* samples the devices generated */
+	uint64_t st_accepted; /* samples in batches answered OK */
 	uint64_t st_batches, st_hellos, st_ksyms, st_files;
-	uint64_t st_replies;     /* replies and timeouts of the devices measured */
+	uint64_t st_replies; /* replies and timeouts of the devices measured */
 	uint64_t st_rejected, st_need_hello, st_timeouts, st_errors;
-	uint64_t st_busy;        /* batches a busy symbolizer did not take */
+	uint64_t st_busy; /* batches a busy symbolizer did not take */
 	uint64_t st_connects, st_reconnects, st_resets;
-	uint64_t st_inflight;    /* requests sent and not answered */
+	uint64_t st_inflight;              /* requests sent and not answered */
 	uint64_t st_hist[FP_HIST_BUCKETS]; /* reply latency, microseconds */
 	uint64_t st_max_us;
-	uint64_t st_mapfile_us;  /* from sending the first batch naming --map-file
+	uint64_t st_mapfile_us; /* from sending the first batch naming --map-file
 				  * to its acceptance, resends included */
 };
 
@@ -82,7 +82,7 @@ struct lg_mapping {
 	struct fp_build_id lm_id;
 	char lm_path[PATH_MAX];
 	uint8_t lm_kind;
-	uint64_t lm_lo, lm_hi;   /* offsets frames are drawn from */
+	uint64_t lm_lo, lm_hi; /* offsets frames are drawn from */
 };
 
 enum { REQ_HELLO, REQ_BATCH, REQ_KSYMS, REQ_FILE };
@@ -95,24 +95,24 @@ struct lg_device {
 	nng_ctx dv_ctx;
 	nng_aio *dv_aio;
 	int dv_state, dv_req;
-	int dv_pipes;            /* connections seen (pipe callback thread) */
+	int dv_pipes; /* connections seen (pipe callback thread) */
 	uint64_t dv_rng;
 	uint64_t dv_session, dv_seq;
-	uint64_t dv_sent_ns;     /* monotonic, when the request went out */
-	uint64_t dv_waiting;     /* dv_sent_ns while a request waits, else 0; the
+	uint64_t dv_sent_ns; /* monotonic, when the request went out */
+	uint64_t dv_waiting; /* dv_sent_ns while a request waits, else 0; the
 				  * main thread cancels requests that wait too long */
-	uint64_t dv_due_ns;      /* monotonic, when the next interval closes */
-	uint64_t dv_last_ns;     /* realtime end of the last batch */
+	uint64_t dv_due_ns;  /* monotonic, when the next interval closes */
+	uint64_t dv_last_ns; /* realtime end of the last batch */
 	int dv_hello_ok, dv_defs_sent, dv_want_ksyms, dv_mapfile_pending;
 	uint64_t dv_mapfile_sent_ns;
-	nng_msg *dv_batch;       /* encoded batch not acknowledged yet */
+	nng_msg *dv_batch; /* encoded batch not acknowledged yet */
 	uint64_t dv_batch_samples, dv_batch_start, dv_batch_end;
-	size_t dv_batch_nodes;   /* nodes defined once that batch is accepted */
+	size_t dv_batch_nodes; /* nodes defined once that batch is accepted */
 	size_t dv_nodes_sent;
 	struct fp_node *dv_nodes;
 	uint8_t *dv_node_proc, *dv_node_depth; /* 0xff: a kernel frame */
 	size_t dv_nnodes, dv_cap;
-	uint32_t *dv_stacks;     /* leaf node of each stack */
+	uint32_t *dv_stacks; /* leaf node of each stack */
 	uint8_t *dv_stack_thread;
 	double dv_churn_due;
 	struct fp_range *dv_ranges;
@@ -126,18 +126,18 @@ struct loadgen {
 	uint32_t lg_ndevices, lg_seconds, lg_rate, lg_nstacks, lg_churn, lg_interval_s;
 	uint32_t lg_timeout_ms;
 	struct lg_mapping lg_maps[LG_MAX_KNOWN + LG_PROCESSES + 2];
-	size_t lg_nmaps, lg_nknown;  /* [0, nknown): readable; then unknown; then kernel */
-	size_t lg_kernel;            /* index of the kernel mapping */
-	int lg_mapfile;              /* index of --map-file's mapping, or -1 */
+	size_t lg_nmaps, lg_nknown; /* [0, nknown): readable; then unknown; then kernel */
+	size_t lg_kernel;           /* index of the kernel mapping */
+	int lg_mapfile;             /* index of --map-file's mapping, or -1 */
 	struct fp_ksym lg_ksyms[LG_KSYMS];
-	double *lg_weights;          /* of each stack, summing to 1 */
+	double *lg_weights; /* of each stack, summing to 1 */
 	struct lg_device *lg_devs;
 	struct lg_stats lg_st;
 };
 
-static const char *const proc_names[LG_PROCESSES] = { "orchagent", "syncd",   "bgpd",
+static const char *const proc_names[LG_PROCESSES] = { "orchagent", "syncd",        "bgpd",
 						      "zebra",     "redis-server", "portsyncd" };
-static const char *const proc_containers[LG_PROCESSES] = { "swss", "syncd", "bgp",
+static const char *const proc_containers[LG_PROCESSES] = { "swss", "syncd",    "bgp",
 							   "bgp",  "database", "swss" };
 
 static void add(uint64_t *counter, uint64_t n)
@@ -189,7 +189,8 @@ static uint32_t node_add(struct lg_device *d, uint32_t parent, uint32_t map, uin
 {
 	uint32_t id = (uint32_t)d->dv_nnodes++;
 
-	d->dv_nodes[id] = (struct fp_node){ .fn_id = id, .fn_parent = parent,
+	d->dv_nodes[id] = (struct fp_node){ .fn_id = id,
+					    .fn_parent = parent,
 					    .fn_frame = { .ff_mapping = map, .ff_offset = off } };
 	d->dv_node_proc[id] = proc;
 	d->dv_node_depth[id] = depth;
@@ -385,9 +386,12 @@ static int send_hello(struct loadgen *lg, struct lg_device *d)
 
 static int send_ksyms(struct loadgen *lg, struct lg_device *d)
 {
-	struct fp_ksyms k = { .fs_session = d->dv_session, .fs_kind = FP_MAP_KERNEL,
+	struct fp_ksyms k = { .fs_session = d->dv_session,
+			      .fs_kind = FP_MAP_KERNEL,
 			      .fs_build_id = lg->lg_maps[lg->lg_kernel].lm_id,
-			      .fs_name = "vmlinux", .fs_last = 1, .fs_nsyms = LG_KSYMS,
+			      .fs_name = "vmlinux",
+			      .fs_last = 1,
+			      .fs_nsyms = LG_KSYMS,
 			      .fs_syms = lg->lg_ksyms };
 	size_t len;
 	char *buf;
@@ -421,13 +425,15 @@ static int send_file(struct lg_device *d)
 
 /* encode_batch: the interval just closed, with the definitions the
  * session has not accepted yet; kept until it is acknowledged. */
-static int encode_batch(struct loadgen *lg, struct lg_device *d, uint64_t start_ns,
-			uint64_t end_ns, uint64_t samples)
+static int encode_batch(struct loadgen *lg, struct lg_device *d, uint64_t start_ns, uint64_t end_ns,
+			uint64_t samples)
 {
 	struct fp_mapping maps[LG_MAX_KNOWN + LG_PROCESSES + 2];
 	struct fp_count *counts = malloc(lg->lg_nstacks * sizeof(*counts));
-	struct fp_batch b = { .fb_session = d->dv_session, .fb_seq = d->dv_seq,
-			      .fb_start_ns = start_ns, .fb_end_ns = end_ns,
+	struct fp_batch b = { .fb_session = d->dv_session,
+			      .fb_seq = d->dv_seq,
+			      .fb_start_ns = start_ns,
+			      .fb_end_ns = end_ns,
 			      .fb_period_ns = 1000000000ull / 99 };
 	uint64_t left = samples;
 	size_t i;
@@ -582,8 +588,8 @@ static int take_reply(struct loadgen *lg, struct lg_device *d, const struct fp_r
 		d->dv_hello_ok = d->dv_defs_sent = 0;
 		d->dv_nodes_sent = 0;
 		/* The batch again, with every definition. */
-		if (d->dv_batch && encode_batch(lg, d, d->dv_batch_start, d->dv_batch_end,
-						d->dv_batch_samples)) {
+		if (d->dv_batch &&
+		    encode_batch(lg, d, d->dv_batch_start, d->dv_batch_end, d->dv_batch_samples)) {
 			add(&lg->lg_st.st_errors, 1);
 			return 1;
 		}
@@ -611,8 +617,9 @@ static int take_reply(struct loadgen *lg, struct lg_device *d, const struct fp_r
 		add(&lg->lg_st.st_batches, 1);
 		add(&lg->lg_st.st_accepted, d->dv_batch_samples);
 		if (d->dv_mapfile_pending) {
-			lg->lg_st.st_mapfile_us =
-				(fp_now_ns(CLOCK_MONOTONIC) - d->dv_mapfile_sent_ns) / 1000;
+			lg->lg_st.st_mapfile_us = (fp_now_ns(CLOCK_MONOTONIC) -
+						   d->dv_mapfile_sent_ns) /
+						  1000;
 			d->dv_mapfile_pending = 0;
 		}
 		nng_msg_free(d->dv_batch);
@@ -781,8 +788,8 @@ static int lg_setup(struct loadgen *lg, const char *mapfile)
 	if (mapfile) {
 		if ((err = map_file(&lg->lg_maps[lg->lg_nmaps], mapfile))) {
 			fprintf(stderr, "fleetprof loadgen: --map-file %s: %s\n", mapfile,
-				err == -ENOENT ? "no such file or no GNU build-ID" :
-						 strerror(-err));
+				err == -ENOENT ? "no such file or no GNU build-ID"
+					       : strerror(-err));
 			return err;
 		}
 		lg->lg_mapfile = (int)lg->lg_nmaps++;
@@ -857,9 +864,10 @@ static void report_unanswered(const struct loadgen *lg)
 		const struct lg_device *d = &lg->lg_devs[i];
 
 		if ((since = __atomic_load_n(&d->dv_waiting, __ATOMIC_RELAXED)))
-			fprintf(stderr, "loadgen: device %u: %s (seq %" PRIu64 ") unanswered "
-				"after %" PRIu64 " ms\n", i, kinds[d->dv_req], d->dv_seq,
-				(now - since) / 1000000);
+			fprintf(stderr,
+				"loadgen: device %u: %s (seq %" PRIu64 ") unanswered "
+				"after %" PRIu64 " ms\n",
+				i, kinds[d->dv_req], d->dv_seq, (now - since) / 1000000);
 	}
 }
 
@@ -969,17 +977,47 @@ int fp_cmd_loadgen(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:n:d:r:k:c:i:t:m:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': lg.lg_server = optarg; break;
-		case 'n': if (fp_parse_u32(prog, "--devices", optarg, 1, LG_MAX_DEVICES, &lg.lg_ndevices)) return 2; break;
-		case 'd': if (fp_parse_u32(prog, "--seconds", optarg, 1, 86400, &lg.lg_seconds)) return 2; break;
-		case 'r': if (fp_parse_u32(prog, "--rate", optarg, 1, 1000000, &lg.lg_rate)) return 2; break;
-		case 'k': if (fp_parse_u32(prog, "--stacks", optarg, 1, 100000, &lg.lg_nstacks)) return 2; break;
-		case 'c': if (fp_parse_u32(prog, "--churn", optarg, 0, 100000, &lg.lg_churn)) return 2; break;
-		case 'i': if (fp_parse_u32(prog, "--interval", optarg, 1, 3600, &lg.lg_interval_s)) return 2; break;
-		case 't': if (fp_parse_u32(prog, "--timeout", optarg, 1, 600, &timeout_s)) return 2; break;
-		case 'm': mapfile = optarg; break;
-		case 'h': loadgen_usage(stdout); return 0;
-		default: loadgen_usage(stderr); return 2;
+		case 's':
+			lg.lg_server = optarg;
+			break;
+		case 'n':
+			if (fp_parse_u32(prog, "--devices", optarg, 1, LG_MAX_DEVICES,
+					 &lg.lg_ndevices))
+				return 2;
+			break;
+		case 'd':
+			if (fp_parse_u32(prog, "--seconds", optarg, 1, 86400, &lg.lg_seconds))
+				return 2;
+			break;
+		case 'r':
+			if (fp_parse_u32(prog, "--rate", optarg, 1, 1000000, &lg.lg_rate))
+				return 2;
+			break;
+		case 'k':
+			if (fp_parse_u32(prog, "--stacks", optarg, 1, 100000, &lg.lg_nstacks))
+				return 2;
+			break;
+		case 'c':
+			if (fp_parse_u32(prog, "--churn", optarg, 0, 100000, &lg.lg_churn))
+				return 2;
+			break;
+		case 'i':
+			if (fp_parse_u32(prog, "--interval", optarg, 1, 3600, &lg.lg_interval_s))
+				return 2;
+			break;
+		case 't':
+			if (fp_parse_u32(prog, "--timeout", optarg, 1, 600, &timeout_s))
+				return 2;
+			break;
+		case 'm':
+			mapfile = optarg;
+			break;
+		case 'h':
+			loadgen_usage(stdout);
+			return 0;
+		default:
+			loadgen_usage(stderr);
+			return 2;
 		}
 	}
 	if (optind < argc) {
@@ -1074,17 +1112,15 @@ stop:
 	printf("loadgen: devices=%u seconds=%.1f offered=%" PRIu64 " accepted=%" PRIu64
 	       " accepted_per_s=%.0f batches=%" PRIu64 " hellos=%" PRIu64 " replies=%" PRIu64
 	       " p50_ms=%s p99_ms=%s max_ms=%s rejected=%" PRIu64 " busy=%" PRIu64
-	       " need_hello=%" PRIu64
-	       " reconnects=%" PRIu64 " timeouts=%" PRIu64 " unanswered=%" PRIu64
-	       " errors=%" PRIu64 " resets=%" PRIu64 " kallsyms_sent=%" PRIu64
-	       " file_answers=%" PRIu64 "%s%s\n",
+	       " need_hello=%" PRIu64 " reconnects=%" PRIu64 " timeouts=%" PRIu64
+	       " unanswered=%" PRIu64 " errors=%" PRIu64 " resets=%" PRIu64
+	       " kallsyms_sent=%" PRIu64 " file_answers=%" PRIu64 "%s%s\n",
 	       lg.lg_ndevices, secs, lg.lg_st.st_offered, lg.lg_st.st_accepted,
 	       (double)lg.lg_st.st_accepted / secs, lg.lg_st.st_batches, lg.lg_st.st_hellos,
 	       lg.lg_st.st_replies, p50, p99, max, lg.lg_st.st_rejected, lg.lg_st.st_busy,
-	       lg.lg_st.st_need_hello,
-	       lg.lg_st.st_reconnects, lg.lg_st.st_timeouts, lg.lg_st.st_inflight,
-	       lg.lg_st.st_errors, lg.lg_st.st_resets, lg.lg_st.st_ksyms, lg.lg_st.st_files,
-	       lg.lg_mapfile >= 0 ? " map_file_ms=" : "",
+	       lg.lg_st.st_need_hello, lg.lg_st.st_reconnects, lg.lg_st.st_timeouts,
+	       lg.lg_st.st_inflight, lg.lg_st.st_errors, lg.lg_st.st_resets, lg.lg_st.st_ksyms,
+	       lg.lg_st.st_files, lg.lg_mapfile >= 0 ? " map_file_ms=" : "",
 	       lg.lg_mapfile >= 0 ? (lg.lg_st.st_mapfile_us ? mf : "none") : "");
 out:
 	free(lg.lg_devs);

@@ -58,7 +58,8 @@ static void record_usage(FILE *f)
 		"                          frame pointers (default %u; 0: frame pointers only)\n"
 		"      --no-python         CPython processes as the interpreter's native frames,\n"
 		"                          not as Python functions\n"
-		"  -v, --verbose           log debug messages\n", FP_UNWIND_MEM_DEFAULT_MB);
+		"  -v, --verbose           log debug messages\n",
+		FP_UNWIND_MEM_DEFAULT_MB);
 }
 
 static void on_known(uint32_t pid, int known, void *arg)
@@ -189,17 +190,46 @@ int fp_cmd_record(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:F:p:to:vh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': if (fp_parse_u32("fleetprof record", "duration", optarg, 1, 86400, &duration)) return 2; break;
-		case 'F': if (fp_parse_u32("fleetprof record", "frequency", optarg, 1, 10000, &frequency)) return 2; break;
-		case 'p': if (fp_parse_u32("fleetprof record", "pid", optarg, 1, INT_MAX, &pid)) return 2; break;
-		case 't': by_thread = 1; break;
-		case 'o': outdir = optarg; break;
-		case 'C': snprintf(cache, sizeof(cache), "%s", optarg); break;
-		case 'P': no_python = 1; break;
-		case 'U': if (fp_parse_u32("fleetprof record", "unwind-mem", optarg, 0, FP_UNWIND_MEM_MAX_MB, &unwind_mb)) return 2; break;
-		case 'v': verbose++; break;
-		case 'h': record_usage(stdout); return 0;
-		default: record_usage(stderr); return 2;
+		case 'd':
+			if (fp_parse_u32("fleetprof record", "duration", optarg, 1, 86400,
+					 &duration))
+				return 2;
+			break;
+		case 'F':
+			if (fp_parse_u32("fleetprof record", "frequency", optarg, 1, 10000,
+					 &frequency))
+				return 2;
+			break;
+		case 'p':
+			if (fp_parse_u32("fleetprof record", "pid", optarg, 1, INT_MAX, &pid))
+				return 2;
+			break;
+		case 't':
+			by_thread = 1;
+			break;
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'C':
+			snprintf(cache, sizeof(cache), "%s", optarg);
+			break;
+		case 'P':
+			no_python = 1;
+			break;
+		case 'U':
+			if (fp_parse_u32("fleetprof record", "unwind-mem", optarg, 0,
+					 FP_UNWIND_MEM_MAX_MB, &unwind_mb))
+				return 2;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			record_usage(stdout);
+			return 0;
+		default:
+			record_usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {
@@ -218,8 +248,10 @@ int fp_cmd_record(int argc, char **argv)
 	if (!err)
 		err = fp_collector_alloc(&col, "/proc", "/var/lib/docker", &kernel);
 	if (!err) {
-		struct fp_resolver_opts ro = { .ro_cache_dir = cache, .ro_debug_dir = "/usr/lib/debug",
-					       .ro_local_files = 1, .ro_proc_root = 1 };
+		struct fp_resolver_opts ro = { .ro_cache_dir = cache,
+					       .ro_debug_dir = "/usr/lib/debug",
+					       .ro_local_files = 1,
+					       .ro_proc_root = 1 };
 		err = fp_resolver_open(&res, &ro);
 	}
 	/* One process: its tables are compiled before sampling starts and
@@ -228,17 +260,21 @@ int fp_cmd_record(int argc, char **argv)
 	if (!err && pid && unwind_mb)
 		compile_tables(res, pid);
 	if (!err) {
-		struct fp_sampler_opts so = { .so_frequency = frequency, .so_pids = { pid },
-					      .so_npids = pid ? 1 : 0, .so_ringbuf_bytes = 0,
+		struct fp_sampler_opts so = { .so_frequency = frequency,
+					      .so_pids = { pid },
+					      .so_npids = pid ? 1 : 0,
+					      .so_ringbuf_bytes = 0,
 					      .so_unwind_bytes = (size_t)unwind_mb << 20,
-					      .so_fn = on_sample, .so_arg = col };
+					      .so_fn = on_sample,
+					      .so_arg = col };
 		err = fp_sampler_open(&smp, &so);
 		if (!err)
 			fp_collector_set_known_fn(col, on_known, smp);
 		if (!err && unwind_mb && !(err = fp_unwind_alloc(&ru.ru_tables, smp))) {
 			/* the tables come from this program's own compiler */
 			fp_unwind_set_function_rows(ru.ru_tables, 1);
-			if (!no_python && !(err = fp_python_alloc(&py, smp, ru.ru_tables, "/proc"))) {
+			if (!no_python &&
+			    !(err = fp_python_alloc(&py, smp, ru.ru_tables, "/proc"))) {
 				fp_collector_set_maps_fn(col, fp_python_on_maps, py);
 				fp_collector_set_pycode_fn(col, fp_python_read_code, py);
 			} else {
@@ -294,8 +330,10 @@ int fp_cmd_record(int argc, char **argv)
 	/* Symbolize and write: the path a batch takes through the symbolizer */
 	gethostname(host, sizeof(host) - 1);
 	snprintf(title, sizeof(title), "CPU on %s, %u s at %u Hz", host, duration, frequency);
-	files = (struct fp_files_sink){ .fs_dir = outdir, .fs_layout = FP_FILES_RECORD,
-					.fs_by_thread = by_thread, .fs_title = title };
+	files = (struct fp_files_sink){ .fs_dir = outdir,
+					.fs_layout = FP_FILES_RECORD,
+					.fs_by_thread = by_thread,
+					.fs_title = title };
 	if ((err = fp_server_alloc(&srv, res, NULL, cache)) ||
 	    (err = fp_server_add_sink(srv, fp_files_sink, &files)))
 		goto out;
@@ -303,10 +341,12 @@ int fp_cmd_record(int argc, char **argv)
 		/* A new session each run, as an agent's: the server remembers
 		 * the last interval of each. */
 		struct fp_hello h = { .fh_session = fp_now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid(),
-				      .fh_host = host, .fh_boot_id = kernel.kn_boot_id,
+				      .fh_host = host,
+				      .fh_boot_id = kernel.kn_boot_id,
 				      .fh_kernel_release = kernel.kn_release,
 				      .fh_kernel_build_id = kernel.kn_build_id,
-				      .fh_agent_version = FP_VERSION, .fh_frequency = frequency };
+				      .fh_agent_version = FP_VERSION,
+				      .fh_frequency = frequency };
 		if ((err = fp_server_hello(srv, &h, &reply)))
 			goto out;
 		for (i = 0; i < reply.fr_nwant; i++)

@@ -128,8 +128,8 @@ static int table_from_fd(int fd, struct fp_symtab *t, void **blob, size_t *len)
 /* A table being used, and what holds it. */
 struct table {
 	struct fp_symtab tb_table;
-	void *tb_blob;                 /* built here (owned), or NULL */
-	struct fp_symcache *tb_cache;  /* NULL without --cache */
+	void *tb_blob;                  /* built here (owned), or NULL */
+	struct fp_symcache *tb_cache;   /* NULL without --cache */
 	struct fp_symcache_txn *tb_txn; /* the read transaction holding a cached table */
 };
 
@@ -296,20 +296,39 @@ int fp_cmd_symbolize(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "e:b:c:s:d:uo:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'e': file = optarg; break;
-		case 'b': hex = optarg; break;
-		case 'c': cache = optarg; break;
-		case 's': server = optarg; break;
-		case 'd': debug_dir = optarg; break;
-		case 'u': unwind = 1; break;
-		case 'o': output = optarg; break;
-		case 'h': symbolize_usage(stdout); return 0;
-		default: symbolize_usage(stderr); return 2;
+		case 'e':
+			file = optarg;
+			break;
+		case 'b':
+			hex = optarg;
+			break;
+		case 'c':
+			cache = optarg;
+			break;
+		case 's':
+			server = optarg;
+			break;
+		case 'd':
+			debug_dir = optarg;
+			break;
+		case 'u':
+			unwind = 1;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			symbolize_usage(stdout);
+			return 0;
+		default:
+			symbolize_usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc || !file == !hex || (file && server)) {
-		fprintf(stderr, "fleetprof symbolize: give exactly one of -e FILE and --build-id HEX"
-				" (--server goes with --build-id)\n");
+		fprintf(stderr,
+			"fleetprof symbolize: give exactly one of -e FILE and --build-id HEX"
+			" (--server goes with --build-id)\n");
 		symbolize_usage(stderr);
 		return 2;
 	}

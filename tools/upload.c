@@ -43,7 +43,7 @@ struct upload {
 	/* options */
 	const char *up_server, *up_token;
 	const char *up_ca; /* https: CA file; NULL: the system's */
-	int up_kind; /* 0: auto */
+	int up_kind;       /* 0: auto */
 	int up_tty;
 	/* what was found */
 	struct file *up_files;
@@ -54,7 +54,7 @@ struct upload {
 	/* the server */
 	struct fp_httpc *up_http;
 	nng_aio *up_aio; /* the streamed upload's steps */
-	char *up_base; /* the server URL without a trailing '/' */
+	char *up_base;   /* the server URL without a trailing '/' */
 };
 
 static void upload_usage(FILE *f)
@@ -434,7 +434,8 @@ static int ask_missing(struct upload *u, char **ids, size_t nids, char *want)
 	if (!missing)
 		return -1;
 	for (i = 0; i < nids && !err; i += FP_HTTP_MAX_MISSING)
-		err = missing_chunk(u, ids + i, nids - i < FP_HTTP_MAX_MISSING ? nids - i : FP_HTTP_MAX_MISSING,
+		err = missing_chunk(u, ids + i,
+				    nids - i < FP_HTTP_MAX_MISSING ? nids - i : FP_HTTP_MAX_MISSING,
 				    missing + i);
 	for (i = 0; i < u->up_nfiles && !err; i++) {
 		const char *key = u->up_files[i].fl_hex;
@@ -537,8 +538,8 @@ static enum outcome upload_one(struct upload *u, const struct file *f)
 	if (status == 200) {
 		out = strcmp(st, "exists") ? UP_STORED : UP_EXISTS;
 	} else if (status == 401 || status == 403) {
-		errmsg(u, "the server refused the upload token (%u %s%s%s): check --token",
-		       status, nng_http_res_get_reason(res), err[0] ? ": " : "", err);
+		errmsg(u, "the server refused the upload token (%u %s%s%s): check --token", status,
+		       nng_http_res_get_reason(res), err[0] ? ": " : "", err);
 		out = UP_FATAL;
 	} else if (status == 413) {
 		errmsg(u, "%s: too large for the server (%u: %s)", f->fl_path, status,
@@ -593,21 +594,34 @@ int fp_cmd_upload(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:t:k:vh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': u.up_server = optarg; break;
-		case 't': u.up_token = optarg; break;
-		case 'C': u.up_ca = optarg; break;
+		case 's':
+			u.up_server = optarg;
+			break;
+		case 't':
+			u.up_token = optarg;
+			break;
+		case 'C':
+			u.up_ca = optarg;
+			break;
 		case 'k':
 			if (!strcmp(optarg, "auto")) {
 				u.up_kind = 0;
 			} else if ((u.up_kind = fp_store_kind_parse(optarg)) < 0) {
-				fprintf(stderr, "%s: invalid --kind '%s' (expected auto, debuginfo or executable)\n",
+				fprintf(stderr,
+					"%s: invalid --kind '%s' (expected auto, debuginfo or executable)\n",
 					PROG, optarg);
 				return 2;
 			}
 			break;
-		case 'v': verbose++; break;
-		case 'h': upload_usage(stdout); return 0;
-		default: upload_usage(stderr); return 2;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			upload_usage(stdout);
+			return 0;
+		default:
+			upload_usage(stderr);
+			return 2;
 		}
 	}
 	if (!u.up_server) {
@@ -616,7 +630,8 @@ int fp_cmd_upload(int argc, char **argv)
 		return 2;
 	}
 	if (strncmp(u.up_server, "http://", 7) && strncmp(u.up_server, "https://", 8)) {
-		fprintf(stderr, "%s: invalid --server '%s' (expected http:// or https://HOST:PORT)\n", PROG,
+		fprintf(stderr,
+			"%s: invalid --server '%s' (expected http:// or https://HOST:PORT)\n", PROG,
 			u.up_server);
 		return 2;
 	}
@@ -661,7 +676,8 @@ int fp_cmd_upload(int argc, char **argv)
 		if (!want[i]) {
 			present++;
 			if (verbose)
-				printf("present  %s %s\n", u.up_files[i].fl_hex, u.up_files[i].fl_path);
+				printf("present  %s %s\n", u.up_files[i].fl_hex,
+				       u.up_files[i].fl_path);
 			continue;
 		}
 		if (fatal) {

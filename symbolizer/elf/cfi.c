@@ -34,11 +34,11 @@
 #define ARM64_X30 30
 #define ARM64_SP 31
 
-#define MAX_REMEMBER 32   /* DW_CFA_remember_state depth; GCC nests 2 or 3 */
+#define MAX_REMEMBER 32    /* DW_CFA_remember_state depth; GCC nests 2 or 3 */
 #define MAX_CIE_INSNS 1024 /* a CIE's initial instructions: real ones take a dozen bytes */
-#define CIE_CACHE 16      /* CIEs parsed and run, direct-mapped by offset */
-#define MAX_SEGS 64       /* PT_LOAD segments looked at */
-#define MAX_ALIGN 0x10000 /* code and data alignment factors: real ones are 1, 4 or -8 */
+#define CIE_CACHE 16       /* CIEs parsed and run, direct-mapped by offset */
+#define MAX_SEGS 64        /* PT_LOAD segments looked at */
+#define MAX_ALIGN 0x10000  /* code and data alignment factors: real ones are 1, 4 or -8 */
 #define MAX_DEBUG_FRAME (256u << 20) /* a compressed .debug_frame's size once inflated */
 
 /* The frame-pointer heuristic (see fp_cfi_compile_stats). */
@@ -57,7 +57,7 @@ struct reg_rule {
  * column and the frame pointer.  Other registers' rules are read and
  * dropped, which keeps remember_state copies small. */
 struct cfa_state {
-	uint8_t cs_cfa;       /* enum cfa_kind */
+	uint8_t cs_cfa; /* enum cfa_kind */
 	uint32_t cs_cfa_reg;
 	int64_t cs_cfa_off;
 	struct reg_rule cs_ra;
@@ -68,7 +68,7 @@ struct cfi_section {
 	const uint8_t *se_data;
 	size_t se_size;
 	uint64_t se_addr;
-	int se_eh;            /* .eh_frame (else .debug_frame) */
+	int se_eh; /* .eh_frame (else .debug_frame) */
 };
 
 struct cie {
@@ -97,16 +97,16 @@ struct segment {
 };
 
 struct fde_ref {
-	uint64_t fr_start, fr_end;   /* file offsets */
-	uint64_t fr_vstart;          /* the virtual address of fr_start */
+	uint64_t fr_start, fr_end; /* file offsets */
+	uint64_t fr_vstart;        /* the virtual address of fr_start */
 	const uint8_t *fr_insns, *fr_insns_end;
-	uint64_t fr_cie;             /* offset of its CIE in its section */
+	uint64_t fr_cie; /* offset of its CIE in its section */
 	uint32_t fr_sec;
-	uint32_t fr_entry;           /* offset of the FDE: a stable sort */
+	uint32_t fr_entry; /* offset of the FDE: a stable sort */
 };
 
 struct loc_row {
-	uint64_t lr_loc;             /* virtual address */
+	uint64_t lr_loc; /* virtual address */
 	struct fp_unwind_row lr_row;
 };
 
@@ -116,18 +116,18 @@ struct cfi_ctx {
 	uint8_t cx_arch;
 	struct segment cx_segs[MAX_SEGS];
 	size_t cx_nsegs;
-	uint64_t cx_got, cx_text;    /* bases of datarel and textrel pointers */
+	uint64_t cx_got, cx_text; /* bases of datarel and textrel pointers */
 	struct cfi_section cx_secs[2];
 	size_t cx_nsecs;
 	struct fde_ref *cx_fdes;
 	size_t cx_nfdes, cx_fdes_cap;
-	struct loc_row *cx_tmp;      /* one FDE's rows */
+	struct loc_row *cx_tmp; /* one FDE's rows */
 	size_t cx_ntmp, cx_tmp_cap;
 	struct fp_unwind_row *cx_rows;
 	size_t cx_nrows, cx_rows_cap;
-	uint64_t cx_cursor;          /* code up to here has rows */
-	uint32_t cx_grow_fdes;       /* FDEs that move the CFA off the entry rule */
-	uint32_t cx_fp_fdes;         /* of them, those that keep a frame pointer */
+	uint64_t cx_cursor;    /* code up to here has rows */
+	uint32_t cx_grow_fdes; /* FDEs that move the CFA off the entry rule */
+	uint32_t cx_fp_fdes;   /* of them, those that keep a frame pointer */
 	struct fp_cfi_stats cx_stats;
 	struct cie_entry cx_cies[CIE_CACHE];
 };
@@ -232,25 +232,52 @@ static int read_encoded(const struct cfi_ctx *x, const struct cfi_section *sec, 
 	if (enc == 0xff)
 		return -EINVAL;
 	switch (enc & 0x0f) {
-	case 0x00: v = rd_uint(c, 8); break;
-	case 0x01: v = rd_uleb(c); break;
-	case 0x02: v = rd_uint(c, 2); break;
-	case 0x03: v = rd_uint(c, 4); break;
-	case 0x04: v = rd_uint(c, 8); break;
-	case 0x09: v = (uint64_t)rd_sleb(c); break;
-	case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_uint(c, 2); break;
-	case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_uint(c, 4); break;
-	case 0x0c: v = rd_uint(c, 8); break;
-	default: return -EINVAL;
+	case 0x00:
+		v = rd_uint(c, 8);
+		break;
+	case 0x01:
+		v = rd_uleb(c);
+		break;
+	case 0x02:
+		v = rd_uint(c, 2);
+		break;
+	case 0x03:
+		v = rd_uint(c, 4);
+		break;
+	case 0x04:
+		v = rd_uint(c, 8);
+		break;
+	case 0x09:
+		v = (uint64_t)rd_sleb(c);
+		break;
+	case 0x0a:
+		v = (uint64_t)(int64_t)(int16_t)rd_uint(c, 2);
+		break;
+	case 0x0b:
+		v = (uint64_t)(int64_t)(int32_t)rd_uint(c, 4);
+		break;
+	case 0x0c:
+		v = rd_uint(c, 8);
+		break;
+	default:
+		return -EINVAL;
 	}
 	if (c->cu_bad)
 		return -EINVAL;
 	switch (enc & 0x70) {
-	case 0x00: break;
-	case 0x10: base = sec->se_addr + (uint64_t)(field - sec->se_data); break;
-	case 0x20: base = x->cx_text; break;
-	case 0x30: base = x->cx_got; break;
-	default: return -EINVAL;
+	case 0x00:
+		break;
+	case 0x10:
+		base = sec->se_addr + (uint64_t)(field - sec->se_data);
+		break;
+	case 0x20:
+		base = x->cx_text;
+		break;
+	case 0x30:
+		base = x->cx_got;
+		break;
+	default:
+		return -EINVAL;
 	}
 	v += base;
 	if (enc & 0x80) {
@@ -276,12 +303,27 @@ static int read_encoded(const struct cfi_ctx *x, const struct cfi_section *sec, 
 static int skip_encoded(struct cur *c, uint8_t enc)
 {
 	switch (enc & 0x0f) {
-	case 0x00: case 0x04: case 0x0c: rd_uint(c, 8); break;
-	case 0x01: rd_uleb(c); break;
-	case 0x09: rd_sleb(c); break;
-	case 0x02: case 0x0a: rd_uint(c, 2); break;
-	case 0x03: case 0x0b: rd_uint(c, 4); break;
-	default: return -EINVAL;
+	case 0x00:
+	case 0x04:
+	case 0x0c:
+		rd_uint(c, 8);
+		break;
+	case 0x01:
+		rd_uleb(c);
+		break;
+	case 0x09:
+		rd_sleb(c);
+		break;
+	case 0x02:
+	case 0x0a:
+		rd_uint(c, 2);
+		break;
+	case 0x03:
+	case 0x0b:
+		rd_uint(c, 4);
+		break;
+	default:
+		return -EINVAL;
 	}
 	return c->cu_bad ? -EINVAL : 0;
 }
@@ -393,15 +435,21 @@ static int parse_cie(const struct cfi_section *sec, uint64_t off, struct cie *ci
 		ci->ci_has_z = 1;
 		for (i = 1; i < aug_len; i++) {
 			switch (aug[i]) {
-			case 'L': rd_uint(&z, 1); break;
+			case 'L':
+				rd_uint(&z, 1);
+				break;
 			case 'P': {
 				uint8_t enc = (uint8_t)rd_uint(&z, 1);
 				if (skip_encoded(&z, enc))
 					return -EINVAL;
 				break;
 			}
-			case 'R': ci->ci_fde_enc = (uint8_t)rd_uint(&z, 1); break;
-			case 'S': ci->ci_signal = 1; break;
+			case 'R':
+				ci->ci_fde_enc = (uint8_t)rd_uint(&z, 1);
+				break;
+			case 'S':
+				ci->ci_signal = 1;
+				break;
 			case 'B': /* AArch64 pointer authentication with the B key */
 			case 'G': /* AArch64 memory tagging */
 				break;
@@ -504,8 +552,9 @@ static int fde_cmp(const void *a, const void *b)
  * glibc's __restore_rt: the CFA is the saved rsp in the ucontext that the
  * kernel put at rsp (uc_mcontext.rsp is at 160):
  *   DW_OP_breg7 160; DW_OP_deref */
-static const uint8_t plt_expr[] = { 0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a,
-				    0x3b, 0x2a, 0x33, 0x24, 0x22 };
+static const uint8_t plt_expr[] = {
+	0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22
+};
 static const uint8_t sigreturn_expr[] = { 0x77, 0xa0, 0x01, 0x06 };
 
 static uint8_t classify_expr(const struct cfi_ctx *x, const uint8_t *p, uint64_t len)
@@ -656,7 +705,8 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 			advance = 1;
 			break;
 		case 0x80: /* DW_CFA_offset */
-			set_reg(x, ci, st, op & 0x3f, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
+			set_reg(x, ci, st, op & 0x3f, REG_OFFSET,
+				uscaled(rd_uleb(&c), ci->ci_data_align, 0));
 			break;
 		case 0xc0: /* DW_CFA_restore */
 			restore(x, ci, st, init, op & 0x3f);
@@ -666,25 +716,40 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 			case 0x00: /* DW_CFA_nop */
 				break;
 			case 0x01: /* DW_CFA_set_loc */
-				if (read_encoded(x, sec, &c, ci->ci_fde_enc, &new_loc) || new_loc < loc) {
+				if (read_encoded(x, sec, &c, ci->ci_fde_enc, &new_loc) ||
+				    new_loc < loc) {
 					c.cu_bad = 1;
 					break;
 				}
 				delta = (new_loc - loc) / ci->ci_code_align;
 				advance = 1;
 				break;
-			case 0x02: delta = rd_uint(&c, 1); advance = 1; break;
-			case 0x03: delta = rd_uint(&c, 2); advance = 1; break;
-			case 0x04: delta = rd_uint(&c, 4); advance = 1; break;
+			case 0x02:
+				delta = rd_uint(&c, 1);
+				advance = 1;
+				break;
+			case 0x03:
+				delta = rd_uint(&c, 2);
+				advance = 1;
+				break;
+			case 0x04:
+				delta = rd_uint(&c, 4);
+				advance = 1;
+				break;
 			case 0x05: /* DW_CFA_offset_extended */
 				reg = rd_uleb(&c);
-				set_reg(x, ci, st, reg, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
+				set_reg(x, ci, st, reg, REG_OFFSET,
+					uscaled(rd_uleb(&c), ci->ci_data_align, 0));
 				break;
 			case 0x06: /* DW_CFA_restore_extended */
 				restore(x, ci, st, init, rd_uleb(&c));
 				break;
-			case 0x07: set_reg(x, ci, st, rd_uleb(&c), REG_UNDEF, 0); break;
-			case 0x08: set_reg(x, ci, st, rd_uleb(&c), REG_SAME, 0); break;
+			case 0x07:
+				set_reg(x, ci, st, rd_uleb(&c), REG_UNDEF, 0);
+				break;
+			case 0x08:
+				set_reg(x, ci, st, rd_uleb(&c), REG_SAME, 0);
+				break;
 			case 0x09: /* DW_CFA_register */
 				reg = rd_uleb(&c);
 				rd_uleb(&c);
@@ -746,7 +811,8 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 				break;
 			case 0x11: /* DW_CFA_offset_extended_sf */
 				reg = rd_uleb(&c);
-				set_reg(x, ci, st, reg, REG_OFFSET, scaled(rd_sleb(&c), ci->ci_data_align));
+				set_reg(x, ci, st, reg, REG_OFFSET,
+					scaled(rd_sleb(&c), ci->ci_data_align));
 				break;
 			case 0x12: /* DW_CFA_def_cfa_sf */
 				st->cs_cfa = CFA_REG;
@@ -760,11 +826,13 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 				break;
 			case 0x14: /* DW_CFA_val_offset */
 				reg = rd_uleb(&c);
-				set_reg(x, ci, st, reg, REG_VAL_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 0));
+				set_reg(x, ci, st, reg, REG_VAL_OFFSET,
+					uscaled(rd_uleb(&c), ci->ci_data_align, 0));
 				break;
 			case 0x15: /* DW_CFA_val_offset_sf */
 				reg = rd_uleb(&c);
-				set_reg(x, ci, st, reg, REG_VAL_OFFSET, scaled(rd_sleb(&c), ci->ci_data_align));
+				set_reg(x, ci, st, reg, REG_VAL_OFFSET,
+					scaled(rd_sleb(&c), ci->ci_data_align));
 				break;
 			case 0x2d: /* DW_CFA_AARCH64_negate_ra_state; SPARC's window save */
 				/* Return addresses are signed: the walker strips the
@@ -777,7 +845,8 @@ static int run(struct cfi_ctx *x, const struct cie *ci, const struct cfi_section
 				break;
 			case 0x2f: /* DW_CFA_GNU_negative_offset_extended */
 				reg = rd_uleb(&c);
-				set_reg(x, ci, st, reg, REG_OFFSET, uscaled(rd_uleb(&c), ci->ci_data_align, 1));
+				set_reg(x, ci, st, reg, REG_OFFSET,
+					uscaled(rd_uleb(&c), ci->ci_data_align, 1));
 				break;
 			default:
 				/* Operands of unknown size: nothing after can be read. */
@@ -851,7 +920,8 @@ static void count_fp(struct cfi_ctx *x)
 
 		if (rule == FP_UNWIND_FP)
 			grows = keeps = 1;
-		else if (rule == FP_UNWIND_SP && r->ur_cfa > (x->cx_arch == FP_UNWIND_ARCH_ARM64 ? 0 : 1))
+		else if (rule == FP_UNWIND_SP &&
+			 r->ur_cfa > (x->cx_arch == FP_UNWIND_ARCH_ARM64 ? 0 : 1))
 			grows = 1;
 		/* AArch64 frame record: x29 just below x30, both saved. */
 		if (x->cx_arch == FP_UNWIND_ARCH_ARM64 && rule == FP_UNWIND_SP && r->ur_fp &&
@@ -987,12 +1057,14 @@ static int load_elf(struct cfi_ctx *x, Elf *elf, int *go)
 			Elf_Data *d;
 
 			if (!gelf_getchdr(scn, &ch) || ch.ch_size > MAX_DEBUG_FRAME ||
-			    elf_compress(scn, 0, 0) < 0 || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			    elf_compress(scn, 0, 0) < 0 || !(d = elf_getdata(scn, NULL)) ||
+			    !d->d_buf)
 				continue;
 			sec->se_data = d->d_buf;
 			sec->se_size = d->d_size;
 		} else {
-			if (sh.sh_offset > x->cx_rawsize || sh.sh_size > x->cx_rawsize - sh.sh_offset)
+			if (sh.sh_offset > x->cx_rawsize ||
+			    sh.sh_size > x->cx_rawsize - sh.sh_offset)
 				continue;
 			sec->se_data = x->cx_raw + sh.sh_offset;
 			sec->se_size = sh.sh_size;
@@ -1093,8 +1165,9 @@ int fp_cfi_compile_stats(int fd, void **blob, size_t *len, struct fp_cfi_stats *
 		err = -ENOENT;
 	if (err)
 		goto out;
-	keeps_fp = go || (x.cx_grow_fdes >= FP_MIN_FDES &&
-			  (uint64_t)x.cx_fp_fdes * 100 >= (uint64_t)x.cx_grow_fdes * FP_SHARE_PERCENT);
+	keeps_fp = go ||
+		   (x.cx_grow_fdes >= FP_MIN_FDES &&
+		    (uint64_t)x.cx_fp_fdes * 100 >= (uint64_t)x.cx_grow_fdes * FP_SHARE_PERCENT);
 	/* A file that holds a CPython interpreter tells the walker where. */
 	err = finish_blob(&x, keeps_fp, fp_pyinterp_find(elf, &py) == 1 ? &py : NULL, blob, len);
 	if (!err && st)

@@ -79,8 +79,8 @@ struct dw_obj {
 	struct dw_section *do_secs;
 	size_t do_nsecs;
 	int do_msb, do_is64;
-	uint64_t do_inflated; /* bytes allocated for inflated sections */
-	uint64_t do_stored;   /* .debug_* bytes in the file */
+	uint64_t do_inflated;                   /* bytes allocated for inflated sections */
+	uint64_t do_stored;                     /* .debug_* bytes in the file */
 	size_t do_addr, do_ranges, do_rnglists; /* section indexes, 0: none */
 };
 
@@ -293,9 +293,9 @@ static const Dwarf_Obj_Access_Methods obj_methods = {
 static int wanted_section(const char *name)
 {
 	static const char *const wanted[] = {
-		".debug_info",	  ".debug_abbrev",	".debug_line", ".debug_line_str",
-		".debug_str",	  ".debug_str_offsets", ".debug_addr", ".debug_ranges",
-		".debug_rnglists",
+		".debug_info",     ".debug_abbrev", ".debug_line",
+		".debug_line_str", ".debug_str",    ".debug_str_offsets",
+		".debug_addr",     ".debug_ranges", ".debug_rnglists",
 	};
 
 	for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
@@ -600,7 +600,7 @@ struct walk {
 	struct dw_obj *w_obj;
 	struct fp_symtab_builder *w_b;
 	struct fp_dwarf_stats *w_stats;
-	int w_err; /* -ENOMEM stops everything */
+	int w_err;             /* -ENOMEM stops everything */
 	uint64_t w_die_budget; /* DIEs the walk may still visit */
 	/* the current unit */
 	Dwarf_Half w_version;

@@ -13,11 +13,11 @@
 
 /* What one ingest found (for tests and logs). */
 struct fp_dwarf_stats {
-	uint32_t ds_units;     /* compilation units walked */
-	uint32_t ds_sequences; /* line table sequences added */
-	uint64_t ds_rows;      /* line rows read */
-	uint32_t ds_scopes;    /* functions and inlined calls with code */
-	uint32_t ds_inlined;   /* of which inlined calls */
+	uint32_t ds_units;       /* compilation units walked */
+	uint32_t ds_sequences;   /* line table sequences added */
+	uint64_t ds_rows;        /* line rows read */
+	uint32_t ds_scopes;      /* functions and inlined calls with code */
+	uint32_t ds_inlined;     /* of which inlined calls */
 	uint64_t ds_dwarf_bytes; /* .debug_* sections, as stored in the file */
 };
 

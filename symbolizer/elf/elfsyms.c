@@ -239,13 +239,13 @@ size_t fp_elf_unversioned_len(const char *name, size_t len)
 struct cand {
 	uint64_t c_addr;
 	uint64_t c_size;
-	const char *c_name; /* inside the string table, not terminated at c_len */
-	uint32_t c_len;     /* without its ELF symbol version */
+	const char *c_name;    /* inside the string table, not terminated at c_len */
+	uint32_t c_len;        /* without its ELF symbol version */
 	const char *c_version; /* the version's node name ("GLIBC_2.2.5"), or NULL */
 	uint32_t c_version_len;
-	uint32_t c_seq;      /* order in the symbol table(s) */
-	uint8_t c_rank;     /* binding: lower is preferred */
-	uint8_t c_hidden;   /* a non-default version: "@", not "@@" */
+	uint32_t c_seq;   /* order in the symbol table(s) */
+	uint8_t c_rank;   /* binding: lower is preferred */
+	uint8_t c_hidden; /* a non-default version: "@", not "@@" */
 };
 
 struct cands {
@@ -743,7 +743,7 @@ static int read_minidebug(const struct elf_file *f, struct minidebug *md, struct
 	if (!scn || !(data = section_data(f, scn, &shdr)))
 		return 0;
 	max = data->d_size < MINIDEBUG_MAX / MINIDEBUG_RATIO ? data->d_size * MINIDEBUG_RATIO
-							      : MINIDEBUG_MAX;
+							     : MINIDEBUG_MAX;
 	if (max < (1u << 20))
 		max = 1u << 20;
 	err = fp_xz_decompress(data->d_buf, data->d_size, max, &md->md_buf, &outlen);

@@ -63,9 +63,9 @@
 
 /* One inline tree entry's scope, for the function being read. */
 struct inl {
-	uint32_t in_gen;    /* function it belongs to; stale otherwise */
-	uint32_t in_scope;  /* FP_SYMTAB_NONE: being built or unusable */
-	int32_t in_parent;  /* parent entry, -1: the function itself */
+	uint32_t in_gen;   /* function it belongs to; stale otherwise */
+	uint32_t in_scope; /* FP_SYMTAB_NONE: being built or unusable */
+	int32_t in_parent; /* parent entry, -1: the function itself */
 };
 
 struct pcln {
@@ -76,14 +76,14 @@ struct pcln {
 	unsigned pl_quantum;
 	unsigned pl_ptrsize;
 	uint64_t pl_nfunc;
-	uint64_t pl_ncu;       /* usable cutab entries */
+	uint64_t pl_ncu; /* usable cutab entries */
 	uint64_t pl_text;
 	size_t pl_funcnames, pl_cutab, pl_filetab, pl_pctab, pl_functab;
-	uint64_t pl_budget;    /* bytes left to read */
-	uint32_t *pl_files;    /* builder file index + 1 per cutab entry, 0: not yet */
+	uint64_t pl_budget; /* bytes left to read */
+	uint32_t *pl_files; /* builder file index + 1 per cutab entry, 0: not yet */
 	const struct fp_gopclntab_image *pl_image;
-	uint64_t pl_gofunc;    /* moduledata.gofunc, 0: unknown (no inlines) */
-	struct inl *pl_inl;    /* MAX_INLINE_INDEX entries */
+	uint64_t pl_gofunc; /* moduledata.gofunc, 0: unknown (no inlines) */
+	struct inl *pl_inl; /* MAX_INLINE_INDEX entries */
 	uint32_t pl_gen;
 	uint32_t pl_inlined;
 };
@@ -263,7 +263,7 @@ struct func {
 	uint64_t fn_entry, fn_end;
 	const char *fn_name;
 	uint32_t fn_pcfile, fn_pcln, fn_cu;
-	size_t fn_rec;                /* the record's offset in the table */
+	size_t fn_rec; /* the record's offset in the table */
 	uint32_t fn_npcdata, fn_nfuncdata;
 };
 
@@ -329,8 +329,8 @@ static void pcvalue_step(struct pcvalue *v)
 	uint32_t uv, pcd;
 
 	v->pv_pc = v->pv_next;
-	if (v->pv_done || v->pv_pc >= v->pv_end || uvarint(v, &uv) ||
-	    (uv == 0 && !v->pv_first) || uvarint(v, &pcd)) {
+	if (v->pv_done || v->pv_pc >= v->pv_end || uvarint(v, &uv) || (uv == 0 && !v->pv_first) ||
+	    uvarint(v, &pcd)) {
 		v->pv_done = 1;
 		return;
 	}
@@ -404,7 +404,9 @@ static int rows_append(struct rows *r, uint64_t addr, uint32_t file, uint32_t li
 {
 	if (fp_vec_reserve(&r->r_v, &r->r_cap, r->r_n + 1, sizeof(*r->r_v)))
 		return -ENOMEM;
-	r->r_v[r->r_n++] = (struct fp_line_row){ .lr_addr = addr, .lr_file = file, .lr_line = line };
+	r->r_v[r->r_n++] = (struct fp_line_row){ .lr_addr = addr,
+						 .lr_file = file,
+						 .lr_line = line };
 	return 0;
 }
 
@@ -477,7 +479,7 @@ struct inl_ctx {
 	const struct func *ic_fn;
 	uint64_t ic_tree;
 	uint32_t ic_table;
-	uint32_t ic_outer;  /* the function's own scope, NONE until needed */
+	uint32_t ic_outer; /* the function's own scope, NONE until needed */
 };
 
 /* inl_scope: the scope of inline tree entry k (and its parents, first).

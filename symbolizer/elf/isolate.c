@@ -63,16 +63,39 @@ static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
  * fcntl.  No open, no socket, no exec, no fork. */
 static const int child_calls[] = {
 	/* the file it holds (pwrite: a fetch marks sections absent) */
-	SYS_read, SYS_pread64, SYS_readv, SYS_pwrite64, SYS_lseek, SYS_fstat, SYS_newfstatat,
-	SYS_fcntl, SYS_close,
+	SYS_read,
+	SYS_pread64,
+	SYS_readv,
+	SYS_pwrite64,
+	SYS_lseek,
+	SYS_fstat,
+	SYS_newfstatat,
+	SYS_fcntl,
+	SYS_close,
 	/* the way back (and stderr under sanitizers) */
-	SYS_write, SYS_writev,
+	SYS_write,
+	SYS_writev,
 	/* memory */
-	SYS_brk, SYS_mmap, SYS_munmap, SYS_mremap, SYS_mprotect, SYS_madvise,
+	SYS_brk,
+	SYS_mmap,
+	SYS_munmap,
+	SYS_mremap,
+	SYS_mprotect,
+	SYS_madvise,
 	/* signals, locks, time, exit */
-	SYS_futex, SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_sigaltstack,
-	SYS_getpid, SYS_gettid, SYS_tgkill, SYS_clock_gettime, SYS_getrandom, SYS_sysinfo,
-	SYS_exit, SYS_exit_group,
+	SYS_futex,
+	SYS_rt_sigaction,
+	SYS_rt_sigprocmask,
+	SYS_rt_sigreturn,
+	SYS_sigaltstack,
+	SYS_getpid,
+	SYS_gettid,
+	SYS_tgkill,
+	SYS_clock_gettime,
+	SYS_getrandom,
+	SYS_sysinfo,
+	SYS_exit,
+	SYS_exit_group,
 };
 
 /* keep_only: close every descriptor but a and b; and stderr in sanitizer
@@ -115,8 +138,8 @@ static int confine(int fd, int out)
 	return fp_seccomp_allow(child_calls, sizeof(child_calls) / sizeof(child_calls[0]), 0);
 }
 
-static void __attribute__((noreturn)) child(fp_isolate_fn fn, void *arg, int fd, unsigned seconds,
-					    int out)
+static void __attribute__((noreturn))
+child(fp_isolate_fn fn, void *arg, int fd, unsigned seconds, int out)
 {
 	struct rlimit mem = { FP_ISOLATE_MEMORY, FP_ISOLATE_MEMORY };
 	struct rlimit cpu = { seconds, seconds };

@@ -30,7 +30,10 @@ static const struct wanted {
 	uint8_t w_sized; /* must have a non-zero size */
 	uint8_t w_dyn;   /* counts only in .dynsym */
 } wanted[W_COUNT] = {
-#define W(name, type, sized, dyn) { name, sizeof(name) - 1, type, sized, dyn }
+#define W(name, type, sized, dyn) \
+	{ \
+		name, sizeof(name) - 1, type, sized, dyn \
+	}
 	[W_EVAL] = W("_PyEval_EvalFrameDefault", STT_FUNC, 1, 0),
 	[W_COLD] = W("_PyEval_EvalFrameDefault.cold", STT_FUNC, 1, 0),
 	[W_RUNTIME] = W("_PyRuntime", STT_OBJECT, 0, 0),
@@ -90,7 +93,8 @@ static void scan_symbols(struct scan *s, Elf *elf, const GElf_Shdr *sh)
 		int k;
 
 		memcpy(&sym, syms + i * sizeof(sym), sizeof(sym));
-		if (sym.st_name >= strsz || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
+		if (sym.st_name >= strsz || sym.st_shndx == SHN_UNDEF ||
+		    sym.st_shndx >= SHN_LORESERVE)
 			continue;
 		name = str + sym.st_name;
 		if (name[0] != '_' && name[0] != 'P')
@@ -104,7 +108,8 @@ static void scan_symbols(struct scan *s, Elf *elf, const GElf_Shdr *sh)
 				continue;
 			if (ELF64_ST_TYPE(sym.st_info) != w->w_type || (w->w_sized && !sym.st_size))
 				continue;
-			s->sc_found[k] = (struct found){ 1, sym.st_value, sym.st_size, sym.st_shndx };
+			s->sc_found[k] = (struct found){ 1, sym.st_value, sym.st_size,
+							 sym.st_shndx };
 			break;
 		}
 	}
@@ -151,8 +156,8 @@ static uint32_t read_version(const struct scan *s, Elf *elf, const struct found 
 	GElf_Shdr sh;
 
 	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
-	    !in_file(s, sh.sh_offset, sh.sh_size) || v->fd_value < sh.sh_addr || v->fd_value - sh.sh_addr >= sh.sh_size ||
-	    sh.sh_size - (v->fd_value - sh.sh_addr) < 4)
+	    !in_file(s, sh.sh_offset, sh.sh_size) || v->fd_value < sh.sh_addr ||
+	    v->fd_value - sh.sh_addr >= sh.sh_size || sh.sh_size - (v->fd_value - sh.sh_addr) < 4)
 		return 0;
 	/* Within the section, which lies within the file. */
 	off = sh.sh_offset + (v->fd_value - sh.sh_addr);
@@ -209,14 +214,14 @@ int fp_pyinterp_find(Elf *elf, struct fp_unwind_cpython *out)
 
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
 		    in_file(&s, ph.p_offset, ph.p_filesz))
-			s.sc_segs[s.sc_nsegs++] = (struct seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
+			s.sc_segs[s.sc_nsegs++] = (struct seg){ ph.p_vaddr, ph.p_offset,
+								ph.p_filesz };
 	}
 	if (to_offsets(&s, f[W_EVAL].fd_value, f[W_EVAL].fd_size, &out->uc_eval[0].start,
 		       &out->uc_eval[0].end, &bias))
 		return 0;
-	if (f[W_COLD].fd_have &&
-	    to_offsets(&s, f[W_COLD].fd_value, f[W_COLD].fd_size, &out->uc_eval[1].start,
-		       &out->uc_eval[1].end, &unused))
+	if (f[W_COLD].fd_have && to_offsets(&s, f[W_COLD].fd_value, f[W_COLD].fd_size,
+					    &out->uc_eval[1].start, &out->uc_eval[1].end, &unused))
 		out->uc_eval[1].start = out->uc_eval[1].end = 0;
 	out->uc_runtime = (int64_t)(f[W_RUNTIME].fd_value - bias);
 	if (f[W_VERSION].fd_have)

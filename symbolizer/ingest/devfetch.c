@@ -30,31 +30,31 @@ enum fetch_stage {
 	STAGE_VERSION,  /* a CPython interpreter's Py_Version, if any */
 	STAGE_DONE,
 	STAGE_FAILED,
-	STAGE_EXPIRED,  /* no answer in time: may start again */
+	STAGE_EXPIRED, /* no answer in time: may start again */
 };
 
 /* A build-ID's failed fetches, kept when it starts again. */
 struct fetch_history {
-	uint32_t fh_attempts;           /* failed so far */
+	uint32_t fh_attempts; /* failed so far */
 	uint32_t fh_nhosts;
 	uint64_t fh_hosts[FP_DEVFETCH_FAIL_HOSTS]; /* whose fetches failed */
-	uint64_t fh_failed_ms;          /* the last failure, CLOCK_MONOTONIC */
+	uint64_t fh_failed_ms;                     /* the last failure, CLOCK_MONOTONIC */
 };
 
 struct fetch {
 	struct fp_build_id fe_id;
 	uint64_t fe_session;
-	uint64_t fe_host;               /* the session's host (fp_devfetch_want) */
+	uint64_t fe_host; /* the session's host (fp_devfetch_want) */
 	struct fetch_history fe_history;
 	enum fetch_stage fe_stage;
-	time_t fe_last;         /* last request or answer */
-	int fe_fd;              /* the sparse copy, from the first answer; or -1 */
-	uint64_t fe_size;       /* the file's size, from the first answer */
-	uint64_t fe_bytes;      /* asked for so far */
+	time_t fe_last;    /* last request or answer */
+	int fe_fd;         /* the sparse copy, from the first answer; or -1 */
+	uint64_t fe_size;  /* the file's size, from the first answer */
+	uint64_t fe_bytes; /* asked for so far */
 	size_t fe_npending;
-	struct fp_range *fe_pending;    /* MAX_PENDING of them while running */
-	int fe_py;                      /* asked for Py_Version: */
-	uint64_t fe_py_shdr;            /* where its section's header is */
+	struct fp_range *fe_pending; /* MAX_PENDING of them while running */
+	int fe_py;                   /* asked for Py_Version: */
+	uint64_t fe_py_shdr;         /* where its section's header is */
 	struct fp_pyinterp_site fe_py_site;
 };
 
@@ -64,7 +64,7 @@ struct fp_devfetch {
 	struct fp_intern *df_ids; /* build-ID -> df_fetches index */
 	struct fetch *df_fetches;
 	size_t df_cap;
-	time_t df_expired_at;   /* last fp_devfetch_expire scan */
+	time_t df_expired_at; /* last fp_devfetch_expire scan */
 	uint32_t df_timeout_s, df_retry_s;
 	struct fp_devfetch_stats df_stats;
 };
@@ -175,10 +175,12 @@ static void fetch_fail(struct fp_devfetch *f, struct fetch *fe, const char *why)
 	if (given_up(h)) {
 		f->df_stats.dv_given_up++;
 		fp_warnx("symbols of %s from the device: %s; failed %u times on %u hosts, "
-			 "not asking again", hex, why, h->fh_attempts, h->fh_nhosts);
+			 "not asking again",
+			 hex, why, h->fh_attempts, h->fh_nhosts);
 	} else {
 		fp_warnx("symbols of %s from the device: %s; asking another host, or this one "
-			 "in %llu s", hex, why, (unsigned long long)backoff_s(f, h));
+			 "in %llu s",
+			 hex, why, (unsigned long long)backoff_s(f, h));
 	}
 }
 
@@ -287,9 +289,13 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
 		f->df_fetches = p, f->df_cap = cap;
 	}
 	fe = &f->df_fetches[idx];
-	*fe = (struct fetch){ .fe_id = *id, .fe_session = session, .fe_host = host,
-			      .fe_history = history, .fe_stage = STAGE_FAILED,
-			      .fe_last = time(NULL), .fe_fd = -1 };
+	*fe = (struct fetch){ .fe_id = *id,
+			      .fe_session = session,
+			      .fe_host = host,
+			      .fe_history = history,
+			      .fe_stage = STAGE_FAILED,
+			      .fe_last = time(NULL),
+			      .fe_fd = -1 };
 	if (!(fe->fe_pending = malloc(MAX_PENDING * sizeof(*fe->fe_pending))))
 		return -ENOMEM;
 	fe->fe_stage = STAGE_HEADER;
@@ -304,9 +310,10 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
  * binary has). */
 static int wanted_section(const char *name, const GElf_Shdr *sh)
 {
-	static const char *const names[] = { ".symtab", ".strtab", ".dynsym", ".dynstr",
-					     ".gnu_debugdata", ".gnu_debuglink", ".gopclntab",
-					     ".data.rel.ro.gopclntab" };
+	static const char *const names[] = { ".symtab",        ".strtab",
+					     ".dynsym",        ".dynstr",
+					     ".gnu_debugdata", ".gnu_debuglink",
+					     ".gopclntab",     ".data.rel.ro.gopclntab" };
 	size_t i;
 
 	if (sh->sh_type == SHT_NOBITS || !sh->sh_size)
@@ -372,9 +379,8 @@ static int ask_version(struct fetch *fe, Elf *elf, const GElf_Ehdr *eh, struct f
 		return 0;
 	/* libelf read this header from the copy: it lies within the file. */
 	hdr = eh->e_shoff + site.ps_shndx * hsize;
-	if (hdr > fe->fe_size || hsize > fe->fe_size - hdr ||
-	    site.ps_offset > fe->fe_size || site.ps_len > fe->fe_size - site.ps_offset ||
-	    fe->fe_npending + 2 > MAX_PENDING ||
+	if (hdr > fe->fe_size || hsize > fe->fe_size - hdr || site.ps_offset > fe->fe_size ||
+	    site.ps_len > fe->fe_size - site.ps_offset || fe->fe_npending + 2 > MAX_PENDING ||
 	    hsize + site.ps_len > FP_DEVFETCH_MAX_BYTES - fe->fe_bytes)
 		return 0;
 	if ((err = ask(fe, hdr, hsize, ranges, n)) ||
@@ -587,8 +593,9 @@ static int next_stage_isolated(struct fetch *fe, struct fp_range **ranges, size_
 	for (i = 0; i < plan->sp_nranges; i++) {
 		const struct fp_range *r = &plan->sp_ranges[i];
 
-		if (!fp_build_id_match(&r->fg_build_id, &fe->fe_id) || r->fg_length > FP_RANGE_MAX ||
-		    r->fg_offset > fe->fe_size || r->fg_length > fe->fe_size - r->fg_offset)
+		if (!fp_build_id_match(&r->fg_build_id, &fe->fe_id) ||
+		    r->fg_length > FP_RANGE_MAX || r->fg_offset > fe->fe_size ||
+		    r->fg_length > fe->fe_size - r->fg_offset)
 			goto out;
 	}
 	err = -ENOMEM;
@@ -664,7 +671,8 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 			fetch_fail(f, fe, strerror(errno));
 			return 0;
 		}
-		if (d->fd_file_size > (uint64_t)1 << 40 || ftruncate(fe->fe_fd, (off_t)d->fd_file_size)) {
+		if (d->fd_file_size > (uint64_t)1 << 40 ||
+		    ftruncate(fe->fe_fd, (off_t)d->fd_file_size)) {
 			fetch_fail(f, fe, "implausible file size");
 			return 0;
 		}
@@ -681,21 +689,24 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 	if (fe->fe_stage != STAGE_VERSION) {
 		err = next_stage_isolated(fe, ranges, n);
 		if (!err && !fe->fe_npending && fe->fe_stage == STAGE_SECTIONS)
-			err = next_stage_isolated(fe, ranges, n); /* no sections: on to the version */
+			err = next_stage_isolated(fe, ranges,
+						  n); /* no sections: on to the version */
 		if (err == -ENOMEM)
 			return err;
 		if (!err && !fe->fe_npending && fe->fe_stage != STAGE_VERSION)
 			err = -EINVAL; /* nothing more to ask for, too early */
 		if (err)
 			fetch_fail(f, fe,
-				   err == -E2BIG ? "symbol sections too large" : "not a usable ELF file");
+				   err == -E2BIG ? "symbol sections too large"
+						 : "not a usable ELF file");
 		if (err || fe->fe_npending)
 			return 0;
 	}
 	fp_build_id_hex(&fe->fe_id, hex);
 	if ((err = finish(f, fe)))
-		fetch_fail(f, fe, err == -EAGAIN ? "the symbol workers' queue is full" :
-						  "the fetched sections hold no usable symbols");
+		fetch_fail(f, fe,
+			   err == -EAGAIN ? "the symbol workers' queue is full"
+					  : "the fetched sections hold no usable symbols");
 	else
 		fp_info("symbols of %s fetched from the device", hex);
 	return 0;

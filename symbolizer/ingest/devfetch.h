@@ -40,12 +40,12 @@
 
 #define FP_DEVFETCH_TIMEOUT 300
 #define FP_DEVFETCH_MAX_BYTES (64u << 20) /* per file */
-#define FP_DEVFETCH_ACTIVE 64           /* fetches running at once */
-#define FP_DEVFETCH_PER_SESSION 8       /* ... from one session */
-#define FP_DEVFETCH_TRACKED 65536       /* build-IDs remembered */
-#define FP_DEVFETCH_RETRY_S 60          /* back-off after a failure, doubled each time */
-#define FP_DEVFETCH_ATTEMPTS 6          /* failures before a build-ID is given up */
-#define FP_DEVFETCH_FAIL_HOSTS 3        /* ... or hosts it failed on */
+#define FP_DEVFETCH_ACTIVE 64             /* fetches running at once */
+#define FP_DEVFETCH_PER_SESSION 8         /* ... from one session */
+#define FP_DEVFETCH_TRACKED 65536         /* build-IDs remembered */
+#define FP_DEVFETCH_RETRY_S 60            /* back-off after a failure, doubled each time */
+#define FP_DEVFETCH_ATTEMPTS 6            /* failures before a build-ID is given up */
+#define FP_DEVFETCH_FAIL_HOSTS 3          /* ... or hosts it failed on */
 
 struct fp_devfetch;
 
@@ -82,12 +82,12 @@ void fp_devfetch_expire(struct fp_devfetch *f);
 
 struct fp_devfetch_stats {
 	uint64_t dv_started, dv_done, dv_failed;
-	uint64_t dv_retried;            /* started again after a failure */
-	uint64_t dv_given_up;           /* build-IDs no device is asked for any more */
+	uint64_t dv_retried;  /* started again after a failure */
+	uint64_t dv_given_up; /* build-IDs no device is asked for any more */
 	uint64_t dv_bytes;
-	uint64_t dv_expired;            /* no answer in time */
-	uint64_t dv_deferred;           /* not started now: a bound */
-	uint64_t dv_active;             /* running now (each may hold a file) */
+	uint64_t dv_expired;  /* no answer in time */
+	uint64_t dv_deferred; /* not started now: a bound */
+	uint64_t dv_active;   /* running now (each may hold a file) */
 };
 
 void fp_devfetch_stats(const struct fp_devfetch *f, struct fp_devfetch_stats *st);

@@ -30,8 +30,8 @@ struct listen_worker {
 struct listen_conn {
 	nng_pipe lc_pipe;
 	time_t lc_last;
-	uint8_t lc_open;        /* counted in ls_connections */
-	uint8_t lc_closing;     /* closed by the sweeper */
+	uint8_t lc_open;    /* counted in ls_connections */
+	uint8_t lc_closing; /* closed by the sweeper */
 };
 
 struct fp_listener {
@@ -45,7 +45,7 @@ struct fp_listener {
 	int ls_identity;
 	/* Under ls_lock: */
 	pthread_mutex_t ls_lock;
-	pthread_cond_t ls_cond;         /* wakes the sweeper to stop */
+	pthread_cond_t ls_cond; /* wakes the sweeper to stop */
 	int ls_stopping;
 	uint32_t ls_max_connections, ls_idle_s;
 	/* Pipe id -> index into ls_conns; entries of closed connections
@@ -149,7 +149,8 @@ static void *sweeper(void *arg)
 			break;
 		time_t now = time(NULL);
 		for (i = n = 0; i < fp_intern_count(l->ls_ids) && i < l->ls_conns_cap &&
-				n < sizeof(idle) / sizeof(idle[0]); i++) {
+				n < sizeof(idle) / sizeof(idle[0]);
+		     i++) {
 			struct listen_conn *c = &l->ls_conns[i];
 			if (c->lc_open && !c->lc_closing &&
 			    now - c->lc_last >= (time_t)l->ls_idle_s) {
@@ -207,7 +208,10 @@ static nng_msg *reply_to(struct fp_listener *l, nng_msg *req)
 
 	/* With client certificates required, one that names no host proves
 	 * none ("" matches no hello). */
-	err = fp_server_handle(l->ls_server, peer ? peer : l->ls_identity == 2 ? "" : NULL,
+	err = fp_server_handle(l->ls_server,
+			       peer                  ? peer
+			       : l->ls_identity == 2 ? ""
+						     : NULL,
 			       nng_msg_body(req), nng_msg_len(req), &buf, &len);
 	/* How long the server took: a reply should never wait for symbol
 	 * work, and the minute's log line says if one did. */
@@ -384,9 +388,10 @@ void fp_listen_log_stats(struct fp_listener *l)
 	struct fp_listen_stats st;
 
 	fp_listen_stats(l, &st);
-	fp_info("connections: open %" PRIu64 ", accepted %" PRIu64 "; refused: TLS authentication %"
-		PRIu64 ", protocol %" PRIu64 ", too many %" PRIu64 "; closed idle %" PRIu64
-		"; slowest request %" PRIu64 ".%03" PRIu64 " ms, %" PRIu64 " over 1 s",
+	fp_info("connections: open %" PRIu64 ", accepted %" PRIu64
+		"; refused: TLS authentication %" PRIu64 ", protocol %" PRIu64 ", too many %" PRIu64
+		"; closed idle %" PRIu64 "; slowest request %" PRIu64 ".%03" PRIu64 " ms, %" PRIu64
+		" over 1 s",
 		st.ls_connections, st.ls_accepted, st.ls_refused_auth, st.ls_refused_proto,
 		st.ls_refused, st.ls_idle_closed, st.ls_slowest_us / 1000, st.ls_slowest_us % 1000,
 		st.ls_slow);

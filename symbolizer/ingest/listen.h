@@ -43,14 +43,14 @@
  * required, one signed by another CA, expired, not yet valid) is refused
  * before any message: "auth". */
 struct fp_listen_stats {
-	uint64_t ls_connections;        /* open now */
-	uint64_t ls_refused;            /* closed at once: too many */
-	uint64_t ls_idle_closed;        /* closed: no message for idle_s */
-	uint64_t ls_accepted;           /* connections that became agents' pipes */
-	uint64_t ls_refused_auth;       /* peer authentication failed (TLS) */
-	uint64_t ls_refused_proto;      /* not the SP protocol, or not TLS */
-	uint64_t ls_slowest_us;         /* longest fp_server_handle of a request */
-	uint64_t ls_slow;               /* requests that took it over 1 s */
+	uint64_t ls_connections;   /* open now */
+	uint64_t ls_refused;       /* closed at once: too many */
+	uint64_t ls_idle_closed;   /* closed: no message for idle_s */
+	uint64_t ls_accepted;      /* connections that became agents' pipes */
+	uint64_t ls_refused_auth;  /* peer authentication failed (TLS) */
+	uint64_t ls_refused_proto; /* not the SP protocol, or not TLS */
+	uint64_t ls_slowest_us;    /* longest fp_server_handle of a request */
+	uint64_t ls_slow;          /* requests that took it over 1 s */
 };
 
 struct fp_listener;
@@ -62,8 +62,8 @@ struct fp_listener;
  * (FP_LISTEN_CONNECTIONS_DEFAULT, FP_LISTEN_IDLE_DEFAULT_S).  0, -EINVAL
  * (bad nworkers), -ENOMEM or -EIO (nng refused, or a TLS file or option
  * is wrong: logged with its reason). */
-int fp_listen_open(struct fp_listener **l, struct fp_server *s, const char *addr,
-		   unsigned nworkers, const struct fp_tls_opts *tls);
+int fp_listen_open(struct fp_listener **l, struct fp_server *s, const char *addr, unsigned nworkers,
+		   const struct fp_tls_opts *tls);
 
 /* fp_listen_limits: at most max_connections (1-FP_LISTEN_CONNECTIONS_MAX)
  * at once from now on, each closed after idle_s (1-FP_LISTEN_IDLE_MAX_S)

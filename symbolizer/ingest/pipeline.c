@@ -24,9 +24,9 @@
 #define PARKED_POLL_MS 20
 /* A queue this deep that drains gives its memory back (malloc_trim). */
 #define TRIM_AFTER_DEPTH 64
-#define SEQ_FILE_MAX 21                 /* 20 digits and a newline */
-#define SEQ_READS 4                     /* tries for two reads of a record that agree */
-#define OLD_SEQ_PREFIX ".session-"      /* OUT/HOST/.session-SESSION, before the pipeline */
+#define SEQ_FILE_MAX 21                   /* 20 digits and a newline */
+#define SEQ_READS 4                       /* tries for two reads of a record that agree */
+#define OLD_SEQ_PREFIX ".session-"        /* OUT/HOST/.session-SESSION, before the pipeline */
 #define MIGRATED_MARKER ".moved-from-out" /* STATE/sessions/: OLD_SEQ_PREFIX files moved */
 
 struct pipeline_job {
@@ -34,7 +34,7 @@ struct pipeline_job {
 	struct fp_profile *pj_profile;
 	struct fp_hello pj_hello;
 	uint64_t pj_seq;
-	uint64_t pj_deadline_ns;        /* CLOCK_MONOTONIC: symbols wanted until then */
+	uint64_t pj_deadline_ns; /* CLOCK_MONOTONIC: symbols wanted until then */
 };
 
 /* The last written interval of a session, keyed by session id and host. */
@@ -52,7 +52,7 @@ struct pipeline_sink {
 struct pipeline_worker {
 	struct fp_pipeline *pw_pipeline;
 	pthread_t pw_thread;
-	pthread_cond_t pw_wake;         /* a profile was queued, or stop */
+	pthread_cond_t pw_wake;                 /* a profile was queued, or stop */
 	struct pipeline_job *pw_head, *pw_tail; /* under pl_lock */
 };
 
@@ -63,13 +63,13 @@ struct fp_pipeline {
 	struct pipeline_sink pl_sinks[FP_PIPELINE_MAX_SINKS];
 	size_t pl_nsinks;
 	struct pipeline_worker pl_workers[FP_PIPELINE_WORKERS];
-	size_t pl_nworkers;             /* running */
+	size_t pl_nworkers; /* running */
 	int pl_started;
 	/* Under pl_lock: */
 	pthread_mutex_t pl_lock;
-	size_t pl_count;                /* queued and set aside, all workers */
-	size_t pl_deepest;              /* the most queued since the queue was last empty */
-	size_t pl_busy;                 /* busy from this many queued on */
+	size_t pl_count;   /* queued and set aside, all workers */
+	size_t pl_deepest; /* the most queued since the queue was last empty */
+	size_t pl_busy;    /* busy from this many queued on */
 	int pl_stop;
 	struct fp_pipeline_stats pl_stats;
 	struct written_slot *pl_written; /* FP_PIPELINE_WRITTEN_SLOTS */
@@ -284,8 +284,8 @@ static int seq_store(struct fp_pipeline *pl, const struct fp_hello *h, uint64_t 
 /* migrate_host: the OLD_SEQ_PREFIX files in host (an open directory of
  * the output tree) moved to the state directory.  Counts in *moved and
  * *bad; the first bad one's name in bad_name. */
-static void migrate_host(struct fp_pipeline *pl, DIR *host, const char *host_name,
-			 size_t *moved, size_t *bad, char *bad_name, size_t blen)
+static void migrate_host(struct fp_pipeline *pl, DIR *host, const char *host_name, size_t *moved,
+			 size_t *bad, char *bad_name, size_t blen)
 {
 	char safe[256], dir[4200], path[4300];
 	size_t i, plen = strlen(OLD_SEQ_PREFIX);
@@ -301,12 +301,14 @@ static void migrate_host(struct fp_pipeline *pl, DIR *host, const char *host_nam
 			char c = de->d_name[plen + i];
 
 			err = isxdigit((unsigned char)c) ? 0 : -EBADMSG;
-			session = session << 4 | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+			session = session << 4 |
+				  (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
 		}
 		if (!err)
 			err = seq_read(dirfd(host), de->d_name, &seq);
-		if (!err && !(err = seq_path(pl->pl_state_dir, safe, session, dir, sizeof(dir),
-					     path, sizeof(path))) &&
+		if (!err &&
+		    !(err = seq_path(pl->pl_state_dir, safe, session, dir, sizeof(dir), path,
+				     sizeof(path))) &&
 		    (seq_read(AT_FDCWD, path, &have) || have < seq))
 			err = seq_write(dir, path, seq);
 		if (!err && unlinkat(dirfd(host), de->d_name, 0) < 0)
@@ -342,7 +344,8 @@ int fp_pipeline_migrate(struct fp_pipeline *pl, const char *out_dir)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		/* A host's directory, never one a symbolic link points to. */
-		fd = openat(dirfd(out), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(dirfd(out), de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		if (!(host = fdopendir(fd))) {
@@ -355,10 +358,12 @@ int fp_pipeline_migrate(struct fp_pipeline *pl, const char *out_dir)
 	closedir(out);
 	if (moved)
 		fp_info("moved the last interval of %zu sessions from %s/HOST/" OLD_SEQ_PREFIX
-			"* (older symbolizers) to %s/sessions", moved, out_dir, pl->pl_state_dir);
+			"* (older symbolizers) to %s/sessions",
+			moved, out_dir, pl->pl_state_dir);
 	if (bad)
 		fp_warnx("left %zu " OLD_SEQ_PREFIX "* files of older symbolizers in %s unread, "
-			 "the first %s", bad, out_dir, bad_name);
+			 "the first %s",
+			 bad, out_dir, bad_name);
 	/* The marker is a directory: fp_mkdirs makes sessions/ with it. */
 	if ((err = fp_mkdirs(marker)))
 		fp_warnx("cannot note in %s that they were moved: %s", marker, strerror(-err));
@@ -388,7 +393,8 @@ static int waiting_for(struct fp_pipeline *pl, const struct fp_profile *p)
 			continue;
 		asked[f->pf_mapping] = 1;
 		m = &p->pr_mappings[f->pf_mapping];
-		busy = m->pm_kind == FP_MAP_USER && fp_resolver_busy(pl->pl_resolver, &m->pm_build_id);
+		busy = m->pm_kind == FP_MAP_USER &&
+		       fp_resolver_busy(pl->pl_resolver, &m->pm_build_id);
 	}
 	free(asked);
 	return busy;
@@ -456,7 +462,8 @@ static void wait_inline(struct fp_pipeline *pl, struct pipeline_job *j)
 
 	for (i = 0; i < p->pr_nmappings && !timed_out; i++)
 		if (p->pr_mappings[i].pm_kind == FP_MAP_USER)
-			timed_out = fp_resolver_wait(pl->pl_resolver, &p->pr_mappings[i].pm_build_id,
+			timed_out = fp_resolver_wait(pl->pl_resolver,
+						     &p->pr_mappings[i].pm_build_id,
 						     j->pj_deadline_ns) != 0;
 	pthread_mutex_lock(&pl->pl_lock);
 	pl->pl_stats.pp_waited++;

@@ -43,8 +43,8 @@
 #include "profile.h"
 #include "resolver.h"
 
-#define FP_PIPELINE_QUEUE 4096          /* profiles waiting for the workers */
-#define FP_PIPELINE_WORKERS 8           /* sink workers */
+#define FP_PIPELINE_QUEUE 4096 /* profiles waiting for the workers */
+#define FP_PIPELINE_WORKERS 8  /* sink workers */
 /* Busy from this many on, so that the batches being handled when it
  * became busy (at most one per listener worker: 256) still find room. */
 #define FP_PIPELINE_BUSY (FP_PIPELINE_QUEUE - 256)
@@ -61,19 +61,19 @@ typedef int (*fp_sink_fn)(void *arg, const struct fp_profile *p, const struct fp
 
 struct fp_pipeline_opts {
 	struct fp_resolver *po_resolver;
-	const char *po_state_dir;       /* sequence numbers; NULL: none kept */
-	uint32_t po_symbol_wait_ms;     /* 0: sinks never wait for symbols */
+	const char *po_state_dir;   /* sequence numbers; NULL: none kept */
+	uint32_t po_symbol_wait_ms; /* 0: sinks never wait for symbols */
 };
 
 struct fp_pipeline_stats {
-	uint64_t pp_profiles;           /* through every sink */
-	uint64_t pp_sink_errors;        /* sink calls that failed */
-	uint64_t pp_dropped;            /* queue full */
-	uint64_t pp_trims;              /* backlogs drained, memory given back */
-	uint64_t pp_waited;             /* profiles that waited for symbols */
-	uint64_t pp_wait_timeouts;      /* ... and whose symbols were still not there */
-	uint64_t pp_queue_depth;        /* profiles queued or waiting now */
-	uint64_t pp_state_errors;       /* sequence numbers that could not be stored */
+	uint64_t pp_profiles;      /* through every sink */
+	uint64_t pp_sink_errors;   /* sink calls that failed */
+	uint64_t pp_dropped;       /* queue full */
+	uint64_t pp_trims;         /* backlogs drained, memory given back */
+	uint64_t pp_waited;        /* profiles that waited for symbols */
+	uint64_t pp_wait_timeouts; /* ... and whose symbols were still not there */
+	uint64_t pp_queue_depth;   /* profiles queued or waiting now */
+	uint64_t pp_state_errors;  /* sequence numbers that could not be stored */
 };
 
 struct fp_pipeline;

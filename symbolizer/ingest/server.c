@@ -31,7 +31,7 @@ struct fp_server {
 	struct fp_server_limits sv_limits;
 	struct fp_resolver *sv_resolver;
 	struct fp_pipeline *sv_pipeline;
-	struct fp_files_sink sv_files;  /* read by the sink workers only */
+	struct fp_files_sink sv_files; /* read by the sink workers only */
 	char *sv_out_dir;
 	/* Under sv_lock: */
 	pthread_mutex_t sv_lock;
@@ -44,8 +44,8 @@ struct fp_server {
 	struct fp_intern *sv_ids;
 	uint32_t *sv_index;
 	size_t sv_index_cap;
-	double sv_tokens;               /* new sessions allowed now */
-	struct timespec sv_tokens_at;   /* when sv_tokens was last filled */
+	double sv_tokens;             /* new sessions allowed now */
+	struct timespec sv_tokens_at; /* when sv_tokens was last filled */
 	struct fp_server_stats sv_stats;
 };
 
@@ -59,7 +59,8 @@ static double now_mono(struct timespec *ts)
 int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *out_dir,
 		    const char *tmp_dir)
 {
-	struct fp_pipeline_opts po = { .po_resolver = r, .po_state_dir = tmp_dir,
+	struct fp_pipeline_opts po = { .po_resolver = r,
+				       .po_state_dir = tmp_dir,
 				       .po_symbol_wait_ms = FP_SYMBOL_WAIT_DEFAULT_MS };
 	struct fp_server *s = calloc(1, sizeof(*s));
 
@@ -116,7 +117,8 @@ int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l)
 	    !l->sl_new_sessions_per_s || l->sl_new_sessions_per_s > FP_SERVER_NEW_SESSIONS_MAX ||
 	    l->sl_max_queued > FP_PIPELINE_BUSY)
 		return -EINVAL;
-	fp_pipeline_set_busy(s->sv_pipeline, l->sl_max_queued ? l->sl_max_queued : FP_PIPELINE_BUSY);
+	fp_pipeline_set_busy(s->sv_pipeline,
+			     l->sl_max_queued ? l->sl_max_queued : FP_PIPELINE_BUSY);
 	pthread_mutex_lock(&s->sv_lock);
 	s->sv_limits = *l;
 	s->sv_tokens = l->sl_new_sessions_per_s;
@@ -173,41 +175,40 @@ void fp_server_log_stats(const struct fp_server *s)
 
 	fp_info("messages %" PRIu64 " (%" PRIu64 " bytes): hello %" PRIu64 ", batches %" PRIu64
 		", kallsyms %" PRIu64 ", samples %" PRIu64 ", profiles %" PRIu64
-		", duplicates %" PRIu64 ", unknown sessions %" PRIu64 "; rejected: malformed %" PRIu64
-		", version %" PRIu64 ", type %" PRIu64 ", content %" PRIu64
-		", host %" PRIu64 "; write errors %" PRIu64 "; agents lost %" PRIu64
-		" samples; file parts %" PRIu64
+		", duplicates %" PRIu64 ", unknown sessions %" PRIu64
+		"; rejected: malformed %" PRIu64 ", version %" PRIu64 ", type %" PRIu64
+		", content %" PRIu64 ", host %" PRIu64 "; write errors %" PRIu64
+		"; agents lost %" PRIu64 " samples; file parts %" PRIu64
 		"; unwind table bytes sent %" PRIu64,
 		t->sv_messages, t->sv_bytes, t->sv_hellos, t->sv_batches, t->sv_ksyms,
 		t->sv_samples, t->sv_profiles, t->sv_duplicates, t->sv_need_hello,
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
 		t->sv_rejected_content, t->sv_rejected_host, t->sv_write_errors,
 		t->sv_agent_lost_samples, t->sv_file_parts, t->sv_table_bytes);
-	fp_info("pipeline: queued %" PRIu64 ", batches not taken (busy) %" PRIu64 ", dropped %" PRIu64
-		", backlogs drained %" PRIu64 ", waited for symbols %" PRIu64 " (%" PRIu64
-		" in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
+	fp_info("pipeline: queued %" PRIu64 ", batches not taken (busy) %" PRIu64
+		", dropped %" PRIu64 ", backlogs drained %" PRIu64 ", waited for symbols %" PRIu64
+		" (%" PRIu64 " in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
 		", dropped %" PRIu64 ", jobs %" PRIu64 " (%" PRIu64 " ms, longest %" PRIu64 " ms)",
-		t->sv_pipeline_queue, t->sv_pipeline_busy, t->sv_pipeline_dropped, t->sv_pipeline_trims,
-		t->sv_symbol_waits,
-		t->sv_symbol_wait_timeouts, t->sv_ingest_queue, t->sv_ingest_running,
-		t->sv_ingest_queue_full, t->sv_ingest_jobs, t->sv_ingest_ms, t->sv_ingest_max_ms);
+		t->sv_pipeline_queue, t->sv_pipeline_busy, t->sv_pipeline_dropped,
+		t->sv_pipeline_trims, t->sv_symbol_waits, t->sv_symbol_wait_timeouts,
+		t->sv_ingest_queue, t->sv_ingest_running, t->sv_ingest_queue_full,
+		t->sv_ingest_jobs, t->sv_ingest_ms, t->sv_ingest_max_ms);
 	fp_resolver_stats(s->sv_resolver, &rs);
 	pthread_mutex_lock((pthread_mutex_t *)&s->sv_lock);
 	fp_devfetch_stats(s->sv_devfetch, &ds);
 	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_lock);
 	fp_info("symbols: tables built %" PRIu64 ", no source %" PRIu64 ", kallsyms stored %" PRIu64
-		"; from devices: started %" PRIu64 ", done %" PRIu64 ", failed %" PRIu64 " (%" PRIu64
-		" bytes)",
+		"; from devices: started %" PRIu64 ", done %" PRIu64 ", failed %" PRIu64
+		" (%" PRIu64 " bytes)",
 		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started, ds.dv_done,
 		ds.dv_failed, ds.dv_bytes);
 	fp_info("limits: refused hellos: new-session rate %" PRIu64 ", table full %" PRIu64
 		"; kallsyms nobody asked for %" PRIu64 " (stored already, dropped %" PRIu64
-		"); intervals from the future %" PRIu64
-		"; sessions over a limit %" PRIu64 "; device fetches expired %" PRIu64
-		", deferred %" PRIu64,
+		"); intervals from the future %" PRIu64 "; sessions over a limit %" PRIu64
+		"; device fetches expired %" PRIu64 ", deferred %" PRIu64,
 		t->sv_rejected_new_sessions, t->sv_rejected_sessions_full, t->sv_rejected_unasked,
-		t->sv_ksyms_dropped, t->sv_rejected_clock, t->sv_session_limits, t->sv_fetch_expired,
-		t->sv_fetch_deferred);
+		t->sv_ksyms_dropped, t->sv_rejected_clock, t->sv_session_limits,
+		t->sv_fetch_expired, t->sv_fetch_deferred);
 }
 
 /* session_lookup: the slot of session id, or NULL. */
@@ -349,8 +350,7 @@ static int reply_encode(struct fp_reply *r, char **buf, size_t *len)
 
 /* reject: encode a REJECTED reply saying why, and count it (counter is
  * one of sv_stats; sv_lock is taken here). */
-static int reject(struct fp_server *s, uint64_t *counter, const char *why, char **buf,
-		  size_t *len)
+static int reject(struct fp_server *s, uint64_t *counter, const char *why, char **buf, size_t *len)
 {
 	struct fp_reply r = { .fr_status = FP_REPLY_REJECTED, .fr_error = (char *)why };
 
@@ -611,7 +611,8 @@ static int handle_hello(struct fp_server *s, const char *peer, const void *req, 
 	int err = fp_wire_decode_hello(req, len, &h);
 
 	if (err)
-		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf,
+			      rlen);
 	if (peer && strcmp(h.fh_host ?: "", peer)) {
 		if (*peer)
 			snprintf(why, sizeof(why),
@@ -637,7 +638,8 @@ static int handle_batch(struct fp_server *s, const char *peer, const void *req, 
 	int err = fp_wire_decode_batch(req, len, &b);
 
 	if (err)
-		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf,
+			      rlen);
 	err = server_batch(s, peer, &b, &r);
 	fp_batch_fini(&b);
 	if (err) {
@@ -659,7 +661,8 @@ static int handle_file(struct fp_server *s, const char *peer, const void *req, s
 	int err = fp_wire_decode_file(req, len, &d);
 
 	if (err)
-		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf,
+			      rlen);
 	pthread_mutex_lock(&s->sv_lock);
 	ss = session_find(s, d.fd_session);
 	if (ss && !peer_owns(peer, ss))
@@ -729,7 +732,8 @@ static int handle_ksyms(struct fp_server *s, const char *peer, const void *req, 
 	int err = fp_wire_decode_ksyms(req, len, &k);
 
 	if (err)
-		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf, rlen);
+		return reject(s, &s->sv_stats.sv_rejected_content, fp_wire_strerror(err), buf,
+			      rlen);
 	pthread_mutex_lock(&s->sv_lock);
 	err = server_ksyms(s, peer, &k, &r, &counter, &why);
 	pthread_mutex_unlock(&s->sv_lock);
@@ -741,8 +745,8 @@ static int handle_ksyms(struct fp_server *s, const char *peer, const void *req, 
 	return reply_encode(&r, buf, rlen);
 }
 
-int fp_server_handle(struct fp_server *s, const char *peer, const void *req, size_t len,
-		     char **buf, size_t *rlen)
+int fp_server_handle(struct fp_server *s, const char *peer, const void *req, size_t len, char **buf,
+		     size_t *rlen)
 {
 	int type, err;
 
@@ -757,8 +761,8 @@ int fp_server_handle(struct fp_server *s, const char *peer, const void *req, siz
 		break;
 	case FP_WIRE_EVERSION:
 		return reject(s, &s->sv_stats.sv_rejected_version,
-			      "unsupported protocol version (this symbolizer speaks version 1)", buf,
-			      rlen);
+			      "unsupported protocol version (this symbolizer speaks version 1)",
+			      buf, rlen);
 	case FP_WIRE_ETYPE:
 		return reject(s, &s->sv_stats.sv_rejected_type, "unknown message type", buf, rlen);
 	default:

@@ -56,43 +56,43 @@ struct fp_server_limits {
 };
 
 struct fp_server_stats {
-	uint64_t sv_sessions;           /* held now */
+	uint64_t sv_sessions; /* held now */
 	uint64_t sv_messages, sv_bytes;
 	uint64_t sv_hellos, sv_batches, sv_ksyms;
-	uint64_t sv_samples;            /* in accepted batches */
-	uint64_t sv_duplicates;         /* batches resent after a lost reply */
-	uint64_t sv_need_hello;         /* batches of unknown sessions */
+	uint64_t sv_samples;    /* in accepted batches */
+	uint64_t sv_duplicates; /* batches resent after a lost reply */
+	uint64_t sv_need_hello; /* batches of unknown sessions */
 	uint64_t sv_rejected_malformed, sv_rejected_version, sv_rejected_type;
-	uint64_t sv_rejected_content;   /* decodable but inconsistent */
-	uint64_t sv_rejected_new_sessions; /* hellos over the new-session rate */
+	uint64_t sv_rejected_content;       /* decodable but inconsistent */
+	uint64_t sv_rejected_new_sessions;  /* hellos over the new-session rate */
 	uint64_t sv_rejected_sessions_full; /* hellos with no slot free or idle */
-	uint64_t sv_rejected_unasked;   /* kallsyms nobody asked for */
-	uint64_t sv_ksyms_dropped;      /* kallsyms parts of tables stored already */
-	uint64_t sv_rejected_clock;     /* intervals starting in the future */
-	uint64_t sv_rejected_host;      /* another host than the certificate's */
-	uint64_t sv_busy;               /* not answered: their session was busy */
-	uint64_t sv_session_limits;     /* sessions started over: a per-session limit */
-	uint64_t sv_agent_lost_samples; /* as reported by agents (latest totals) */
+	uint64_t sv_rejected_unasked;       /* kallsyms nobody asked for */
+	uint64_t sv_ksyms_dropped;          /* kallsyms parts of tables stored already */
+	uint64_t sv_rejected_clock;         /* intervals starting in the future */
+	uint64_t sv_rejected_host;          /* another host than the certificate's */
+	uint64_t sv_busy;                   /* not answered: their session was busy */
+	uint64_t sv_session_limits;         /* sessions started over: a per-session limit */
+	uint64_t sv_agent_lost_samples;     /* as reported by agents (latest totals) */
 	uint64_t sv_write_errors;
 	uint64_t sv_profiles;
-	uint64_t sv_file_parts;         /* file bytes fetched from devices */
-	uint64_t sv_table_bytes;        /* unwind table bytes sent to agents */
-	uint64_t sv_fetch_active;       /* device fetches running now (devfetch.h) */
-	uint64_t sv_fetch_expired;      /* ... that had no answer in time */
-	uint64_t sv_fetch_deferred;     /* ... not started for a bound */
-	uint64_t sv_fetch_retried;      /* ... started again after a device's failure */
-	uint64_t sv_fetch_given_up;     /* build-IDs failed too often to ask again */
+	uint64_t sv_file_parts;     /* file bytes fetched from devices */
+	uint64_t sv_table_bytes;    /* unwind table bytes sent to agents */
+	uint64_t sv_fetch_active;   /* device fetches running now (devfetch.h) */
+	uint64_t sv_fetch_expired;  /* ... that had no answer in time */
+	uint64_t sv_fetch_deferred; /* ... not started for a bound */
+	uint64_t sv_fetch_retried;  /* ... started again after a device's failure */
+	uint64_t sv_fetch_given_up; /* build-IDs failed too often to ask again */
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
-	uint64_t sv_pipeline_queue;     /* profiles waiting for their sinks now */
-	uint64_t sv_pipeline_dropped;   /* profiles dropped: pipeline queue full */
-	uint64_t sv_pipeline_busy;      /* batches not taken: pipeline busy */
-	uint64_t sv_pipeline_trims;     /* backlogs of 64 or more drained, memory given back */
-	uint64_t sv_symbol_waits;       /* profiles that waited for their symbols */
+	uint64_t sv_pipeline_queue;       /* profiles waiting for their sinks now */
+	uint64_t sv_pipeline_dropped;     /* profiles dropped: pipeline queue full */
+	uint64_t sv_pipeline_busy;        /* batches not taken: pipeline busy */
+	uint64_t sv_pipeline_trims;       /* backlogs of 64 or more drained, memory given back */
+	uint64_t sv_symbol_waits;         /* profiles that waited for their symbols */
 	uint64_t sv_symbol_wait_timeouts; /* ... in vain (--symbol-wait passed) */
-	uint64_t sv_ingest_queue;       /* symbol jobs waiting now */
-	uint64_t sv_ingest_running;     /* symbol jobs running now */
-	uint64_t sv_ingest_queue_full;  /* symbol jobs dropped (queued again later) */
-	uint64_t sv_ingest_jobs;        /* symbol jobs done */
+	uint64_t sv_ingest_queue;         /* symbol jobs waiting now */
+	uint64_t sv_ingest_running;       /* symbol jobs running now */
+	uint64_t sv_ingest_queue_full;    /* symbol jobs dropped (queued again later) */
+	uint64_t sv_ingest_jobs;          /* symbol jobs done */
 	uint64_t sv_ingest_ms, sv_ingest_max_ms; /* their time, all and longest */
 };
 

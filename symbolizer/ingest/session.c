@@ -14,8 +14,8 @@ struct sess_mapping {
 	uint8_t sm_asked;
 	struct fp_build_id sm_build_id;
 	char *sm_path;
-	struct fp_pycode *sm_py;        /* FP_MAP_PYTHON: the code object (owned) */
-	uint32_t sm_py_bytes;           /* its cost, counted in se_py_bytes */
+	struct fp_pycode *sm_py; /* FP_MAP_PYTHON: the code object (owned) */
+	uint32_t sm_py_bytes;    /* its cost, counted in se_py_bytes */
 };
 
 /* py_bytes: what a Python mapping definition costs the session. */
@@ -33,9 +33,9 @@ enum { TABLE_PENDING, TABLE_SENDING, TABLE_DONE };
 
 struct sess_table {
 	uint8_t tb_state;
-	uint8_t tb_noted;               /* its path was given to the resolver */
-	uint32_t tb_sent;               /* bytes sent (TABLE_SENDING) */
-	uint32_t tb_mapping;            /* the first mapping with the build-ID */
+	uint8_t tb_noted;    /* its path was given to the resolver */
+	uint32_t tb_sent;    /* bytes sent (TABLE_SENDING) */
+	uint32_t tb_mapping; /* the first mapping with the build-ID */
 };
 
 struct sess_thread {
@@ -46,15 +46,15 @@ struct sess_thread {
 };
 
 struct sess_node {
-	uint32_t sn_parent;             /* index into se_nodes, or FP_NODE_NONE */
-	uint32_t sn_mapping;            /* index into se_mappings, or FP_MAPPING_NONE */
+	uint32_t sn_parent;  /* index into se_nodes, or FP_NODE_NONE */
+	uint32_t sn_mapping; /* index into se_mappings, or FP_MAPPING_NONE */
 	uint64_t sn_offset;
-	uint32_t sn_depth;              /* frames from here to the outermost */
+	uint32_t sn_depth; /* frames from here to the outermost */
 };
 
 /* Resolved profile frames of nodes, valid for one profile (generation). */
 struct node_memo {
-	uint32_t nm_gen[2];             /* [0] as a caller, [1] as a leaf */
+	uint32_t nm_gen[2]; /* [0] as a caller, [1] as a leaf */
 	uint32_t nm_frame[2];
 };
 
@@ -72,13 +72,13 @@ struct fp_session {
 	size_t se_memo_cap;
 	uint32_t se_gen;
 	uint64_t se_last_seq;
-	uint64_t se_py_bytes;           /* held by Python mappings (sm_py_bytes) */
+	uint64_t se_py_bytes; /* held by Python mappings (sm_py_bytes) */
 	uint8_t se_kernel_asked;
 	struct fp_intern *se_asked;     /* build-IDs whose kallsyms were asked for */
 	struct fp_intern *se_table_ids; /* build-ID -> index into se_tables */
 	struct sess_table *se_tables;
 	size_t se_tables_cap;
-	size_t se_tables_scanned;       /* mappings looked at for tables */
+	size_t se_tables_scanned; /* mappings looked at for tables */
 };
 
 static int defs_init(struct defs *d, size_t elem)
@@ -147,14 +147,15 @@ void fp_session_free(struct fp_session *s)
 
 	if (!s)
 		return;
-	for (i = 0; s->se_mappings.d_ids && i < defs_count(&s->se_mappings) &&
-		    i < s->se_mappings.d_cap; i++) {
+	for (i = 0;
+	     s->se_mappings.d_ids && i < defs_count(&s->se_mappings) && i < s->se_mappings.d_cap;
+	     i++) {
 		struct sess_mapping *m = defs_at(&s->se_mappings, i);
 		free(m->sm_path);
 		fp_pycode_free(m->sm_py);
 	}
-	for (i = 0; s->se_threads.d_ids && i < defs_count(&s->se_threads) &&
-		    i < s->se_threads.d_cap; i++)
+	for (i = 0;
+	     s->se_threads.d_ids && i < defs_count(&s->se_threads) && i < s->se_threads.d_cap; i++)
 		free(((struct sess_thread *)defs_at(&s->se_threads, i))->st_container);
 	fp_intern_free(s->se_mappings.d_ids);
 	fp_intern_free(s->se_threads.d_ids);
@@ -179,7 +180,7 @@ const struct fp_hello *fp_session_hello(const struct fp_session *s)
  * checks quadratic. */
 struct batch_ids {
 	struct fp_intern *bi_mappings, *bi_threads, *bi_nodes;
-	uint32_t *bi_depth;             /* by position in fb_nodes */
+	uint32_t *bi_depth; /* by position in fb_nodes */
 };
 
 static void batch_ids_fini(struct batch_ids *bi)
@@ -247,10 +248,12 @@ static int check_batch(struct fp_session *s, const struct fp_batch *b, struct ba
 		if (m != FP_MAPPING_NONE && !defined(&s->se_mappings, bi->bi_mappings, m))
 			return -ESTALE;
 		if (nd->fn_parent != FP_NODE_NONE) {
-			if (fp_intern_find(bi->bi_nodes, &nd->fn_parent, sizeof(uint32_t), &idx) == 0)
+			if (fp_intern_find(bi->bi_nodes, &nd->fn_parent, sizeof(uint32_t), &idx) ==
+			    0)
 				depth = bi->bi_depth[idx] + 1;
 			else if (defs_find(&s->se_nodes, nd->fn_parent, &idx) == 0)
-				depth = ((struct sess_node *)defs_at(&s->se_nodes, idx))->sn_depth + 1;
+				depth = ((struct sess_node *)defs_at(&s->se_nodes, idx))->sn_depth +
+					1;
 			else
 				return defined_after(b, i, nd->fn_parent) ? -EINVAL : -ESTALE;
 		}
@@ -265,7 +268,8 @@ static int check_batch(struct fp_session *s, const struct fp_batch *b, struct ba
 	for (i = 0; i < b->fb_ncounts; i++) {
 		const struct fp_count *c = &b->fb_counts[i];
 		if (!defined(&s->se_threads, bi->bi_threads, c->fc_thread) ||
-		    (c->fc_node != FP_NODE_NONE && !defined(&s->se_nodes, bi->bi_nodes, c->fc_node)))
+		    (c->fc_node != FP_NODE_NONE &&
+		     !defined(&s->se_nodes, bi->bi_nodes, c->fc_node)))
 			return -ESTALE;
 	}
 	return 0;
@@ -316,8 +320,8 @@ int fp_session_apply(struct fp_session *s, const struct fp_batch *b)
 		free(sm->sm_path);
 		fp_pycode_free(sm->sm_py);
 		s->se_py_bytes -= sm->sm_py_bytes;
-		*sm = (struct sess_mapping){ m->fm_kind, 0, m->fm_build_id, path, py,
-					     (uint32_t)py_bytes(m) };
+		*sm = (struct sess_mapping){ m->fm_kind, 0,  m->fm_build_id,
+					     path,       py, (uint32_t)py_bytes(m) };
 		s->se_py_bytes += sm->sm_py_bytes;
 	}
 	for (i = 0; i < b->fb_nthreads; i++) {
@@ -341,9 +345,11 @@ int fp_session_apply(struct fp_session *s, const struct fp_batch *b)
 	for (i = 0; i < b->fb_nnodes; i++) {
 		const struct fp_node *in = &b->fb_nodes[i];
 		struct sess_node n = { FP_NODE_NONE, FP_MAPPING_NONE, in->fn_frame.ff_offset,
-				       bi.bi_depth[i] }, *slot;
+				       bi.bi_depth[i] },
+				 *slot;
 
-		if (in->fn_parent != FP_NODE_NONE && defs_find(&s->se_nodes, in->fn_parent, &idx) == 0)
+		if (in->fn_parent != FP_NODE_NONE &&
+		    defs_find(&s->se_nodes, in->fn_parent, &idx) == 0)
 			n.sn_parent = idx;
 		if (in->fn_frame.ff_mapping != FP_MAPPING_NONE &&
 		    defs_find(&s->se_mappings, in->fn_frame.ff_mapping, &idx) == 0)
@@ -373,7 +379,7 @@ struct profile_ctx {
 	struct fp_session *pc_session;
 	struct fp_lookup *pc_lookup;
 	struct fp_profile *pc_profile;
-	uint32_t *pc_pmap;              /* session mapping -> profile mapping */
+	uint32_t *pc_pmap; /* session mapping -> profile mapping */
 };
 
 /* add_source: file:line and inlined functions of a resolved frame. */
@@ -483,8 +489,8 @@ static int profile_count(struct profile_ctx *pc, const struct fp_count *c)
 		prev_kernel = !user;
 		node = nd->sn_parent;
 	}
-	return fp_profile_add_sample(pc->pc_profile, frames, n, th->st_pid, th->st_tid,
-				     th->st_comm, th->st_process, th->st_container, c->fc_count);
+	return fp_profile_add_sample(pc->pc_profile, frames, n, th->st_pid, th->st_tid, th->st_comm,
+				     th->st_process, th->st_container, c->fc_count);
 }
 
 int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
@@ -495,7 +501,8 @@ int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct
 	int err;
 
 	if ((err = fp_profile_alloc(&pc.pc_profile, s->se_hello.fh_host, b->fb_start_ns,
-				    b->fb_end_ns > b->fb_start_ns ? b->fb_end_ns - b->fb_start_ns : 0,
+				    b->fb_end_ns > b->fb_start_ns ? b->fb_end_ns - b->fb_start_ns
+								  : 0,
 				    b->fb_period_ns)))
 		return err;
 	err = -ENOMEM;
@@ -657,7 +664,8 @@ static int table_parts(struct fp_session *s, struct fp_resolver *r, uint32_t i,
 			part = FP_TABLE_PART_MAX;
 		if (part > *budget)
 			part = *budget;
-		out[*n] = (struct fp_table_part){ .tp_build_id = id, .tp_offset = t->tb_sent,
+		out[*n] = (struct fp_table_part){ .tp_build_id = id,
+						  .tp_offset = t->tb_sent,
 						  .tp_total = (uint32_t)blen,
 						  .tp_len = (uint32_t)part };
 		if (!(out[*n].tp_data = malloc(part))) {

@@ -11,7 +11,7 @@
 #include "profile.h"
 #include "resolver.h"
 
-#define FP_SESSION_MAX_NODES (1u << 21)  /* stack trie nodes kept per session */
+#define FP_SESSION_MAX_NODES (1u << 21)    /* stack trie nodes kept per session */
 #define FP_SESSION_MAX_MAPPINGS (1u << 16) /* mappings kept per session */
 #define FP_SESSION_MAX_THREADS (1u << 18)  /* threads kept per session */
 /* Bytes of Python code-object definitions (qualified names, paths and line

@@ -65,7 +65,7 @@ static int append_char(struct buffer *b, char c)
 }
 
 struct line {
-	const char *l_text;         /* NUL-terminated, inside the lines buffer */
+	const char *l_text; /* NUL-terminated, inside the lines buffer */
 	uint64_t l_count;
 };
 

@@ -92,9 +92,9 @@ typedef Opentelemetry__Proto__Common__V1__AnyValue pb_any;
 enum { ATTR_NONE, ATTR_STRING, ATTR_INT };
 
 struct attr_key {
-	int32_t key;                /* string table index */
+	int32_t key; /* string table index */
 	uint8_t kind;
-	int64_t value;              /* the integer, or the id in en_values */
+	int64_t value; /* the integer, or the id in en_values */
 };
 
 struct mapping_key {
@@ -109,8 +109,8 @@ struct function_key {
 struct location_key {
 	int32_t mapping, function, type; /* mapping, function, attribute index */
 	uint64_t address;
-	uint32_t py_line;               /* Python frames (address 0): the line */
-	uint32_t first_line, nlines;   /* in en->lines, not part of the identity */
+	uint32_t py_line;            /* Python frames (address 0): the line */
+	uint32_t first_line, nlines; /* in en->lines, not part of the identity */
 };
 
 struct line_entry {
@@ -119,20 +119,20 @@ struct line_entry {
 };
 
 struct stack_key {
-	size_t offset;              /* into en_stack_locs */
+	size_t offset; /* into en_stack_locs */
 	uint32_t len;
 };
 
 struct group {
-	uint32_t value;             /* service name: id in en_values */
+	uint32_t value; /* service name: id in en_values */
 	const char *name;
-	size_t first, n;            /* its samples: en_order[first .. first + n) */
+	size_t first, n; /* its samples: en_order[first .. first + n) */
 };
 
 struct encoder {
 	const struct fp_profile *p;
-	struct fp_intern *strings;  /* the string table */
-	struct fp_intern *values;   /* distinct attribute string values */
+	struct fp_intern *strings; /* the string table */
+	struct fp_intern *values;  /* distinct attribute string values */
 
 	struct attr_key *attrs;
 	size_t nattrs, cap_attrs;
@@ -141,7 +141,7 @@ struct encoder {
 	struct mapping_key *mappings;
 	size_t nmappings, cap_mappings;
 	struct fp_indexset mapping_set;
-	int32_t *mapping_of;        /* per profile mapping */
+	int32_t *mapping_of; /* per profile mapping */
 
 	struct function_key *functions;
 	size_t nfunctions, cap_functions;
@@ -149,29 +149,29 @@ struct encoder {
 
 	struct location_key *locations;
 	size_t nlocations, cap_locations;
-	struct line_entry *lines;       /* per location, innermost function first */
+	struct line_entry *lines; /* per location, innermost function first */
 	size_t nlines, cap_lines;
 	struct fp_indexset location_set;
-	int32_t *location_of;       /* per profile frame */
+	int32_t *location_of; /* per profile frame */
 
 	struct stack_key *stacks;
 	size_t nstacks, cap_stacks;
 	struct fp_indexset stack_set;
-	int32_t *stack_locs;        /* every stack's location indexes, concatenated */
+	int32_t *stack_locs; /* every stack's location indexes, concatenated */
 	size_t nstack_locs, cap_stack_locs;
 
-	struct fp_indexset thread_set;      /* samples with distinct thread attributes */
-	uint32_t *threads;          /* the first sample of each */
+	struct fp_indexset thread_set; /* samples with distinct thread attributes */
+	uint32_t *threads;             /* the first sample of each */
 	size_t nthreads, cap_threads;
 
-	int32_t *sample_stack;      /* per profile sample */
-	int32_t *sample_attrs;      /* per profile sample, ATTRS_PER_SAMPLE each */
+	int32_t *sample_stack; /* per profile sample */
+	int32_t *sample_attrs; /* per profile sample, ATTRS_PER_SAMPLE each */
 	uint8_t *sample_nattrs;
-	uint32_t *sample_service;   /* id in en_values */
+	uint32_t *sample_service; /* id in en_values */
 
 	struct group *groups;
 	size_t ngroups;
-	size_t *order;              /* sample indexes grouped by service */
+	size_t *order; /* sample indexes grouped by service */
 
 	/* strings and attributes every encoding uses */
 	int32_t s_samples, s_count, s_cpu, s_ns;
@@ -203,7 +203,9 @@ static int attr_eq(const void *ctx, uint32_t i, const void *key)
 /* attr: the attribute table index of (key, value).  0 or a negative errno. */
 static int attr(struct encoder *en, const struct attr_key *k, int32_t *index)
 {
-	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(0, (uint64_t)k->key), k->kind), (uint64_t)k->value));
+	uint32_t hash = fp_hash_finish(
+		fp_hash_word(fp_hash_word(fp_hash_word(0, (uint64_t)k->key), k->kind),
+			     (uint64_t)k->value));
 	size_t slot;
 	uint32_t found = fp_indexset_find(&en->attr_set, hash, attr_eq, en, k, &slot);
 
@@ -257,8 +259,7 @@ static int attr_value(struct encoder *en, int32_t key, uint32_t id, int32_t *ind
 	return attr(en, &k, index);
 }
 
-static int attr_string(struct encoder *en, int32_t key, const char *s, size_t len,
-		       int32_t *index)
+static int attr_string(struct encoder *en, int32_t key, const char *s, size_t len, int32_t *index)
 {
 	uint32_t id;
 	int err = value_id(en, s, len, &id);
@@ -275,7 +276,8 @@ static int mapping_eq(const void *ctx, uint32_t i, const void *key)
 
 static int mapping(struct encoder *en, const struct mapping_key *k, int32_t *index)
 {
-	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(1, (uint64_t)k->filename), (uint64_t)k->build_id));
+	uint32_t hash = fp_hash_finish(
+		fp_hash_word(fp_hash_word(1, (uint64_t)k->filename), (uint64_t)k->build_id));
 	size_t slot;
 	uint32_t found = fp_indexset_find(&en->mapping_set, hash, mapping_eq, en, k, &slot);
 
@@ -283,7 +285,7 @@ static int mapping(struct encoder *en, const struct mapping_key *k, int32_t *ind
 		if (en->nmappings >= TABLE_MAX)
 			return -EINVAL;
 		if (fp_vec_reserve(&en->mappings, &en->cap_mappings, en->nmappings + 1,
-			 sizeof(*en->mappings)) ||
+				   sizeof(*en->mappings)) ||
 		    fp_indexset_make_room(&en->mapping_set, hash, &slot))
 			return -ENOMEM;
 		en->mappings[en->nmappings] = *k;
@@ -298,14 +300,17 @@ static int function_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct function_key *f = &((const struct encoder *)ctx)->functions[i], *k = key;
 
-	return f->name == k->name && f->system_name == k->system_name && f->filename == k->filename &&
-	       f->start_line == k->start_line;
+	return f->name == k->name && f->system_name == k->system_name &&
+	       f->filename == k->filename && f->start_line == k->start_line;
 }
 
 static int function(struct encoder *en, const struct function_key *k, int32_t *index)
 {
-	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(2, (uint64_t)k->name), (uint64_t)k->system_name),
-				   (uint64_t)k->filename), (uint64_t)k->start_line));
+	uint32_t hash = fp_hash_finish(
+		fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(2, (uint64_t)k->name),
+						       (uint64_t)k->system_name),
+					  (uint64_t)k->filename),
+			     (uint64_t)k->start_line));
 	size_t slot;
 	uint32_t found = fp_indexset_find(&en->function_set, hash, function_eq, en, k, &slot);
 
@@ -313,7 +318,7 @@ static int function(struct encoder *en, const struct function_key *k, int32_t *i
 		if (en->nfunctions >= TABLE_MAX)
 			return -EINVAL;
 		if (fp_vec_reserve(&en->functions, &en->cap_functions, en->nfunctions + 1,
-			 sizeof(*en->functions)) ||
+				   sizeof(*en->functions)) ||
 		    fp_indexset_make_room(&en->function_set, hash, &slot))
 			return -ENOMEM;
 		en->functions[en->nfunctions] = *k;
@@ -334,9 +339,14 @@ static int location_eq(const void *ctx, uint32_t i, const void *key)
 
 static int location(struct encoder *en, const struct location_key *k, int32_t *index)
 {
-	uint32_t hash = fp_hash_finish(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(3, (uint64_t)k->mapping), (uint64_t)k->function),
-				       (uint64_t)k->type),
-				   k->address), k->py_line));
+	uint32_t hash = fp_hash_finish(
+		fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(3,
+										 (uint64_t)k
+											 ->mapping),
+								    (uint64_t)k->function),
+						       (uint64_t)k->type),
+					  k->address),
+			     k->py_line));
 	size_t slot;
 	uint32_t found = fp_indexset_find(&en->location_set, hash, location_eq, en, k, &slot);
 
@@ -344,7 +354,7 @@ static int location(struct encoder *en, const struct location_key *k, int32_t *i
 		if (en->nlocations >= TABLE_MAX)
 			return -EINVAL;
 		if (fp_vec_reserve(&en->locations, &en->cap_locations, en->nlocations + 1,
-			 sizeof(*en->locations)) ||
+				   sizeof(*en->locations)) ||
 		    fp_indexset_make_room(&en->location_set, hash, &slot))
 			return -ENOMEM;
 		en->locations[en->nlocations] = *k;
@@ -363,7 +373,7 @@ static int stack_eq(const void *ctx, uint32_t i, const void *key)
 	if (s->len != k->len)
 		return 0;
 	return !k->len || !memcmp(&en->stack_locs[s->offset], &en->stack_locs[k->offset],
-		       k->len * sizeof(*en->stack_locs));
+				  k->len * sizeof(*en->stack_locs));
 }
 
 /* stack: the stack table index of the len location indexes just appended at
@@ -456,8 +466,8 @@ static int add_mappings(struct encoder *en)
 }
 
 /* add_line: one Line of the location being built: a function and its line. */
-static int add_line(struct encoder *en, const char *name, const char *system_name,
-		    const char *file, uint32_t line, uint32_t start_line, int32_t *function_index)
+static int add_line(struct encoder *en, const char *name, const char *system_name, const char *file,
+		    uint32_t line, uint32_t start_line, int32_t *function_index)
 {
 	struct function_key fk = { 0 };
 
@@ -563,7 +573,7 @@ static int sample_thread(struct encoder *en, size_t i, size_t *last)
 			from = en->threads[found];
 		} else {
 			if (fp_vec_reserve(&en->threads, &en->cap_threads, en->nthreads + 1,
-				 sizeof(*en->threads)) ||
+					   sizeof(*en->threads)) ||
 			    fp_indexset_make_room(&en->thread_set, hash, &slot))
 				return -ENOMEM;
 			en->threads[en->nthreads] = (uint32_t)i;
@@ -572,7 +582,8 @@ static int sample_thread(struct encoder *en, size_t i, size_t *last)
 	}
 	*last = i;
 	if (from != SIZE_MAX) {
-		memcpy(a, &en->sample_attrs[from * ATTRS_PER_SAMPLE], ATTRS_PER_SAMPLE * sizeof(*a));
+		memcpy(a, &en->sample_attrs[from * ATTRS_PER_SAMPLE],
+		       ATTRS_PER_SAMPLE * sizeof(*a));
 		en->sample_nattrs[i] = en->sample_nattrs[from];
 		en->sample_service[i] = en->sample_service[from];
 		return 0;
@@ -614,8 +625,8 @@ static int add_samples(struct encoder *en)
 		size_t offset = en->nstack_locs;
 
 		/* The stack: its location indexes appended, then interned. */
-		if (fp_vec_reserve(&en->stack_locs, &en->cap_stack_locs, en->nstack_locs +
-			    s->ps_nframes, sizeof(*en->stack_locs)))
+		if (fp_vec_reserve(&en->stack_locs, &en->cap_stack_locs,
+				   en->nstack_locs + s->ps_nframes, sizeof(*en->stack_locs)))
 			return -ENOMEM;
 		for (uint32_t j = 0; j < s->ps_nframes; j++) {
 			uint32_t fr = s->ps_frames[j];
@@ -791,7 +802,8 @@ static int build_dictionary(struct encoder *en, struct tree *t)
 		a->key_strindex = k->key;
 		if (k->kind == ATTR_STRING) {
 			v->value_case = ANY_STRING;
-			v->string_value = (char *)fp_intern_key(en->values, (uint32_t)k->value, &len);
+			v->string_value = (char *)fp_intern_key(en->values, (uint32_t)k->value,
+								&len);
 			a->value = v;
 		} else if (k->kind == ATTR_INT) {
 			v->value_case = ANY_INT;
@@ -859,7 +871,8 @@ static int build_dictionary(struct encoder *en, struct tree *t)
 
 		opentelemetry__proto__profiles__v1development__stack__init(s);
 		s->n_location_indices = en->stacks[i].len;
-		s->location_indices = en->stacks[i].len ? &en->stack_locs[en->stacks[i].offset] : NULL;
+		s->location_indices = en->stacks[i].len ? &en->stack_locs[en->stacks[i].offset]
+							: NULL;
 		t->stack_ptrs[i] = s;
 	}
 
@@ -902,7 +915,8 @@ static void profile_id(const struct fp_profile *p, const char *host, const char 
 		for (int j = 0; j < 2; j++)
 			for (const unsigned char *c = (const unsigned char *)parts[j]; *c; c++)
 				h[k] = fp_hash_word(h[k], *c);
-		h[k] = fp_hash_word(fp_hash_word(fp_hash_word(h[k], 0xff), p->pr_start_ns), p->pr_duration_ns);
+		h[k] = fp_hash_word(fp_hash_word(fp_hash_word(h[k], 0xff), p->pr_start_ns),
+				    p->pr_duration_ns);
 		h[k] ^= h[k] >> 31;
 	}
 	if (!h[0] && !h[1])
@@ -923,8 +937,7 @@ static void set_string(pb_kv *kv, pb_any *v, const char *key, const char *value)
 	kv->value = v;
 }
 
-static int build_resources(struct encoder *en, const struct fp_otlp_resource *res,
-			   struct tree *t)
+static int build_resources(struct encoder *en, const struct fp_otlp_resource *res, struct tree *t)
 {
 	const struct fp_profile *p = en->p;
 	size_t ng = en->ngroups, n = p->pr_nsamples;
@@ -1079,8 +1092,8 @@ static void encoder_free(struct encoder *en)
 	free(en->order);
 }
 
-int fp_otlp_encode(const struct fp_profile *p, const struct fp_otlp_resource *res,
-		   uint8_t **buf, size_t *len)
+int fp_otlp_encode(const struct fp_profile *p, const struct fp_otlp_resource *res, uint8_t **buf,
+		   size_t *len)
 {
 	struct encoder en = { .p = p };
 	struct tree t = { 0 };
@@ -1103,9 +1116,8 @@ int fp_otlp_encode(const struct fp_profile *p, const struct fp_otlp_resource *re
 	    !en.sample_nattrs || !en.sample_service)
 		goto out;
 
-	if ((err = add_zero_entries(&en)) || (err = add_common(&en)) ||
-	    (err = add_mappings(&en)) || (err = add_frames(&en)) || (err = add_samples(&en)) ||
-	    (err = group_samples(&en)))
+	if ((err = add_zero_entries(&en)) || (err = add_common(&en)) || (err = add_mappings(&en)) ||
+	    (err = add_frames(&en)) || (err = add_samples(&en)) || (err = group_samples(&en)))
 		goto out;
 	if ((err = build_dictionary(&en, &t)) || (err = build_resources(&en, res, &t)))
 		goto out;
@@ -1117,8 +1129,7 @@ out:
 	return err;
 }
 
-int fp_otlp_write(const struct fp_profile *p, const struct fp_otlp_resource *res,
-		  const char *path)
+int fp_otlp_write(const struct fp_profile *p, const struct fp_otlp_resource *res, const char *path)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;

@@ -31,7 +31,7 @@
  * labels (e.g. fp_hello's).  A label whose key is empty or already present
  * (service.name, host.name, an earlier label) is left out. */
 struct fp_otlp_resource {
-	const char *or_host;            /* host.name; NULL: the profile's pr_host */
+	const char *or_host; /* host.name; NULL: the profile's pr_host */
 	size_t or_nlabels;
 	char *const *or_label_keys;
 	char *const *or_label_values;
@@ -41,12 +41,11 @@ struct fp_otlp_resource {
  * into *buf (free it).  res may be NULL (the profile's host, no labels).
  * 0, -EINVAL (NULL p or buf, a table past INT32_MAX entries), -ENOMEM or
  * -EPROTO (the encoder disagreed with itself). */
-int fp_otlp_encode(const struct fp_profile *p, const struct fp_otlp_resource *res,
-		   uint8_t **buf, size_t *len);
+int fp_otlp_encode(const struct fp_profile *p, const struct fp_otlp_resource *res, uint8_t **buf,
+		   size_t *len);
 
 /* fp_otlp_write: the same bytes, uncompressed, in the file at path (written
  * beside it and renamed into place, mode 0644).  0 or a negative errno. */
-int fp_otlp_write(const struct fp_profile *p, const struct fp_otlp_resource *res,
-		  const char *path);
+int fp_otlp_write(const struct fp_profile *p, const struct fp_otlp_resource *res, const char *path);
 
 #endif

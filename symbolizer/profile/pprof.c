@@ -62,7 +62,7 @@ struct encoder {
 	size_t en_nstrings, en_strings_cap;
 	struct fp_indexset en_string_set;
 	struct arena_block *en_arena;
-	char *en_label;             /* fp_profile_frame_label_buf's buffer */
+	char *en_label; /* fp_profile_frame_label_buf's buffer */
 	size_t en_label_cap;
 	/* functions, deduplicated by (name, system_name) */
 	pb_function *en_functions;
@@ -154,10 +154,9 @@ static int function_id(struct encoder *en, int64_t name, int64_t system_name, in
 {
 	struct fp_indexset *set = &en->en_function_set;
 	struct function_key key = { name, system_name, filename, start_line };
-	uint32_t hash = fp_hash_finish(((uint64_t)name << 32) ^ (uint64_t)system_name ^
-				       ((uint64_t)system_name >> 32) ^
-				       ((uint64_t)filename * 0x9e3779b97f4a7c15ull) ^
-				       ((uint64_t)start_line << 17));
+	uint32_t hash = fp_hash_finish(
+		((uint64_t)name << 32) ^ (uint64_t)system_name ^ ((uint64_t)system_name >> 32) ^
+		((uint64_t)filename * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)start_line << 17));
 	size_t slot;
 	uint32_t found = fp_indexset_find(set, hash, function_eq, en, &key, &slot);
 
@@ -349,8 +348,8 @@ static int build_locations(struct encoder *en, struct tree *t)
 	t->line_ptrs = alloc_n(nlines, sizeof(*t->line_ptrs));
 	en->en_functions = alloc_n(nlines, sizeof(*en->en_functions));
 	en->en_function_ptrs = alloc_n(nlines, sizeof(*en->en_function_ptrs));
-	if (!t->locations || !t->location_ptrs || !t->lines || !t->line_ptrs ||
-	    !en->en_functions || !en->en_function_ptrs)
+	if (!t->locations || !t->location_ptrs || !t->lines || !t->line_ptrs || !en->en_functions ||
+	    !en->en_function_ptrs)
 		return -ENOMEM;
 	err = fp_indexset_reserve(&en->en_function_set, nlines);
 	if (err)

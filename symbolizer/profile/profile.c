@@ -19,7 +19,7 @@
 struct fp_profile_index {
 	struct fp_indexset pi_mappings, pi_frames, pi_samples, pi_strings;
 	size_t pi_mappings_cap, pi_frames_cap, pi_samples_cap;
-	char **pi_strings_v;        /* interned container names */
+	char **pi_strings_v; /* interned container names */
 	size_t pi_nstrings, pi_strings_cap;
 };
 
@@ -164,7 +164,7 @@ struct frame_key {
 	uint32_t mapping;
 	uint64_t address;
 	uint8_t kind;
-	const char *py_name, *py_file;  /* FP_FRAME_PYTHON */
+	const char *py_name, *py_file; /* FP_FRAME_PYTHON */
 	uint32_t py_line;
 };
 
@@ -202,9 +202,8 @@ static int frame_names(const char *function, const char *system_name, char **fn,
 	return 0;
 }
 
-int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t address,
-			 uint8_t kind, const char *function, const char *system_name,
-			 uint32_t *idx)
+int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t address, uint8_t kind,
+			 const char *function, const char *system_name, uint32_t *idx)
 {
 	struct fp_profile_index *ix = p->pr_index;
 	char *fn, *sn;
@@ -235,8 +234,7 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 		return 0;
 	}
 
-	if (grow_array(&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
-		       sizeof(*p->pr_frames)) ||
+	if (grow_array(&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes, sizeof(*p->pr_frames)) ||
 	    fp_indexset_make_room(&ix->pi_frames, hash, &slot) ||
 	    frame_names(function, system_name, &fn, &sn))
 		return -ENOMEM;
@@ -279,8 +277,7 @@ int fp_profile_add_python_frame(struct fp_profile *p, const char *qualname, cons
 		return 0;
 	}
 
-	if (grow_array(&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes,
-		       sizeof(*p->pr_frames)) ||
+	if (grow_array(&p->pr_frames, &ix->pi_frames_cap, p->pr_nframes, sizeof(*p->pr_frames)) ||
 	    fp_indexset_make_room(&ix->pi_frames, hash, &slot))
 		return -ENOMEM;
 	char *fn = strdup(qualname), *fl = strdup(file);
@@ -522,8 +519,7 @@ static int label_room(int n, char **buf, size_t *cap)
 	return 1;
 }
 
-int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf,
-			       size_t *cap)
+int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf, size_t *cap)
 {
 	int n = fp_profile_frame_label(p, frame, *buf, *cap);
 	int again = label_room(n, buf, cap);

@@ -17,33 +17,33 @@
 enum fp_frame_kind {
 	FP_FRAME_USER = 0,
 	FP_FRAME_KERNEL = 1,
-	FP_FRAME_PYTHON = 2,        /* a CPython frame: function, file and line only */
+	FP_FRAME_PYTHON = 2, /* a CPython frame: function, file and line only */
 };
 
 struct fp_pmapping {
-	char *pm_path;              /* file path, or "vmlinux" / module name */
+	char *pm_path; /* file path, or "vmlinux" / module name */
 	struct fp_build_id pm_build_id;
-	uint8_t pm_kind;            /* enum fp_mapping_kind */
+	uint8_t pm_kind; /* enum fp_mapping_kind */
 };
 
 /* A function whose code was inlined at a location. */
 struct fp_pinline {
-	char *pi_function;          /* demangled */
-	char *pi_system_name;       /* mangled; NULL if equal to pi_function */
-	char *pi_file;              /* NULL if unknown */
-	uint32_t pi_line;           /* 0 if unknown */
+	char *pi_function;    /* demangled */
+	char *pi_system_name; /* mangled; NULL if equal to pi_function */
+	char *pi_file;        /* NULL if unknown */
+	uint32_t pi_line;     /* 0 if unknown */
 };
 
 struct fp_pframe {
-	uint32_t pf_mapping;        /* index into pr_mappings, or FP_INDEX_NONE */
-	uint64_t pf_address;        /* file offset / kernel offset; raw address if no mapping */
-	char *pf_function;          /* demangled name of the function the code belongs
+	uint32_t pf_mapping;    /* index into pr_mappings, or FP_INDEX_NONE */
+	uint64_t pf_address;    /* file offset / kernel offset; raw address if no mapping */
+	char *pf_function;      /* demangled name of the function the code belongs
 				     * to (not inlined); NULL if unresolved */
-	char *pf_system_name;       /* mangled name; NULL if equal to pf_function */
-	uint8_t pf_kind;            /* enum fp_frame_kind */
-	char *pf_file;              /* pf_function's source file, NULL if unknown */
-	uint32_t pf_line;           /* its line here: the call site when code is inlined */
-	uint32_t pf_start_line;     /* FP_FRAME_PYTHON: the code's first line; else 0 */
+	char *pf_system_name;   /* mangled name; NULL if equal to pf_function */
+	uint8_t pf_kind;        /* enum fp_frame_kind */
+	char *pf_file;          /* pf_function's source file, NULL if unknown */
+	uint32_t pf_line;       /* its line here: the call site when code is inlined */
+	uint32_t pf_start_line; /* FP_FRAME_PYTHON: the code's first line; else 0 */
 	uint32_t pf_ninline;
 	struct fp_pinline *pf_inline; /* functions inlined here, innermost first; each
 				       * pi_line is the line inside that function */
@@ -51,22 +51,22 @@ struct fp_pframe {
 
 struct fp_psample {
 	uint32_t ps_nframes;
-	uint32_t *ps_frames;        /* indexes into pr_frames, leaf first */
+	uint32_t *ps_frames; /* indexes into pr_frames, leaf first */
 	uint32_t ps_pid;
 	uint32_t ps_tid;
 	char ps_thread[FP_COMM_LEN];
 	char ps_process[FP_COMM_LEN];
-	char *ps_container;         /* "" if none */
+	char *ps_container; /* "" if none */
 	uint64_t ps_count;
 };
 
-struct fp_profile_index;        /* private hash tables */
+struct fp_profile_index; /* private hash tables */
 
 struct fp_profile {
 	char *pr_host;
-	uint64_t pr_start_ns;       /* unix nanoseconds */
+	uint64_t pr_start_ns; /* unix nanoseconds */
 	uint64_t pr_duration_ns;
-	uint64_t pr_period_ns;      /* nanoseconds of CPU per sample */
+	uint64_t pr_period_ns; /* nanoseconds of CPU per sample */
 	size_t pr_nmappings, pr_nframes, pr_nsamples;
 	struct fp_pmapping *pr_mappings;
 	struct fp_pframe *pr_frames;
@@ -89,9 +89,8 @@ int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_b
  * function and system_name may be NULL; a frame first added unresolved
  * takes the name of a later add.  0, -EINVAL (mapping out of range) or
  * -ENOMEM. */
-int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t address,
-			 uint8_t kind, const char *function, const char *system_name,
-			 uint32_t *idx);
+int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t address, uint8_t kind,
+			 const char *function, const char *system_name, uint32_t *idx);
 
 /* fp_profile_add_python_frame: intern a CPython frame (key: qualname,
  * file, line; not its code object or offset, so that every instruction of
@@ -124,8 +123,7 @@ int fp_profile_frame_label(const struct fp_profile *p, uint32_t frame, char *buf
  * a malloc'd buffer of *cap bytes that is grown as needed (like getline;
  * start from NULL and 0, reuse it across frames, free it when done).
  * Returns the label's length, or -EINVAL (bad frame) or -ENOMEM. */
-int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf,
-			       size_t *cap);
+int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf, size_t *cap);
 
 /* fp_profile_inline_label: the name of function k inlined at frame (0:
  * innermost), as folded and SVG outputs show it: the name with "_[i]".

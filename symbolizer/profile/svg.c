@@ -21,13 +21,13 @@
 #include "vec.h"
 
 #define SVG_WIDTH 1200
-#define SVG_PAD 10                  /* left and right margin */
+#define SVG_PAD 10 /* left and right margin */
 #define FRAME_HEIGHT 16
 #define FONT_SIZE 12
-#define CHAR_WIDTH 7.2              /* advance of a 12px monospace glyph */
-#define SVG_TOP 50                  /* title and controls */
-#define SVG_BOTTOM 32               /* details line */
-#define MIN_SHARE 1000              /* boxes under 1/MIN_SHARE of the total are left out */
+#define CHAR_WIDTH 7.2 /* advance of a 12px monospace glyph */
+#define SVG_TOP 50     /* title and controls */
+#define SVG_BOTTOM 32  /* details line */
+#define MIN_SHARE 1000 /* boxes under 1/MIN_SHARE of the total are left out */
 #define NONE UINT32_MAX
 
 enum node_kind {
@@ -43,9 +43,9 @@ enum node_kind {
 
 struct node {
 	uint32_t n_parent, n_name;
-	uint32_t n_first, n_next;   /* first child, next sibling; NONE if absent */
+	uint32_t n_first, n_next; /* first child, next sibling; NONE if absent */
 	uint64_t n_count;
-	uint64_t n_start;           /* samples left of this box */
+	uint64_t n_start; /* samples left of this box */
 	uint32_t n_depth;
 	uint8_t n_kind;
 };
@@ -53,8 +53,8 @@ struct node {
 struct graph {
 	/* names: sanitised, NUL-terminated (the NUL is part of the key) */
 	struct fp_intern *g_names;
-	const char **g_name_ptrs;   /* by id, once every name is interned */
-	char *g_scratch;            /* where a name is sanitised */
+	const char **g_name_ptrs; /* by id, once every name is interned */
+	char *g_scratch;          /* where a name is sanitised */
 	size_t g_scratch_cap;
 	/* the tree; node 0 is the root */
 	struct node *g_nodes;
@@ -478,16 +478,15 @@ static void put_fitting(FILE *f, const char *name, double width)
 	fputs("..", f);
 }
 
-static const char style[] =
-	"text{font-family:monospace;font-size:12px;fill:#000}\n"
-	"#title{font-size:17px;text-anchor:middle}\n"
-	".btn{fill:#1f4f9a;cursor:pointer}\n"
-	".btn:hover{text-decoration:underline}\n"
-	"#reset{visibility:hidden}\n"
-	"g.f{cursor:pointer}\n"
-	"g.f text{pointer-events:none}\n"
-	"g.f:hover rect{stroke:#000;stroke-width:0.6}\n"
-	"g.anc rect{fill-opacity:0.55}\n";
+static const char style[] = "text{font-family:monospace;font-size:12px;fill:#000}\n"
+			    "#title{font-size:17px;text-anchor:middle}\n"
+			    ".btn{fill:#1f4f9a;cursor:pointer}\n"
+			    ".btn:hover{text-decoration:underline}\n"
+			    "#reset{visibility:hidden}\n"
+			    "g.f{cursor:pointer}\n"
+			    "g.f text{pointer-events:none}\n"
+			    "g.f:hover rect{stroke:#000;stroke-width:0.6}\n"
+			    "g.anc rect{fill-opacity:0.55}\n";
 
 /* The script only reads the DOM written below: it holds no profile data, so
  * nothing from a profile ever lands inside the CDATA section. */
@@ -599,14 +598,16 @@ static void put_frame(FILE *f, const struct graph *g, const struct node *n, int 
 	int rgb[3];
 
 	color(name, n->n_kind, rgb);
-	fprintf(f, "<g class=\"f\" data-s=\"%" PRIu64 "\" data-n=\"%" PRIu64 "\" data-d=\"%u\">"
-		   "<title>",
+	fprintf(f,
+		"<g class=\"f\" data-s=\"%" PRIu64 "\" data-n=\"%" PRIu64 "\" data-d=\"%u\">"
+		"<title>",
 		n->n_start, n->n_count, n->n_depth);
 	put_escaped(f, name, SIZE_MAX);
 	fprintf(f, " (%" PRIu64 " sample%s, %.2f%%)</title>", n->n_count,
 		n->n_count == 1 ? "" : "s", share);
-	fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
-		   "fill=\"rgb(%d,%d,%d)\"/>",
+	fprintf(f,
+		"<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
+		"fill=\"rgb(%d,%d,%d)\"/>",
 		x, y, w, FRAME_HEIGHT - 1, rgb[0], rgb[1], rgb[2]);
 	fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + FRAME_HEIGHT - 4.5);
 	put_fitting(f, name, w);
@@ -622,9 +623,10 @@ static void put_document(FILE *f, struct graph *g, const char *title)
 			max_depth = g->g_nodes[cur].n_depth;
 	int height = SVG_TOP + (int)(max_depth + 1) * FRAME_HEIGHT + SVG_BOTTOM;
 
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-		   "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
-		   "height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+		"height=\"%d\" viewBox=\"0 0 %d %d\">\n",
 		SVG_WIDTH, height, SVG_WIDTH, height);
 	fputs("<title>", f);
 	put_escaped(f, title, SIZE_MAX);
@@ -636,11 +638,11 @@ static void put_document(FILE *f, struct graph *g, const char *title)
 	fputs("</text>\n", f);
 	fprintf(f, "<text id=\"reset\" class=\"btn\" x=\"%d\" y=\"24\">Reset Zoom</text>\n",
 		SVG_PAD);
-	fprintf(f, "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\" "
-		   "text-anchor=\"end\">Search</text>\n",
+	fprintf(f,
+		"<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\" "
+		"text-anchor=\"end\">Search</text>\n",
 		SVG_WIDTH - SVG_PAD);
-	fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", SVG_PAD,
-		height - 12);
+	fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", SVG_PAD, height - 12);
 	fprintf(f, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n",
 		SVG_WIDTH - SVG_PAD, height - 12);
 	fputs("<g id=\"frames\">\n", f);

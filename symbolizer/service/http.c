@@ -29,7 +29,7 @@
 
 #define NWORKERS 16
 #define IO_CHUNK (256 * 1024)
-#define IO_TIMEOUT_MS 30000          /* a peer silent this long is dropped */
+#define IO_TIMEOUT_MS 30000 /* a peer silent this long is dropped */
 /* A body must arrive at MIN_RATE bytes per RATE_WINDOW seconds at least,
  * so that a client trickling bytes cannot hold a worker for ever. */
 #define RATE_WINDOW 30
@@ -76,16 +76,16 @@ struct request {
 	struct worker *rq_worker;
 	nng_http_req *rq_req;
 	nng_http_conn *rq_conn;
-	uint64_t rq_body;  /* its Content-Length */
-	int rq_body_done;  /* the body was read (or there is none) */
-	int rq_expect;     /* Expect: 100-continue: the client waits before sending */
+	uint64_t rq_body; /* its Content-Length */
+	int rq_body_done; /* the body was read (or there is none) */
+	int rq_expect;    /* Expect: 100-continue: the client waits before sending */
 };
 
-#define COUNT(h, field)                                                                    \
-	do {                                                                               \
-		pthread_mutex_lock(&(h)->ht_lock);                                         \
-		(h)->ht_stats.field++;                                                     \
-		pthread_mutex_unlock(&(h)->ht_lock);                                       \
+#define COUNT(h, field) \
+	do { \
+		pthread_mutex_lock(&(h)->ht_lock); \
+		(h)->ht_stats.field++; \
+		pthread_mutex_unlock(&(h)->ht_lock); \
 	} while (0)
 
 int fp_http_token_eq(const char *header, const char *token)
@@ -277,8 +277,9 @@ static nng_http_res *length_error(struct request *rq, uint16_t status)
 	nng_http_res *res;
 
 	rq->rq_body_done = 1;
-	res = status == 411 ? json_error(rq, 411, "send the body with a Content-Length "
-						  "(chunked transfer encoding is not supported)")
+	res = status == 411 ? json_error(rq, 411,
+					 "send the body with a Content-Length "
+					 "(chunked transfer encoding is not supported)")
 			    : json_error(rq, 400, "invalid Content-Length");
 	if (res)
 		nng_http_res_set_header(res, "Connection", "close");
@@ -303,7 +304,8 @@ static int parse_query(const char *uri, char *want, size_t wantlen, int *kind, c
 		if (klen < n) { /* key=value */
 			size_t vlen = n - klen - 1;
 			if (vlen >= sizeof(val)) {
-				snprintf(msg, msglen, "query parameter '%.*s' is too long", (int)klen, p);
+				snprintf(msg, msglen, "query parameter '%.*s' is too long",
+					 (int)klen, p);
 				return -1;
 			}
 			memcpy(val, p + klen + 1, vlen);
@@ -311,19 +313,24 @@ static int parse_query(const char *uri, char *want, size_t wantlen, int *kind, c
 		}
 		if (klen == 8 && !strncmp(p, "build_id", 8)) {
 			if (!fp_store_hex_valid(val) || strlen(val) >= wantlen) {
-				snprintf(msg, msglen, "invalid build_id '%s' (expected 2 to 64 lowercase hex digits)", val);
+				snprintf(msg, msglen,
+					 "invalid build_id '%s' (expected 2 to 64 lowercase hex digits)",
+					 val);
 				return -1;
 			}
 			strcpy(want, val);
 		} else if (klen == 4 && !strncmp(p, "kind", 4)) {
 			if (strcmp(val, "auto") && (*kind = fp_store_kind_parse(val)) < 0) {
-				snprintf(msg, msglen, "invalid kind '%s' (expected auto, debuginfo or executable)", val);
+				snprintf(msg, msglen,
+					 "invalid kind '%s' (expected auto, debuginfo or executable)",
+					 val);
 				return -1;
 			}
 			if (!strcmp(val, "auto"))
 				*kind = 0;
 		} else if (n > 0) {
-			snprintf(msg, msglen, "unknown query parameter '%.*s'", (int)(klen < 40 ? klen : 40), p);
+			snprintf(msg, msglen, "unknown query parameter '%.*s'",
+				 (int)(klen < 40 ? klen : 40), p);
 			return -1;
 		}
 		p += n;
@@ -346,8 +353,9 @@ static nng_http_res *upload_ok(struct request *rq, const char *hex, int kinds, i
 	int n;
 
 	kinds_json(kinds, kj, sizeof(kj));
-	n = snprintf(body, sizeof(body), "{\"build_id\": \"%s\", \"status\": \"%s\", \"kinds\": %s}\n",
-		     hex, created ? "stored" : "exists", kj);
+	n = snprintf(body, sizeof(body),
+		     "{\"build_id\": \"%s\", \"status\": \"%s\", \"kinds\": %s}\n", hex,
+		     created ? "stored" : "exists", kj);
 	return respond(rq, 200, "application/json", body, (size_t)n);
 }
 
@@ -407,7 +415,8 @@ static uint16_t inspect(int fd, char *hex, int *kinds, char *msg, size_t msglen)
 	}
 	err = fp_elfnote_build_id(fd, &id);
 	if (err == -ENOENT) {
-		snprintf(msg, msglen, "the ELF file has no GNU build-ID note (link with --build-id)");
+		snprintf(msg, msglen,
+			 "the ELF file has no GNU build-ID note (link with --build-id)");
 		return 400;
 	}
 	if (err == -EINVAL) {
@@ -437,12 +446,12 @@ static uint16_t inspect(int fd, char *hex, int *kinds, char *msg, size_t msglen)
 /* token_missing: whether a token is configured and the request does not
  * carry it; then *res is the 401 answer, counted and logged.  status is
  * body_length's: a body of unknown length closes the connection. */
-static int token_missing(struct request *rq, uint16_t status, const char *what,
-			 nng_http_res **res)
+static int token_missing(struct request *rq, uint16_t status, const char *what, nng_http_res **res)
 {
 	struct fp_http *h = rq->rq_http;
 	const char *auth = nng_http_req_get_header(rq->rq_req, "Authorization");
-	const char *why = auth ? "wrong token" : "a token is required (Authorization: Bearer TOKEN)";
+	const char *why = auth ? "wrong token"
+			       : "a token is required (Authorization: Bearer TOKEN)";
 
 	if (!h->ht_token || fp_http_token_eq(auth, h->ht_token))
 		return 0;
@@ -479,7 +488,9 @@ static int handle_upload(struct request *rq, nng_http_res **res)
 		return 0;
 	}
 	if (rq->rq_body > h->ht_o.ho_max_upload) {
-		snprintf(msg, sizeof(msg), "upload of %" PRIu64 " bytes is over this server's limit of %" PRIu64 " MB",
+		snprintf(msg, sizeof(msg),
+			 "upload of %" PRIu64 " bytes is over this server's limit of %" PRIu64
+			 " MB",
 			 rq->rq_body, h->ht_o.ho_max_upload >> 20);
 		*res = reject(rq, 413, msg);
 		return 0;
@@ -502,7 +513,8 @@ static int handle_upload(struct request *rq, nng_http_res **res)
 
 	sp.sp_fd = fp_store_tmpfile(h->ht_o.ho_store, tmp, sizeof(tmp));
 	if (sp.sp_fd < 0) {
-		snprintf(msg, sizeof(msg), "cannot create a file in the store: %s", strerror(-sp.sp_fd));
+		snprintf(msg, sizeof(msg), "cannot create a file in the store: %s",
+			 strerror(-sp.sp_fd));
 		fp_warnx("%s", msg);
 		*res = reject(rq, 500, msg);
 		return 0;
@@ -526,7 +538,8 @@ static int handle_upload(struct request *rq, nng_http_res **res)
 		goto out;
 	}
 	if (want[0] && strcmp(want, hex)) {
-		snprintf(msg, sizeof(msg), "build-ID mismatch: the file's build-ID is %s, not %s", hex, want);
+		snprintf(msg, sizeof(msg), "build-ID mismatch: the file's build-ID is %s, not %s",
+			 hex, want);
 		*res = reject(rq, 400, msg);
 		goto out;
 	}
@@ -562,7 +575,8 @@ static int handle_upload(struct request *rq, nng_http_res **res)
 	} else {
 		COUNT(h, hs_exists);
 	}
-	fp_info("upload %s: %s as %s%s%s, %" PRIu64 " bytes", hex, created ? "stored" : "already stored",
+	fp_info("upload %s: %s as %s%s%s, %" PRIu64 " bytes", hex,
+		created ? "stored" : "already stored",
 		kinds & FP_STORE_DEBUGINFO ? "debuginfo" : "", kinds == FP_STORE_ANY ? " and " : "",
 		kinds & FP_STORE_EXECUTABLE ? "executable" : "", rq->rq_body);
 	*res = upload_ok(rq, hex, kinds, created);
@@ -641,12 +655,14 @@ static int handle_missing(struct request *rq, nng_http_res **res)
 		if (n == 0)
 			continue;
 		if (!fp_store_hex_valid(p)) {
-			*res = json_error(rq, 400, "line %zu: '%.80s' is not a build-ID (2 to 64 lowercase hex digits)",
+			*res = json_error(rq, 400,
+					  "line %zu: '%.80s' is not a build-ID (2 to 64 lowercase hex digits)",
 					  line, p);
 			goto out;
 		}
 		if (++count > FP_HTTP_MAX_MISSING) {
-			*res = json_error(rq, 413, "at most %d build-IDs per request", FP_HTTP_MAX_MISSING);
+			*res = json_error(rq, 413, "at most %d build-IDs per request",
+					  FP_HTTP_MAX_MISSING);
 			goto out;
 		}
 		if (is_missing(h, p)) {
@@ -735,7 +751,8 @@ static int handle_buildid(struct request *rq, nng_http_res **res)
 	*what++ = '\0';
 	/* Strictly hex, before anything touches the file system. */
 	if (!fp_store_hex_valid(hex)) {
-		*res = json_error(rq, 400, "invalid build-ID (expected 2 to 64 lowercase hex digits)");
+		*res = json_error(rq, 400,
+				  "invalid build-ID (expected 2 to 64 lowercase hex digits)");
 		return 0;
 	}
 	if (!strcmp(what, "debuginfo")) {
@@ -792,10 +809,18 @@ static void handle(struct fp_http *h, struct worker *w, struct job *j)
 	rq.rq_req = nng_aio_get_input(j->jb_aio, 0);
 	rq.rq_conn = nng_aio_get_input(j->jb_aio, 2);
 	switch (j->jb_route) {
-	case ROUTE_UPLOAD: err = handle_upload(&rq, &res); break;
-	case ROUTE_MISSING: err = handle_missing(&rq, &res); break;
-	case ROUTE_METRICS: err = handle_metrics(&rq, &res); break;
-	default: err = handle_buildid(&rq, &res); break;
+	case ROUTE_UPLOAD:
+		err = handle_upload(&rq, &res);
+		break;
+	case ROUTE_MISSING:
+		err = handle_missing(&rq, &res);
+		break;
+	case ROUTE_METRICS:
+		err = handle_metrics(&rq, &res);
+		break;
+	default:
+		err = handle_buildid(&rq, &res);
+		break;
 	}
 	if (err == 1) { /* the answer is written: nng reads the next request */
 		nng_aio_set_output(j->jb_aio, 0, NULL);
@@ -988,12 +1013,12 @@ int fp_http_start(struct fp_http **out, const struct fp_http_opts *o)
 		}
 		w->wk_started = 1;
 	}
-	if ((rv = nng_http_server_hold(&h->ht_server, u)) ||
-	    (o->ho_tls && (rv = set_tls(h))) ||
+	if ((rv = nng_http_server_hold(&h->ht_server, u)) || (o->ho_tls && (rv = set_tls(h))) ||
 	    (rv = add_handler(h, ROUTE_UPLOAD, "/v1/upload", "POST", on_upload, 0)) ||
 	    (rv = add_handler(h, ROUTE_MISSING, "/v1/missing", "POST", on_missing, 0)) ||
 	    (rv = add_handler(h, ROUTE_BUILDID, "/buildid", "GET", on_buildid, 1)) ||
-	    (o->ho_metrics && (rv = add_handler(h, ROUTE_METRICS, "/metrics", "GET", on_metrics, 0))))
+	    (o->ho_metrics &&
+	     (rv = add_handler(h, ROUTE_METRICS, "/metrics", "GET", on_metrics, 0))))
 		goto fail;
 	if ((rv = nng_http_server_start(h->ht_server))) {
 		fp_warnx("cannot listen on %s (HTTP): %s", o->ho_addr, nng_strerror(rv));
@@ -1056,8 +1081,8 @@ void fp_http_log_stats(struct fp_http *h)
 	fp_http_stats(h, &s);
 	fp_info("uploads: accepted %" PRIu64 " (stored %" PRIu64 ", already stored %" PRIu64
 		", without symbols %" PRIu64 "), rejected %" PRIu64 " (unauthorized %" PRIu64
-		", too large %" PRIu64 ", bad %" PRIu64 "), errors %" PRIu64 "; missing queries %" PRIu64
-		"; debuginfod: served %" PRIu64 ", not found %" PRIu64,
+		", too large %" PRIu64 ", bad %" PRIu64 "), errors %" PRIu64
+		"; missing queries %" PRIu64 "; debuginfod: served %" PRIu64 ", not found %" PRIu64,
 		s.hs_stored + s.hs_exists, s.hs_stored, s.hs_exists, s.hs_ingest_failed,
 		s.hs_unauthorized + s.hs_too_large + s.hs_bad, s.hs_unauthorized, s.hs_too_large,
 		s.hs_bad, s.hs_errors, s.hs_missing_queries, s.hs_served, s.hs_not_found);

@@ -34,12 +34,12 @@ struct fp_http;
 typedef int (*fp_http_metrics_fn)(void *arg, struct fp_http *h, char **text, size_t *len);
 
 struct fp_http_opts {
-	const char *ho_addr;             /* HOST:PORT (http:// or https:// ignored) */
-	const char *ho_token;            /* NULL or "": uploads need no token */
-	int ho_token_reads;              /* downloads and /v1/missing need it too */
+	const char *ho_addr;              /* HOST:PORT (http:// or https:// ignored) */
+	const char *ho_token;             /* NULL or "": uploads need no token */
+	int ho_token_reads;               /* downloads and /v1/missing need it too */
 	const struct fp_tls_opts *ho_tls; /* NULL: HTTP; else HTTPS with its
 					   * certificate (clients show none) */
-	uint64_t ho_max_upload;          /* bytes; larger uploads get 413 */
+	uint64_t ho_max_upload;           /* bytes; larger uploads get 413 */
 	struct fp_store *ho_store;
 	struct fp_resolver *ho_resolver; /* only its thread-safe calls are used */
 	fp_http_metrics_fn ho_metrics;   /* NULL: no /metrics */

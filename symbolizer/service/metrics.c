@@ -126,8 +126,8 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	one(f, "symbol_wait_timeouts_total", "counter",
 	    "Interval profiles whose symbols did not come within --symbol-wait.",
 	    st.sv_symbol_wait_timeouts);
-	one(f, "symbol_jobs_queue", "gauge", "Symbol jobs (ingest, look-ups, fetched files) waiting.",
-	    st.sv_ingest_queue);
+	one(f, "symbol_jobs_queue", "gauge",
+	    "Symbol jobs (ingest, look-ups, fetched files) waiting.", st.sv_ingest_queue);
 	one(f, "symbol_jobs_running", "gauge", "Symbol jobs running in the workers.",
 	    st.sv_ingest_running);
 	one(f, "symbol_jobs_queue_full_total", "counter",
@@ -168,7 +168,7 @@ static void resolver_metrics(FILE *f, const struct fp_resolver *r)
 
 	fp_resolver_stats(r, &st);
 	family(f, "symbol_hits_total", "counter",
-	    "Symbol tables found, by source (a look-up's first use of a build-ID).");
+	       "Symbol tables found, by source (a look-up's first use of a build-ID).");
 	for (i = 0; i < FP_SOURCE_COUNT; i++) {
 		label(source, sizeof(source), "source", fp_symbol_source_name(i));
 		sample(f, "symbol_hits_total", source, st.rs_hits[i]);
@@ -180,8 +180,7 @@ static void resolver_metrics(FILE *f, const struct fp_resolver *r)
 		sample(f, "symbol_misses_total", source, st.rs_misses[i]);
 	}
 	one(f, "symbol_known_missing_total", "counter",
-	    "Look-ups of build-IDs no source had before, not searched again.",
-	    st.rs_known_missing);
+	    "Look-ups of build-IDs no source had before, not searched again.", st.rs_known_missing);
 	family(f, "symbol_ingest_seconds", "summary",
 	       "Time searching the sources past the cache and building tables.");
 	fprintf(f, PREFIX "symbol_ingest_seconds_sum %.6f\n", (double)st.rs_search_ns / 1e9);
@@ -224,8 +223,8 @@ static void http_metrics(FILE *f, struct fp_http *h)
 	    st.hs_missing_queries);
 	one(f, "http_files_served_total", "counter", "Files sent to debuginfod clients.",
 	    st.hs_served);
-	one(f, "http_files_not_found_total", "counter",
-	    "debuginfod requests for files not stored.", st.hs_not_found);
+	one(f, "http_files_not_found_total", "counter", "debuginfod requests for files not stored.",
+	    st.hs_not_found);
 	one(f, "http_queue_length", "gauge", "HTTP requests waiting for a worker.", st.hs_queued);
 }
 
@@ -240,7 +239,8 @@ static const struct push_family {
 	  offsetof(struct fp_push_stats, ps_pushed) },
 	{ "push_retries_total", "counter", "Failed push attempts kept for a retry.",
 	  offsetof(struct fp_push_stats, ps_retried) },
-	{ "push_dropped_total", "counter", "Push requests dropped from a full spool or not spooled.",
+	{ "push_dropped_total", "counter",
+	  "Push requests dropped from a full spool or not spooled.",
 	  offsetof(struct fp_push_stats, ps_dropped) },
 	{ "push_damaged_total", "counter", "Damaged spool files deleted.",
 	  offsetof(struct fp_push_stats, ps_damaged) },

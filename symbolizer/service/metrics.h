@@ -22,7 +22,7 @@ struct fp_metrics {
 	const struct fp_server *mt_server;
 	struct fp_listener *mt_listener;
 	const struct fp_resolver *mt_resolver;
-	struct fp_push *const *mt_pushers;  /* NULL-terminated */
+	struct fp_push *const *mt_pushers; /* NULL-terminated */
 };
 
 /* fp_metrics_render: the text of every metric of m, and of h's when h is

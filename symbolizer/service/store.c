@@ -42,9 +42,12 @@ int fp_store_hex_valid(const char *hex)
 const char *fp_store_kind_name(int kind)
 {
 	switch (kind) {
-	case FP_STORE_DEBUGINFO: return "debuginfo";
-	case FP_STORE_EXECUTABLE: return "executable";
-	default: return "unknown";
+	case FP_STORE_DEBUGINFO:
+		return "debuginfo";
+	case FP_STORE_EXECUTABLE:
+		return "executable";
+	default:
+		return "unknown";
 	}
 }
 
@@ -301,8 +304,7 @@ static int place(const char *tmp, const char *target, int last, int *moved)
 	return errno == EEXIST ? 0 : -errno;
 }
 
-int fp_store_commit(struct fp_store *s, const char *tmp, const char *hex, int kinds,
-		    int *created)
+int fp_store_commit(struct fp_store *s, const char *tmp, const char *hex, int kinds, int *created)
 {
 	static const int order[] = { FP_STORE_DEBUGINFO, FP_STORE_EXECUTABLE };
 	char path[4200], *slash;

@@ -82,7 +82,6 @@ void fp_store_discard(const char *tmp);
  * as it is (not rewritten); *created gets the kinds that are new.  Each
  * name appears at once, whole (link/rename, never replacing).  0,
  * -EINVAL or a negative errno (tmp is removed in every case). */
-int fp_store_commit(struct fp_store *s, const char *tmp, const char *hex, int kinds,
-		    int *created);
+int fp_store_commit(struct fp_store *s, const char *tmp, const char *hex, int kinds, int *created);
 
 #endif

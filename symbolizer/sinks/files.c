@@ -126,8 +126,9 @@ void fp_safe_name(const char *s, char *buf, size_t len)
 	for (i = 0; s[i] && i + 1 < len; i++) {
 		char c = s[i];
 		buf[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-					 (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ?
-				 c : '_';
+					 (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'
+				 ? c
+				 : '_';
 	}
 	buf[i] = '\0';
 	if (!buf[0] || strcmp(buf, ".") == 0 || strcmp(buf, "..") == 0)
@@ -199,8 +200,8 @@ static int write_intervals(const struct fp_files_sink *fs, const struct fp_profi
 	 * host's directory (pipeline.h), so nothing comes between the test
 	 * and the write. */
 	if (access(path, F_OK) == 0) {
-		fp_warnx("%s exists: not replacing it with a profile of session %016" PRIx64,
-			 path, hello->fh_session);
+		fp_warnx("%s exists: not replacing it with a profile of session %016" PRIx64, path,
+			 hello->fh_session);
 		return -EEXIST;
 	}
 	if ((err = fp_write_folded(p, path, fs->fs_by_thread)))
@@ -229,8 +230,7 @@ static int write_record(const struct fp_files_sink *fs, const struct fp_profile 
 	return fp_write_svg(p, path, fs->fs_title ? fs->fs_title : "CPU", fs->fs_by_thread);
 }
 
-int fp_files_sink(void *arg, const struct fp_profile *p, const struct fp_hello *hello,
-		  uint64_t seq)
+int fp_files_sink(void *arg, const struct fp_profile *p, const struct fp_hello *hello, uint64_t seq)
 {
 	const struct fp_files_sink *fs = arg;
 	char dir[4200];

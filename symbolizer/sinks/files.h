@@ -35,16 +35,16 @@ void fp_safe_name(const char *s, char *buf, size_t len);
 
 /* The file sink's layouts. */
 enum fp_files_layout {
-	FP_FILES_INTERVALS,     /* DIR/HOST/STAMP-SEQ.folded and .pb.gz (the server) */
-	FP_FILES_RECORD,        /* DIR/profile.folded, profile.pb.gz, profile.otlp.pb and
+	FP_FILES_INTERVALS, /* DIR/HOST/STAMP-SEQ.folded and .pb.gz (the server) */
+	FP_FILES_RECORD,    /* DIR/profile.folded, profile.pb.gz, profile.otlp.pb and
 				 * flame.svg (fleetprof record) */
 };
 
 struct fp_files_sink {
 	const char *fs_dir;
 	enum fp_files_layout fs_layout;
-	int fs_by_thread;       /* folded and SVG: thread names under process names */
-	const char *fs_title;   /* FP_FILES_RECORD: the flame graph's title */
+	int fs_by_thread;     /* folded and SVG: thread names under process names */
+	const char *fs_title; /* FP_FILES_RECORD: the flame graph's title */
 };
 
 /* fp_files_sink: a pipeline sink (fp_sink_fn) that writes each profile in

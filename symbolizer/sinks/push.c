@@ -56,21 +56,21 @@ enum outcome { SENT, RETRY, PERMANENT };
 
 struct fp_push {
 	char *pu_name;
-	char *pu_base;                  /* the URL as given, for logs */
-	char *pu_path;                  /* its path without a trailing '/' */
+	char *pu_base; /* the URL as given, for logs */
+	char *pu_path; /* its path without a trailing '/' */
 	int pu_format, pu_gzip;
 	size_t pu_nheaders;
 	char *pu_hname[FP_PUSH_MAX_HEADERS], *pu_hvalue[FP_PUSH_MAX_HEADERS];
 	uint32_t pu_backoff_min, pu_backoff_max, pu_timeout;
-	uint32_t pu_max_attempts;       /* answered failures before a record is dropped */
-	int64_t pu_max_age;             /* seconds: a record failing when older is dropped */
-	size_t pu_response_max;         /* response bodies read, bytes */
+	uint32_t pu_max_attempts; /* answered failures before a record is dropped */
+	int64_t pu_max_age;       /* seconds: a record failing when older is dropped */
+	size_t pu_response_max;   /* response bodies read, bytes */
 	struct fp_httpc *pu_http;
 	struct fp_spool *pu_spool;
 
 	pthread_t pu_thread;
 	int pu_started;
-	pthread_mutex_t pu_mu;          /* guards what follows */
+	pthread_mutex_t pu_mu; /* guards what follows */
 	pthread_cond_t pu_cv;
 	int pu_stop, pu_pending;
 	uint64_t pu_deadline;           /* monotonic ms: end of the flush */
@@ -120,8 +120,11 @@ static int is_tchar(char c)
 
 int fp_push_header_check(const char *h, const char **why)
 {
-	static const char *const reserved[] = { "Host", "Content-Length", "Content-Type",
-						"Content-Encoding", "Transfer-Encoding",
+	static const char *const reserved[] = { "Host",
+						"Content-Length",
+						"Content-Type",
+						"Content-Encoding",
+						"Transfer-Encoding",
 						"Connection" };
 	const char *colon = strchr(h, ':'), *v;
 	size_t nlen;
@@ -420,18 +423,21 @@ static int one_service(const struct fp_profile *prof, const size_t *order, size_
 					if (mapping_map[m] == FP_INDEX_NONE)
 						err = fp_profile_add_mapping(sub, pm->pm_kind,
 									     &pm->pm_build_id,
-									     pm->pm_path, &mapping_map[m]);
+									     pm->pm_path,
+									     &mapping_map[m]);
 					nm = mapping_map[m];
 				}
 				/* Python frames: their own key, no mapping. */
 				if (!err && pf->pf_kind == FP_FRAME_PYTHON)
-					err = fp_profile_add_python_frame(
-						sub, pf->pf_function, pf->pf_file, pf->pf_line,
-						pf->pf_start_line, &frame_map[f]);
+					err = fp_profile_add_python_frame(sub, pf->pf_function,
+									  pf->pf_file, pf->pf_line,
+									  pf->pf_start_line,
+									  &frame_map[f]);
 				else if (!err)
-					err = fp_profile_add_frame(
-						sub, nm, pf->pf_address, pf->pf_kind,
-						pf->pf_function, pf->pf_system_name, &frame_map[f]);
+					err = fp_profile_add_frame(sub, nm, pf->pf_address,
+								   pf->pf_kind, pf->pf_function,
+								   pf->pf_system_name,
+								   &frame_map[f]);
 				/* Source lines and inlined functions come along. */
 				if (!err && pf->pf_kind != FP_FRAME_PYTHON &&
 				    (pf->pf_file || pf->pf_line || pf->pf_ninline))
@@ -442,9 +448,9 @@ static int one_service(const struct fp_profile *prof, const size_t *order, size_
 			frames[j] = frame_map[f];
 		}
 		if (!err)
-			err = fp_profile_add_sample(sub, frames, s->ps_nframes, s->ps_pid, s->ps_tid,
-						    s->ps_thread, s->ps_process, s->ps_container,
-						    s->ps_count);
+			err = fp_profile_add_sample(sub, frames, s->ps_nframes, s->ps_pid,
+						    s->ps_tid, s->ps_thread, s->ps_process,
+						    s->ps_container, s->ps_count);
 	}
 	/* Reset the maps: only the entries this service touched. */
 	for (i = from; i < to; i++) {
@@ -484,8 +490,10 @@ static int push_pprof_service(struct fp_push *p, const struct fp_profile *sub, c
 	sb_str(&uri, "/ingest?name=");
 	if (name.s)
 		sb_pct(&uri, name.s);
-	sb_printf(&uri, "&from=%" PRIu64 "&until=%" PRIu64 "&format=pprof&sampleRate=%" PRIu64
-		  "&spyName=fleetprof", from, until, hz);
+	sb_printf(&uri,
+		  "&from=%" PRIu64 "&until=%" PRIu64 "&format=pprof&sampleRate=%" PRIu64
+		  "&spyName=fleetprof",
+		  from, until, hz);
 	snprintf(d, sizeof(d), "%.300s service %.200s", desc, service);
 	err = name.err ? name.err : uri.err;
 	if (!err)
@@ -506,8 +514,10 @@ static int push_pprof(struct fp_push *p, const struct fp_profile *prof, const st
 {
 	size_t n = prof->pr_nsamples, i, from, maxframes = 1;
 	size_t *order = malloc((n ? n : 1) * sizeof(*order));
-	uint32_t *frame_map = malloc((prof->pr_nframes ? prof->pr_nframes : 1) * sizeof(*frame_map));
-	uint32_t *mapping_map = malloc((prof->pr_nmappings ? prof->pr_nmappings : 1) * sizeof(*mapping_map));
+	uint32_t *frame_map = malloc((prof->pr_nframes ? prof->pr_nframes : 1) *
+				     sizeof(*frame_map));
+	uint32_t *mapping_map = malloc((prof->pr_nmappings ? prof->pr_nmappings : 1) *
+				       sizeof(*mapping_map));
 	uint32_t *frames = NULL;
 	int err = 0, first_err = 0;
 
@@ -521,7 +531,8 @@ static int push_pprof(struct fp_push *p, const struct fp_profile *prof, const st
 		goto out;
 	}
 	memset(frame_map, 0xff, (prof->pr_nframes ? prof->pr_nframes : 1) * sizeof(*frame_map));
-	memset(mapping_map, 0xff, (prof->pr_nmappings ? prof->pr_nmappings : 1) * sizeof(*mapping_map));
+	memset(mapping_map, 0xff,
+	       (prof->pr_nmappings ? prof->pr_nmappings : 1) * sizeof(*mapping_map));
 	for (i = 0; i < n; i++)
 		order[i] = i;
 	qsort_r(order, n, sizeof(*order), service_cmp, (void *)prof);
@@ -566,10 +577,13 @@ int fp_push_profile(struct fp_push *p, const struct fp_profile *prof, const stru
 
 	if (!prof->pr_nsamples)
 		return 0; /* an idle interval: nothing to show */
-	describe(prof, h && h->fh_host ? h->fh_host : prof->pr_host ? prof->pr_host : "?", desc,
-		 sizeof(desc));
-	err = p->pu_format == FP_PUSH_PPROF ? push_pprof(p, prof, h, desc) :
-					      push_otlp(p, prof, h, desc);
+	describe(prof,
+		 h && h->fh_host ? h->fh_host
+		 : prof->pr_host ? prof->pr_host
+				 : "?",
+		 desc, sizeof(desc));
+	err = p->pu_format == FP_PUSH_PPROF ? push_pprof(p, prof, h, desc)
+					    : push_otlp(p, prof, h, desc);
 	pthread_mutex_lock(&p->pu_mu);
 	p->pu_pending = 1;
 	pthread_cond_signal(&p->pu_cv);
@@ -610,8 +624,12 @@ static const char *status_message(const uint8_t *b, size_t len, size_t *mlen)
 			while (i < len && (b[i++] & 0x80))
 				;
 			break;
-		case 1: i += 8; break;
-		case 5: i += 4; break;
+		case 1:
+			i += 8;
+			break;
+		case 5:
+			i += 4;
+			break;
 		case 2:
 			shift = 0;
 			while (i < len && shift < 64) {
@@ -681,8 +699,8 @@ static void partial_success(struct fp_push *p, nng_http_res *res, const char *de
 		return;
 	}
 	if (r->partial_success &&
-	    (r->partial_success->rejected_profiles || (r->partial_success->error_message &&
-						       r->partial_success->error_message[0]))) {
+	    (r->partial_success->rejected_profiles ||
+	     (r->partial_success->error_message && r->partial_success->error_message[0]))) {
 		int64_t n = r->partial_success->rejected_profiles;
 		const char *msg = r->partial_success->error_message;
 		fp_warnx("push %s: %s: partial success, %" PRId64 " profiles rejected: %s",
@@ -749,8 +767,7 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 		return RETRY;
 	}
 	if ((rv = nng_http_req_alloc(&req, fp_httpc_url(p->pu_http))) ||
-	    (rv = nng_http_req_set_uri(req, uri)) ||
-	    (rv = nng_http_req_set_method(req, "POST")) ||
+	    (rv = nng_http_req_set_uri(req, uri)) || (rv = nng_http_req_set_method(req, "POST")) ||
 	    (rv = nng_http_req_set_header(req, "Content-Type", f[2])) ||
 	    (rv = nng_http_req_set_header(req, "User-Agent", "fleetprof/" FP_VERSION)) ||
 	    (rv = nng_http_req_set_header(req, "Connection", "close")) ||
@@ -758,9 +775,9 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 		goto nng_fail;
 	for (size_t i = 0; i < p->pu_nheaders; i++) {
 		/* A User-Agent given replaces ours; other names may repeat. */
-		rv = strcasecmp(p->pu_hname[i], "User-Agent") ?
-			     nng_http_req_add_header(req, p->pu_hname[i], p->pu_hvalue[i]) :
-			     nng_http_req_set_header(req, p->pu_hname[i], p->pu_hvalue[i]);
+		rv = strcasecmp(p->pu_hname[i], "User-Agent")
+			     ? nng_http_req_add_header(req, p->pu_hname[i], p->pu_hvalue[i])
+			     : nng_http_req_set_header(req, p->pu_hname[i], p->pu_hvalue[i]);
 		if (rv)
 			goto nng_fail;
 	}
@@ -778,8 +795,9 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 	if ((rv = fp_httpc_transact(p->pu_http, req, res, timeout, p->pu_response_max, reached,
 				    &too_large))) {
 		snprintf(why, wlen, "%s: %s", p->pu_base,
-			 rv == NNG_ETIMEDOUT ? "timed out" :
-			 rv == NNG_EPROTO   ? "invalid response" : nng_strerror(rv));
+			 rv == NNG_ETIMEDOUT ? "timed out"
+			 : rv == NNG_EPROTO  ? "invalid response"
+					     : nng_strerror(rv));
 		goto out;
 	}
 	if (too_large >= 0) {
@@ -913,7 +931,7 @@ static void *pusher(void *arg)
 {
 	struct fp_push *p = arg;
 	uint64_t backoff = p->pu_backoff_min, last_log = now_ms(), head = 0;
-	uint32_t attempts = 0;  /* answered failures of the record `head` */
+	uint32_t attempts = 0; /* answered failures of the record `head` */
 	char why[1024], desc[512];
 
 	for (;;) {
@@ -1067,7 +1085,8 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 			goto fail;
 		}
 		/* Trailing blanks are not part of a field value. */
-		for (plen = strlen(p->pu_hvalue[i]); plen && strchr(" \t", p->pu_hvalue[i][plen - 1]);)
+		for (plen = strlen(p->pu_hvalue[i]);
+		     plen && strchr(" \t", p->pu_hvalue[i][plen - 1]);)
 			p->pu_hvalue[i][--plen] = '\0';
 	}
 	if (fp_push_url_check(o->po_url)) {
@@ -1107,8 +1126,8 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 	fp_info("push %s: %s to %s%s, spool %s (at most %" PRIu64 " MB, %zu requests waiting), "
 		"a request dropped after %u answered attempts or %" PRId64 " s",
 		o->po_name, o->po_format == FP_PUSH_PPROF ? "pprof" : "OTLP", o->po_url,
-		o->po_gzip ? ", gzip" : "", dir, o->po_spool_max >> 20,
-		fp_spool_count(p->pu_spool), p->pu_max_attempts, p->pu_max_age);
+		o->po_gzip ? ", gzip" : "", dir, o->po_spool_max >> 20, fp_spool_count(p->pu_spool),
+		p->pu_max_attempts, p->pu_max_age);
 	*out = p;
 	return 0;
 fail:
@@ -1191,8 +1210,8 @@ int fp_push_cli_option(struct fp_push_cli *c, int opt, const char *arg)
 	case FP_PUSH_OPT_PYROSCOPE:
 	case FP_PUSH_OPT_OTLP_ENDPOINT:
 		if (fp_push_url_check(arg))
-			return cli_error(opt == FP_PUSH_OPT_PYROSCOPE ? "--pyroscope" :
-									"--otlp-endpoint",
+			return cli_error(opt == FP_PUSH_OPT_PYROSCOPE ? "--pyroscope"
+								      : "--otlp-endpoint",
 					 arg, "expected http://HOST[:PORT][/PATH] or https://...");
 		if (opt == FP_PUSH_OPT_PYROSCOPE)
 			c->pc_pyroscope = arg;
@@ -1233,10 +1252,14 @@ int fp_push_cli_option(struct fp_push_cli *c, int opt, const char *arg)
 		return 1;
 	case FP_PUSH_OPT_MAX_ATTEMPTS:
 		return fp_parse_u32("fleetprof-symbolizer", "--push-max-attempts", arg, 1, 1000,
-				    &c->pc_max_attempts) ? -1 : 1;
+				    &c->pc_max_attempts)
+			       ? -1
+			       : 1;
 	case FP_PUSH_OPT_MAX_AGE:
 		return fp_parse_u32("fleetprof-symbolizer", "--push-max-age", arg, 60,
-				    30 * 24 * 3600, &c->pc_max_age_s) ? -1 : 1;
+				    30 * 24 * 3600, &c->pc_max_age_s)
+			       ? -1
+			       : 1;
 	default:
 		return 0;
 	}
@@ -1329,11 +1352,11 @@ out:
 	return err;
 }
 
-int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir,
-		      struct fp_push **pushers)
+int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir, struct fp_push **pushers)
 {
 	char *headers[FP_PUSH_MAX_HEADERS];
-	struct fp_push_opts o = { .po_gzip = c->pc_gzip, .po_headers = (const char *const *)headers,
+	struct fp_push_opts o = { .po_gzip = c->pc_gzip,
+				  .po_headers = (const char *const *)headers,
 				  .po_max_attempts = c->pc_max_attempts,
 				  .po_max_age_s = c->pc_max_age_s };
 	char spool[4200];

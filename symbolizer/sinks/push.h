@@ -47,40 +47,40 @@ enum fp_push_format {
 };
 
 #define FP_PUSH_MAX_HEADERS 32
-#define FP_PUSH_MAX_ATTEMPTS 10                 /* default of po_max_attempts */
-#define FP_PUSH_MAX_AGE_S (24 * 3600)           /* default of po_max_age_s */
-#define FP_PUSH_RESPONSE_MAX (1u << 20)         /* default of po_response_max */
+#define FP_PUSH_MAX_ATTEMPTS 10         /* default of po_max_attempts */
+#define FP_PUSH_MAX_AGE_S (24 * 3600)   /* default of po_max_age_s */
+#define FP_PUSH_RESPONSE_MAX (1u << 20) /* default of po_response_max */
 
 struct fp_push_opts {
-	const char *po_name;            /* for logs: "otlp", "pyroscope" */
-	const char *po_url;             /* base URL, http://HOST[:PORT][/PREFIX] or https:// */
-	int po_format;                  /* enum fp_push_format */
+	const char *po_name; /* for logs: "otlp", "pyroscope" */
+	const char *po_url;  /* base URL, http://HOST[:PORT][/PREFIX] or https:// */
+	int po_format;       /* enum fp_push_format */
 	int po_gzip;
-	const char *const *po_headers;  /* "Name: value", valid by fp_push_header_check */
+	const char *const *po_headers; /* "Name: value", valid by fp_push_header_check */
 	size_t po_nheaders;
-	const char *po_spool_dir;       /* the spool root: this destination uses ROOT/NAME */
-	uint64_t po_spool_max;          /* bytes */
-	uint32_t po_backoff_min_ms;     /* 0: 1000 */
-	uint32_t po_backoff_max_ms;     /* 0: 60000 */
-	uint32_t po_timeout_ms;         /* per request; 0: 20000 */
-	uint32_t po_max_attempts;       /* 0: FP_PUSH_MAX_ATTEMPTS */
-	uint32_t po_max_age_s;          /* 0: FP_PUSH_MAX_AGE_S */
-	size_t po_response_max;         /* bytes of a response body read; 0: FP_PUSH_RESPONSE_MAX */
+	const char *po_spool_dir;   /* the spool root: this destination uses ROOT/NAME */
+	uint64_t po_spool_max;      /* bytes */
+	uint32_t po_backoff_min_ms; /* 0: 1000 */
+	uint32_t po_backoff_max_ms; /* 0: 60000 */
+	uint32_t po_timeout_ms;     /* per request; 0: 20000 */
+	uint32_t po_max_attempts;   /* 0: FP_PUSH_MAX_ATTEMPTS */
+	uint32_t po_max_age_s;      /* 0: FP_PUSH_MAX_AGE_S */
+	size_t po_response_max;     /* bytes of a response body read; 0: FP_PUSH_RESPONSE_MAX */
 };
 
 struct fp_push_stats {
-	uint64_t ps_queued;             /* requests spooled */
-	uint64_t ps_pushed;             /* answered 2xx */
-	uint64_t ps_retried;            /* failed attempts, kept for a retry */
-	uint64_t ps_dropped;            /* oldest dropped from a full spool, or not spooled */
-	uint64_t ps_damaged;            /* spool files found damaged, deleted */
-	uint64_t ps_permanent;          /* refused for good (4xx but 408/429), deleted */
-	uint64_t ps_gave_up;            /* dropped after the attempt or age bound */
-	uint64_t ps_too_large;          /* responses whose body was over the cap, not read */
-	uint64_t ps_partial;            /* OTLP partial successes */
-	uint64_t ps_rejected;           /* profiles those rejected */
+	uint64_t ps_queued;    /* requests spooled */
+	uint64_t ps_pushed;    /* answered 2xx */
+	uint64_t ps_retried;   /* failed attempts, kept for a retry */
+	uint64_t ps_dropped;   /* oldest dropped from a full spool, or not spooled */
+	uint64_t ps_damaged;   /* spool files found damaged, deleted */
+	uint64_t ps_permanent; /* refused for good (4xx but 408/429), deleted */
+	uint64_t ps_gave_up;   /* dropped after the attempt or age bound */
+	uint64_t ps_too_large; /* responses whose body was over the cap, not read */
+	uint64_t ps_partial;   /* OTLP partial successes */
+	uint64_t ps_rejected;  /* profiles those rejected */
 	uint64_t ps_encode_errors;
-	uint64_t ps_spool_files, ps_spool_bytes;  /* now */
+	uint64_t ps_spool_files, ps_spool_bytes; /* now */
 };
 
 struct fp_push;
@@ -142,30 +142,32 @@ enum {
 };
 
 /* Entries of a struct option array (getopt.h). */
-#define FP_PUSH_LONGOPTS                                                              \
-	{ "pyroscope", required_argument, NULL, FP_PUSH_OPT_PYROSCOPE },              \
-	{ "pyroscope-format", required_argument, NULL, FP_PUSH_OPT_PYROSCOPE_FORMAT },\
-	{ "otlp-endpoint", required_argument, NULL, FP_PUSH_OPT_OTLP_ENDPOINT },      \
-	{ "push-gzip", no_argument, NULL, FP_PUSH_OPT_GZIP },                         \
-	{ "push-header", required_argument, NULL, FP_PUSH_OPT_HEADER },               \
-	{ "spool", required_argument, NULL, FP_PUSH_OPT_SPOOL },                      \
-	{ "spool-max", required_argument, NULL, FP_PUSH_OPT_SPOOL_MAX },              \
-	{ "push-header-file", required_argument, NULL, FP_PUSH_OPT_HEADER_FILE },     \
-	{ "push-max-attempts", required_argument, NULL, FP_PUSH_OPT_MAX_ATTEMPTS },   \
-	{ "push-max-age", required_argument, NULL, FP_PUSH_OPT_MAX_AGE }
+#define FP_PUSH_LONGOPTS \
+	{ "pyroscope", required_argument, NULL, FP_PUSH_OPT_PYROSCOPE }, \
+		{ "pyroscope-format", required_argument, NULL, FP_PUSH_OPT_PYROSCOPE_FORMAT }, \
+		{ "otlp-endpoint", required_argument, NULL, FP_PUSH_OPT_OTLP_ENDPOINT }, \
+		{ "push-gzip", no_argument, NULL, FP_PUSH_OPT_GZIP }, \
+		{ "push-header", required_argument, NULL, FP_PUSH_OPT_HEADER }, \
+		{ "spool", required_argument, NULL, FP_PUSH_OPT_SPOOL }, \
+		{ "spool-max", required_argument, NULL, FP_PUSH_OPT_SPOOL_MAX }, \
+		{ "push-header-file", required_argument, NULL, FP_PUSH_OPT_HEADER_FILE }, \
+		{ "push-max-attempts", required_argument, NULL, FP_PUSH_OPT_MAX_ATTEMPTS }, \
+	{ \
+		"push-max-age", required_argument, NULL, FP_PUSH_OPT_MAX_AGE \
+	}
 
-#define FP_PUSH_FLUSH_MS 2000           /* what SIGTERM leaves to flushing */
+#define FP_PUSH_FLUSH_MS 2000 /* what SIGTERM leaves to flushing */
 
 struct fp_push_cli {
 	const char *pc_pyroscope, *pc_otlp;
 	int pc_pyroscope_pprof, pc_gzip;
 	const char *pc_headers[FP_PUSH_MAX_HEADERS];
 	size_t pc_nheaders;
-	const char *pc_spool;           /* NULL: CACHE/spool */
-	uint32_t pc_spool_max_mb;       /* 0: 256 */
-	const char *pc_header_file;     /* more headers, read at fp_push_cli_start */
-	uint32_t pc_max_attempts;       /* 0: FP_PUSH_MAX_ATTEMPTS */
-	uint32_t pc_max_age_s;          /* 0: FP_PUSH_MAX_AGE_S */
+	const char *pc_spool;       /* NULL: CACHE/spool */
+	uint32_t pc_spool_max_mb;   /* 0: 256 */
+	const char *pc_header_file; /* more headers, read at fp_push_cli_start */
+	uint32_t pc_max_attempts;   /* 0: FP_PUSH_MAX_ATTEMPTS */
+	uint32_t pc_max_age_s;      /* 0: FP_PUSH_MAX_AGE_S */
 };
 
 /* fp_push_cli_option: one result of getopt_long.  1: a push flag, taken;
@@ -185,7 +187,6 @@ int fp_push_header_file(const char *path, char **headers, size_t *n);
 /* fp_push_cli_start: start the pushers the flags ask for (none, one or
  * two) into pushers[0..], NULL-terminated (room for 3).  0 or a negative
  * errno (logged). */
-int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir,
-		      struct fp_push **pushers);
+int fp_push_cli_start(const struct fp_push_cli *c, const char *cache_dir, struct fp_push **pushers);
 
 #endif

@@ -32,8 +32,8 @@
 
 struct entry {
 	uint64_t en_seq;
-	uint64_t en_size;               /* of the file */
-	uint32_t en_owner;              /* index into sp_owners */
+	uint64_t en_size;  /* of the file */
+	uint32_t en_owner; /* index into sp_owners */
 };
 
 /* Whose records: a key (fp_hash of the owner's name: not kept on disk, so
@@ -51,11 +51,11 @@ struct fp_spool {
 	int sp_dirfd, sp_lockfd;
 	uint64_t sp_max;
 	pthread_mutex_t sp_mu;
-	struct entry *sp_entries;       /* oldest first */
+	struct entry *sp_entries; /* oldest first */
 	size_t sp_n, sp_cap;
-	uint64_t sp_next;               /* next sequence number */
-	uint64_t sp_busy;               /* the record handed out, 0 if none */
-	struct owner *sp_owners;        /* [0]: no name, or an earlier process */
+	uint64_t sp_next;        /* next sequence number */
+	uint64_t sp_busy;        /* the record handed out, 0 if none */
+	struct owner *sp_owners; /* [0]: no name, or an earlier process */
 	size_t sp_nowners, sp_owners_cap;
 	struct fp_spool_stats sp_stats;
 };
@@ -184,8 +184,9 @@ static void make_room(struct fp_spool *sp, uint64_t need, uint32_t who)
 			held = sp->sp_owners[i].ow_bytes + (i == who ? need : 0);
 			if (busy != SIZE_MAX && sp->sp_entries[busy].en_owner == i)
 				held -= sp->sp_entries[busy].en_size;
-			if (held > most && sp->sp_owners[i].ow_files > (busy != SIZE_MAX &&
-						sp->sp_entries[busy].en_owner == i)) {
+			if (held > most &&
+			    sp->sp_owners[i].ow_files >
+				    (busy != SIZE_MAX && sp->sp_entries[busy].en_owner == i)) {
 				most = held;
 				top = i;
 			}
@@ -338,8 +339,8 @@ int fp_spool_put(struct fp_spool *sp, const char *owner, const struct iovec *iov
 	for (i = 0; i < (size_t)iovcnt; i++) {
 		len += iov[i].iov_len;
 		for (size_t off = 0; off < iov[i].iov_len;) {
-			uInt n = iov[i].iov_len - off > (1u << 30) ? 1u << 30 :
-								    (uInt)(iov[i].iov_len - off);
+			uInt n = iov[i].iov_len - off > (1u << 30) ? 1u << 30
+								   : (uInt)(iov[i].iov_len - off);
 			crc = crc32(crc, (const Bytef *)iov[i].iov_base + off, n);
 			off += n;
 		}

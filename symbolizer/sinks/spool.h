@@ -31,12 +31,12 @@
 struct fp_spool;
 
 struct fp_spool_stats {
-	uint64_t ss_files, ss_bytes;    /* in the spool now */
-	uint64_t ss_added;              /* records written */
-	uint64_t ss_dropped;            /* oldest records dropped to stay within the bound */
-	uint64_t ss_refused;            /* records not written: larger than the bound, or an
+	uint64_t ss_files, ss_bytes; /* in the spool now */
+	uint64_t ss_added;           /* records written */
+	uint64_t ss_dropped;         /* oldest records dropped to stay within the bound */
+	uint64_t ss_refused;         /* records not written: larger than the bound, or an
 	                                   I/O error */
-	uint64_t ss_corrupt;            /* files found damaged or cut short, deleted */
+	uint64_t ss_corrupt;         /* files found damaged or cut short, deleted */
 };
 
 /* fp_spool_open: DIR is created if needed (with its parents).  max_bytes

@@ -47,9 +47,11 @@ int fp_debuginfod_open(struct fp_debuginfod **out, const char *const *urls, size
 	}
 	/* libdebuginfod reads these at each query; there is no API for them. */
 	err = setenv(DEBUGINFOD_URLS_ENV_VAR, joined, 1) ||
-	      setenv(DEBUGINFOD_CACHE_PATH_ENV_VAR, cache_dir, 1) ||
-	      setenv(DEBUGINFOD_TIMEOUT_ENV_VAR, "10", 0) /* the default, 90 s, stalls batches */
-		      ? -errno : 0;
+			      setenv(DEBUGINFOD_CACHE_PATH_ENV_VAR, cache_dir, 1) ||
+			      setenv(DEBUGINFOD_TIMEOUT_ENV_VAR, "10",
+				     0) /* the default, 90 s, stalls batches */
+		      ? -errno
+		      : 0;
 	free(joined);
 	if (err)
 		return err;

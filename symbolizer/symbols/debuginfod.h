@@ -13,9 +13,9 @@
 struct fp_debuginfod;
 
 struct fp_debuginfod_stats {
-	uint64_t ds_fetched;  /* files received */
-	uint64_t ds_missed;   /* build-IDs no server had */
-	uint64_t ds_failed;   /* other errors (unreachable server...) */
+	uint64_t ds_fetched; /* files received */
+	uint64_t ds_missed;  /* build-IDs no server had */
+	uint64_t ds_failed;  /* other errors (unreachable server...) */
 };
 
 /* fp_debuginfod_open: a client of the servers at urls (n of them,

@@ -29,21 +29,21 @@
 
 /* A unit of symbol work for the background workers (fp_resolver_start). */
 enum job_kind {
-	JOB_SYMBOLS,                    /* a build-ID's table from its sources */
-	JOB_UNWIND,                     /* a build-ID's unwind table search */
-	JOB_FILE,                       /* fp_resolver_add_file_async */
+	JOB_SYMBOLS, /* a build-ID's table from its sources */
+	JOB_UNWIND,  /* a build-ID's unwind table search */
+	JOB_FILE,    /* fp_resolver_add_file_async */
 };
 
 enum job_state { JOB_FREE, JOB_QUEUED, JOB_RUNNING };
 
 struct resolver_job {
-	uint8_t jb_state;               /* enum job_state */
-	uint8_t jb_kind;                /* enum job_kind */
-	uint64_t jb_order;              /* first queued, first run */
+	uint8_t jb_state;  /* enum job_state */
+	uint8_t jb_kind;   /* enum job_kind */
+	uint64_t jb_order; /* first queued, first run */
 	struct fp_build_id jb_id;
-	char *jb_path;                  /* JOB_SYMBOLS, JOB_UNWIND: NULL if unknown */
+	char *jb_path; /* JOB_SYMBOLS, JOB_UNWIND: NULL if unknown */
 	uint32_t jb_pid;
-	int jb_fd;                      /* JOB_FILE: owned */
+	int jb_fd; /* JOB_FILE: owned */
 };
 
 struct pending_ksyms {
@@ -55,9 +55,9 @@ struct pending_ksyms {
 
 /* Where a build-ID's file was seen, for fp_resolver_unwind's search. */
 struct unwind_hint {
-	char *uh_path;                  /* NULL: none known */
+	char *uh_path; /* NULL: none known */
 	uint32_t uh_pid;
-	int uh_tried;                   /* searched, and no source had CFI */
+	int uh_tried; /* searched, and no source had CFI */
 };
 
 struct fp_resolver {
@@ -67,34 +67,34 @@ struct fp_resolver {
 	int rv_proc_root;
 	fp_fetch_fn rv_fetch;
 	void *rv_fetch_arg;
-	pthread_mutex_t rv_lock;        /* rv_failed, rv_stats: uploads come from other threads */
-	struct fp_intern *rv_failed;    /* build-IDs no source could provide */
+	pthread_mutex_t rv_lock;     /* rv_failed, rv_stats: uploads come from other threads */
+	struct fp_intern *rv_failed; /* build-IDs no source could provide */
 	struct pending_ksyms rv_pending[MAX_PENDING_KSYMS];
 	struct fp_resolver_stats rv_stats;
-	struct fp_intern *rv_hint_ids;  /* build-ID -> rv_hints index; under rv_lock */
+	struct fp_intern *rv_hint_ids; /* build-ID -> rv_hints index; under rv_lock */
 	struct unwind_hint *rv_hints;
 	size_t rv_hints_cap;
 	/* The workers' queue, all under rv_lock (fp_resolver_start). */
 	pthread_t *rv_workers;
-	unsigned rv_nworkers;           /* 0: symbol work in the caller's thread */
-	struct resolver_job *rv_jobs;   /* rv_njobs slots: queued and running */
+	unsigned rv_nworkers;         /* 0: symbol work in the caller's thread */
+	struct resolver_job *rv_jobs; /* rv_njobs slots: queued and running */
 	size_t rv_njobs, rv_queue_max, rv_nqueued;
 	uint64_t rv_order;
 	int rv_stop;
-	pthread_cond_t rv_work;         /* a job was queued, or stop */
-	pthread_cond_t rv_done;         /* a job ended (CLOCK_MONOTONIC) */
+	pthread_cond_t rv_work; /* a job was queued, or stop */
+	pthread_cond_t rv_done; /* a job ended (CLOCK_MONOTONIC) */
 };
 
 struct lookup_table {
 	int lt_ok;
 	struct fp_symtab lt_table;
-	void *lt_blob;                  /* ingested during this look-up, owned */
+	void *lt_blob; /* ingested during this look-up, owned */
 };
 
 struct fp_lookup {
 	struct fp_resolver *lk_resolver;
 	struct fp_symcache_txn *lk_txn;
-	struct fp_intern *lk_seen;      /* build-ID -> lk_tables index */
+	struct fp_intern *lk_seen; /* build-ID -> lk_tables index */
 	struct lookup_table *lk_tables;
 	size_t lk_tables_cap;
 };
@@ -163,8 +163,8 @@ void fp_resolver_close(struct fp_resolver *r)
 const char *fp_symbol_source_name(int source)
 {
 	static const char *const names[FP_SOURCE_COUNT] = {
-		[FP_SOURCE_CACHE] = "cache",         [FP_SOURCE_DEBUG_DIR] = "debug_dir",
-		[FP_SOURCE_LOCAL] = "local",         [FP_SOURCE_CONTAINER] = "container",
+		[FP_SOURCE_CACHE] = "cache", [FP_SOURCE_DEBUG_DIR] = "debug_dir",
+		[FP_SOURCE_LOCAL] = "local", [FP_SOURCE_CONTAINER] = "container",
 		[FP_SOURCE_FETCH] = "fetch",
 	};
 
@@ -564,8 +564,8 @@ static int ingest_debuglink(struct fp_resolver *r, const char *path, const struc
 	dir[slash - path] = '\0';
 	snprintf(cand[0], sizeof(cand[0]), "%s/%s", dir, name);
 	snprintf(cand[1], sizeof(cand[1]), "%s/.debug/%s", dir, name);
-	snprintf(cand[2], sizeof(cand[2]), "%s%s/%s", r->rv_debug_dir ? r->rv_debug_dir : "",
-		 dir, name);
+	snprintf(cand[2], sizeof(cand[2]), "%s%s/%s", r->rv_debug_dir ? r->rv_debug_dir : "", dir,
+		 name);
 	for (i = 0; i < 3; i++) {
 		void *b;
 		size_t l;
@@ -609,9 +609,9 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 		for (i = 0; i < 2 && err; i++) {
 			fp_build_id_hex(cand[i], hex);
 			/* No such path (a one-byte id, too long a name): no file. */
-			err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug") ?
-				      -ENOENT :
-				      ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
+			err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug")
+				      ? -ENOENT
+				      : ingest_file(r, 0, file, PATH_OPERATOR, id, blob, len);
 		}
 	}
 	if (err && r->rv_local_files && path && path[0] == '/') {
@@ -845,9 +845,9 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 		err = unwind_try(r, pid, path, PATH_REPORTED, id);
 	if (err && r->rv_debug_dir) {
 		fp_build_id_hex(id, hex);
-		err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug") ?
-			      -ENOENT :
-			      unwind_try(r, 0, file, PATH_OPERATOR, id);
+		err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug")
+			      ? -ENOENT
+			      : unwind_try(r, 0, file, PATH_OPERATOR, id);
 	}
 	if (err && r->rv_fetch) {
 		int fd = r->rv_fetch(id, r->rv_fetch_arg);
@@ -861,8 +861,7 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 	return err;
 }
 
-static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id,
-				     int kind);
+static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id, int kind);
 
 int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
 		       size_t *len)
@@ -992,8 +991,7 @@ int fp_resolver_add_file_async(struct fp_resolver *r, int fd, const struct fp_bu
 
 /* job_find: the queued or running job for id (of kind, or any kind when
  * kind < 0).  Called with rv_lock held. */
-static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id,
-				     int kind)
+static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id, int kind)
 {
 	size_t i;
 

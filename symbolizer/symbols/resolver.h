@@ -39,12 +39,12 @@ struct fp_resolver;
 typedef int (*fp_fetch_fn)(const struct fp_build_id *id, void *arg);
 
 struct fp_resolver_opts {
-	const char *ro_cache_dir;   /* LMDB directory (created if missing) */
-	const char *ro_debug_dir;   /* "/usr/lib/debug"; NULL: none */
-	int ro_local_files;         /* try the mapping's path on this host */
-	int ro_proc_root;           /* also /proc/PID/root/PATH: the agent's pids
+	const char *ro_cache_dir; /* LMDB directory (created if missing) */
+	const char *ro_debug_dir; /* "/usr/lib/debug"; NULL: none */
+	int ro_local_files;       /* try the mapping's path on this host */
+	int ro_proc_root;         /* also /proc/PID/root/PATH: the agent's pids
 				     * are this host's (fleetprof record) */
-	fp_fetch_fn ro_fetch;       /* NULL: none (e.g. upstream debuginfod) */
+	fp_fetch_fn ro_fetch;     /* NULL: none (e.g. upstream debuginfod) */
 	void *ro_fetch_arg;
 };
 
@@ -132,11 +132,11 @@ void fp_resolver_end(struct fp_lookup *l);
 #define FP_RESOLVED_MAX_INLINE 32
 
 struct fp_resolved {
-	const char *rs_function;    /* the function the code belongs to; NULL if unresolved */
+	const char *rs_function; /* the function the code belongs to; NULL if unresolved */
 	const char *rs_system_name;
-	const char *rs_file;        /* its source file, NULL if unknown */
-	uint32_t rs_line;           /* its line here (the call site when inlined) */
-	int rs_ninline;             /* functions inlined here, innermost first */
+	const char *rs_file; /* its source file, NULL if unknown */
+	uint32_t rs_line;    /* its line here (the call site when inlined) */
+	int rs_ninline;      /* functions inlined here, innermost first */
 	struct fp_symframe rs_inline[FP_RESOLVED_MAX_INLINE];
 };
 
@@ -150,11 +150,11 @@ void fp_resolver_frame(struct fp_lookup *l, uint8_t kind, const struct fp_build_
 
 /* Where a user-space table was looked for, in the order of the search. */
 enum fp_symbol_source {
-	FP_SOURCE_CACHE,      /* the LMDB cache */
-	FP_SOURCE_DEBUG_DIR,  /* DEBUG_DIR/.build-id/xx/rest.debug */
-	FP_SOURCE_LOCAL,      /* the mapping's path on this host, or its debuglink */
-	FP_SOURCE_CONTAINER,  /* the path in the process's mount namespace */
-	FP_SOURCE_FETCH,      /* ro_fetch: the store, upstream debuginfod servers */
+	FP_SOURCE_CACHE,     /* the LMDB cache */
+	FP_SOURCE_DEBUG_DIR, /* DEBUG_DIR/.build-id/xx/rest.debug */
+	FP_SOURCE_LOCAL,     /* the mapping's path on this host, or its debuglink */
+	FP_SOURCE_CONTAINER, /* the path in the process's mount namespace */
+	FP_SOURCE_FETCH,     /* ro_fetch: the store, upstream debuginfod servers */
 	FP_SOURCE_COUNT,
 };
 
@@ -163,26 +163,26 @@ enum fp_symbol_source {
 const char *fp_symbol_source_name(int source);
 
 struct fp_resolver_stats {
-	uint64_t rs_ingested;       /* tables built from ELF files */
+	uint64_t rs_ingested; /* tables built from ELF files */
 	uint64_t rs_ingest_failed;
 	uint64_t rs_ksyms_stored;
-	uint64_t rs_unwind_compiled;     /* unwind tables compiled and stored */
-	uint64_t rs_unwind_failed;       /* files with CFI whose compile failed */
-	uint64_t rs_unwind_bytes;        /* bytes of the tables stored */
-	uint64_t rs_paths_refused; /* not regular files (FIFO, device, link...) */
+	uint64_t rs_unwind_compiled; /* unwind tables compiled and stored */
+	uint64_t rs_unwind_failed;   /* files with CFI whose compile failed */
+	uint64_t rs_unwind_bytes;    /* bytes of the tables stored */
+	uint64_t rs_paths_refused;   /* not regular files (FIFO, device, link...) */
 	/* A look-up's first use of a build-ID asks the sources in order until
 	 * one has its table: a hit there, a miss at each one before. */
 	uint64_t rs_hits[FP_SOURCE_COUNT], rs_misses[FP_SOURCE_COUNT];
-	uint64_t rs_known_missing;  /* skipped: no source had it earlier */
-	uint64_t rs_searches;       /* searches past the cache (ingests tried) */
-	uint64_t rs_search_ns;      /* their time, finding and building tables */
-	uint64_t rs_queued;              /* jobs given to the workers */
-	uint64_t rs_queue_full;          /* jobs dropped: queue full (retried later) */
-	uint64_t rs_queue_depth;         /* jobs waiting now */
-	uint64_t rs_running;             /* jobs running now */
+	uint64_t rs_known_missing; /* skipped: no source had it earlier */
+	uint64_t rs_searches;      /* searches past the cache (ingests tried) */
+	uint64_t rs_search_ns;     /* their time, finding and building tables */
+	uint64_t rs_queued;        /* jobs given to the workers */
+	uint64_t rs_queue_full;    /* jobs dropped: queue full (retried later) */
+	uint64_t rs_queue_depth;   /* jobs waiting now */
+	uint64_t rs_running;       /* jobs running now */
 	uint64_t rs_jobs_done;
-	uint64_t rs_job_ms;              /* wall time of the jobs done, milliseconds */
-	uint64_t rs_job_max_ms;          /* of the longest */
+	uint64_t rs_job_ms;     /* wall time of the jobs done, milliseconds */
+	uint64_t rs_job_max_ms; /* of the longest */
 };
 
 /* fp_resolver_stats: a copy of the counters; any thread. */

@@ -301,8 +301,7 @@ void fp_symcache_end(struct fp_symcache_txn *txn)
 	free(txn);
 }
 
-int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id,
-		    struct fp_symtab *t)
+int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id, struct fp_symtab *t)
 {
 	struct fp_symtab opened;
 	MDB_val key, val;

@@ -47,8 +47,7 @@ void fp_symcache_end(struct fp_symcache_txn *txn);
 /* fp_symcache_get: the table of id.  0, -ENOENT (none stored, or one of
  * another FP_SYMTAB_VERSION: it reads as absent so that the caller builds
  * and stores it again), or -EINVAL (stored value is corrupt). */
-int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id,
-		    struct fp_symtab *t);
+int fp_symcache_get(struct fp_symcache_txn *txn, const struct fp_build_id *id, struct fp_symtab *t);
 
 /* fp_symcache_put_unwind: store the unwind table blob under id,
  * replacing any earlier one.  0, -EINVAL (bad id, or a blob that

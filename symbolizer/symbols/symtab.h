@@ -27,8 +27,8 @@ void fp_symtab_builder_free(struct fp_symtab_builder *b);
 /* fp_symtab_builder_add_segment: a PT_LOAD segment, so that file offsets
  * can be turned into addresses.  Tables without segments (kernel) treat
  * offsets as addresses.  0 or -ENOMEM. */
-int fp_symtab_builder_add_segment(struct fp_symtab_builder *b, uint64_t file_offset,
-				  uint64_t vaddr, uint64_t filesz);
+int fp_symtab_builder_add_segment(struct fp_symtab_builder *b, uint64_t file_offset, uint64_t vaddr,
+				  uint64_t filesz);
 
 /* fp_symtab_builder_add_symbol: a function at [addr, addr + size).  size 0
  * means "up to the next symbol".  system_name is the mangled name, NULL when
@@ -124,7 +124,7 @@ struct fp_symbol {
 	const char *sy_name;        /* demangled */
 	const char *sy_system_name; /* mangled; equals sy_name for C */
 	uint64_t sy_addr;
-	uint64_t sy_size;           /* a size-0 symbol's extension to the next one */
+	uint64_t sy_size; /* a size-0 symbol's extension to the next one */
 };
 
 /* fp_symtab_open: check the whole blob (it comes from disk) and set up *t:
@@ -145,11 +145,11 @@ int fp_symtab_lookup(const struct fp_symtab *t, uint64_t addr, struct fp_symbol 
 
 /* One frame of a source-level stack at an address. */
 struct fp_symframe {
-	const char *sf_function;    /* demangled; NULL if unknown ("??" is the caller's job) */
-	const char *sf_system_name; /* mangled or same as sf_function */
-	const char *sf_file;        /* NULL if unknown */
+	const char *sf_function;     /* demangled; NULL if unknown ("??" is the caller's job) */
+	const char *sf_system_name;  /* mangled or same as sf_function */
+	const char *sf_file;         /* NULL if unknown */
 	uint32_t sf_line, sf_column; /* 0 if unknown */
-	uint8_t sf_inlined;         /* 1 for inlined frames, 0 for the outermost (real) function */
+	uint8_t sf_inlined;          /* 1 for inlined frames, 0 for the outermost (real) function */
 };
 
 /* fp_symtab_lookup_frames: the frames at addr, innermost (inlined) first,

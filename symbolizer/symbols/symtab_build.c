@@ -26,10 +26,10 @@
 struct builder_sym {
 	uint64_t bs_addr;
 	uint64_t bs_size;
-	uint32_t bs_name;    /* offsets into fb_names */
+	uint32_t bs_name; /* offsets into fb_names */
 	uint32_t bs_sysname;
 	uint32_t bs_fname, bs_fsysname; /* the names frames show */
-	uint32_t bs_seq;     /* order of addition: ties keep the earliest */
+	uint32_t bs_seq;                /* order of addition: ties keep the earliest */
 };
 
 struct builder_seg {
@@ -123,8 +123,8 @@ void fp_symtab_builder_free(struct fp_symtab_builder *b)
 	free(b);
 }
 
-int fp_symtab_builder_add_segment(struct fp_symtab_builder *b, uint64_t file_offset,
-				  uint64_t vaddr, uint64_t filesz)
+int fp_symtab_builder_add_segment(struct fp_symtab_builder *b, uint64_t file_offset, uint64_t vaddr,
+				  uint64_t filesz)
 {
 	int err;
 
@@ -388,7 +388,7 @@ int fp_symtab_builder_add_scope(struct fp_symtab_builder *b, uint32_t parent, co
 	if (b->fb_nscopes >= NONE - 1)
 		return -ENOMEM;
 	err = fp_vec_reserve(&b->fb_scopes, &b->fb_scopes_cap, b->fb_nscopes + 1,
-		   sizeof(*b->fb_scopes));
+			     sizeof(*b->fb_scopes));
 	if (err)
 		return err;
 	if (name && name[0]) {
@@ -421,7 +421,7 @@ int fp_symtab_builder_add_range(struct fp_symtab_builder *b, uint32_t scope, uin
 	if (b->fb_nranges >= NONE - 1)
 		return -ENOMEM;
 	err = fp_vec_reserve(&b->fb_ranges, &b->fb_ranges_cap, b->fb_nranges + 1,
-		   sizeof(*b->fb_ranges));
+			     sizeof(*b->fb_ranges));
 	if (err)
 		return err;
 	b->fb_ranges[b->fb_nranges++] = (struct builder_range){
@@ -624,8 +624,8 @@ static size_t put_uleb(uint8_t *p, uint64_t v)
 }
 
 /* encode_lines: the block index and the row data of rows[0..n). */
-static int encode_lines(const struct builder_row *rows, size_t n, uint8_t **index,
-			size_t *nblocks, uint8_t **data, size_t *data_len)
+static int encode_lines(const struct builder_row *rows, size_t n, uint8_t **index, size_t *nblocks,
+			uint8_t **data, size_t *data_len)
 {
 	size_t nb = (n + LINE_BLOCK - 1) / LINE_BLOCK, len = 0;
 	uint8_t *idx, *d;

@@ -44,14 +44,15 @@ int main(void)
 		uint32_t n = DEPTH - (uint32_t)(rnd(&seed) % 6), count = 1 + rnd(&seed) % 20;
 		for (j = 0; j < n; j++) {
 			uint64_t fn = j < 4 ? j : rnd(&seed) % (j * 300);
-			snprintf(name, sizeof(name), "ns::Service%u::handler_%llu(int)", (unsigned)j,
-				 (unsigned long long)fn);
-			if (fp_profile_add_frame(p, maps[fn % 4], 0x1000 + fn * 64 + j, FP_FRAME_USER,
-						 name, NULL, &frames[n - 1 - j]))
+			snprintf(name, sizeof(name), "ns::Service%u::handler_%llu(int)",
+				 (unsigned)j, (unsigned long long)fn);
+			if (fp_profile_add_frame(p, maps[fn % 4], 0x1000 + fn * 64 + j,
+						 FP_FRAME_USER, name, NULL, &frames[n - 1 - j]))
 				return 1;
 		}
-		if (fp_profile_add_sample(p, frames, n, 100 + (uint32_t)(i % 50), 100 + (uint32_t)(i % 50),
-					  "worker", "daemon", i % 3 ? "" : "swss", count))
+		if (fp_profile_add_sample(p, frames, n, 100 + (uint32_t)(i % 50),
+					  100 + (uint32_t)(i % 50), "worker", "daemon",
+					  i % 3 ? "" : "swss", count))
 			return 1;
 		samples += count;
 	}

@@ -118,9 +118,13 @@ static int call(nng_socket s, char *buf, size_t len, struct fp_reply *out)
 
 static int hello(nng_socket s, uint64_t session, const char *host)
 {
-	struct fp_hello h = { .fh_session = session, .fh_host = (char *)host,
-			      .fh_boot_id = "b", .fh_kernel_release = "6.1.0",
-			      .fh_agent_version = "hostile", .fh_frequency = 99, .fh_ncpus = 1 };
+	struct fp_hello h = { .fh_session = session,
+			      .fh_host = (char *)host,
+			      .fh_boot_id = "b",
+			      .fh_kernel_release = "6.1.0",
+			      .fh_agent_version = "hostile",
+			      .fh_frequency = 99,
+			      .fh_ncpus = 1 };
 	size_t len;
 	char *buf;
 
@@ -135,15 +139,25 @@ static int small_batch(nng_socket s, uint64_t session, uint64_t seq, uint64_t st
 		       uint32_t count)
 {
 	static const struct fp_build_id id = { .fb_len = 20, .fb_data = { 0xfe, 0xed, 0x01 } };
-	struct fp_node nodes[2] = { { 20, FP_NODE_NONE, { 7, 0x1004 } }, { 21, 20, { 7, 0x1010 } } };
-	struct fp_mapping m = { .fm_id = 7, .fm_kind = FP_MAP_USER, .fm_build_id = id,
+	struct fp_node nodes[2] = { { 20, FP_NODE_NONE, { 7, 0x1004 } },
+				    { 21, 20, { 7, 0x1010 } } };
+	struct fp_mapping m = { .fm_id = 7,
+				.fm_kind = FP_MAP_USER,
+				.fm_build_id = id,
 				.fm_path = "/nonexistent/app" };
-	struct fp_thread t = { .ft_id = 3, .ft_pid = 100, .ft_tid = 101, .ft_comm = "worker",
+	struct fp_thread t = { .ft_id = 3,
+			       .ft_pid = 100,
+			       .ft_tid = 101,
+			       .ft_comm = "worker",
 			       .ft_process = "app" };
 	struct fp_count c = { 3, 21, count };
-	struct fp_batch b = { .fb_session = session, .fb_seq = seq, .fb_start_ns = start_ns,
-			      .fb_end_ns = start_ns + 1000000000ull, .fb_period_ns = 10101010,
-			      .fb_ncounts = 1, .fb_counts = &c };
+	struct fp_batch b = { .fb_session = session,
+			      .fb_seq = seq,
+			      .fb_start_ns = start_ns,
+			      .fb_end_ns = start_ns + 1000000000ull,
+			      .fb_period_ns = 10101010,
+			      .fb_ncounts = 1,
+			      .fb_counts = &c };
 	size_t len;
 	char *buf;
 
@@ -255,7 +269,8 @@ static void attack_hijack(void)
 	nng_socket s = dial();
 
 	printf("hijack_status=%d\n", hello(s, REAL_SESSION, "attacker"));
-	printf("real_status=%d\n", small_batch(s, REAL_SESSION, 2, REAL_START_NS + 1000000000ull, 10));
+	printf("real_status=%d\n",
+	       small_batch(s, REAL_SESSION, 2, REAL_START_NS + 1000000000ull, 10));
 	nng_close(s);
 }
 
@@ -273,9 +288,13 @@ static void attack_overwrite(void)
 static void attack_ksyms(void)
 {
 	struct fp_ksym sym = { 0x100, "attacker_was_here" };
-	struct fp_ksyms k = { .fs_session = 0x7000, .fs_kind = FP_MAP_KMODULE,
+	struct fp_ksyms k = { .fs_session = 0x7000,
+			      .fs_kind = FP_MAP_KMODULE,
 			      .fs_build_id = { .fb_len = 20, .fb_data = { 0xba, 0xd0 } },
-			      .fs_name = "evil", .fs_last = 1, .fs_nsyms = 1, .fs_syms = &sym };
+			      .fs_name = "evil",
+			      .fs_last = 1,
+			      .fs_nsyms = 1,
+			      .fs_syms = &sym };
 	nng_socket s = dial();
 	size_t len;
 	char *buf;
@@ -295,19 +314,29 @@ static int fetch_batch(nng_socket s, uint64_t session, uint64_t seq, struct fp_r
 	static struct fp_mapping m[M];
 	static struct fp_node nd[M];
 	static struct fp_count c[M];
-	struct fp_thread t = { .ft_id = 1, .ft_pid = 1, .ft_tid = 1, .ft_comm = "x",
+	struct fp_thread t = { .ft_id = 1,
+			       .ft_pid = 1,
+			       .ft_tid = 1,
+			       .ft_comm = "x",
 			       .ft_process = "x" };
-	struct fp_batch b = { .fb_session = session, .fb_seq = seq,
+	struct fp_batch b = { .fb_session = session,
+			      .fb_seq = seq,
 			      .fb_start_ns = REAL_START_NS + seq * 1000000000ull,
 			      .fb_end_ns = REAL_START_NS + seq * 1000000000ull + 1,
-			      .fb_nmappings = M, .fb_mappings = m,
-			      .fb_nthreads = 1, .fb_threads = &t, .fb_nnodes = M, .fb_nodes = nd,
-			      .fb_ncounts = M, .fb_counts = c };
+			      .fb_nmappings = M,
+			      .fb_mappings = m,
+			      .fb_nthreads = 1,
+			      .fb_threads = &t,
+			      .fb_nnodes = M,
+			      .fb_nodes = nd,
+			      .fb_ncounts = M,
+			      .fb_counts = c };
 	size_t len;
 	char *buf;
 
 	for (uint32_t i = 0; i < M; i++) {
-		m[i] = (struct fp_mapping){ .fm_id = i, .fm_kind = FP_MAP_USER,
+		m[i] = (struct fp_mapping){ .fm_id = i,
+					    .fm_kind = FP_MAP_USER,
 					    .fm_path = "/nonexistent/lib" };
 		m[i].fm_build_id.fb_len = 20;
 		memcpy(m[i].fm_build_id.fb_data, &session, sizeof(session));
@@ -355,7 +384,9 @@ static void attack_limits(void)
 	enum { MAPPINGS = 70000, THREADS = 30000 };
 	struct fp_mapping *m = calloc(MAPPINGS, sizeof(*m));
 	struct fp_thread *t = calloc(THREADS, sizeof(*t));
-	struct fp_batch b = { .fb_session = 0x9000, .fb_seq = 1, .fb_start_ns = REAL_START_NS,
+	struct fp_batch b = { .fb_session = 0x9000,
+			      .fb_seq = 1,
+			      .fb_start_ns = REAL_START_NS,
 			      .fb_end_ns = REAL_START_NS + 1 };
 	nng_socket s = dial();
 	int st, accepted = 0;
@@ -378,7 +409,9 @@ static void attack_limits(void)
 	for (uint64_t seq = 1; seq <= 10; seq++) {
 		for (uint32_t i = 0; i < THREADS; i++)
 			t[i] = (struct fp_thread){ .ft_id = (uint32_t)(seq * THREADS + i),
-						   .ft_pid = i, .ft_tid = i, .ft_comm = "t",
+						   .ft_pid = i,
+						   .ft_tid = i,
+						   .ft_comm = "t",
 						   .ft_process = "p" };
 		b.fb_seq = seq, b.fb_nthreads = THREADS, b.fb_threads = t;
 		if (fp_wire_encode_batch(&b, &buf, &len))
@@ -425,7 +458,8 @@ static void attack_bigbatch(void)
 	void *unanswered;
 	enum { THREADS = 150000, ROUNDS = 8 };
 	struct fp_thread *t = calloc(THREADS, sizeof(*t));
-	struct fp_batch b = { .fb_seq = 1, .fb_start_ns = REAL_START_NS,
+	struct fp_batch b = { .fb_seq = 1,
+			      .fb_start_ns = REAL_START_NS,
 			      .fb_end_ns = REAL_START_NS + 1 };
 	nng_socket s = dial();
 	double t0, ms, max_ms = 0;
@@ -436,7 +470,10 @@ static void attack_bigbatch(void)
 	if (!t)
 		exit(1);
 	for (uint32_t i = 0; i < THREADS; i++)
-		t[i] = (struct fp_thread){ .ft_id = i, .ft_pid = i, .ft_tid = i, .ft_comm = "t",
+		t[i] = (struct fp_thread){ .ft_id = i,
+					   .ft_pid = i,
+					   .ft_tid = i,
+					   .ft_comm = "t",
 					   .ft_process = "p" };
 	b.fb_nthreads = THREADS, b.fb_threads = t;
 	pthread_create(&resender, NULL, resend, NULL);
@@ -474,12 +511,22 @@ static void attack_collide(void)
 {
 	enum { N = 32768 };
 	struct fp_node *nd = calloc(N, sizeof(*nd));
-	struct fp_thread t = { .ft_id = 1, .ft_pid = 1, .ft_tid = 1, .ft_comm = "x",
+	struct fp_thread t = { .ft_id = 1,
+			       .ft_pid = 1,
+			       .ft_tid = 1,
+			       .ft_comm = "x",
 			       .ft_process = "x" };
 	struct fp_count c = { 1, 0, 1 };
-	struct fp_batch b = { .fb_session = 0xa000, .fb_seq = 1, .fb_start_ns = REAL_START_NS,
-			      .fb_end_ns = REAL_START_NS + 1, .fb_nthreads = 1, .fb_threads = &t,
-			      .fb_nnodes = N, .fb_nodes = nd, .fb_ncounts = 1, .fb_counts = &c };
+	struct fp_batch b = { .fb_session = 0xa000,
+			      .fb_seq = 1,
+			      .fb_start_ns = REAL_START_NS,
+			      .fb_end_ns = REAL_START_NS + 1,
+			      .fb_nthreads = 1,
+			      .fb_threads = &t,
+			      .fb_nnodes = N,
+			      .fb_nodes = nd,
+			      .fb_ncounts = 1,
+			      .fb_counts = &c };
 	nng_socket s = dial();
 	uint32_t n = 0;
 	double t0;

@@ -23,8 +23,12 @@
 
 static int dump_hello(const char *path, const char *host, uint64_t session)
 {
-	struct fp_hello h = { .fh_session = session, .fh_host = "nngsend", .fh_boot_id = "b",
-			      .fh_kernel_release = "r", .fh_agent_version = "t", .fh_frequency = 99,
+	struct fp_hello h = { .fh_session = session,
+			      .fh_host = "nngsend",
+			      .fh_boot_id = "b",
+			      .fh_kernel_release = "r",
+			      .fh_agent_version = "t",
+			      .fh_frequency = 99,
 			      .fh_ncpus = 1 };
 	size_t len;
 	char *buf;
@@ -57,21 +61,29 @@ static int parse_id(const char *hex, struct fp_build_id *id)
 	return 0;
 }
 
-static int dump_batch(const char *seq_arg, const char *path, uint64_t session,
-		      const char *map_path, const struct fp_build_id *id)
+static int dump_batch(const char *seq_arg, const char *path, uint64_t session, const char *map_path,
+		      const struct fp_build_id *id)
 {
 	struct fp_node nodes[2] = { { 20, FP_NODE_NONE, { 7, 0x1004 } },
 				    { 21, 20, { 7, 0x1010 } } };
-	struct fp_mapping m = { .fm_id = 7, .fm_kind = FP_MAP_USER, .fm_build_id = *id,
+	struct fp_mapping m = { .fm_id = 7,
+				.fm_kind = FP_MAP_USER,
+				.fm_build_id = *id,
 				.fm_path = (char *)map_path };
-	struct fp_thread t = { .ft_id = 3, .ft_pid = 100, .ft_tid = 101, .ft_comm = "worker",
+	struct fp_thread t = { .ft_id = 3,
+			       .ft_pid = 100,
+			       .ft_tid = 101,
+			       .ft_comm = "worker",
 			       .ft_process = "app" };
 	struct fp_count c = { 3, 21, 10 };
 	uint64_t seq = strtoull(seq_arg, NULL, 10);
-	struct fp_batch b = { .fb_session = session, .fb_seq = seq,
+	struct fp_batch b = { .fb_session = session,
+			      .fb_seq = seq,
 			      .fb_start_ns = 1700000000000000000ull + seq * 1000000000ull,
 			      .fb_end_ns = 1700000001000000000ull + seq * 1000000000ull,
-			      .fb_period_ns = 10101010, .fb_ncounts = 1, .fb_counts = &c };
+			      .fb_period_ns = 10101010,
+			      .fb_ncounts = 1,
+			      .fb_counts = &c };
 	size_t len;
 	char *buf;
 	FILE *f;
@@ -112,8 +124,9 @@ int main(int argc, char **argv)
 		return dump_batch(argv[2], argv[3], strtoull(argv[4], NULL, 10), argv[5], &id);
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: nngsend ADDR FILE | nngsend --hello FILE [HOST [SESSION]] | "
-				"nngsend --batch SEQ FILE [SESSION PATH BUILDID]\n");
+		fprintf(stderr,
+			"usage: nngsend ADDR FILE | nngsend --hello FILE [HOST [SESSION]] | "
+			"nngsend --batch SEQ FILE [SESSION PATH BUILDID]\n");
 		return 2;
 	}
 	f = strcmp(argv[2], "-") ? fopen(argv[2], "rb") : stdin;
@@ -137,7 +150,8 @@ int main(int argc, char **argv)
 		printf("bad reply\n");
 		return 1;
 	}
-	printf("status %d%s%s\n", r.fr_status, r.fr_error ? ": " : "", r.fr_error ? r.fr_error : "");
+	printf("status %d%s%s\n", r.fr_status, r.fr_error ? ": " : "",
+	       r.fr_error ? r.fr_error : "");
 	fp_reply_fini(&r);
 	nng_free(rbuf, rlen);
 	nng_close(s);

@@ -47,8 +47,7 @@ static void check_frames(const struct fp_symtab *t, uint64_t addr)
 		if (!fr[k].sf_inlined && k + 1 < n)
 			fail("a real function inside the chain", k);
 	}
-	if (n && n < 8 && fr[n - 1].sf_inlined &&
-	    fp_symtab_lookup_frames(t, addr, fr, 1) != 1)
+	if (n && n < 8 && fr[n - 1].sf_inlined && fp_symtab_lookup_frames(t, addr, fr, 1) != 1)
 		fail("frames depend on max", n);
 }
 
@@ -72,8 +71,8 @@ static void check_table(const void *blob, size_t len, const uint8_t *data, size_
 		err = fp_symtab_lookup(&t, probe, &s);
 		if (err && err != -ENOENT)
 			fail("lookup error", err);
-		if (!err && (probe < s.sy_addr || probe - s.sy_addr >= s.sy_size ||
-			     !s.sy_name[0] || !s.sy_system_name[0]))
+		if (!err && (probe < s.sy_addr || probe - s.sy_addr >= s.sy_size || !s.sy_name[0] ||
+			     !s.sy_system_name[0]))
 			fail("lookup returned a symbol not containing the address", 0);
 		err = fp_symtab_addr(&t, probe, &addr);
 		if (err && err != -ENOENT)

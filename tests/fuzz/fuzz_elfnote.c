@@ -21,7 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t crc;
 	int fd, err;
 
-	if (fp_elfnote_find(data, size, &id) == 0 && (id.fb_len == 0 || id.fb_len > FP_BUILD_ID_MAX))
+	if (fp_elfnote_find(data, size, &id) == 0 &&
+	    (id.fb_len == 0 || id.fb_len > FP_BUILD_ID_MAX))
 		abort();
 	fd = memfd_create("fuzz", MFD_CLOEXEC);
 	if (fd < 0)

@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fp_symtab_builder_alloc(&b))
 		fail("builder", -ENOMEM);
 	err = fp_gopclntab_ingest(data, size, 0x401000,
-				  FP_GOPCLNTAB_FUNCTIONS | FP_GOPCLNTAB_LINES | FP_GOPCLNTAB_INLINES,
+				  FP_GOPCLNTAB_FUNCTIONS | FP_GOPCLNTAB_LINES |
+					  FP_GOPCLNTAB_INLINES,
 				  &image, b, &st);
 	if (err && err != -EINVAL && err != -E2BIG)
 		fail("unexpected error", err);

@@ -38,8 +38,9 @@ static void check_runs(uint8_t format, const uint8_t *table, size_t len, uint32_
 			abort();
 		/* Offsets at both ends of the run, and one picked in it. */
 		for (int k = 0; k < 3; k++) {
-			off = k == 0 ? r.pr_start : k == 1 ? r.pr_end - 1 :
-				r.pr_start + offset % (r.pr_end - r.pr_start);
+			off = k == 0   ? r.pr_start
+			      : k == 1 ? r.pr_end - 1
+				       : r.pr_start + offset % (r.pr_end - r.pr_start);
 			if (fp_pyline_run(format, table, len, first, off, &got) ||
 			    got.pr_start != r.pr_start || got.pr_end != r.pr_end ||
 			    fp_pyline(format, table, len, first, off) != r.pr_line)

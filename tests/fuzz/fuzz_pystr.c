@@ -17,8 +17,11 @@ static void valid_utf8(const unsigned char *s, size_t n)
 	size_t i = 0;
 
 	while (i < n) {
-		size_t w = s[i] < 0x80 ? 1 : (s[i] & 0xe0) == 0xc0 ? 2 : (s[i] & 0xf0) == 0xe0 ? 3 :
-			   (s[i] & 0xf8) == 0xf0 ? 4 : 0;
+		size_t w = s[i] < 0x80             ? 1
+			   : (s[i] & 0xe0) == 0xc0 ? 2
+			   : (s[i] & 0xf0) == 0xe0 ? 3
+			   : (s[i] & 0xf8) == 0xf0 ? 4
+						   : 0;
 		if (!w || i + w > n)
 			abort();
 		for (size_t k = 1; k < w; k++)

@@ -14,9 +14,13 @@ static struct fp_server *srv;
 
 static void hello(uint64_t session)
 {
-	struct fp_hello h = { .fh_session = session, .fh_host = "fuzz", .fh_boot_id = "b",
-			      .fh_kernel_release = "r", .fh_agent_version = "v",
-			      .fh_kernel_build_id = { .fb_len = 20 }, .fh_frequency = 99 };
+	struct fp_hello h = { .fh_session = session,
+			      .fh_host = "fuzz",
+			      .fh_boot_id = "b",
+			      .fh_kernel_release = "r",
+			      .fh_agent_version = "v",
+			      .fh_kernel_build_id = { .fb_len = 20 },
+			      .fh_frequency = 99 };
 	char *buf, *reply;
 	size_t len, rlen;
 

@@ -74,8 +74,8 @@ static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 		const struct fp_mapping *x = &a->fb_mappings[i], *y = &b->fb_mappings[i];
 
 		if (x->fm_id != y->fm_id || x->fm_kind != y->fm_kind ||
-		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) || !str_eq(x->fm_path, y->fm_path) ||
-		    !pycode_eq(x->fm_py, y->fm_py))
+		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) ||
+		    !str_eq(x->fm_path, y->fm_path) || !pycode_eq(x->fm_py, y->fm_py))
 			return 0;
 	}
 	for (i = 0; i < a->fb_nthreads; i++) {

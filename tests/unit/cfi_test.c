@@ -103,10 +103,10 @@ static int to_off(const struct segs *s, uint64_t va, uint64_t *off)
 
 /* What readelf says at one row, reduced to what a row can say. */
 struct expect {
-	int rule;   /* FP_UNWIND_*; INVALID where we cannot express it */
+	int rule; /* FP_UNWIND_*; INVALID where we cannot express it */
 	int cfa;
 	int fp;
-	int skip;   /* an expression: PLT, SIGNAL or INVALID, checked elsewhere */
+	int skip; /* an expression: PLT, SIGNAL or INVALID, checked elsewhere */
 };
 
 static struct expect expect_of(const char *cfa, const char *rbp, const char *ra, int signal)
@@ -168,11 +168,13 @@ static void check_one(const void *blob, size_t len, uint64_t off, const struct e
 		res->signal_ok += rule == FP_UNWIND_SIGNAL;
 		return;
 	}
-	if (rule != e->rule || (rule == FP_UNWIND_SP || rule == FP_UNWIND_FP ?
-				(r->ur_cfa != e->cfa || r->ur_fp != e->fp) : 0)) {
+	if (rule != e->rule || (rule == FP_UNWIND_SP || rule == FP_UNWIND_FP
+					? (r->ur_cfa != e->cfa || r->ur_fp != e->fp)
+					: 0)) {
 		if (res->mismatches++ < 8)
-			fprintf(stderr, "  at %#llx (off %#llx): ours rule %d cfa %d fp %d, readelf "
-					"rule %d cfa %d fp %d\n",
+			fprintf(stderr,
+				"  at %#llx (off %#llx): ours rule %d cfa %d fp %d, readelf "
+				"rule %d cfa %d fp %d\n",
 				(unsigned long long)va, (unsigned long long)off, rule,
 				r ? r->ur_cfa : -1, r ? r->ur_fp : -1, e->rule, e->cfa, e->fp);
 	}
@@ -196,21 +198,21 @@ static void oracle(const char *path, const void *blob, size_t len, struct oracle
 	CHECK(p != NULL);
 	if (!p)
 		return;
-	/* A row is checked once the next one (or the FDE's end) bounds it. */
-#define FLUSH(next)                                                                        \
-	do {                                                                               \
-		if (have && (next) > loc) {                                                \
-			struct expect e_ = expect_of(cfa, rbp_col >= 0 ? rbp : NULL,       \
+		/* A row is checked once the next one (or the FDE's end) bounds it. */
+#define FLUSH(next) \
+	do { \
+		if (have && (next) > loc) { \
+			struct expect e_ = expect_of(cfa, rbp_col >= 0 ? rbp : NULL, \
 						     ra_col >= 0 ? ra : NULL, fde_signal); \
-			uint64_t o1, o2;                                                   \
-			res->rows++;                                                       \
+			uint64_t o1, o2; \
+			res->rows++; \
 			res->expected_invalid += e_.rule == FP_UNWIND_INVALID && !e_.skip; \
-			if (!e_.skip && !to_off(&s, loc, &o1) && !to_off(&s, (next) - 1, &o2)) { \
-				check_one(blob, len, o1, &e_, res, loc);                   \
-				check_one(blob, len, o2, &e_, res, (next) - 1);            \
-			}                                                                  \
-		}                                                                          \
-		have = 0;                                                                  \
+			if (!e_.skip && !to_off(&s, loc, &o1) && !to_off(&s, (next)-1, &o2)) { \
+				check_one(blob, len, o1, &e_, res, loc); \
+				check_one(blob, len, o2, &e_, res, (next)-1); \
+			} \
+		} \
+		have = 0; \
 	} while (0)
 	while (fgets(line, sizeof(line), p)) {
 		unsigned long long a, b;
@@ -226,7 +228,8 @@ static void oracle(const char *path, const void *blob, size_t len, struct oracle
 				snprintf(sigcies[nsig++], 16, "%08x", cie_id);
 			continue;
 		}
-		if (strstr(line, " FDE cie=") && sscanf(strstr(line, "pc="), "pc=%llx..%llx", &a, &b) == 2) {
+		if (strstr(line, " FDE cie=") &&
+		    sscanf(strstr(line, "pc="), "pc=%llx..%llx", &a, &b) == 2) {
 			char *c = strstr(line, "cie=") + 4;
 			FLUSH(fde_end);
 			in_fde = 1, fde_end = b, ncols = 0, rbp_col = ra_col = -1;
@@ -355,7 +358,8 @@ static void test_special_rows(void)
 	for (i = 0; i < sizeof(exes) / sizeof(exes[0]); i++) {
 		char path[PATH_MAX];
 
-		if (!real(exes[i], path) || load_segs(path, &s) || compile_path(path, &blob, &len, NULL))
+		if (!real(exes[i], path) || load_segs(path, &s) ||
+		    compile_path(path, &blob, &len, NULL))
 			continue;
 		CHECK(to_off(&s, s.entry, &off) == 0);
 		r = row_at(blob, len, off);
@@ -398,10 +402,11 @@ static void test_special_rows(void)
  * there (its crt files still bring .eh_frame): both are read. */
 static void test_debug_frame(void)
 {
-	static const char src[] = "__attribute__((noinline)) int f(int *p, int n) {\n"
-				  "	int s = 0; for (int i = 0; i < n; i++) s += p[i] * f(p, 0);\n"
-				  "	return s; }\n"
-				  "int main(int c, char **v) { int a[64] = { c }; return f(a, c); }\n";
+	static const char src[] =
+		"__attribute__((noinline)) int f(int *p, int n) {\n"
+		"	int s = 0; for (int i = 0; i < n; i++) s += p[i] * f(p, 0);\n"
+		"	return s; }\n"
+		"int main(int c, char **v) { int a[64] = { c }; return f(a, c); }\n";
 	char dir[] = "/tmp/cfi_test.XXXXXX", cmd[512], c_file[64], exe[64];
 	struct oracle_result res;
 	struct fp_cfi_stats st;
@@ -463,9 +468,11 @@ static void test_frame_pointer_flag(void)
 	if (!f)
 		return;
 	/* Functions with a frame each: a local array the next one fills. */
-	fprintf(f, "void sink(volatile int *p);\nint f0(int n) { volatile int a[8]; sink(a); return a[n & 7]; }\n");
+	fprintf(f,
+		"void sink(volatile int *p);\nint f0(int n) { volatile int a[8]; sink(a); return a[n & 7]; }\n");
 	for (k = 1; k < 24; k++)
-		fprintf(f, "int f%d(int n) { volatile int a[8]; a[n & 7] = f%d(n + 1); sink(a); return a[1]; }\n",
+		fprintf(f,
+			"int f%d(int n) { volatile int a[8]; a[n & 7] = f%d(n + 1); sink(a); return a[1]; }\n",
 			k, k - 1);
 	fclose(f);
 	for (i = 0; i < 2; i++) {
@@ -502,8 +509,14 @@ static void put(struct buf *b, const void *p, size_t n)
 	b->n += n;
 }
 
-static void put8(struct buf *b, uint8_t v) { put(b, &v, 1); }
-static void put32(struct buf *b, uint32_t v) { put(b, &v, 4); }
+static void put8(struct buf *b, uint8_t v)
+{
+	put(b, &v, 1);
+}
+static void put32(struct buf *b, uint32_t v)
+{
+	put(b, &v, 4);
+}
 
 #define SYN_VADDR 0x10000u
 #define SYN_EH 0x100u   /* where .eh_frame sits in the file */
@@ -903,7 +916,10 @@ static void *make_table(uint32_t nrows, uint8_t flags, const struct fp_unwind_cp
  * fp_unwind_table_needed says, where fp_unwind_table_cpython finds it. */
 static void test_cpython_trailer(void)
 {
-	const struct fp_unwind_cpython good = { 0x030b, 0, 0x65b740, { { 0x1000, 0x2000 }, { 0, 0 } } };
+	const struct fp_unwind_cpython good = { 0x030b,
+						0,
+						0x65b740,
+						{ { 0x1000, 0x2000 }, { 0, 0 } } };
 	struct fp_unwind_cpython py;
 	struct fp_unwind_header *h;
 	size_t len;
@@ -949,11 +965,21 @@ static void test_cpython_trailer(void)
 	for (i = 0; i < 5; i++) {
 		py = good;
 		switch (i) {
-		case 0: py.uc_eval[0].start = 0x2001; break;            /* start after end */
-		case 1: py.uc_eval[1].start = 5, py.uc_eval[1].end = 4; break;
-		case 2: py.uc_eval[0].start = py.uc_eval[0].end = 0; break; /* no eval loop */
-		case 3: py.uc_pad = 1; break;
-		case 4: py.uc_eval[0].end = 0; break;
+		case 0:
+			py.uc_eval[0].start = 0x2001;
+			break; /* start after end */
+		case 1:
+			py.uc_eval[1].start = 5, py.uc_eval[1].end = 4;
+			break;
+		case 2:
+			py.uc_eval[0].start = py.uc_eval[0].end = 0;
+			break; /* no eval loop */
+		case 3:
+			py.uc_pad = 1;
+			break;
+		case 4:
+			py.uc_eval[0].end = 0;
+			break;
 		}
 		t = make_table(2, FP_UNWIND_F_CPYTHON, &py, &len);
 		CHECK_EQ_INT(fp_unwind_table_check(t, len), -EINVAL);

@@ -18,33 +18,32 @@
 static int check_failures;
 static int check_failed_tests;
 
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, \
-				#cond);                                                \
-			check_failures++;                                              \
-		}                                                                      \
+#define CHECK(cond) \
+	do { \
+		if (!(cond)) { \
+			fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+			check_failures++; \
+		} \
 	} while (0)
 
-#define CHECK_EQ_INT(a, b)                                                             \
-	do {                                                                           \
-		long long a_ = (long long)(a), b_ = (long long)(b);                    \
-		if (a_ != b_) {                                                        \
-			fprintf(stderr, "  %s:%d: %s == %lld, expected %s == %lld\n",  \
-				__FILE__, __LINE__, #a, a_, #b, b_);                   \
-			check_failures++;                                              \
-		}                                                                      \
+#define CHECK_EQ_INT(a, b) \
+	do { \
+		long long a_ = (long long)(a), b_ = (long long)(b); \
+		if (a_ != b_) { \
+			fprintf(stderr, "  %s:%d: %s == %lld, expected %s == %lld\n", __FILE__, \
+				__LINE__, #a, a_, #b, b_); \
+			check_failures++; \
+		} \
 	} while (0)
 
-#define RUN(test)                                                                      \
-	do {                                                                           \
-		int before_ = check_failures;                                          \
-		test();                                                                \
-		int failed_ = check_failures != before_;                               \
-		check_failed_tests += failed_;                                         \
-		printf("%s: %s:%s\n", failed_ ? "FAIL" : "PASS", __FILE__, #test);     \
-		fflush(stdout);                                                        \
+#define RUN(test) \
+	do { \
+		int before_ = check_failures; \
+		test(); \
+		int failed_ = check_failures != before_; \
+		check_failed_tests += failed_; \
+		printf("%s: %s:%s\n", failed_ ? "FAIL" : "PASS", __FILE__, #test); \
+		fflush(stdout); \
 	} while (0)
 
 #define CHECK_DONE() (check_failures ? 1 : 0)

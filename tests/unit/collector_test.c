@@ -29,9 +29,9 @@
 #define DOCKER_ROOT "/nonexistent-docker-root"
 
 static struct fp_kmodule modules[1] = {
-	{ "foo", MODBASE, MODSIZE,
-	  { 20, { 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22,
-		  0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x01 } } },
+	{ "foo", MODBASE, MODSIZE, { 20, { 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22,
+					   0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22,
+					   0x22, 0x22, 0x22, 0x22, 0x22, 0x01 } } },
 };
 static struct fp_kernel kern;
 
@@ -886,8 +886,8 @@ static void test_unmapped_and_paths(void)
 	uint32_t pid = (uint32_t)getpid(), exe_mapping = FP_MAPPING_NONE;
 	long page = sysconf(_SC_PAGESIZE);
 	/* Anonymous executable memory, as a JIT makes. */
-	void *jit = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
+	void *jit = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
 	uint64_t jit_ip = (uint64_t)(uintptr_t)jit + 0x40;
 	const uint64_t k[] = {
 		KTEXT - 1,             /* just below _text */
@@ -1330,10 +1330,17 @@ static void test_python_offsets_per_line(void)
 		uint64_t addr;
 		uint32_t lasti, sent;
 	} cases[] = {
-		{ 0x1000, 0, 0 },   { 0x1000, 2, 0 },   { 0x1000, 4, 4 },
-		{ 0x1000, 6, 4 },   { 0x1000, 11, 4 },  { 0x1000, 12, 12 },
-		{ 0x1000, 14, 14 }, { 0x1000, 20, 20 }, { 0x1000, FP_PY_LASTI_NONE, FP_PY_LASTI_NONE },
-		{ 0x2000, 2, 2 },   { 0x2000, 4, 4 },
+		{ 0x1000, 0, 0 },
+		{ 0x1000, 2, 0 },
+		{ 0x1000, 4, 4 },
+		{ 0x1000, 6, 4 },
+		{ 0x1000, 11, 4 },
+		{ 0x1000, 12, 12 },
+		{ 0x1000, 14, 14 },
+		{ 0x1000, 20, 20 },
+		{ 0x1000, FP_PY_LASTI_NONE, FP_PY_LASTI_NONE },
+		{ 0x2000, 2, 2 },
+		{ 0x2000, 4, 4 },
 	};
 	const size_t n = sizeof(cases) / sizeof(cases[0]);
 	struct fp_collector *c = new_collector();

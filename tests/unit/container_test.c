@@ -25,7 +25,8 @@ static const struct {
 	{ "/docker/" ID, 0, ID },
 	{ "/docker/" ID "/", 0, ID },
 	/* Kubernetes with containerd, systemd and cgroupfs layouts */
-	{ "/kubepods/besteffort/pod8d2ab6f4-7f0c-4c36-9f0e-1d2c3b4a5f6e/cri-containerd-" ID ".scope",
+	{ "/kubepods/besteffort/pod8d2ab6f4-7f0c-4c36-9f0e-1d2c3b4a5f6e/cri-containerd-" ID
+	  ".scope",
 	  0, ID },
 	{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8d2ab6f4_7f0c_4c36_9f0e_1d2c3b4a5f6e.slice/cri-containerd-" ID
 	  ".scope",
@@ -49,10 +50,13 @@ static const struct {
 	{ "/system.slice/ssh.service", -ENOENT, NULL },
 	{ "/process_api/64665053c3b9471b0e3253ac7ab4fc95", -ENOENT, NULL }, /* 32 digits */
 	/* Wrong lengths: 63 and 65 digits. */
-	{ "/docker/" "3f4e1c9a0b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3", -ENOENT, NULL },
+	{ "/docker/"
+	  "3f4e1c9a0b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3",
+	  -ENOENT, NULL },
 	{ "/docker/" ID "0", -ENOENT, NULL },
 	{ "/system.slice/docker-" ID "a.scope", -ENOENT, NULL },
-	{ "/system.slice/docker-" "3f4e1c9a0b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3.scope",
+	{ "/system.slice/docker-"
+	  "3f4e1c9a0b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3.scope",
 	  -ENOENT, NULL },
 	/* 128 digits: two ids' worth, but no id. */
 	{ "/docker/" ID ID, -ENOENT, NULL },
@@ -61,7 +65,8 @@ static const struct {
 	{ "/docker/" ID "x", -ENOENT, NULL },
 	{ ID, -ENOENT, NULL },
 	/* A non-hex digit inside. */
-	{ "/docker/3f4e1c9a0b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4g3f", -ENOENT, NULL },
+	{ "/docker/3f4e1c9a0b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4g3f", -ENOENT,
+	  NULL },
 };
 
 static void test_id_from_cgroup(void)

@@ -52,18 +52,22 @@ static void test_layout(void)
 
 static void test_utf8(void)
 {
-	static const uint8_t latin1[] = { 'g', 'r', 0xf6, 0xdf, 'e' };  /* größe */
-	static const uint8_t ucs2[] = { 0x2d, 0x4e, 0x87, 0x65 };      /* 中文 */
+	static const uint8_t latin1[] = { 'g', 'r', 0xf6, 0xdf, 'e' };          /* größe */
+	static const uint8_t ucs2[] = { 0x2d, 0x4e, 0x87, 0x65 };               /* 中文 */
 	static const uint8_t ucs4[] = { 0x00, 0xf6, 0x01, 0x00, 'a', 0, 0, 0 }; /* 😀a */
-	static const uint8_t bad[] = { 0x00, 0xd8, 0, 0, 0xff, 0xff, 0x11, 0 }; /* surrogate, > U+10FFFF */
+	static const uint8_t bad[] = {
+		0x00, 0xd8, 0, 0, 0xff, 0xff, 0x11, 0
+	}; /* surrogate, > U+10FFFF */
 	char out[64];
 
 	CHECK_EQ_INT(fp_python_str_utf8(latin1, 5, 1, out, 63), 7);
-	CHECK(strcmp(out, "gr\xc3\xb6\xc3\x9f" "e") == 0);
+	CHECK(strcmp(out, "gr\xc3\xb6\xc3\x9f"
+			  "e") == 0);
 	CHECK_EQ_INT(fp_python_str_utf8(ucs2, 2, 2, out, 63), 6);
 	CHECK(strcmp(out, "\xe4\xb8\xad\xe6\x96\x87") == 0);
 	CHECK_EQ_INT(fp_python_str_utf8(ucs4, 2, 4, out, 63), 5);
-	CHECK(strcmp(out, "\xf0\x9f\x98\x80" "a") == 0);
+	CHECK(strcmp(out, "\xf0\x9f\x98\x80"
+			  "a") == 0);
 	CHECK_EQ_INT(fp_python_str_utf8(bad, 2, 4, out, 63), 6);
 	CHECK(strcmp(out, "\xef\xbf\xbd\xef\xbf\xbd") == 0);
 	/* cut on a character boundary, never inside one */

@@ -70,13 +70,15 @@ static int func_file_offset(const char *path, uint64_t *off)
 	while (!found && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(d = elf_getdata(scn, NULL)))
 			continue;
 		for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
 			GElf_Sym sym;
 			const char *name;
 			if (gelf_getsym(d, (int)i, &sym) &&
-			    (name = elf_strptr(e, sh.sh_link, sym.st_name)) && !strcmp(name, FUNC)) {
+			    (name = elf_strptr(e, sh.sh_link, sym.st_name)) &&
+			    !strcmp(name, FUNC)) {
 				addr = sym.st_value;
 				found = 1;
 				break;
@@ -87,8 +89,8 @@ static int func_file_offset(const char *path, uint64_t *off)
 	if (addr && !elf_getphdrnum(e, &phnum)) {
 		for (i = 0; i < phnum; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && addr >= ph.p_vaddr &&
-			    addr < ph.p_vaddr + ph.p_filesz) {
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_filesz) {
 				*off = addr - ph.p_vaddr + ph.p_offset;
 				found = 1;
 			}
@@ -112,7 +114,8 @@ static int setup(void)
 	snprintf(srvdir, sizeof(srvdir), "%s/upstream", tmpdir);
 	if (!(f = fopen(src, "w")))
 		return -1;
-	fprintf(f, "int " FUNC "(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * x; return s; }\n"
+	fprintf(f, "int " FUNC
+		   "(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * x; return s; }\n"
 		   "int main(int argc, char **argv) { return " FUNC "(argc); }\n");
 	fclose(f);
 	/* Only the detached debug file goes to the server's directory. */
@@ -152,8 +155,8 @@ static int setup(void)
 		return -1;
 	/* Wait until it has scanned the directory: curl, not libdebuginfod,
 	 * which would remember the miss for ten minutes. */
-	snprintf(cmd, sizeof(cmd),
-		 "curl -sf -o /dev/null http://127.0.0.1:%d/buildid/%s/debuginfo", port, hex);
+	snprintf(cmd, sizeof(cmd), "curl -sf -o /dev/null http://127.0.0.1:%d/buildid/%s/debuginfo",
+		 port, hex);
 	for (deadline = now() + 90; now() < deadline; usleep(200000)) {
 		int st;
 		if (waitpid(server, &st, WNOHANG) == server) {
@@ -237,7 +240,8 @@ static void test_resolves_through_upstream(void)
 		other.fb_data[0] ^= 0xff;
 		CHECK_EQ_INT(fp_resolver_begin(r, &l), 0);
 		if (l) {
-			fp_resolver_frame(l, FP_MAP_USER, &other, "/nonexistent/other", 0, 0x1000, &res);
+			fp_resolver_frame(l, FP_MAP_USER, &other, "/nonexistent/other", 0, 0x1000,
+					  &res);
 			CHECK(res.rs_function == NULL);
 			fp_resolver_end(l);
 		}

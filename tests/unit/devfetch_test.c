@@ -55,7 +55,8 @@ static void lie_about(struct fp_file_data *d, const Elf64_Ehdr *eh, enum lie lie
 
 /* fetch: the file at path, fetched through a fresh devfetch into r, as
  * an agent would answer; the stats when done.  0 or -1. */
-static int fetch(struct fp_resolver *r, const char *path, enum lie lie, struct fp_devfetch_stats *st)
+static int fetch(struct fp_resolver *r, const char *path, enum lie lie,
+		 struct fp_devfetch_stats *st)
 {
 	struct fp_range *ranges = NULL, *asked;
 	struct fp_devfetch *f = NULL;
@@ -75,7 +76,8 @@ static int fetch(struct fp_resolver *r, const char *path, enum lie lie, struct f
 		asked = ranges, nasked = n;
 		ranges = NULL, n = 0;
 		for (i = 0; i < nasked && !err; i++) {
-			struct fp_file_data d = { .fd_session = 1, .fd_build_id = id,
+			struct fp_file_data d = { .fd_session = 1,
+						  .fd_build_id = id,
 						  .fd_offset = asked[i].fg_offset,
 						  .fd_file_size = (uint64_t)sb.st_size };
 			ssize_t got;
@@ -142,7 +144,9 @@ static void check_fetched(const char *path, uint32_t want_version, enum lie lie)
 	fpy = fp_unwind_table_cpython(got, glen);
 	CHECK(fpy != NULL);
 	printf("  %s (%s): %llu bytes fetched, version %#x\n", path,
-	       lie == HONEST ? "honest" : lie == MOVED ? "moved" : "nobits",
+	       lie == HONEST  ? "honest"
+	       : lie == MOVED ? "moved"
+			      : "nobits",
 	       (unsigned long long)st.dv_bytes, fpy ? fpy->uc_version : 0);
 	if (lie == HONEST) {
 		CHECK(glen == flen && !memcmp(got, full, flen));
@@ -243,7 +247,8 @@ static size_t want(struct fp_devfetch *f, uint64_t session, uint32_t i)
 /* fail: session's device answers that it cannot read build-ID number i. */
 static int fail(struct fp_devfetch *f, uint64_t session, uint32_t i)
 {
-	struct fp_file_data d = { .fd_session = session, .fd_build_id = { .fb_len = 20 },
+	struct fp_file_data d = { .fd_session = session,
+				  .fd_build_id = { .fb_len = 20 },
 				  .fd_error = EACCES };
 	struct fp_range *ranges = NULL;
 	size_t n = 0;
@@ -340,8 +345,10 @@ static void test_bounds(void)
 	CHECK_EQ_INT(open_fds(), fds + 1); /* /proc/self/exe only */
 	/* The first answer of build-ID 0 opens its file. */
 	{
-		struct fp_file_data d = { .fd_session = 1, .fd_build_id = { .fb_len = 20 },
-					  .fd_file_size = (uint64_t)sb.st_size, .fd_data = hdr,
+		struct fp_file_data d = { .fd_session = 1,
+					  .fd_build_id = { .fb_len = 20 },
+					  .fd_file_size = (uint64_t)sb.st_size,
+					  .fd_data = hdr,
 					  .fd_len = sizeof(hdr) };
 
 		CHECK_EQ_INT(fp_devfetch_data(f, &d, &ranges, &n), 0);

@@ -401,8 +401,8 @@ static const char *or_unknown(const char *s)
  * same number of frames, and for every frame the same function name and
  * line (and, counted apart, file).  names_only: function names alone
  * (tables without DWARF). */
-static void compare(const char *what, const struct fp_symtab *t, const uint64_t *addrs,
-		    size_t n, const struct ref_addr *ref, int names_only, struct agreement *a)
+static void compare(const char *what, const struct fp_symtab *t, const uint64_t *addrs, size_t n,
+		    const struct ref_addr *ref, int names_only, struct agreement *a)
 {
 	int shown = 0;
 
@@ -419,8 +419,7 @@ static void compare(const char *what, const struct fp_symtab *t, const uint64_t 
 			want = 0;
 		ok = names_only ? got >= 1 && want >= 1 : got == want;
 		for (int k = 0; ok && k < (names_only ? 1 : got); k++) {
-			const struct ref_frame *r =
-				&ref[i].frames[names_only ? ref[i].n - 1 : k];
+			const struct ref_frame *r = &ref[i].frames[names_only ? ref[i].n - 1 : k];
 			const struct fp_symframe *f = &fr[names_only ? got - 1 : k];
 
 			if (strcmp(or_unknown(f->sf_function), r->function) != 0) {
@@ -459,10 +458,12 @@ static void compare(const char *what, const struct fp_symtab *t, const uint64_t 
 		a->inlined += got > 1;
 		if ((!ok || !files_ok) && shown < 6) {
 			shown++;
-			fprintf(stderr, "  %s: 0x%llx differs:\n", what, (unsigned long long)addrs[i]);
+			fprintf(stderr, "  %s: 0x%llx differs:\n", what,
+				(unsigned long long)addrs[i]);
 			for (int k = 0; k < got; k++)
-				fprintf(stderr, "    ours %s %s:%u:%u\n", or_unknown(fr[k].sf_function),
-					or_unknown(fr[k].sf_file), fr[k].sf_line, fr[k].sf_column);
+				fprintf(stderr, "    ours %s %s:%u:%u\n",
+					or_unknown(fr[k].sf_function), or_unknown(fr[k].sf_file),
+					fr[k].sf_line, fr[k].sf_column);
 			for (int k = 0; k < ref[i].n; k++)
 				fprintf(stderr, "    llvm %s %s:%u:%u\n", ref[i].frames[k].function,
 					ref[i].frames[k].file, ref[i].frames[k].line,
@@ -728,8 +729,8 @@ static void test_minidebuginfo(void)
 		CHECK(a != 0);
 		CHECK_EQ_INT(fp_symtab_lookup(&t, a + 1, &s), 0);
 		if (a && fp_symtab_lookup(&t, a + 1, &s) == 0)
-			CHECK(strcmp(s.sy_name, "local_work(std::vector<int, std::allocator<int> >&)") ==
-			      0);
+			CHECK(strcmp(s.sy_name,
+				     "local_work(std::vector<int, std::allocator<int> >&)") == 0);
 		free(blob);
 	}
 	/* Damaged xz data: no crash, the outer file's (no) symbols. */
@@ -767,7 +768,8 @@ static size_t debug_sections(const char *path, struct sec_range *out, size_t max
 			if (!gelf_getshdr(scn, &sh))
 				continue;
 			name = elf_strptr(e, shstrndx, sh.sh_name);
-			if (name && (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8)) &&
+			if (name &&
+			    (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8)) &&
 			    sh.sh_type != SHT_NOBITS)
 				out[n++] = (struct sec_range){ sh.sh_offset, sh.sh_size };
 		}

@@ -263,7 +263,8 @@ static void test_truncated_copies(void)
 			}
 			/* Once the notes are all there, the ID must be found. */
 			if (cut >= end) {
-				fprintf(stderr, "  prefix %zu (notes end at %zu): %d\n", cut, end, err);
+				fprintf(stderr, "  prefix %zu (notes end at %zu): %d\n", cut, end,
+					err);
 				CHECK(!"build-ID not found in a long enough prefix");
 			}
 		}
@@ -452,10 +453,10 @@ struct elf_spec {
 	int class32;
 	int big_endian;
 	int bad_phentsize;
-	unsigned phnum;        /* program headers (all PT_NOTE after the first) */
-	int note_type;         /* p_type of the note header */
-	uint64_t note_off;     /* 0: right after the headers */
-	uint64_t note_size;    /* 0: the notes' length */
+	unsigned phnum;     /* program headers (all PT_NOTE after the first) */
+	int note_type;      /* p_type of the note header */
+	uint64_t note_off;  /* 0: right after the headers */
+	uint64_t note_size; /* 0: the notes' length */
 	enum note_case notes;
 	int err;
 	int len;
@@ -591,10 +592,15 @@ static int many_sections(unsigned nsec, const char *last_name)
 	char names[64];
 	size_t nameslen = 1 + sizeof(".text") + strlen(last_name) + 1;
 	uint64_t shoff = sizeof(Elf64_Ehdr), data = shoff + (uint64_t)nsec * sizeof(Elf64_Shdr);
-	Elf64_Ehdr eh = { .e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
-			  .e_shoff = shoff, .e_ehsize = sizeof(Elf64_Ehdr),
-			  .e_phentsize = sizeof(Elf64_Phdr), .e_shentsize = sizeof(Elf64_Shdr),
-			  .e_shnum = (uint16_t)nsec, .e_shstrndx = 1 };
+	Elf64_Ehdr eh = { .e_type = ET_EXEC,
+			  .e_machine = EM_X86_64,
+			  .e_version = EV_CURRENT,
+			  .e_shoff = shoff,
+			  .e_ehsize = sizeof(Elf64_Ehdr),
+			  .e_phentsize = sizeof(Elf64_Phdr),
+			  .e_shentsize = sizeof(Elf64_Shdr),
+			  .e_shnum = (uint16_t)nsec,
+			  .e_shstrndx = 1 };
 	int fd = memfd_create("sections", MFD_CLOEXEC);
 
 	if (fd < 0)
@@ -610,10 +616,13 @@ static int many_sections(unsigned nsec, const char *last_name)
 	    pwrite(fd, link, sizeof(link), (off_t)(data + 64)) != sizeof(link))
 		goto fail;
 	for (unsigned i = 1; i < nsec; i++) {
-		Elf64_Shdr sh = { .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_offset = data + 64,
+		Elf64_Shdr sh = { .sh_name = 1,
+				  .sh_type = SHT_PROGBITS,
+				  .sh_offset = data + 64,
 				  .sh_size = sizeof(link) };
 		if (i == 1)
-			sh = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_offset = data,
+			sh = (Elf64_Shdr){ .sh_type = SHT_STRTAB,
+					   .sh_offset = data,
 					   .sh_size = nameslen };
 		else if (i == nsec - 1)
 			sh.sh_name = 1 + sizeof(".text");

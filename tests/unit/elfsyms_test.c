@@ -41,7 +41,7 @@ static char tmpdir[64];
 struct ref_sym {
 	uint64_t addr, size;
 	char bind[16];
-	char name[128]; /* version suffix removed */
+	char name[128];  /* version suffix removed */
 	char vname[160]; /* as readelf shows it, with its version */
 };
 
@@ -536,9 +536,8 @@ static void test_debug_file_offsets(void)
 static void test_debug_file_layouts(void)
 {
 	static const char *flags[] = {
-		"-shared -fPIC -Wl,-z,noseparate-code",
-		"-shared -fPIC -Wl,-z,separate-code",
-		"-pie -fPIE -rdynamic", /* exported, so that the stripped */
+		"-shared -fPIC -Wl,-z,noseparate-code", "-shared -fPIC -Wl,-z,separate-code",
+		"-pie -fPIE -rdynamic",       /* exported, so that the stripped */
 		"-no-pie -fno-PIE -rdynamic", /* file still has a table */
 	};
 	char src[128], bin[128], dbg[128], cmd[1024];
@@ -757,7 +756,7 @@ static void test_demangle(void)
 	CHECK(s && strcmp(s, "void operator<<<int>(int)") == 0);
 	free(s);
 	CHECK(fp_demangle("_Z!!.cold") == NULL);
-	CHECK(fp_demangle("f") == NULL);   /* would be "float" */
+	CHECK(fp_demangle("f") == NULL); /* would be "float" */
 	CHECK(fp_demangle("i") == NULL);
 	CHECK(fp_demangle("malloc") == NULL);
 	CHECK(fp_demangle("_Z") == NULL);
@@ -803,16 +802,16 @@ static void test_unversioned_len(void)
 		{ "_ZNSt6vectorIiSaIiEE9push_backERKi@@GLIBCXX_3.4", 34 },
 		{ "f@V", 1 },
 		{ "f@@V", 1 },
-		{ "malloc", 6 },    /* none */
+		{ "malloc", 6 }, /* none */
 		{ "", 0 },
-		{ "@", 1 },         /* no name before it: not a version */
+		{ "@", 1 }, /* no name before it: not a version */
 		{ "@@", 2 },
 		{ "@GLIBC_2.2.5", 12 },
 		{ "@@GLIBC_2.2.5", 13 },
-		{ "f@", 2 },        /* no version after it */
+		{ "f@", 2 }, /* no version after it */
 		{ "f@@", 3 },
-		{ "f@@@V", 5 },     /* the assembler's "@@@" never reaches a file */
-		{ "a@b@c", 5 },     /* '@' in a node name: not a version */
+		{ "f@@@V", 5 }, /* the assembler's "@@@" never reaches a file */
+		{ "a@b@c", 5 }, /* '@' in a node name: not a version */
 		{ "a@@b@c", 6 },
 		{ "f@V@", 4 },
 	};
@@ -866,8 +865,10 @@ static void test_demangle_bombs(void)
 		snprintf(obj, sizeof(obj), "%s/bomb.o", tmpdir);
 		fp = fopen(src, "w");
 		if (fp) {
-			fprintf(fp, "__asm__(\".text\\n.globl %s\\n.type %s,@function\\n%s:\\n"
-				    "ret\\n.size %s,1\\n\");\n", name, name, name, name);
+			fprintf(fp,
+				"__asm__(\".text\\n.globl %s\\n.type %s,@function\\n%s:\\n"
+				"ret\\n.size %s,1\\n\");\n",
+				name, name, name, name);
 			fclose(fp);
 		}
 		snprintf(cmd, sizeof(cmd), "gcc -c -o '%s' '%s' >/dev/null 2>&1", obj, src);
@@ -1154,8 +1155,7 @@ static void test_ingest_and_lookup_speed(void)
 	dt = now_sec() - t0;
 	printf("  libc table: %.1f M lookups/s on one core (target > 5; %.0f%% of addresses "
 	       "resolved)\n",
-	       (double)NPROBES * REPS / dt / 1e6,
-	       100.0 * (double)hits / ((double)NPROBES * REPS));
+	       (double)NPROBES * REPS / dt / 1e6, 100.0 * (double)hits / ((double)NPROBES * REPS));
 	/* Typically 20-60 M/s: the floor only catches a lost binary search,
 	 * without failing on a busy CI machine. */
 	if (!SANITIZED)

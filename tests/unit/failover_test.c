@@ -62,8 +62,8 @@ static void wait_keeps_growing_when_all_are_down(void)
 	struct fp_failover f;
 
 	fp_failover_init(&f, 2, 1, 0);
-	CHECK_EQ_INT(fp_failover_failed(&f, 0), 1);  /* wait 1 s used up by the move */
-	CHECK_EQ_INT(fp_failover_failed(&f, S), 1);  /* 2 s */
+	CHECK_EQ_INT(fp_failover_failed(&f, 0), 1); /* wait 1 s used up by the move */
+	CHECK_EQ_INT(fp_failover_failed(&f, S), 1); /* 2 s */
 	CHECK_EQ_INT(f.fo_backoff_ms, 4000);
 	fp_failover_init(&f, 2, 2, 0);
 	fp_failover_failed(&f, 0);

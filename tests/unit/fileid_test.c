@@ -59,8 +59,7 @@ static void test_siphash_vectors(void)
 
 /* link: a C program, written to tmpdir/name, from src with extra flags.
  * 0 or -1. */
-static int link_prog(const char *name, const char *src, const char *flags, char *path,
-		     size_t size)
+static int link_prog(const char *name, const char *src, const char *flags, char *path, size_t size)
 {
 	char cpath[160], cmd[768];
 	FILE *f;
@@ -163,12 +162,12 @@ static void test_no_build_id(void)
 			off_t at;
 			int changes;
 		} cases[] = {
-			{ 100, 1 },                 /* first page */
-			{ (8 << 20) - 1, 1 },       /* last page */
-			{ (8 << 20) - 4096, 1 },    /* first byte of the last page */
+			{ 100, 1 },              /* first page */
+			{ (8 << 20) - 1, 1 },    /* last page */
+			{ (8 << 20) - 4096, 1 }, /* first byte of the last page */
 			/* page 32 starts at floor((8 MiB - 4 KiB) * 32 / 63) = 4258799 */
 			{ 4258799 + 10, 1 },
-			{ 4258799 - 100, 0 },       /* between pages 31 and 32: not read */
+			{ 4258799 - 100, 0 }, /* between pages 31 and 32: not read */
 		};
 
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

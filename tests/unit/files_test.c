@@ -70,8 +70,10 @@ static int others(const char *const *known)
 static void test_planted_link(void)
 {
 	char victim[128], folded[128], pb[128], link1[160], link2[160], buf[256];
-	const char *known[] = { "victim", "out.folded", link1 + strlen(dir) + 1, "out.pb",
-				link2 + strlen(dir) + 1, NULL };
+	const char *known[] = {
+		"victim", "out.folded", link1 + strlen(dir) + 1, "out.pb", link2 + strlen(dir) + 1,
+		NULL
+	};
 	struct fp_profile *p = one_sample();
 	struct stat st;
 	FILE *f;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 struct canned {
-	int cn_fd;           /* listening */
+	int cn_fd;            /* listening */
 	const char *cn_reply; /* what the one connection is answered */
 	char cn_request[2048];
 };
@@ -91,8 +91,8 @@ static void test_body_within_bound(void)
 	char body[64];
 	int reached = 0;
 
-	CHECK_EQ_INT(exchange("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 5, &status,
-			      body, sizeof(body), &too_large, &reached),
+	CHECK_EQ_INT(exchange("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 5, &status, body,
+			      sizeof(body), &too_large, &reached),
 		     0);
 	CHECK_EQ_INT(status, 200);
 	CHECK(strcmp(body, "hello") == 0);

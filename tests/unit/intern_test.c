@@ -231,7 +231,8 @@ static void test_growth_200k(void)
 		return;
 	for (i = 0; i < N; i++) {
 		/* Variable lengths: 8 to 30 bytes. */
-		int n = snprintf(key, sizeof(key), "k%zu/%.*s", i, (int)(i % 17), "................");
+		int n = snprintf(key, sizeof(key), "k%zu/%.*s", i, (int)(i % 17),
+				 "................");
 		CHECK_EQ_INT(fp_intern_get(t, key, (size_t)n, &id, &added), 0);
 		if (id != i || added != 1) {
 			CHECK_EQ_INT(id, i);
@@ -250,7 +251,8 @@ static void test_growth_200k(void)
 	 * after all the reallocations. */
 	int bad = 0;
 	for (i = 0; i < N && bad < 5; i++) {
-		int n = snprintf(key, sizeof(key), "k%zu/%.*s", i, (int)(i % 17), "................");
+		int n = snprintf(key, sizeof(key), "k%zu/%.*s", i, (int)(i % 17),
+				 "................");
 		const void *k;
 		if (fp_intern_find(t, key, (size_t)n, &id) != 0 || id != i) {
 			bad++;

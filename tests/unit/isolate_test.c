@@ -158,7 +158,9 @@ static void test_child_failures(void)
 		const char *name;
 		fp_build_fn fn;
 	} cases[] = {
-		{ "crash", crash }, { "spin", spin }, { "garbage", garbage },
+		{ "crash", crash },
+		{ "spin", spin },
+		{ "garbage", garbage },
 #ifndef __SANITIZE_ADDRESS__ /* no address-space limit under ASan */
 		{ "hog", hog },
 #endif

@@ -151,14 +151,14 @@ struct walk {
 	struct fp_build_id build_id;
 	uint64_t session;
 	char name[64];
-	int consistent;            /* kind, build-ID, name, session the same in every part */
-	const char *probe;         /* a symbol to look for */
+	int consistent;    /* kind, build-ID, name, session the same in every part */
+	const char *probe; /* a symbol to look for */
 	uint64_t probe_offset;
 	int probe_found;
-	int fail_at_call;          /* return fail_err from this call (1-based); 0 never */
+	int fail_at_call; /* return fail_err from this call (1-based); 0 never */
 	int fail_err;
-	int record;                /* fill seen: */
-	char seen[1024];           /* every symbol, as "name@offset;" */
+	int record;      /* fill seen: */
+	char seen[1024]; /* every symbol, as "name@offset;" */
 };
 
 static int emit(const struct fp_ksyms *part, void *arg)
@@ -252,7 +252,7 @@ static void test_ksyms_real(void)
 			all - want);
 	CHECK(want > 10000);
 	CHECK_EQ_INT(w.total, want);
-	CHECK(w.calls >= 3); /* several parts */
+	CHECK(w.calls >= 3);                         /* several parts */
 	CHECK_EQ_INT(w.calls, (want + 5000) / 5000); /* full parts, then the rest */
 	CHECK_EQ_INT(w.bad_parts, 0);
 	CHECK_EQ_INT(w.lasts, 1);
@@ -388,32 +388,30 @@ static int put_notes(const char *rel, const unsigned char *id, size_t len)
 static const unsigned char kernel_id[20] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
 					     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee,
 					     0xff, 0x01, 0x02, 0x03, 0x04, 0x05 };
-static const unsigned char foo_id[20] = { 0xf0, 0x0f, 0xf0, 0x0f, 1, 2, 3, 4, 5, 6,
+static const unsigned char foo_id[20] = { 0xf0, 0x0f, 0xf0, 0x0f, 1,  2,  3,  4,  5,  6,
 					  7,    8,    9,    10,   11, 12, 13, 14, 15, 16 };
 
-static const char fake_kallsyms[] =
-	"ffffffff80fff000 t below_text\n"
-	"ffffffff81000000 T _text\n"
-	"ffffffff81000000 T startup_64\n"
-	"ffffffff81001000 t helper\n"
-	"ffffffff81002000 D some_data\n"
-	"ffffffff81003000 W weak_fn\n"
-	"ffffffff81004000 r some_rodata\n"
-	"ffffffff81005000 T last_fn\n"
-	"ffffffffc0000000 t foo_init\t[foo]\n"
-	"ffffffffc0000100 T foo_work\t[foo]\n"
-	"ffffffffc0000200 d foo_data\t[foo]\n"
-	"ffffffffc0000f00 w foo_weak\t[foo]\n"
-	"ffffffffc0002000 t bar_fn\t[bar]\n"
-	"ffffffffc0010000 t foo_outside\t[foo]\n"
-	"ffffffffc0020000 t bpf_prog_0123456789abcdef_x\t[bpf]\n"
-	"not a symbol line\n";
+static const char fake_kallsyms[] = "ffffffff80fff000 t below_text\n"
+				    "ffffffff81000000 T _text\n"
+				    "ffffffff81000000 T startup_64\n"
+				    "ffffffff81001000 t helper\n"
+				    "ffffffff81002000 D some_data\n"
+				    "ffffffff81003000 W weak_fn\n"
+				    "ffffffff81004000 r some_rodata\n"
+				    "ffffffff81005000 T last_fn\n"
+				    "ffffffffc0000000 t foo_init\t[foo]\n"
+				    "ffffffffc0000100 T foo_work\t[foo]\n"
+				    "ffffffffc0000200 d foo_data\t[foo]\n"
+				    "ffffffffc0000f00 w foo_weak\t[foo]\n"
+				    "ffffffffc0002000 t bar_fn\t[bar]\n"
+				    "ffffffffc0010000 t foo_outside\t[foo]\n"
+				    "ffffffffc0020000 t bpf_prog_0123456789abcdef_x\t[bpf]\n"
+				    "not a symbol line\n";
 
-static const char fake_modules[] =
-	"foo 4096 0 - Live 0xffffffffc0000000\n"
-	"bar 8192 1 foo, Live 0xffffffffc0002000 (OE)\n"
-	"hidden 100 0 - Live 0x0000000000000000\n"
-	"garbage\n";
+static const char fake_modules[] = "foo 4096 0 - Live 0xffffffffc0000000\n"
+				   "bar 8192 1 foo, Live 0xffffffffc0002000 (OE)\n"
+				   "hidden 100 0 - Live 0x0000000000000000\n"
+				   "garbage\n";
 
 static void test_fake_roots(void)
 {
@@ -455,17 +453,24 @@ static void test_fake_roots(void)
 			uint64_t addr;
 			int module; /* 0 foo, 1 bar, -1 none */
 		} lookups[] = {
-			{ 0xffffffffc0000000ull, 0 },  { 0xffffffffc0000123ull, 0 },
-			{ 0xffffffffc0000fffull, 0 },  { 0xffffffffc0001000ull, -1 }, /* the gap */
-			{ 0xffffffffc0001fffull, -1 }, { 0xffffffffc0002000ull, 1 },
-			{ 0xffffffffc0003fffull, 1 },  { 0xffffffffc0004000ull, -1 },
-			{ 0xffffffffbfffffffull, -1 }, { 0xffffffff81000000ull, -1 },
-			{ 0, -1 },                     { UINT64_MAX, -1 },
+			{ 0xffffffffc0000000ull, 0 },
+			{ 0xffffffffc0000123ull, 0 },
+			{ 0xffffffffc0000fffull, 0 },
+			{ 0xffffffffc0001000ull, -1 }, /* the gap */
+			{ 0xffffffffc0001fffull, -1 },
+			{ 0xffffffffc0002000ull, 1 },
+			{ 0xffffffffc0003fffull, 1 },
+			{ 0xffffffffc0004000ull, -1 },
+			{ 0xffffffffbfffffffull, -1 },
+			{ 0xffffffff81000000ull, -1 },
+			{ 0, -1 },
+			{ UINT64_MAX, -1 },
 		};
 		for (size_t i = 0; i < sizeof(lookups) / sizeof(lookups[0]); i++) {
 			const struct fp_kmodule *m = fp_kernel_module(&k, lookups[i].addr);
-			const struct fp_kmodule *want =
-				lookups[i].module < 0 ? NULL : &k.kn_modules[lookups[i].module];
+			const struct fp_kmodule *want = lookups[i].module < 0
+								? NULL
+								: &k.kn_modules[lookups[i].module];
 			if (m != want) {
 				fprintf(stderr, "  lookup %zu: 0x%llx\n", i,
 					(unsigned long long)lookups[i].addr);

@@ -35,7 +35,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #define DEVICES 50
-#define PAUSE_MS 100            /* between a device's requests */
+#define PAUSE_MS 100 /* between a device's requests */
 #ifdef __SANITIZE_ADDRESS__
 /* Under ASan, fork (the isolated parse, isolate.h) copies the page tables
  * of the shadow memory too, and stalls every thread of the process for
@@ -57,8 +57,8 @@ static uint64_t window_start_ns, window_end_ns; /* the big file's ingest */
 struct client {
 	int cl_index;
 	pthread_t cl_thread;
-	double *cl_ms;              /* each request's latency */
-	uint64_t *cl_done_ns;       /* and when it was answered */
+	double *cl_ms;        /* each request's latency */
+	uint64_t *cl_done_ns; /* and when it was answered */
 	size_t cl_n, cl_cap;
 	int cl_failures;
 };
@@ -91,9 +91,13 @@ static int rpc(nng_socket s, struct client *c, const char *buf, size_t len, stru
 
 static int send_hello(nng_socket s, struct client *c, uint64_t session, const char *host)
 {
-	struct fp_hello h = { .fh_session = session, .fh_host = (char *)host,
-			      .fh_boot_id = "boot", .fh_kernel_release = "6.1.0",
-			      .fh_agent_version = "test", .fh_frequency = 99, .fh_ncpus = 4 };
+	struct fp_hello h = { .fh_session = session,
+			      .fh_host = (char *)host,
+			      .fh_boot_id = "boot",
+			      .fh_kernel_release = "6.1.0",
+			      .fh_agent_version = "test",
+			      .fh_frequency = 99,
+			      .fh_ncpus = 4 };
 	struct fp_reply r;
 	char *buf;
 	size_t len;
@@ -116,16 +120,26 @@ static int send_batch(nng_socket s, struct client *c, uint64_t session, uint64_t
 		      const struct fp_build_id *id, const char *path, const uint64_t *offsets,
 		      int noffsets)
 {
-	struct fp_mapping m = { .fm_id = 0, .fm_kind = FP_MAP_USER, .fm_build_id = *id,
+	struct fp_mapping m = { .fm_id = 0,
+				.fm_kind = FP_MAP_USER,
+				.fm_build_id = *id,
 				.fm_path = (char *)path };
-	struct fp_thread t = { .ft_id = 0, .ft_pid = 100, .ft_tid = 100, .ft_comm = "worker",
-			       .ft_process = "app", .ft_container = "" };
+	struct fp_thread t = { .ft_id = 0,
+			       .ft_pid = 100,
+			       .ft_tid = 100,
+			       .ft_comm = "worker",
+			       .ft_process = "app",
+			       .ft_container = "" };
 	struct fp_node nodes[NFUNCS];
 	struct fp_count count = { .fc_thread = 0, .fc_node = 0, .fc_count = 7 };
 	uint64_t start = 1700000000ull * 1000000000ull + seq * 10000000000ull;
-	struct fp_batch b = { .fb_session = session, .fb_seq = seq, .fb_start_ns = start,
-			      .fb_end_ns = start + 10000000000ull, .fb_period_ns = 10101010,
-			      .fb_ncounts = 1, .fb_counts = &count };
+	struct fp_batch b = { .fb_session = session,
+			      .fb_seq = seq,
+			      .fb_start_ns = start,
+			      .fb_end_ns = start + 10000000000ull,
+			      .fb_period_ns = 10101010,
+			      .fb_ncounts = 1,
+			      .fb_counts = &count };
 	struct fp_reply r;
 	char *buf;
 	size_t len;
@@ -134,8 +148,8 @@ static int send_batch(nng_socket s, struct client *c, uint64_t session, uint64_t
 	/* Nodes: 0 is the leaf, each the child of the next. */
 	for (i = 0; i < noffsets; i++)
 		nodes[i] = (struct fp_node){ .fn_id = (uint32_t)i,
-					     .fn_parent = i + 1 < noffsets ? (uint32_t)i + 1 :
-									     FP_NODE_NONE,
+					     .fn_parent = i + 1 < noffsets ? (uint32_t)i + 1
+									   : FP_NODE_NONE,
 					     .fn_frame = { 0, offsets[i] } };
 	if (seq == 1) {
 		/* Parents before children: the outermost first. */
@@ -273,10 +287,11 @@ static int pick_functions(int fd, int fd_code)
 			int unique = 1;
 			size_t k, nph;
 
-			if (!gelf_getsym(data, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    sym.st_size < 32 || !sym.st_value ||
-			    !(name = elf_strptr(elf, sh.sh_link, sym.st_name)) || name[0] == '_' ||
-			    strlen(name) >= sizeof(big_names[0]) || strchr(name, '@'))
+			if (!gelf_getsym(data, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size < 32 ||
+			    !sym.st_value || !(name = elf_strptr(elf, sh.sh_link, sym.st_name)) ||
+			    name[0] == '_' || strlen(name) >= sizeof(big_names[0]) ||
+			    strchr(name, '@'))
 				continue;
 			for (j = 1; j < n && unique; j++)
 				unique = j == i || !gelf_getsym(data, (int)j, &other) ||
@@ -288,8 +303,10 @@ static int pick_functions(int fd, int fd_code)
 				if (gelf_getphdr(code, (int)k, &ph) && ph.p_type == PT_LOAD &&
 				    sym.st_value >= ph.p_vaddr &&
 				    sym.st_value < ph.p_vaddr + ph.p_memsz) {
-					big_offsets[found] = sym.st_value - ph.p_vaddr + ph.p_offset + 8;
-					snprintf(big_names[found], sizeof(big_names[0]), "%s", name);
+					big_offsets[found] = sym.st_value - ph.p_vaddr +
+							     ph.p_offset + 8;
+					snprintf(big_names[found], sizeof(big_names[0]), "%s",
+						 name);
 					found++;
 					break;
 				}
@@ -367,8 +384,8 @@ static char *wait_folded(const char *out_dir, const char *host, uint64_t seq, in
 /* run_devices: the 50 devices and the one with the large file; with a
  * resolver (in-process server), the window lasts while its ingest runs,
  * else for seconds. */
-static void run_devices(struct fp_resolver *r, int seconds, double *p50, double *p99,
-			double *pmax, size_t *nreq, size_t *in_window, int *failures)
+static void run_devices(struct fp_resolver *r, int seconds, double *p50, double *p99, double *pmax,
+			size_t *nreq, size_t *in_window, int *failures)
 {
 	struct client clients[DEVICES + 1];
 	double *all = NULL;
@@ -500,7 +517,8 @@ static void test_replies_never_wait(void)
 			continue;
 		for (int f = 0; f < NFUNCS; f++)
 			if (!strstr(text, big_names[f])) {
-				fprintf(stderr, "  interval %d lacks %s:\n%s", k, big_names[f], text);
+				fprintf(stderr, "  interval %d lacks %s:\n%s", k, big_names[f],
+					text);
 				CHECK(strstr(text, big_names[f]) != NULL);
 			}
 		CHECK(strstr(text, "+0x") == NULL);

@@ -21,12 +21,12 @@ static void test_escape_table(void)
 		{ "evil\nfleetprof: forged", 64, 64, "evil\\nfleetprof: forged" },
 		{ "cr\rtab\t", 64, 64, "cr\\rtab\\t" },
 		{ "\x1b[31mred\x7f", 64, 64, "\\x1b[31mred\\x7f" },
-		{ "caf\xc3\xa9", 64, 64, "caf\xc3\xa9" },         /* UTF-8 kept */
+		{ "caf\xc3\xa9", 64, 64, "caf\xc3\xa9" }, /* UTF-8 kept */
 		{ "back\\slash", 64, 64, "back\\slash" },
-		{ "abcdef", 3, 64, "abc" },                        /* n bounds the input */
-		{ "abcdefghij", 64, 8, "abcd..." },                /* cut, marked */
-		{ "ab\ncdefgh", 64, 6, "ab..." },                  /* an escape that does not fit */
-		{ "abc", 64, 4, "abc" },                           /* exactly fits */
+		{ "abcdef", 3, 64, "abc" },         /* n bounds the input */
+		{ "abcdefghij", 64, 8, "abcd..." }, /* cut, marked */
+		{ "ab\ncdefgh", 64, 6, "ab..." },   /* an escape that does not fit */
+		{ "abc", 64, 4, "abc" },            /* exactly fits */
 		{ "", 64, 1, "" },
 	};
 

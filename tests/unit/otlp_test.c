@@ -158,9 +158,9 @@ static const char *resource_attr(const pb_resource_profiles *rp, const char *key
 	for (size_t i = 0; i < rp->resource->n_attributes; i++) {
 		const pb_kv *kv = rp->resource->attributes[i];
 		if (!strcmp(kv->key, key))
-			return kv->value && kv->value->value_case == ANY_STRING ?
-				       kv->value->string_value :
-				       "(not a string)";
+			return kv->value && kv->value->value_case == ANY_STRING
+				       ? kv->value->string_value
+				       : "(not a string)";
 	}
 	return NULL;
 }
@@ -230,7 +230,8 @@ static void check_tables(const pb_request *r)
 	      d->location_table[0]->n_attribute_indices == 0);
 	CHECK(nf >= 1 && d->function_table[0]->name_strindex == 0 &&
 	      d->function_table[0]->system_name_strindex == 0 &&
-	      d->function_table[0]->filename_strindex == 0 && d->function_table[0]->start_line == 0);
+	      d->function_table[0]->filename_strindex == 0 &&
+	      d->function_table[0]->start_line == 0);
 	CHECK(nk >= 1 && d->link_table[0]->trace_id.len == 0 && d->link_table[0]->span_id.len == 0);
 	CHECK(nst >= 1 && d->stack_table[0]->n_location_indices == 0);
 
@@ -248,7 +249,8 @@ static void check_tables(const pb_request *r)
 		for (size_t j = i + 1; j < nm; j++) {
 			const pb_mapping *a = d->mapping_table[i], *b = d->mapping_table[j];
 			dups += a->filename_strindex == b->filename_strindex &&
-				a->memory_start == b->memory_start && a->file_offset == b->file_offset &&
+				a->memory_start == b->memory_start &&
+				a->file_offset == b->file_offset &&
 				ints_eq(a->attribute_indices, a->n_attribute_indices,
 					b->attribute_indices, b->n_attribute_indices);
 		}
@@ -330,9 +332,10 @@ static void frame_names(const pb_dictionary *d, int32_t stack, char *buf, size_t
 		const pb_location *l = d->location_table[s->location_indices[i]];
 		const pb_any *type = attr_value(d, l->attribute_indices, l->n_attribute_indices,
 						"profile.frame.type");
-		const char *kind = is_string(type, "kernel")  ? "[k]" :
-				   is_string(type, "native")  ? "" :
-				   is_string(type, "cpython") ? "[py]" : "[?]";
+		const char *kind = is_string(type, "kernel")    ? "[k]"
+				   : is_string(type, "native")  ? ""
+				   : is_string(type, "cpython") ? "[py]"
+								: "[?]";
 
 		if (l->n_lines)
 			off += snprintf(buf + off, len - off, "%s%s%s", i ? ";" : "",
@@ -341,7 +344,8 @@ static void frame_names(const pb_dictionary *d, int32_t stack, char *buf, size_t
 					kind);
 		else
 			off += snprintf(buf + off, len - off, "%s?%s+0x%llx%s", i ? ";" : "",
-					s_at(d, d->mapping_table[l->mapping_index]->filename_strindex),
+					s_at(d,
+					     d->mapping_table[l->mapping_index]->filename_strindex),
 					(unsigned long long)l->address, kind);
 	}
 }
@@ -456,8 +460,8 @@ static void test_encode(void)
 				fprintf(stderr, "  got %s\n", names);
 				CHECK(0);
 			}
-			const pb_location *push =
-				d->location_table[d->stack_table[s->stack_index]->location_indices[2]];
+			const pb_location *push = d->location_table[d->stack_table[s->stack_index]
+									    ->location_indices[2]];
 			const pb_function *f = d->function_table[push->lines[0]->function_index];
 			CHECK(!strcmp(s_at(d, f->system_name_strindex),
 				      "_ZNSt6vectorIiSaIiEE9push_backERKi"));
@@ -508,7 +512,8 @@ static void test_encode(void)
 	CHECK_EQ_INT(user_sched, 1);
 	int sched_functions = 0;
 	for (size_t i = 0; i < d->n_function_table; i++)
-		sched_functions += !strcmp(s_at(d, d->function_table[i]->name_strindex), "schedule");
+		sched_functions += !strcmp(s_at(d, d->function_table[i]->name_strindex),
+					   "schedule");
 	CHECK_EQ_INT(sched_functions, 1);
 
 	/* Mappings: one per profile mapping (+ the zero one), with build-IDs. */
@@ -710,7 +715,8 @@ static void test_python(void)
 	size_t len = 0;
 	int err = 0;
 
-	CHECK_EQ_INT(fp_profile_alloc(&p, "host-py", 1700000000000000000ULL, 10000000000ULL, PERIOD),
+	CHECK_EQ_INT(fp_profile_alloc(&p, "host-py", 1700000000000000000ULL, 10000000000ULL,
+				      PERIOD),
 		     0);
 	if (!p)
 		return;
@@ -781,7 +787,8 @@ static void test_python(void)
 			/* The native frame keeps its mapping. */
 			const pb_location *m = d->location_table[st->location_indices[3]];
 			CHECK(m->mapping_index != 0);
-			CHECK(!strcmp(s_at(d, d->mapping_table[m->mapping_index]->filename_strindex),
+			CHECK(!strcmp(s_at(d,
+					   d->mapping_table[m->mapping_index]->filename_strindex),
 				      "/usr/bin/python3.11"));
 		}
 	}

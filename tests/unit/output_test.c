@@ -106,10 +106,11 @@ static void test_folded(void)
 	if (!p)
 		return;
 	char *text = folded_text(p, 0);
-	check_text(text, "app;main;operator< <\"x\"&'y'>;weird:name?x 1\n"
-			 "app;main;work 10\n"
-			 "app;main;work;std::vector<int>::push_back;libc.so.6+0x2a2b0;schedule_[k] 1\n"
-			 "bash;[unknown]+0x7f0000001234;vmlinux+0xabc_[k] 4\n");
+	check_text(text,
+		   "app;main;operator< <\"x\"&'y'>;weird:name?x 1\n"
+		   "app;main;work 10\n"
+		   "app;main;work;std::vector<int>::push_back;libc.so.6+0x2a2b0;schedule_[k] 1\n"
+		   "bash;[unknown]+0x7f0000001234;vmlinux+0xabc_[k] 4\n");
 	free(text);
 	text = folded_text(p, 1);
 	check_text(text,
@@ -157,8 +158,8 @@ static const char *str(const pb_profile *pp, int64_t i)
 }
 
 static const Perftools__Profiles__Label *label(const pb_profile *pp,
-						const Perftools__Profiles__Sample *s,
-						const char *key)
+					       const Perftools__Profiles__Sample *s,
+					       const char *key)
 {
 	for (size_t i = 0; i < s->n_label; i++)
 		if (!strcmp(str(pp, s->label[i]->key), key))
@@ -218,7 +219,8 @@ static void test_pprof_encode(void)
 		CHECK(!strcmp(str(pp, pp->mapping[0]->filename), "/usr/bin/app"));
 		CHECK(!strcmp(str(pp, pp->mapping[0]->build_id), "0102abcd"));
 		CHECK(pp->mapping[0]->has_functions);
-		CHECK(!strcmp(str(pp, pp->mapping[1]->filename), "/lib/x86_64-linux-gnu/libc.so.6"));
+		CHECK(!strcmp(str(pp, pp->mapping[1]->filename),
+			      "/lib/x86_64-linux-gnu/libc.so.6"));
 		CHECK(!strcmp(str(pp, pp->mapping[1]->build_id), "deadbeef"));
 		CHECK(!pp->mapping[1]->has_functions);
 		CHECK(!strcmp(str(pp, pp->mapping[2]->build_id), "0ff0"));
@@ -246,7 +248,8 @@ static void test_pprof_encode(void)
 			const char *name, *system_name;
 		} want[] = {
 			{ F_MAIN, "main", "main" },
-			{ F_PUSH, "std::vector<int>::push_back", "_ZNSt6vectorIiSaIiEE9push_backERKi" },
+			{ F_PUSH, "std::vector<int>::push_back",
+			  "_ZNSt6vectorIiSaIiEE9push_backERKi" },
 			{ F_LIBC, "libc.so.6+0x2a2b0", "libc.so.6+0x2a2b0" },
 			{ F_SCHED, "schedule_[k]", "schedule_[k]" },
 			{ F_KUNRES, "vmlinux+0xabc_[k]", "vmlinux+0xabc_[k]" },
@@ -254,7 +257,9 @@ static void test_pprof_encode(void)
 			{ F_WEIRD, "weird;name\nx", "weird;name\nx" },
 		};
 		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-			const Perftools__Profiles__Function *fn = function_of(pp, fr[want[i].frame] + 1);
+			const Perftools__Profiles__Function *fn = function_of(pp,
+									      fr[want[i].frame] +
+										      1);
 
 			CHECK(fn && !strcmp(str(pp, fn->name), want[i].name));
 			CHECK(fn && !strcmp(str(pp, fn->system_name), want[i].system_name));
@@ -781,9 +786,9 @@ static void test_python_svg(void)
 	box_rgb(text, "work_[py]", py);
 	box_rgb(text, "main", native);
 	box_rgb(text, "read_[k]", kernel);
-	CHECK(py[1] > py[0] && py[1] > py[2]);       /* green */
+	CHECK(py[1] > py[0] && py[1] > py[2]);                 /* green */
 	CHECK(native[0] > native[1] && native[0] > native[2]); /* red to yellow */
-	CHECK(kernel[2] > kernel[0]);                /* blue-green */
+	CHECK(kernel[2] > kernel[0]);                          /* blue-green */
 	box_rgb(text, "Worker.run_[py]", py);
 	CHECK(py[1] > py[0] && py[1] > py[2]);
 	free(text);

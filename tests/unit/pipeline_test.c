@@ -28,7 +28,7 @@ static struct fp_build_id libc_id;
 
 struct capture {
 	int cp_calls;
-	int cp_resolved;            /* frames with a name in the last profile */
+	int cp_resolved; /* frames with a name in the last profile */
 	uint64_t cp_seq;
 	uint64_t cp_at_ns;
 };
@@ -78,8 +78,11 @@ static void run(const char *name, uint32_t wait_ms, struct capture *c, uint64_t 
 	char cache[128], state[128];
 	struct fp_resolver_opts ro = { .ro_local_files = 1 };
 	struct fp_pipeline_opts po = { 0 };
-	struct fp_hello h = { .fh_session = 42, .fh_host = "host-a", .fh_boot_id = "",
-			      .fh_kernel_release = "", .fh_agent_version = "" };
+	struct fp_hello h = { .fh_session = 42,
+			      .fh_host = "host-a",
+			      .fh_boot_id = "",
+			      .fh_kernel_release = "",
+			      .fh_agent_version = "" };
 	struct fp_resolver *r = NULL;
 	struct fp_pipeline *pl = NULL;
 	struct fp_profile *p = NULL;
@@ -111,7 +114,8 @@ static void run(const char *name, uint32_t wait_ms, struct capture *c, uint64_t 
 	CHECK_EQ_INT(fp_profile_add_sample(p, &f, 1, 1, 1, "t", "p", "", 3), 0);
 	t0 = fp_now_ns(CLOCK_MONOTONIC);
 	CHECK_EQ_INT(fp_pipeline_submit(pl, p, &h, 7), 0);
-	CHECK_EQ_INT(fp_resolver_wait(r, &libc_id, fp_now_ns(CLOCK_MONOTONIC) + 120000000000ull), 0);
+	CHECK_EQ_INT(fp_resolver_wait(r, &libc_id, fp_now_ns(CLOCK_MONOTONIC) + 120000000000ull),
+		     0);
 	/* The sink has run once the count says so (both under the lock). */
 	for (int i = 0; i < 500; i++) {
 		fp_pipeline_stats(pl, ps);
@@ -220,12 +224,12 @@ static uint64_t last_seq(struct fp_pipeline *pl, const char *host, uint64_t sess
 static void test_migrate(void)
 {
 	static const char *const bad[] = {
-		"out/h1/.session-000000000000002b",	/* 21 digits */
-		"out/h1/.session-000000000000002c",	/* not digits */
-		"out/h1/.session-000000000000002d",	/* 2^64 */
-		"out/h1/.session-000000000000002e",	/* no newline */
-		"out/h1/.session-000000000000002f",	/* a symbolic link */
-		"out/h1/.session-00000000000000zz",	/* not a session id */
+		"out/h1/.session-000000000000002b", /* 21 digits */
+		"out/h1/.session-000000000000002c", /* not digits */
+		"out/h1/.session-000000000000002d", /* 2^64 */
+		"out/h1/.session-000000000000002e", /* no newline */
+		"out/h1/.session-000000000000002f", /* a symbolic link */
+		"out/h1/.session-00000000000000zz", /* not a session id */
 	};
 	struct fp_pipeline_opts po = { 0 };
 	struct fp_pipeline *pl;
@@ -297,15 +301,14 @@ static void test_migrate(void)
 
 struct order {
 	pthread_mutex_t or_lock;
-	uint64_t or_last[ORDER_HOSTS];  /* last seq sunk per host */
+	uint64_t or_last[ORDER_HOSTS]; /* last seq sunk per host */
 	int or_out_of_order;
 	int or_calls;
-	int or_threads_seen;            /* distinct sink threads */
+	int or_threads_seen; /* distinct sink threads */
 	pthread_t or_threads[FP_PIPELINE_WORKERS];
 };
 
-static int order_sink(void *arg, const struct fp_profile *p, const struct fp_hello *h,
-		      uint64_t seq)
+static int order_sink(void *arg, const struct fp_profile *p, const struct fp_hello *h, uint64_t seq)
 {
 	struct order *o = arg;
 	int host = atoi(h->fh_host + 5), i;

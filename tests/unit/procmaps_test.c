@@ -42,22 +42,22 @@ static const struct {
 	  0, 0x7f0000001000, 0x7f0000002000, 0x1000, 42, 0x103, 5, "/opt/my app/lib two  spaces.so",
 	  1 },
 	/* A deleted file keeps the kernel's suffix: the path is reported as is. */
-	{ "7f0000003000-7f0000004000 r-xp 00000000 fe:01 99 /usr/lib/libfoo.so.1 (deleted)\n",
-	  0, 0x7f0000003000, 0x7f0000004000, 0, 99, 0xfe, 1, "/usr/lib/libfoo.so.1 (deleted)", 1 },
+	{ "7f0000003000-7f0000004000 r-xp 00000000 fe:01 99 /usr/lib/libfoo.so.1 (deleted)\n", 0,
+	  0x7f0000003000, 0x7f0000004000, 0, 99, 0xfe, 1, "/usr/lib/libfoo.so.1 (deleted)", 1 },
 	/* Anonymous memory: the kernel ends the line right after the inode. */
-	{ "55e04d292000-55e04d2a2000 rw-p 00000000 00:00 0 \n", 0, 0x55e04d292000, 0x55e04d2a2000, 0,
-	  0, 0, 0, "", 0 },
-	{ "7f1e26ca6000-7f1e26ca9000 rwxp 00000000 00:00 0\n", 0, 0x7f1e26ca6000, 0x7f1e26ca9000, 0, 0,
-	  0, 0, "", 1 },
-	{ "7f1e26ca6000-7f1e26ca9000 r-xp 00000000 00:00 0", 0, 0x7f1e26ca6000, 0x7f1e26ca9000, 0, 0, 0,
-	  0, "", 1 },
+	{ "55e04d292000-55e04d2a2000 rw-p 00000000 00:00 0 \n", 0, 0x55e04d292000, 0x55e04d2a2000,
+	  0, 0, 0, 0, "", 0 },
+	{ "7f1e26ca6000-7f1e26ca9000 rwxp 00000000 00:00 0\n", 0, 0x7f1e26ca6000, 0x7f1e26ca9000, 0,
+	  0, 0, 0, "", 1 },
+	{ "7f1e26ca6000-7f1e26ca9000 r-xp 00000000 00:00 0", 0, 0x7f1e26ca6000, 0x7f1e26ca9000, 0,
+	  0, 0, 0, "", 1 },
 	/* Special mappings. */
 	{ "7ffc8b1f0000-7ffc8b1f2000 r-xp 00000000 00:00 0                          [vdso]\n", 0,
 	  0x7ffc8b1f0000, 0x7ffc8b1f2000, 0, 0, 0, 0, "[vdso]", 1 },
 	{ "7ffc8b0d2000-7ffc8b0f3000 rw-p 00000000 00:00 0                          [stack]\n", 0,
 	  0x7ffc8b0d2000, 0x7ffc8b0f3000, 0, 0, 0, 0, "[stack]", 0 },
-	{ "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n", 0,
-	  0xffffffffff600000, 0xffffffffff601000, 0, 0, 0, 0, "[vsyscall]", 1 },
+	{ "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n",
+	  0, 0xffffffffff600000, 0xffffffffff601000, 0, 0, 0, 0, "[vsyscall]", 1 },
 	/* Malformed. */
 	{ "garbage\n", -EINVAL },
 	{ "", -EINVAL },
@@ -68,7 +68,7 @@ static const struct {
 	{ "7f0000001000-7f0000002000 r-xp 00000000\n", -EINVAL },                /* no device */
 	{ "7f0000001000-7f0000002000 r-xp\n", -EINVAL },
 	{ "7f0000001000-7f0000002000\n", -EINVAL },
-	{ "7f0000001000 r-xp 00000000 fe:00 1 /bin/x\n", -EINVAL },         /* no end */
+	{ "7f0000001000 r-xp 00000000 fe:00 1 /bin/x\n", -EINVAL },             /* no end */
 	{ "7f0000001000-7f0000002000 r-x 00000000 fe:00 1 /bin/x\n", -EINVAL }, /* short perms */
 	{ "7f0000001000-7f0000002000 r-xp 00000000 fe-00 1 /bin/x\n", -EINVAL },
 	{ "zz-7f0000002000 r-xp 00000000 fe:00 1 /bin/x\n", -EINVAL },

@@ -53,7 +53,8 @@ static void test_mapping_interning(void)
 	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_USER, &libc_id, "/usr/lib/libc.so.6", &b), 0);
 	CHECK_EQ_INT(b, a);
 	/* Each part of the key makes a mapping distinct. */
-	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_USER, &other_id, "/usr/lib/libc.so.6", &c), 0);
+	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_USER, &other_id, "/usr/lib/libc.so.6", &c),
+		     0);
 	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_KMODULE, &libc_id, "/usr/lib/libc.so.6", &d),
 		     0);
 	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_USER, &libc_id, "/lib/libc.so.6", &e), 0);
@@ -216,9 +217,8 @@ static void test_labels(void)
 	CHECK_EQ_INT(fp_profile_add_frame(p, dir, 0x40, FP_FRAME_USER, NULL, NULL, &fr[6]), 0);
 
 	static const char *const want[] = {
-		"malloc",		"libc.so.6+0x1a2b",	   "schedule_[k]",
-		"vmlinux+0xff_[k]",	"ext4+0x30_[k]",	   "[unknown]+0x7fffdead",
-		"/odd/dir/+0x40",
+		"malloc",        "libc.so.6+0x1a2b",     "schedule_[k]",   "vmlinux+0xff_[k]",
+		"ext4+0x30_[k]", "[unknown]+0x7fffdead", "/odd/dir/+0x40",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		int n = fp_profile_frame_label(p, fr[i], buf, sizeof(buf));
@@ -430,7 +430,8 @@ static void test_python_frames(void)
 		char name[32];
 
 		snprintf(name, sizeof(name), "f%u", i % 50);
-		CHECK_EQ_INT(fp_profile_add_python_frame(p, name, "/srv/many.py", i / 50, 1, &f), 0);
+		CHECK_EQ_INT(fp_profile_add_python_frame(p, name, "/srv/many.py", i / 50, 1, &f),
+			     0);
 	}
 	CHECK_EQ_INT(p->pr_nframes, 5 + 2000);
 	CHECK_EQ_INT(fp_profile_add_python_frame(p, "f7", "/srv/many.py", 3, 1, &f), 0);

@@ -29,11 +29,11 @@
 #define MAX_REQUESTS 16
 
 struct request {
-	char rq_line[512];     /* "POST /path HTTP/1.1" */
+	char rq_line[512]; /* "POST /path HTTP/1.1" */
 	char rq_headers[4096];
 	uint8_t *rq_body;
 	size_t rq_len;
-	uint64_t rq_at_ms;     /* monotonic */
+	uint64_t rq_at_ms; /* monotonic */
 };
 
 struct httpd {
@@ -43,11 +43,11 @@ struct httpd {
 	int hd_stop;
 	int hd_statuses[MAX_REQUESTS]; /* answer i; 200 past the script */
 	int hd_nstatuses;
-	const char *hd_retry_after;    /* sent with 429 and 503 when set */
+	const char *hd_retry_after; /* sent with 429 and 503 when set */
 	int hd_nrequests;
 	struct request hd_requests[MAX_REQUESTS];
-	int64_t hd_declare;            /* > 0: answers declare this Content-Length... */
-	size_t hd_streamed;            /* ...and send up to STREAM_MAX of it: bytes sent */
+	int64_t hd_declare; /* > 0: answers declare this Content-Length... */
+	size_t hd_streamed; /* ...and send up to STREAM_MAX of it: bytes sent */
 };
 
 #define STREAM_MAX (64u << 20)
@@ -142,8 +142,10 @@ static void *httpd_main(void *arg)
 		snprintf(answer, sizeof(answer),
 			 "HTTP/1.1 %d Scripted\r\nContent-Length: %lld\r\nConnection: close\r\n%s%s%s\r\n",
 			 status, (long long)hd->hd_declare,
-			 hd->hd_retry_after && (status == 429 || status == 503) ? "Retry-After: " : "",
-			 hd->hd_retry_after && (status == 429 || status == 503) ? hd->hd_retry_after : "",
+			 hd->hd_retry_after && (status == 429 || status == 503) ? "Retry-After: "
+										: "",
+			 hd->hd_retry_after && (status == 429 || status == 503) ? hd->hd_retry_after
+										: "",
 			 hd->hd_retry_after && (status == 429 || status == 503) ? "\r\n" : "");
 		pthread_mutex_unlock(&hd->hd_mu);
 		if (write(fd, answer, strlen(answer)) < 0)
@@ -319,9 +321,13 @@ static size_t slurp(const char *path, char *buf, size_t len)
 
 static struct fp_push_opts opts(const char *name, char *url, size_t urllen, int port)
 {
-	struct fp_push_opts o = { .po_name = name, .po_url = url, .po_format = FP_PUSH_OTLP,
-				  .po_spool_dir = tmpdir, .po_spool_max = 1 << 20,
-				  .po_backoff_min_ms = 20, .po_backoff_max_ms = 100,
+	struct fp_push_opts o = { .po_name = name,
+				  .po_url = url,
+				  .po_format = FP_PUSH_OTLP,
+				  .po_spool_dir = tmpdir,
+				  .po_spool_max = 1 << 20,
+				  .po_backoff_min_ms = 20,
+				  .po_backoff_max_ms = 100,
 				  .po_timeout_ms = 2000 };
 
 	snprintf(url, urllen, "http://127.0.0.1:%d/prefix/", port);
@@ -473,8 +479,10 @@ static void test_spool_across_restart(void)
 	fp_push_stop(pu, 0);
 	CHECK_EQ_INT(httpd_count(&hd), 2);
 	if (hd.hd_nrequests == 2) {
-		CHECK(memmem(hd.hd_requests[0].rq_body, hd.hd_requests[0].rq_len, "host-first", 10));
-		CHECK(memmem(hd.hd_requests[1].rq_body, hd.hd_requests[1].rq_len, "host-second", 11));
+		CHECK(memmem(hd.hd_requests[0].rq_body, hd.hd_requests[0].rq_len, "host-first",
+			     10));
+		CHECK(memmem(hd.hd_requests[1].rq_body, hd.hd_requests[1].rq_len, "host-second",
+			     11));
 	}
 	httpd_stop(&hd);
 }
@@ -507,8 +515,10 @@ static void test_pprof_gzip(void)
 
 		CHECK(!strncmp(rq->rq_line, "POST /prefix/ingest?name=app", 28));
 		/* name=app{host_name=host-a}, escaped */
-		CHECK(!strncmp(rq->rq_line + 28, "%7Bhost_name%3Dhost-a%7D&from=1700000000&"
-						 "until=1700000010&format=pprof&", 71));
+		CHECK(!strncmp(rq->rq_line + 28,
+			       "%7Bhost_name%3Dhost-a%7D&from=1700000000&"
+			       "until=1700000010&format=pprof&",
+			       71));
 		CHECK(rq->rq_len > 2 && rq->rq_body[0] == 0x1f && rq->rq_body[1] == 0x8b);
 	}
 	httpd_stop(&hd);

@@ -62,13 +62,15 @@ static int run_readelf(const char *args, const char *path, struct rfile *r)
 		int pos = 0;
 
 		if (sscanf(line, " LOAD 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx%n", &a, &b, &c, &d, &e,
-			   &pos) == 5 && pos) {
+			   &pos) == 5 &&
+		    pos) {
 			/* Then the flags ("R E", "RW "), then the alignment. */
 			const char *flags = line + pos, *align = strstr(flags, "0x");
 			size_t n = align ? (size_t)(align - flags) : strlen(flags);
 
 			if (r->nsegs < 16) {
-				r->off[r->nsegs] = a, r->vaddr[r->nsegs] = b, r->filesz[r->nsegs] = d;
+				r->off[r->nsegs] = a, r->vaddr[r->nsegs] = b,
+				r->filesz[r->nsegs] = d;
 				r->exec[r->nsegs++] = memchr(flags, 'E', n) != NULL;
 			}
 			continue;
@@ -76,7 +78,8 @@ static int run_readelf(const char *args, const char *path, struct rfile *r)
 		if (sscanf(line, "Symbol table '%63[^']'", table) == 1)
 			continue;
 		if (sscanf(line, " %*u: %llx %31s %15s %15s %15s %15s %511s", &a, size, type, bind,
-			   vis, ndx, name) != 7 || !strcmp(ndx, "UND") || !strcmp(ndx, "ABS"))
+			   vis, ndx, name) != 7 ||
+		    !strcmp(ndx, "UND") || !strcmp(ndx, "ABS"))
 			continue;
 		if ((at = strchr(name, '@')))
 			*at = 0;
@@ -141,7 +144,8 @@ static int range_of(const struct rfile *r, const struct rsym *s, uint32_t *start
 	size_t i;
 
 	for (i = 0; i < r->nsegs; i++)
-		if (r->exec[i] && s->value >= r->vaddr[i] && s->value < r->vaddr[i] + r->filesz[i]) {
+		if (r->exec[i] && s->value >= r->vaddr[i] &&
+		    s->value < r->vaddr[i] + r->filesz[i]) {
 			uint64_t room = r->vaddr[i] + r->filesz[i] - s->value;
 
 			*start = (uint32_t)(s->value - r->vaddr[i] + r->off[i]);
@@ -265,7 +269,8 @@ static int check_interpreter(const char *path, uint32_t want_version, struct rfi
 	check_same(&direct, &want);
 	printf("  %s: table %zu bytes (trailer %zu), compile %.2f ms, of it the "
 	       "interpreter look-up about %.3f ms\n",
-	       path, len, sizeof(*py), (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
+	       path, len, sizeof(*py),
+	       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
 	       (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) / 1e6);
 	if (got_out)
 		*got_out = *py;
@@ -287,7 +292,7 @@ static void test_host_python(void)
 	}
 	if (check_interpreter(path, 0x030b, &r, &got))
 		return;
-	CHECK(r.version.have);  /* 3.11 exports Py_Version */
+	CHECK(r.version.have); /* 3.11 exports Py_Version */
 	if (!r.cold.have) {
 		CHECK_EQ_INT(got.uc_eval[1].start, 0);
 		CHECK_EQ_INT(got.uc_eval[1].end, 0);
@@ -311,7 +316,8 @@ static void test_host_python(void)
 static void test_not_python(void)
 {
 	static const char *const files[] = { "/usr/lib/x86_64-linux-gnu/libc.so.6",
-					     "/usr/lib/aarch64-linux-gnu/libc.so.6", "/proc/self/exe" };
+					     "/usr/lib/aarch64-linux-gnu/libc.so.6",
+					     "/proc/self/exe" };
 	const struct fp_unwind_cpython *py;
 	size_t i, len;
 	void *blob;
@@ -336,7 +342,8 @@ static int build_id_of(const char *path, char *out, size_t cap)
 	FILE *p;
 	int ok;
 
-	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>/dev/null | sed -n 's/^ *Build ID: //p'", path);
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>/dev/null | sed -n 's/^ *Build ID: //p'",
+		 path);
 	if (!(p = popen(cmd, "r")))
 		return -1;
 	ok = fgets(out, (int)cap, p) != NULL;
@@ -390,7 +397,8 @@ static void test_provisioned(void)
 		if (!rd.cold.have || !mkdtemp(dir))
 			continue;
 		snprintf(full, sizeof(full), "%s/full", dir);
-		snprintf(cmd, sizeof(cmd), "eu-unstrip -o '%s' '%s' '%s' 2>/dev/null", full, exe, dbg);
+		snprintf(cmd, sizeof(cmd), "eu-unstrip -o '%s' '%s' '%s' 2>/dev/null", full, exe,
+			 dbg);
 		if (system(cmd) != 0) {
 			printf("  no eu-unstrip: .cold of %s not checked\n", exe);
 		} else if (check_interpreter(full, pys[i].version, &rf, &fullpy) == 0) {
@@ -477,7 +485,8 @@ static int sparse_copy(const char *so, const char *out, unsigned ndx)
 static void test_synthetic(void)
 {
 	static const struct synth cases[] = {
-		{ "v312", "-DEVAL -DRUNTIME -DVERSION=0x030c02f0 -DAITER -DGETCODE", 1, 0x030c, 1, 0 },
+		{ "v312", "-DEVAL -DRUNTIME -DVERSION=0x030c02f0 -DAITER -DGETCODE", 1, 0x030c, 1,
+		  0 },
 		{ "v310", "-DEVAL -DRUNTIME -DAITER -DGETCODE", 1, 0x030a, 1, 0 },
 		{ "v39", "-DEVAL -DRUNTIME -DGETCODE", 1, 0x0309, 1, 0 },
 		{ "unknown", "-DEVAL -DRUNTIME", 1, 0, 1, 0 },
@@ -546,10 +555,12 @@ static void test_synthetic(void)
 			CHECK(py->uc_eval[0].start < 0x200000);
 			CHECK(fp_unwind_table_needed(blob, len));
 		} else {
-			CHECK_EQ_INT(len, sizeof(*h) + (size_t)h->uh_nrows * sizeof(struct fp_unwind_row));
+			CHECK_EQ_INT(len, sizeof(*h) + (size_t)h->uh_nrows *
+							       sizeof(struct fp_unwind_row));
 			CHECK_EQ_INT(fp_unwind_table_needed(blob, len), !c->keeps_fp);
 		}
-		printf("  %-12s %s, flags %u\n", c->name, py ? "CPython" : "not CPython", h->uh_flags);
+		printf("  %-12s %s, flags %u\n", c->name, py ? "CPython" : "not CPython",
+		       h->uh_flags);
 		if (py)
 			print_trailer(c->name, py);
 		/* The same file without Py_Version's bytes: version unknown, the

@@ -34,11 +34,13 @@ static void test_cpython_vectors(void)
 
 			if (want == NOT_CHECKED)
 				continue;
-			if (fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno, 2 * i) != want ||
+			if (fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno, 2 * i) !=
+				    want ||
 			    fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno, 2 * i + 1) !=
 				    want) {
 				if (!bad++)
-					fprintf(stderr, "  %s (format %u): offset %zu: line %u, want %u\n",
+					fprintf(stderr,
+						"  %s (format %u): offset %zu: line %u, want %u\n",
 						pv->name, pv->format, 2 * i,
 						fp_pyline(pv->format, pv->table, pv->len,
 							  pv->firstlineno, 2 * i),
@@ -50,7 +52,8 @@ static void test_cpython_vectors(void)
 		if (pv->format == FP_PY_LOCATIONS) {
 			/* The table covers the code exactly: nothing after it. */
 			CHECK_EQ_INT(fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno,
-					       2 * pv->nunits), 0);
+					       2 * pv->nunits),
+				     0);
 			locations++;
 		} else {
 			lnotab++;
@@ -75,7 +78,8 @@ static void test_vectors_cover(void)
 			continue;
 		for (i = 0; i < pv->nunits; i++) {
 			none |= pv->lines[i] == 0 && strcmp(pv->name, "<module>") != 0;
-			if (i && pv->lines[i] && pv->lines[i - 1] && pv->lines[i] < pv->lines[i - 1])
+			if (i && pv->lines[i] && pv->lines[i - 1] &&
+			    pv->lines[i] < pv->lines[i - 1])
 				back |= !strcmp(pv->name, "call_back");
 		}
 		if (!strcmp(pv->name, "far"))
@@ -83,10 +87,10 @@ static void test_vectors_cover(void)
 		if (!strcmp(pv->name, "big"))
 			big = pv->nunits * 2 > 255;
 	}
-	CHECK(far);       /* a line delta of two svarint bytes */
-	CHECK(big);       /* lnotab byte increments over 255 */
-	CHECK(none);      /* entries without a location */
-	CHECK(back);      /* negative line deltas */
+	CHECK(far);  /* a line delta of two svarint bytes */
+	CHECK(big);  /* lnotab byte increments over 255 */
+	CHECK(none); /* entries without a location */
+	CHECK(back); /* negative line deltas */
 }
 
 /* 3.9's co_lnotab, by its definition (Objects/lnotab_notes.txt): code at
@@ -100,10 +104,13 @@ static void test_lnotab_notes_example(void)
 		uint64_t offset;
 		uint32_t line;
 	} want[] = {
-		{ 0, 1 },     { 5, 1 },     { 6, 2 },     { 49, 2 },     { 50, 7 },
-		{ 304, 7 },   { 305, 7 },   { 349, 7 },   { 350, 207 },  { 360, 207 },
-		{ 361, 206 }, { 400, 206 }, { 1u << 20, 206 },
-		{ FP_PY_OFFSET_UNKNOWN, 206 },
+		{ 0, 1 },          { 5, 1 },
+		{ 6, 2 },          { 49, 2 },
+		{ 50, 7 },         { 304, 7 },
+		{ 305, 7 },        { 349, 7 },
+		{ 350, 207 },      { 360, 207 },
+		{ 361, 206 },      { 400, 206 },
+		{ 1u << 20, 206 }, { FP_PY_OFFSET_UNKNOWN, 206 },
 	};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -138,23 +145,24 @@ static void test_lnotab_out_of_range(void)
 static void test_locations_forms(void)
 {
 	static const uint8_t tab[] = {
-		0x80, 0x00,             /* short form (code 0), 1 unit: line 10 */
-		0xd3, 0x04, 0x09,       /* one-line form +0 (code 10), 4 units, columns 4-9 */
-		0xf8,                   /* code 15, 1 unit: no location (line stays 10) */
-		0xe9, 0x05,             /* no columns (13), 2 units, svarint 5 = -2: line 8 */
+		0x80, 0x00,       /* short form (code 0), 1 unit: line 10 */
+		0xd3, 0x04, 0x09, /* one-line form +0 (code 10), 4 units, columns 4-9 */
+		0xf8,             /* code 15, 1 unit: no location (line stays 10) */
+		0xe9, 0x05,       /* no columns (13), 2 units, svarint 5 = -2: line 8 */
 		0xf0, 0x48, 0x06, 0x00, 0x05, 0x08,
 		/* long form (14), 1 unit: svarint 0x08 | 0x06 << 6 = 392 = +196:
 		 * line 204; end line +0, columns 4-7 */
-		0xe8, 0x00,             /* no columns, 1 unit, +0: 204 */
-		0xcf, 0x75,             /* short form (code 9), 8 units, same line */
-		0xe7, 0x05, 0x06,       /* one-line form +2 (code 12), 8 units: 206 */
+		0xe8, 0x00,       /* no columns, 1 unit, +0: 204 */
+		0xcf, 0x75,       /* short form (code 9), 8 units, same line */
+		0xe7, 0x05, 0x06, /* one-line form +2 (code 12), 8 units: 206 */
 	};
 	static const struct {
 		uint64_t offset;
 		uint32_t line;
 	} want[] = {
-		{ 0, 10 },   { 1, 10 },   { 2, 10 },   { 9, 10 },   { 10, 0 },   { 11, 0 },
-		{ 12, 8 },   { 15, 8 },   { 16, 204 }, { 18, 204 }, { 20, 204 }, { 35, 204 },
+		{ 0, 10 },   { 1, 10 },   { 2, 10 },   { 9, 10 },
+		{ 10, 0 },   { 11, 0 },   { 12, 8 },   { 15, 8 },
+		{ 16, 204 }, { 18, 204 }, { 20, 204 }, { 35, 204 },
 		{ 36, 206 }, { 51, 206 }, { 52, 0 },   { FP_PY_OFFSET_UNKNOWN, 0 },
 	};
 
@@ -193,8 +201,8 @@ static void test_locations_damaged(void)
 	CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, early, sizeof(early), 7, 2), 0);
 	CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, headless, sizeof(headless), 7, 0), 0);
 	CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, huge, sizeof(huge), 7, 0), 0);
-	CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, below, sizeof(below), 3, 0), 0);  /* 3 - 5 */
-	CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, below, sizeof(below), 3, 2), 4);  /* -2 + 6 */
+	CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, below, sizeof(below), 3, 0), 0); /* 3 - 5 */
+	CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, below, sizeof(below), 3, 2), 4); /* -2 + 6 */
 	CHECK_EQ_INT(fp_pyline(FP_PY_LOCATIONS, NULL, 0, 7, 0), 0);
 	CHECK_EQ_INT(fp_pyline(0, cut, sizeof(cut), 7, 0), 0);
 	CHECK_EQ_INT(fp_pyline(3, cut, sizeof(cut), 7, 0), 0);
@@ -226,9 +234,11 @@ static void test_runs_fold_same_line(void)
 
 		for (uint64_t off = 0; off < 2 * pv->nunits; off++) {
 			struct fp_pyline_run r, next;
-			uint32_t line = fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno, off);
+			uint32_t line = fp_pyline(pv->format, pv->table, pv->len, pv->firstlineno,
+						  off);
 
-			if (fp_pyline_run(pv->format, pv->table, pv->len, pv->firstlineno, off, &r)) {
+			if (fp_pyline_run(pv->format, pv->table, pv->len, pv->firstlineno, off,
+					  &r)) {
 				bad++;
 				continue;
 			}
@@ -246,10 +256,11 @@ static void test_runs_fold_same_line(void)
 					   r.pr_end, &next))
 				bad += next.pr_line == line || next.pr_start != r.pr_end;
 			if (bad && !checked)
-				fprintf(stderr, "  %s (format %u): offset %llu: run [%llu, %llu) line %u\n",
+				fprintf(stderr,
+					"  %s (format %u): offset %llu: run [%llu, %llu) line %u\n",
 					pv->name, pv->format, (unsigned long long)off,
-					(unsigned long long)r.pr_start, (unsigned long long)r.pr_end,
-					r.pr_line);
+					(unsigned long long)r.pr_start,
+					(unsigned long long)r.pr_end, r.pr_line);
 			starts += r.pr_start != last_start;
 			last_start = r.pr_start;
 			checked++;
@@ -312,7 +323,8 @@ static void test_runs_forms(void)
 	CHECK_EQ_INT(fp_pyline_run(FP_PY_LNOTAB, lnotab, sizeof(lnotab), 1, 360, &r), 0);
 	CHECK(r.pr_start == 350 && r.pr_end == 361 && r.pr_line == 207);
 	CHECK_EQ_INT(fp_pyline_run(FP_PY_LNOTAB, lnotab, sizeof(lnotab), 1, FP_PY_OFFSET_UNKNOWN,
-				   &r), 0);
+				   &r),
+		     0);
 	CHECK(r.pr_start == 361 && r.pr_end == UINT64_MAX && r.pr_line == 206);
 	CHECK_EQ_INT(fp_pyline_run(FP_PY_LNOTAB, NULL, 0, 42, 7, &r), 0);
 	CHECK(r.pr_start == 0 && r.pr_end == UINT64_MAX && r.pr_line == 42);

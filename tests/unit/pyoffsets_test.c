@@ -20,7 +20,9 @@
 struct debug_offsets_313 {
 	char cookie[8];
 	uint64_t version, free_threaded;
-	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		uint64_t size, finalizing, interpreters_head;
+	} runtime_state;
 	struct {
 		uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
 			ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
@@ -30,21 +32,43 @@ struct debug_offsets_313 {
 		uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
 			datastack_chunk, status;
 	} thread_state;
-	struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+	struct {
+		uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+	} interpreter_frame;
 	struct {
 		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
 			localsplusnames, localspluskinds, co_code_adaptive;
 	} code_object;
-	struct { uint64_t size, ob_type; } pyobject;
-	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-	struct { uint64_t size, ob_item, ob_size; } tuple_object;
-	struct { uint64_t size, ob_item, ob_size; } list_object;
-	struct { uint64_t size, ma_keys, ma_values; } dict_object;
-	struct { uint64_t size, ob_fval; } float_object;
-	struct { uint64_t size, lv_tag, ob_digit; } long_object;
-	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-	struct { uint64_t size, collecting; } gc;
+	struct {
+		uint64_t size, ob_type;
+	} pyobject;
+	struct {
+		uint64_t size, tp_name, tp_repr, tp_flags;
+	} type_object;
+	struct {
+		uint64_t size, ob_item, ob_size;
+	} tuple_object;
+	struct {
+		uint64_t size, ob_item, ob_size;
+	} list_object;
+	struct {
+		uint64_t size, ma_keys, ma_values;
+	} dict_object;
+	struct {
+		uint64_t size, ob_fval;
+	} float_object;
+	struct {
+		uint64_t size, lv_tag, ob_digit;
+	} long_object;
+	struct {
+		uint64_t size, ob_size, ob_sval;
+	} bytes_object;
+	struct {
+		uint64_t size, state, length, asciiobject_size;
+	} unicode_object;
+	struct {
+		uint64_t size, collecting;
+	} gc;
 };
 
 _Static_assert(sizeof(struct debug_offsets_313) == 584, "3.13 _Py_DebugOffsets size");
@@ -168,9 +192,9 @@ static void check_windows(const struct fp_py_offsets *o)
 
 static void test_table_versions(void)
 {
-	static const unsigned have[] = {0x0309, 0x030b, 0x030c};
-	static const unsigned lack[] = {0, 0x0207, 0x0306, 0x0308, 0x030a, 0x030d, 0x030e,
-					0x030f, 0x0409, 0x0409 | 0x10000, 0xffff, 0x0903};
+	static const unsigned have[] = { 0x0309, 0x030b, 0x030c };
+	static const unsigned lack[] = { 0,      0x0207, 0x0306, 0x0308,           0x030a, 0x030d,
+					 0x030e, 0x030f, 0x0409, 0x0409 | 0x10000, 0xffff, 0x0903 };
 
 	for (size_t i = 0; i < sizeof(have) / sizeof(have[0]); i++) {
 		const struct fp_py_offsets *o = fp_py_offsets_for(have[i]);
@@ -316,16 +340,11 @@ static void test_debug_cookie(void)
 static void test_debug_version(void)
 {
 	static const uint64_t bad[] = {
-		0x030c07f0,          /* 3.12: no _Py_DebugOffsets at all */
-		0x030e00f0,          /* 3.14: another layout */
-		0x030e00a1,
-		0x040000f0,
-		0x030d00a6,          /* 3.13 pre-releases */
-		0x030d00b1,
-		0x030d00c2,
-		0x1000000030d05f0ull, /* junk above PY_VERSION_HEX */
-		0,
-		UINT64_MAX,
+		0x030c07f0,                                   /* 3.12: no _Py_DebugOffsets at all */
+		0x030e00f0,                                   /* 3.14: another layout */
+		0x030e00a1, 0x040000f0, 0x030d00a6,           /* 3.13 pre-releases */
+		0x030d00b1, 0x030d00c2, 0x1000000030d05f0ull, /* junk above PY_VERSION_HEX */
+		0,          UINT64_MAX,
 	};
 	struct debug_offsets_313 d;
 	struct fp_py_offsets o;
@@ -347,11 +366,11 @@ static void test_debug_ranges(void)
 	struct debug_offsets_313 d;
 	struct fp_py_offsets o;
 
-#define EXPECT(field, value, want)                                  \
-	do {                                                        \
-		good_313(&d);                                       \
-		d.field = (value);                                  \
-		CHECK_EQ_INT(parse(&d, sizeof(d), &o), (want));     \
+#define EXPECT(field, value, want) \
+	do { \
+		good_313(&d); \
+		d.field = (value); \
+		CHECK_EQ_INT(parse(&d, sizeof(d), &o), (want)); \
 	} while (0)
 
 	/* Pointers in the frame: the whole pointer inside the window. */

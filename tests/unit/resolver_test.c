@@ -157,12 +157,12 @@ enum { PLAIN, NOVER_COLD, VER, VER_COLD, VER_COLD_MORE, DEBUGLIKE, NFILES };
 static void test_preference(void)
 {
 	struct file fs[NFILES] = {
-		[PLAIN] = { "plain" },		  /* no interpreter, most FDEs */
-		[NOVER_COLD] = { "nover_cold" },  /* trailer, version 0, .cold */
-		[VER] = { "ver" },		  /* trailer, version, no .cold (stripped) */
-		[VER_COLD] = { "ver_cold" },	  /* trailer, version, .cold */
+		[PLAIN] = { "plain" },                 /* no interpreter, most FDEs */
+		[NOVER_COLD] = { "nover_cold" },       /* trailer, version 0, .cold */
+		[VER] = { "ver" },                     /* trailer, version, no .cold (stripped) */
+		[VER_COLD] = { "ver_cold" },           /* trailer, version, .cold */
 		[VER_COLD_MORE] = { "ver_cold_more" }, /* the same, more FDEs */
-		[DEBUGLIKE] = { "debuglike" },	  /* all of it, but .eh_frame NOBITS */
+		[DEBUGLIKE] = { "debuglike" },         /* all of it, but .eh_frame NOBITS */
 	};
 	struct fp_resolver_opts o = { 0 };
 	struct fp_resolver *r = NULL;
@@ -229,9 +229,9 @@ static void test_preference(void)
 	add(r, &fs[PLAIN], &fs[PLAIN]);
 	add(r, &fs[NOVER_COLD], &fs[NOVER_COLD]); /* the trailer beats FDEs */
 	add(r, &fs[PLAIN], &fs[NOVER_COLD]);
-	add(r, &fs[VER], &fs[VER]);		   /* the version beats .cold */
+	add(r, &fs[VER], &fs[VER]); /* the version beats .cold */
 	add(r, &fs[NOVER_COLD], &fs[VER]);
-	add(r, &fs[VER_COLD], &fs[VER_COLD]);	   /* .cold, all else equal */
+	add(r, &fs[VER_COLD], &fs[VER_COLD]); /* .cold, all else equal */
 	add(r, &fs[VER], &fs[VER_COLD]);
 	add(r, &fs[VER_COLD_MORE], &fs[VER_COLD_MORE]); /* then FDEs */
 	add(r, &fs[VER_COLD], &fs[VER_COLD_MORE]);
@@ -332,8 +332,8 @@ static void test_unsafe_paths(void)
 		else
 			CHECK_EQ_INT(st.rs_paths_refused, 0);
 		printf("  %-9s %-5s %s (%llu refused)\n", container ? "container" : "local",
-		       strrchr(paths[i], '/') + 1,
-		       refused ? "refused" : "read", (unsigned long long)st.rs_paths_refused);
+		       strrchr(paths[i], '/') + 1, refused ? "refused" : "read",
+		       (unsigned long long)st.rs_paths_refused);
 		fp_resolver_close(r);
 	}
 	signal(SIGALRM, SIG_DFL);

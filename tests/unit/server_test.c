@@ -32,10 +32,14 @@ static struct fp_build_id kernel_id(void)
 
 static struct fp_hello test_hello(uint64_t session)
 {
-	return (struct fp_hello){ .fh_session = session, .fh_host = "switch-1",
-				  .fh_boot_id = "boot", .fh_kernel_release = "6.1.0",
-				  .fh_kernel_build_id = kernel_id(), .fh_agent_version = "test",
-				  .fh_frequency = 99, .fh_ncpus = 4 };
+	return (struct fp_hello){ .fh_session = session,
+				  .fh_host = "switch-1",
+				  .fh_boot_id = "boot",
+				  .fh_kernel_release = "6.1.0",
+				  .fh_kernel_build_id = kernel_id(),
+				  .fh_agent_version = "test",
+				  .fh_frequency = 99,
+				  .fh_ncpus = 4 };
 }
 
 /* call: encode-free round trip through the server; returns the decoded reply. */
@@ -69,9 +73,14 @@ static int send_hello(struct fp_server *s, uint64_t session, struct fp_reply *r)
 static int send_ksyms(struct fp_server *s, uint64_t session, uint32_t part, int last,
 		      struct fp_ksym *syms, size_t n, struct fp_reply *r)
 {
-	struct fp_ksyms k = { .fs_session = session, .fs_kind = FP_MAP_KERNEL,
-			      .fs_build_id = kernel_id(), .fs_name = "vmlinux", .fs_part = part,
-			      .fs_last = (uint8_t)last, .fs_nsyms = n, .fs_syms = syms };
+	struct fp_ksyms k = { .fs_session = session,
+			      .fs_kind = FP_MAP_KERNEL,
+			      .fs_build_id = kernel_id(),
+			      .fs_name = "vmlinux",
+			      .fs_part = part,
+			      .fs_last = (uint8_t)last,
+			      .fs_nsyms = n,
+			      .fs_syms = syms };
 	char *buf;
 	size_t len;
 	int err;
@@ -86,20 +95,29 @@ static int send_ksyms(struct fp_server *s, uint64_t session, uint32_t part, int 
 /* A batch with one kernel mapping, one thread, and a stack of two kernel
  * frames (trie nodes 20 -> 21, leaf 21); defs=0 sends only the counts.
  * leaf names the node the count refers to. */
-static int send_batch(struct fp_server *s, uint64_t session, uint64_t seq, int defs,
-		      uint32_t leaf, uint32_t count, struct fp_reply *r)
+static int send_batch(struct fp_server *s, uint64_t session, uint64_t seq, int defs, uint32_t leaf,
+		      uint32_t count, struct fp_reply *r)
 {
 	struct fp_node nodes[2] = { { 20, FP_NODE_NONE, { 7, 0x2004 } },
 				    { 21, 20, { 7, 0x1010 } } };
-	struct fp_mapping m = { .fm_id = 7, .fm_kind = FP_MAP_KERNEL, .fm_build_id = kernel_id(),
+	struct fp_mapping m = { .fm_id = 7,
+				.fm_kind = FP_MAP_KERNEL,
+				.fm_build_id = kernel_id(),
 				.fm_path = "vmlinux" };
-	struct fp_thread t = { .ft_id = 3, .ft_pid = 100, .ft_tid = 101, .ft_comm = "worker",
-			       .ft_process = "daemon", .ft_container = "swss" };
+	struct fp_thread t = { .ft_id = 3,
+			       .ft_pid = 100,
+			       .ft_tid = 101,
+			       .ft_comm = "worker",
+			       .ft_process = "daemon",
+			       .ft_container = "swss" };
 	struct fp_count c = { 3, leaf, count };
-	struct fp_batch b = { .fb_session = session, .fb_seq = seq,
+	struct fp_batch b = { .fb_session = session,
+			      .fb_seq = seq,
 			      .fb_start_ns = 1700000000000000000ull + seq * 1000000000ull,
 			      .fb_end_ns = 1700000001000000000ull + seq * 1000000000ull,
-			      .fb_period_ns = 10101010, .fb_ncounts = 1, .fb_counts = &c };
+			      .fb_period_ns = 10101010,
+			      .fb_ncounts = 1,
+			      .fb_counts = &c };
 	char *buf;
 	size_t len;
 	int err;
@@ -362,7 +380,8 @@ static void test_hostile_messages(void)
 			uint64_t want = before[k] + (k == cases[i].reason);
 
 			if (after[k] != want)
-				fprintf(stderr, "  case %s: reason %d counted %llu, expected %llu\n",
+				fprintf(stderr,
+					"  case %s: reason %d counted %llu, expected %llu\n",
 					cases[i].name, k, (unsigned long long)after[k],
 					(unsigned long long)want);
 			CHECK(after[k] == want);
@@ -408,8 +427,13 @@ static int hello_from(struct fp_server *s, uint64_t session, const char *host)
 static int ksyms_from(struct fp_server *s, uint64_t session, const struct fp_build_id *id)
 {
 	struct fp_ksym sym = { 0x10, "some_name" };
-	struct fp_ksyms k = { .fs_session = session, .fs_kind = FP_MAP_KERNEL, .fs_build_id = *id,
-			      .fs_name = "vmlinux", .fs_last = 1, .fs_nsyms = 1, .fs_syms = &sym };
+	struct fp_ksyms k = { .fs_session = session,
+			      .fs_kind = FP_MAP_KERNEL,
+			      .fs_build_id = *id,
+			      .fs_name = "vmlinux",
+			      .fs_last = 1,
+			      .fs_nsyms = 1,
+			      .fs_syms = &sym };
 	struct fp_reply r;
 	size_t len;
 	char *buf;
@@ -466,8 +490,12 @@ static void test_admission(void)
 	{
 		struct fp_count c = { 3, 21, 1 };
 		uint64_t t = ((uint64_t)time(NULL) + 86400) * 1000000000ull;
-		struct fp_batch b = { .fb_session = 100, .fb_seq = 2, .fb_start_ns = t,
-				      .fb_end_ns = t + 1, .fb_ncounts = 1, .fb_counts = &c };
+		struct fp_batch b = { .fb_session = 100,
+				      .fb_seq = 2,
+				      .fb_start_ns = t,
+				      .fb_end_ns = t + 1,
+				      .fb_ncounts = 1,
+				      .fb_counts = &c };
 		char *buf;
 		size_t len;
 
@@ -520,22 +548,31 @@ static void python_batch(struct fp_batch *b, struct fp_mapping m[3], struct fp_p
 			 struct fp_node nodes[4], struct fp_thread *t, struct fp_count c[3])
 {
 	memset(b, 0, sizeof(*b));
-	m[0] = (struct fp_mapping){ .fm_id = 1, .fm_kind = FP_MAP_USER,
+	m[0] = (struct fp_mapping){ .fm_id = 1,
+				    .fm_kind = FP_MAP_USER,
 				    .fm_path = "/opt/none/python3" };
 	py[0] = (struct fp_pycode){ "Worker.run", 3, FP_PY_LOCATIONS, sizeof(worker_run_table),
 				    (uint8_t *)worker_run_table };
 	py[1] = (struct fp_pycode){ "Thread.run", 870, FP_PY_LNOTAB, sizeof(thread_run_lnotab),
 				    (uint8_t *)thread_run_lnotab };
-	m[1] = (struct fp_mapping){ .fm_id = 7, .fm_kind = FP_MAP_PYTHON, .fm_path = "/srv/app/w.py",
+	m[1] = (struct fp_mapping){ .fm_id = 7,
+				    .fm_kind = FP_MAP_PYTHON,
+				    .fm_path = "/srv/app/w.py",
 				    .fm_py = &py[0] };
-	m[2] = (struct fp_mapping){ .fm_id = 8, .fm_kind = FP_MAP_PYTHON,
-				    .fm_path = "/usr/lib/python3.9/threading.py", .fm_py = &py[1] };
+	m[2] = (struct fp_mapping){ .fm_id = 8,
+				    .fm_kind = FP_MAP_PYTHON,
+				    .fm_path = "/usr/lib/python3.9/threading.py",
+				    .fm_py = &py[1] };
 	nodes[0] = (struct fp_node){ 1, FP_NODE_NONE, { 1, 0x1000 } };
 	nodes[1] = (struct fp_node){ 2, 1, { 7, 6 } };
 	nodes[2] = (struct fp_node){ 3, 2, { 8, 50 } };
 	nodes[3] = (struct fp_node){ 4, 2, { 8, FP_PY_OFFSET_UNKNOWN } };
-	*t = (struct fp_thread){ .ft_id = 3, .ft_pid = 100, .ft_tid = 100, .ft_comm = "python3",
-				 .ft_process = "python3", .ft_container = "" };
+	*t = (struct fp_thread){ .ft_id = 3,
+				 .ft_pid = 100,
+				 .ft_tid = 100,
+				 .ft_comm = "python3",
+				 .ft_process = "python3",
+				 .ft_container = "" };
 	c[0] = (struct fp_count){ 3, 3, 4 };
 	c[1] = (struct fp_count){ 3, 4, 2 };
 	c[2] = (struct fp_count){ 3, 2, 1 };
@@ -617,8 +654,12 @@ static void test_python_session(void)
 
 	/* A definition again replaces the code object: line 870 + 1 now. */
 	py[1].pc_firstlineno = 900;
-	struct fp_batch again = { .fb_session = 99, .fb_seq = 2, .fb_nmappings = 1,
-				  .fb_mappings = &m[2], .fb_ncounts = 1, .fb_counts = &c[0] };
+	struct fp_batch again = { .fb_session = 99,
+				  .fb_seq = 2,
+				  .fb_nmappings = 1,
+				  .fb_mappings = &m[2],
+				  .fb_ncounts = 1,
+				  .fb_counts = &c[0] };
 	CHECK_EQ_INT(fp_session_apply(se, &again), 0);
 	CHECK_EQ_INT(fp_session_profile(se, res, &again, &p), 0);
 	if (p && p->pr_nsamples == 1)
@@ -636,9 +677,12 @@ static void test_python_session(void)
 	if (table && many) {
 		for (size_t i = 0; i < n; i++)
 			many[i] = (struct fp_mapping){ .fm_id = 1000 + (uint32_t)i,
-						       .fm_kind = FP_MAP_PYTHON, .fm_path = "x.py",
+						       .fm_kind = FP_MAP_PYTHON,
+						       .fm_path = "x.py",
 						       .fm_py = &big };
-		struct fp_batch huge = { .fb_session = 99, .fb_seq = 3, .fb_nmappings = n,
+		struct fp_batch huge = { .fb_session = 99,
+					 .fb_seq = 3,
+					 .fb_nmappings = n,
 					 .fb_mappings = many };
 		CHECK_EQ_INT(fp_session_apply(se, &huge), -E2BIG);
 		/* Nothing of it was kept; the session goes on. */

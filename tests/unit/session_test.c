@@ -15,20 +15,32 @@
 static char tmpdir[64];
 static struct fp_resolver *resolver;
 
-static const struct fp_hello hello = { .fh_session = 42, .fh_host = "host-1",
-				       .fh_boot_id = "b", .fh_kernel_release = "r",
-				       .fh_agent_version = "t", .fh_frequency = 99,
+static const struct fp_hello hello = { .fh_session = 42,
+				       .fh_host = "host-1",
+				       .fh_boot_id = "b",
+				       .fh_kernel_release = "r",
+				       .fh_agent_version = "t",
+				       .fh_frequency = 99,
 				       .fh_ncpus = 1 };
 
 /* The definitions of the first batch: mapping 7, threads 3 and 4, and the
  * trie 20 <- 21 <- 22 (22 the leaf, 20 the outermost frame). */
-static struct fp_mapping mapping = { .fm_id = 7, .fm_kind = FP_MAP_USER,
+static struct fp_mapping mapping = { .fm_id = 7,
+				     .fm_kind = FP_MAP_USER,
 				     .fm_build_id = { .fb_len = 4, .fb_data = { 9, 8, 7, 6 } },
 				     .fm_path = "/usr/bin/daemon" };
 static struct fp_thread threads[2] = {
-	{ .ft_id = 3, .ft_pid = 100, .ft_tid = 101, .ft_comm = "worker", .ft_process = "daemon",
+	{ .ft_id = 3,
+	  .ft_pid = 100,
+	  .ft_tid = 101,
+	  .ft_comm = "worker",
+	  .ft_process = "daemon",
 	  .ft_container = "swss" },
-	{ .ft_id = 4, .ft_pid = 100, .ft_tid = 100, .ft_comm = "daemon", .ft_process = "daemon",
+	{ .ft_id = 4,
+	  .ft_pid = 100,
+	  .ft_tid = 100,
+	  .ft_comm = "daemon",
+	  .ft_process = "daemon",
 	  .ft_container = "swss" },
 };
 static struct fp_node nodes[3] = {
@@ -39,10 +51,13 @@ static struct fp_node nodes[3] = {
 
 static struct fp_batch batch_of(uint64_t seq, struct fp_count *c, size_t nc)
 {
-	return (struct fp_batch){ .fb_session = 42, .fb_seq = seq,
+	return (struct fp_batch){ .fb_session = 42,
+				  .fb_seq = seq,
 				  .fb_start_ns = 1700000000000000000ull,
-				  .fb_end_ns = 1700000010000000000ull, .fb_period_ns = 10101010,
-				  .fb_ncounts = nc, .fb_counts = c };
+				  .fb_end_ns = 1700000010000000000ull,
+				  .fb_period_ns = 10101010,
+				  .fb_ncounts = nc,
+				  .fb_counts = c };
 }
 
 /* first_batch: a session that took the definitions (NULL on failure). */
@@ -204,8 +219,12 @@ static void test_all_or_nothing(void)
 {
 	struct fp_session *s = first_batch();
 	struct fp_node n = { 30, 22, { 7, 0x10 } };
-	struct fp_thread t = { .ft_id = 5, .ft_pid = 200, .ft_tid = 200, .ft_comm = "other",
-			       .ft_process = "other", .ft_container = "" };
+	struct fp_thread t = { .ft_id = 5,
+			       .ft_pid = 200,
+			       .ft_tid = 200,
+			       .ft_comm = "other",
+			       .ft_process = "other",
+			       .ft_container = "" };
 	struct fp_count bad[] = { { 5, 30, 1 }, { 99, 30, 1 } };
 	struct fp_count good = { 5, 30, 1 };
 	struct fp_batch b = batch_of(2, bad, 2);
@@ -306,9 +325,13 @@ static void test_seen(void)
  * before the resolver opens. */
 #define BIG_ROWS 200000 /* 1.6 MB each: two parts */
 static const struct fp_mapping big_maps[2] = {
-	{ .fm_id = 1, .fm_kind = FP_MAP_USER, .fm_build_id = { .fb_len = 20, .fb_data = { 0xa1 } },
+	{ .fm_id = 1,
+	  .fm_kind = FP_MAP_USER,
+	  .fm_build_id = { .fb_len = 20, .fb_data = { 0xa1 } },
 	  .fm_path = "/usr/lib/liba.so" },
-	{ .fm_id = 2, .fm_kind = FP_MAP_USER, .fm_build_id = { .fb_len = 20, .fb_data = { 0xb2 } },
+	{ .fm_id = 2,
+	  .fm_kind = FP_MAP_USER,
+	  .fm_build_id = { .fb_len = 20, .fb_data = { 0xb2 } },
 	  .fm_path = "/usr/lib/libb.so" },
 };
 

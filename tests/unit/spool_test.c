@@ -143,7 +143,8 @@ static void test_keep_on_release(void)
 	CHECK(fp_spool_peek(sp, &id, &data, &len, &written) == 0);
 	free(data);
 	/* While "a" is out, the next peek moves on (one consumer would not). */
-	CHECK(fp_spool_peek(sp, &id2, &data, &len, &written) == 0 && len == 1 && !memcmp(data, "b", 1));
+	CHECK(fp_spool_peek(sp, &id2, &data, &len, &written) == 0 && len == 1 &&
+	      !memcmp(data, "b", 1));
 	free(data);
 	fp_spool_release(sp, id2, 0);
 	fp_spool_release(sp, id, 0);

@@ -110,7 +110,8 @@ static void build_programs(void)
 	snprintf(prog_stripped, sizeof(prog_stripped), "%s/prog.stripped", tmpdir);
 	snprintf(prog_noshdr, sizeof(prog_noshdr), "%s/prog.noshdr", tmpdir);
 	snprintf(symtab_only, sizeof(symtab_only), "%s/nog.debug", tmpdir);
-	if (write_file(src, "int f(int x) { return x * 3; }\nint main(void) { return f(1); }\n", 62))
+	if (write_file(src, "int f(int x) { return x * 3; }\nint main(void) { return f(1); }\n",
+		       62))
 		return;
 	have_progs = sh("gcc -g -O1 %s -o %s", src, prog) == 0 &&
 		     sh("objcopy --only-keep-debug %s %s", prog, prog_debug) == 0 &&
@@ -142,13 +143,15 @@ static void test_hex_valid(void)
 {
 	CHECK(fp_store_hex_valid("ab"));
 	CHECK(fp_store_hex_valid("0123456789abcdef0123456789abcdef01234567"));
-	CHECK(fp_store_hex_valid("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+	CHECK(fp_store_hex_valid(
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
 	CHECK(!fp_store_hex_valid(NULL));
 	CHECK(!fp_store_hex_valid(""));
 	CHECK(!fp_store_hex_valid("a"));
-	CHECK(!fp_store_hex_valid("abc"));   /* half a byte */
-	CHECK(!fp_store_hex_valid("ABCD"));  /* lowercase only: one name per build-ID */
-	CHECK(!fp_store_hex_valid("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef00"));
+	CHECK(!fp_store_hex_valid("abc"));  /* half a byte */
+	CHECK(!fp_store_hex_valid("ABCD")); /* lowercase only: one name per build-ID */
+	CHECK(!fp_store_hex_valid(
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef00"));
 	/* Anything that could walk out of the store. */
 	CHECK(!fp_store_hex_valid(".."));
 	CHECK(!fp_store_hex_valid("../../etc/passwd"));
@@ -181,7 +184,8 @@ static void test_layout(void)
 	snprintf(path, sizeof(path), "%s/.tmp", dir);
 	CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
 	CHECK_EQ_INT(fp_store_path(s, "abcdef0123", FP_STORE_DEBUGINFO, path, sizeof(path)), 0);
-	CHECK(strcmp(path, "") && !strcmp(strstr(path, "/store/"), "/store/.build-id/ab/cdef0123.debug"));
+	CHECK(strcmp(path, "") &&
+	      !strcmp(strstr(path, "/store/"), "/store/.build-id/ab/cdef0123.debug"));
 	CHECK_EQ_INT(fp_store_path(s, "abcdef0123", FP_STORE_EXECUTABLE, path, sizeof(path)), 0);
 	CHECK(!strcmp(strstr(path, "/store/"), "/store/.build-id/ab/cdef0123"));
 	CHECK_EQ_INT(fp_store_path(s, "../../x", FP_STORE_DEBUGINFO, path, sizeof(path)), -EINVAL);

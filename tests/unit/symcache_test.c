@@ -43,8 +43,8 @@ static void *make_blob(const char *name, uint64_t addr, size_t *len)
 }
 
 /* name_at: the name found at addr in id's table, or an errno text. */
-static int lookup_in(struct fp_symcache *c, const struct fp_build_id *id, uint64_t addr,
-		     char *name, size_t namelen)
+static int lookup_in(struct fp_symcache *c, const struct fp_build_id *id, uint64_t addr, char *name,
+		     size_t namelen)
 {
 	struct fp_symcache_txn *txn = NULL;
 	struct fp_symtab t;
@@ -340,7 +340,8 @@ static void test_threads(void)
 
 		snprintf(want, sizeof(want), "fn_%d", i);
 		CHECK_EQ_INT(lookup_in(c, &id, 0x1000 + (uint64_t)i * 0x1000 + 5, name,
-				       sizeof(name)), 0);
+				       sizeof(name)),
+			     0);
 		CHECK(strcmp(name, want) == 0);
 	}
 

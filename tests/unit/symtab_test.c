@@ -173,10 +173,10 @@ static void test_basic(void)
 static void test_zero_size(void)
 {
 	static const struct sym_spec syms[] = {
-		{ 0x1000, 0, "z1", NULL },        /* up to the next symbol */
+		{ 0x1000, 0, "z1", NULL }, /* up to the next symbol */
 		{ 0x1800, 0x10, "sized", NULL },
-		{ 0x10000, 0, "far", NULL },      /* next is far: capped */
-		{ 0x100000, 0, "last", NULL },    /* last: capped */
+		{ 0x10000, 0, "far", NULL },   /* next is far: capped */
+		{ 0x100000, 0, "last", NULL }, /* last: capped */
 	};
 	struct fp_symtab t;
 	struct fp_symbol s;
@@ -390,7 +390,8 @@ static void test_random_against_reference(void)
 			ref[i].name = i;
 			snprintf(names[i], sizeof(names[i]), "f%d", i);
 			CHECK_EQ_INT(fp_symtab_builder_add_symbol(b, ref[i].addr, ref[i].size,
-								  names[i], NULL), 0);
+								  names[i], NULL),
+				     0);
 		}
 		CHECK_EQ_INT(fp_symtab_builder_finish(b, &blob, &len), 0);
 		fp_symtab_builder_free(b);
@@ -475,7 +476,8 @@ static int open_and_poke(const uint8_t *data, size_t len)
 						CHECK((const uint8_t *)str[m] >= copy &&
 						      (const uint8_t *)str[m] < copy + len);
 						CHECK(strlen(str[m]) <
-						      len - (size_t)((const uint8_t *)str[m] - copy));
+						      len - (size_t)((const uint8_t *)str[m] -
+								     copy));
 					}
 				}
 			}
@@ -494,12 +496,9 @@ static int make_sample(void **blob, size_t *len)
 		{ 0x1000, 0x1000, 0x800 },
 	};
 	static const struct sym_spec syms[] = {
-		{ 0x1000, 0x100, "main", NULL },
-		{ 0x1040, 0x20, "inner", NULL },
-		{ 0x1100, 0, "zero", NULL },
-		{ 0x1200, 0x40, "ns::f(int)", "_ZN2ns1fEi" },
-		{ 0x1240, 0x40, "g", NULL },
-		{ 0x1280, 0x80, "ns::f(int)", "_ZN2ns1fEi" },
+		{ 0x1000, 0x100, "main", NULL }, { 0x1040, 0x20, "inner", NULL },
+		{ 0x1100, 0, "zero", NULL },     { 0x1200, 0x40, "ns::f(int)", "_ZN2ns1fEi" },
+		{ 0x1240, 0x40, "g", NULL },     { 0x1280, 0x80, "ns::f(int)", "_ZN2ns1fEi" },
 	};
 	struct fp_symtab_builder *b;
 	uint32_t fa, fb, s0, s1, s2;
@@ -627,8 +626,7 @@ static void put32(uint8_t *p, uint32_t v)
 
 static uint32_t get32(const uint8_t *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static void test_corrupt_fields(void)
@@ -646,35 +644,35 @@ static void test_corrupt_fields(void)
 	CHECK_EQ_INT(get32((uint8_t *)blob + HDR_NSYMS), 6);
 	CHECK_EQ_INT(get32((uint8_t *)blob + HDR_SEGOFF), HDR_SIZE);
 
-#define MUTATE(stmt)                                                \
-	do {                                                        \
-		memcpy(c, blob, len);                               \
-		stmt;                                               \
-		CHECK_EQ_INT(open_and_poke(c, len), -EINVAL);       \
+#define MUTATE(stmt) \
+	do { \
+		memcpy(c, blob, len); \
+		stmt; \
+		CHECK_EQ_INT(open_and_poke(c, len), -EINVAL); \
 	} while (0)
 
-	MUTATE(c[0] = 'X');                                       /* magic */
-	MUTATE(put32(c + 4, 1));                                  /* version 1 */
-	MUTATE(put32(c + 4, 2));                                  /* version 2: stale */
-	MUTATE(put32(c + 4, FP_SYMTAB_VERSION + 1));              /* a later one */
-	MUTATE(put32(c + HDR_NSYMS, 7));                          /* count too big */
+	MUTATE(c[0] = 'X');                          /* magic */
+	MUTATE(put32(c + 4, 1));                     /* version 1 */
+	MUTATE(put32(c + 4, 2));                     /* version 2: stale */
+	MUTATE(put32(c + 4, FP_SYMTAB_VERSION + 1)); /* a later one */
+	MUTATE(put32(c + HDR_NSYMS, 7));             /* count too big */
 	MUTATE(put32(c + HDR_NSYMS, UINT32_MAX));
-	MUTATE(put32(c + HDR_NSEGS, 3));                          /* segments run into symbols */
-	MUTATE(put32(c + HDR_SEGOFF, 8));                         /* inside the header */
-	MUTATE(put32(c + HDR_SYMOFF, symoff - 1));                /* overlaps segments */
-	MUTATE(put32(c + HDR_STROFF, stroff - 1));                /* overlaps scopes */
-	MUTATE(put32(c + HDR_STRLEN, strlen_ + 1));               /* past the end */
-	MUTATE(c[len - 1] = 'x');                                 /* table not terminated */
-	MUTATE(put32(c + symoff + 12, strlen_));                  /* name offset out of range */
-	MUTATE(put32(c + symoff + 16, UINT32_MAX));               /* system name out of range */
-	MUTATE(put32(c + symoff + 12, 1));                        /* points into a string */
-	MUTATE(put32(c + symoff + 20, 0));                        /* parent is itself */
-	MUTATE(put32(c + symoff + REC_SIZE + 20, 1));             /* parent not earlier */
-	MUTATE(memcpy(c + symoff, c + symoff + REC_SIZE, 8));     /* duplicate address */
-	MUTATE(c[symoff + 7] = 0xff);                             /* unsorted */
-	MUTATE(put32(c + HDR_SIZE + 24, 0x800));                  /* segments overlap */
-	MUTATE(put32(c + symoff + 24, strlen_));                  /* frame name out of range */
-	MUTATE(put32(c + symoff + 28, 1));                        /* frame system name */
+	MUTATE(put32(c + HDR_NSEGS, 3));                      /* segments run into symbols */
+	MUTATE(put32(c + HDR_SEGOFF, 8));                     /* inside the header */
+	MUTATE(put32(c + HDR_SYMOFF, symoff - 1));            /* overlaps segments */
+	MUTATE(put32(c + HDR_STROFF, stroff - 1));            /* overlaps scopes */
+	MUTATE(put32(c + HDR_STRLEN, strlen_ + 1));           /* past the end */
+	MUTATE(c[len - 1] = 'x');                             /* table not terminated */
+	MUTATE(put32(c + symoff + 12, strlen_));              /* name offset out of range */
+	MUTATE(put32(c + symoff + 16, UINT32_MAX));           /* system name out of range */
+	MUTATE(put32(c + symoff + 12, 1));                    /* points into a string */
+	MUTATE(put32(c + symoff + 20, 0));                    /* parent is itself */
+	MUTATE(put32(c + symoff + REC_SIZE + 20, 1));         /* parent not earlier */
+	MUTATE(memcpy(c + symoff, c + symoff + REC_SIZE, 8)); /* duplicate address */
+	MUTATE(c[symoff + 7] = 0xff);                         /* unsorted */
+	MUTATE(put32(c + HDR_SIZE + 24, 0x800));              /* segments overlap */
+	MUTATE(put32(c + symoff + 24, strlen_));              /* frame name out of range */
+	MUTATE(put32(c + symoff + 28, 1));                    /* frame system name */
 	{
 		uint32_t fileoff = get32(c + HDR_FILEOFF), blkoff = get32(c + HDR_BLKOFF);
 		uint32_t rngoff = get32(c + HDR_RNGOFF), scpoff = get32(c + HDR_SCPOFF);
@@ -695,17 +693,17 @@ static void test_corrupt_fields(void)
 		MUTATE(put32(c + blkoff + BLOCK_REC + 8, 0));     /* block offsets not increasing */
 		MUTATE(put32(c + blkoff + BLOCK_REC + 8, ldlen)); /* block past the rows */
 		MUTATE(memcpy(c + blkoff + BLOCK_REC, c + blkoff, 8)); /* blocks unsorted */
-		MUTATE(put32(c + HDR_NRANGES, 4));                /* ranges run into scopes */
-		MUTATE(put32(c + rngoff + 12, 0));                /* enclosing is itself */
-		MUTATE(put32(c + rngoff + RANGE_REC + 12, 1));    /* enclosing not earlier */
-		MUTATE(put32(c + rngoff + 16, 3));                /* no such scope */
-		MUTATE(c[rngoff + RANGE_REC + 7] = 0xff);         /* ranges unsorted */
+		MUTATE(put32(c + HDR_NRANGES, 4));                     /* ranges run into scopes */
+		MUTATE(put32(c + rngoff + 12, 0));                     /* enclosing is itself */
+		MUTATE(put32(c + rngoff + RANGE_REC + 12, 1));         /* enclosing not earlier */
+		MUTATE(put32(c + rngoff + 16, 3));                     /* no such scope */
+		MUTATE(c[rngoff + RANGE_REC + 7] = 0xff);              /* ranges unsorted */
 		MUTATE(put32(c + HDR_NSCOPES, UINT32_MAX));
-		MUTATE(put32(c + scpoff, strlen_));               /* scope name out of range */
-		MUTATE(put32(c + scpoff + SCOPE_REC + 4, 2));     /* system name into a string */
-		MUTATE(put32(c + scpoff + 8, 0));                 /* parent is itself */
-		MUTATE(put32(c + scpoff + SCOPE_REC + 8, 2));     /* parent not earlier */
-		MUTATE(put32(c + scpoff + SCOPE_REC + 12, 2));    /* no such call file */
+		MUTATE(put32(c + scpoff, strlen_));            /* scope name out of range */
+		MUTATE(put32(c + scpoff + SCOPE_REC + 4, 2));  /* system name into a string */
+		MUTATE(put32(c + scpoff + 8, 0));              /* parent is itself */
+		MUTATE(put32(c + scpoff + SCOPE_REC + 8, 2));  /* parent not earlier */
+		MUTATE(put32(c + scpoff + SCOPE_REC + 12, 2)); /* no such call file */
 	}
 #undef MUTATE
 	free(c);
@@ -932,10 +930,13 @@ static void test_lines_random(void)
 			else
 				bad = n != 1 || !fr[0].sf_file ||
 				      strcmp(fr[0].sf_file,
-					     t.st_strings + get32(t.st_files + 4 * want->lr_file)) ||
-				      fr[0].sf_line != want->lr_line || fr[0].sf_column != want->lr_column;
+					     t.st_strings +
+						     get32(t.st_files + 4 * want->lr_file)) ||
+				      fr[0].sf_line != want->lr_line ||
+				      fr[0].sf_column != want->lr_column;
 			if (bad)
-				fprintf(stderr, "  round %d: 0x%llx: %d frames (line %u), want line %u\n",
+				fprintf(stderr,
+					"  round %d: 0x%llx: %d frames (line %u), want line %u\n",
 					round, (unsigned long long)a, n, n ? fr[0].sf_line : 0,
 					want ? want->lr_line : 0);
 		}
@@ -977,8 +978,8 @@ static void test_lookup_speed(void)
 		for (int i = 0; i < NPROBES; i++)
 			found += fp_symtab_lookup(&t, probes[i], &s) == 0;
 	dt = now_sec() - t0;
-	printf("  synthetic table: %d symbols, %zu bytes; %.1f M lookups/s (%.0f%% hits)\n",
-	       NSYMS, len, (double)NPROBES * REPS / dt / 1e6,
+	printf("  synthetic table: %d symbols, %zu bytes; %.1f M lookups/s (%.0f%% hits)\n", NSYMS,
+	       len, (double)NPROBES * REPS / dt / 1e6,
 	       100.0 * (double)found / ((double)NPROBES * REPS));
 	CHECK(found > 0);
 	free(probes);

@@ -72,9 +72,10 @@ static void test_bad_files(void)
 	struct fp_tls_opts missing_ca = { .to_ca = path(0, "nonexistent") };
 	struct fp_tls_opts junk_ca = { .to_ca = path(1, "junk.pem") };
 	struct fp_tls_opts junk_key = { .to_cert = path(2, "server.crt"),
-					 .to_key = path(3, "junk.pem") };
+					.to_key = path(3, "junk.pem") };
 	struct fp_tls_opts no_ca = { .to_cert = path(4, "server.crt"),
-				     .to_key = path(5, "server.key"), .to_require_client = 1 };
+				     .to_key = path(5, "server.key"),
+				     .to_require_client = 1 };
 	struct fp_tls_opts no_cert = { .to_ca = path(6, "ca.crt") };
 	nng_tls_config *cfg = NULL;
 
@@ -126,9 +127,12 @@ static void *serve(void *arg)
 
 static void test_mutual_tls(void)
 {
-	struct fp_tls_opts server = { .to_cert = path(0, "server.crt"), .to_key = path(1, "server.key"),
-				      .to_ca = path(2, "ca.crt"), .to_require_client = 1 };
-	struct fp_tls_opts client = { .to_cert = path(3, "client.crt"), .to_key = path(4, "client.key"),
+	struct fp_tls_opts server = { .to_cert = path(0, "server.crt"),
+				      .to_key = path(1, "server.key"),
+				      .to_ca = path(2, "ca.crt"),
+				      .to_require_client = 1 };
+	struct fp_tls_opts client = { .to_cert = path(3, "client.crt"),
+				      .to_key = path(4, "client.key"),
 				      .to_ca = path(5, "ca.crt") };
 	struct fp_tls_opts anonymous = { .to_ca = path(6, "ca.crt") };
 	nng_tls_config *scfg = NULL, *ccfg = NULL, *acfg = NULL;
@@ -170,11 +174,10 @@ static void test_loopback(void)
 		const char *addr;
 		int loopback;
 	} v[] = {
-		{ "127.0.0.1:8002", 1 },   { "127.1.2.3:8002", 1 }, { "localhost:8002", 1 },
-		{ "[::1]:8002", 1 },       { "http://127.0.0.1:80", 1 },
-		{ "0.0.0.0:8002", 0 },     { ":8002", 0 },          { "10.0.0.1:8002", 0 },
-		{ "symbols:8002", 0 },     { "[::]:8002", 0 },      { "128.0.0.1:8002", 0 },
-		{ "localhost.evil:1", 0 },
+		{ "127.0.0.1:8002", 1 }, { "127.1.2.3:8002", 1 },      { "localhost:8002", 1 },
+		{ "[::1]:8002", 1 },     { "http://127.0.0.1:80", 1 }, { "0.0.0.0:8002", 0 },
+		{ ":8002", 0 },          { "10.0.0.1:8002", 0 },       { "symbols:8002", 0 },
+		{ "[::]:8002", 0 },      { "128.0.0.1:8002", 0 },      { "localhost.evil:1", 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {

@@ -99,8 +99,11 @@ static void test_budget_and_eviction(void)
 	/* a used more recently than b: c evicts b, the least recently used */
 	{
 		struct fp_procmaps pm = { 0 };
-		struct fp_vma v = { .fv_start = 0x400000, .fv_end = 0x500000, .fv_pgoff = 0,
-				    .fv_build_id_state = 1, .fv_build_id = a };
+		struct fp_vma v = { .fv_start = 0x400000,
+				    .fv_end = 0x500000,
+				    .fv_pgoff = 0,
+				    .fv_build_id_state = 1,
+				    .fv_build_id = a };
 		pm.pm_vmas = &v, pm.pm_nvmas = 1;
 		CHECK_EQ_INT(fp_unwind_set_proc(u, 4242, &pm), 0);
 	}
@@ -139,12 +142,21 @@ static void test_process_lists(void)
 	struct fp_unwind *u;
 	struct fp_build_id a = bid(5), b = bid(6), none = bid(7);
 	struct fp_vma v[3] = {
-		{ .fv_start = 0x400000, .fv_end = 0x420000, .fv_pgoff = 0x1000,
-		  .fv_build_id_state = 1, .fv_build_id = a },
-		{ .fv_start = 0x7f0000000000, .fv_end = 0x7f0000100000, .fv_pgoff = 0x28000,
-		  .fv_build_id_state = 1, .fv_build_id = b },
-		{ .fv_start = 0x7f1000000000, .fv_end = 0x7f1000001000, .fv_pgoff = 0,
-		  .fv_build_id_state = 1, .fv_build_id = none },
+		{ .fv_start = 0x400000,
+		  .fv_end = 0x420000,
+		  .fv_pgoff = 0x1000,
+		  .fv_build_id_state = 1,
+		  .fv_build_id = a },
+		{ .fv_start = 0x7f0000000000,
+		  .fv_end = 0x7f0000100000,
+		  .fv_pgoff = 0x28000,
+		  .fv_build_id_state = 1,
+		  .fv_build_id = b },
+		{ .fv_start = 0x7f1000000000,
+		  .fv_end = 0x7f1000001000,
+		  .fv_pgoff = 0,
+		  .fv_build_id_state = 1,
+		  .fv_build_id = none },
 	};
 	struct fp_procmaps pm = { .pm_vmas = v, .pm_nvmas = 3 };
 	struct fp_unwind_proc p;
@@ -192,7 +204,9 @@ static void test_full_map_swept(void)
 	struct fp_unwind *u;
 	struct fp_unwind_stats st;
 	struct fp_build_id a = bid(11);
-	struct fp_vma v = { .fv_start = 0x400000, .fv_end = 0x420000, .fv_build_id_state = 1,
+	struct fp_vma v = { .fv_start = 0x400000,
+			    .fv_end = 0x420000,
+			    .fv_build_id_state = 1,
 			    .fv_build_id = a };
 	struct fp_procmaps pm = { .pm_vmas = &v, .pm_nvmas = 1 };
 	struct fp_unwind_proc p;
@@ -292,9 +306,9 @@ static struct fp_unwind_header *table_of(const struct fp_unwind_row *rows, size_
 static void test_row_start(void)
 {
 	static const struct fp_unwind_row rows[] = {
-		{ 0x1000, ENTRY, FP_UNWIND_SP, 0 },   { 0x1001, 2, FP_UNWIND_SP, -2 },
-		{ 0x1008, 6, FP_UNWIND_SP, -2 },      { 0x1080, ENTRY, FP_UNWIND_SP, 0 },
-		{ 0x2000, ENTRY, FP_UNWIND_SP, 0 },   { 0x2004, 2, FP_UNWIND_FP, -2 },
+		{ 0x1000, ENTRY, FP_UNWIND_SP, 0 }, { 0x1001, 2, FP_UNWIND_SP, -2 },
+		{ 0x1008, 6, FP_UNWIND_SP, -2 },    { 0x1080, ENTRY, FP_UNWIND_SP, 0 },
+		{ 0x2000, ENTRY, FP_UNWIND_SP, 0 }, { 0x2004, 2, FP_UNWIND_FP, -2 },
 		{ 0x2100, 0, FP_UNWIND_NONE, 0 },
 	};
 	static const struct {
@@ -302,16 +316,15 @@ static void test_row_start(void)
 		int err;
 		uint64_t start;
 	} cases[] = {
-		{ 0xfff, -ENOENT, 0 },     /* before the table */
-		{ 0x1000, -ENOENT, 0 },    /* f's entry: the state of every entry */
-		{ 0x1001, 0, 0x1001 },     /* its own row's start */
-		{ 0x1004, 0, 0x1001 },
-		{ 0x1008, 0, 0x1008 },
-		{ 0x107f, 0, 0x1008 },     /* f's body, to the end of its row */
-		{ 0x1080, -ENOENT, 0 },    /* f's epilogue ... */
-		{ 0x1095, -ENOENT, 0 },    /* ... and g, in the same row: never folded */
-		{ 0x2005, 0, 0x2004 },     /* frame-pointer rule */
-		{ 0x2100, -ENOENT, 0 },    /* no CFI */
+		{ 0xfff, -ENOENT, 0 },  /* before the table */
+		{ 0x1000, -ENOENT, 0 }, /* f's entry: the state of every entry */
+		{ 0x1001, 0, 0x1001 },  /* its own row's start */
+		{ 0x1004, 0, 0x1001 },           { 0x1008, 0, 0x1008 },
+		{ 0x107f, 0, 0x1008 },  /* f's body, to the end of its row */
+		{ 0x1080, -ENOENT, 0 }, /* f's epilogue ... */
+		{ 0x1095, -ENOENT, 0 }, /* ... and g, in the same row: never folded */
+		{ 0x2005, 0, 0x2004 },  /* frame-pointer rule */
+		{ 0x2100, -ENOENT, 0 }, /* no CFI */
 		{ 0xffffffffffull, -ENOENT, 0 },
 	};
 	struct fp_build_id id = bid(11), other = bid(12);
@@ -342,10 +355,10 @@ static void test_row_start(void)
 static void test_row_start_function_rows(void)
 {
 	static const struct fp_unwind_row rows[] = {
-		{ 0x1000, ENTRY, FP_UNWIND_SP, 0 },   { 0x1001, 2, FP_UNWIND_SP, -2 },
-		{ 0x1008, 6, FP_UNWIND_SP, -2 },      { 0x1080, ENTRY, FP_UNWIND_SP, 0 },
-		{ 0x1090, ENTRY, FP_UNWIND_SP, 0 },   { 0x2004, 2, FP_UNWIND_FP, -2 },
-		{ 0x2100, 0, FP_UNWIND_NONE, 0 },     { 0x3000, 0, FP_UNWIND_PLT, 0 },
+		{ 0x1000, ENTRY, FP_UNWIND_SP, 0 }, { 0x1001, 2, FP_UNWIND_SP, -2 },
+		{ 0x1008, 6, FP_UNWIND_SP, -2 },    { 0x1080, ENTRY, FP_UNWIND_SP, 0 },
+		{ 0x1090, ENTRY, FP_UNWIND_SP, 0 }, { 0x2004, 2, FP_UNWIND_FP, -2 },
+		{ 0x2100, 0, FP_UNWIND_NONE, 0 },   { 0x3000, 0, FP_UNWIND_PLT, 0 },
 		{ 0x3100, 0, FP_UNWIND_NONE, 0 },
 	};
 	static const struct {
@@ -353,13 +366,12 @@ static void test_row_start_function_rows(void)
 		int err;
 		uint64_t start;
 	} cases[] = {
-		{ 0x1000, 0, 0x1000 },     /* f's entry */
-		{ 0x1004, 0, 0x1001 },     /* as before */
-		{ 0x1085, 0, 0x1080 },     /* f's epilogue */
-		{ 0x1095, 0, 0x1090 },     /* g: its own row, never f's */
-		{ 0x2005, 0, 0x2004 },
-		{ 0x2100, -ENOENT, 0 },    /* no CFI */
-		{ 0x3004, -ENOENT, 0 },    /* a PLT entry: each stub is named apart */
+		{ 0x1000, 0, 0x1000 },                          /* f's entry */
+		{ 0x1004, 0, 0x1001 },                          /* as before */
+		{ 0x1085, 0, 0x1080 },                          /* f's epilogue */
+		{ 0x1095, 0, 0x1090 },                          /* g: its own row, never f's */
+		{ 0x2005, 0, 0x2004 },  { 0x2100, -ENOENT, 0 }, /* no CFI */
+		{ 0x3004, -ENOENT, 0 }, /* a PLT entry: each stub is named apart */
 	};
 	struct fp_build_id before = bid(21), marked = bid(22), after = bid(23);
 	struct fp_unwind_header *h;
@@ -376,7 +388,8 @@ static void test_row_start_function_rows(void)
 	CHECK_EQ_INT(fp_unwind_add(u, &after, h, len), 0);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		start = 7;
-		CHECK_EQ_INT(fp_unwind_row_start(u, &marked, cases[i].offset, &start), cases[i].err);
+		CHECK_EQ_INT(fp_unwind_row_start(u, &marked, cases[i].offset, &start),
+			     cases[i].err);
 		CHECK(start == (cases[i].err ? 7 : cases[i].start));
 	}
 	CHECK_EQ_INT(fp_unwind_row_start(u, &before, 0x1095, &start), -ENOENT);
@@ -389,12 +402,15 @@ static void test_row_start_function_rows(void)
 
 int main(void)
 {
-	struct fp_sampler_opts so = { .so_frequency = 1, .so_pids = { (uint32_t)getpid() },
-				      .so_npids = 1, .so_unwind_bytes = BUDGET_ROWS * 8,
+	struct fp_sampler_opts so = { .so_frequency = 1,
+				      .so_pids = { (uint32_t)getpid() },
+				      .so_npids = 1,
+				      .so_unwind_bytes = BUDGET_ROWS * 8,
 				      .so_fn = no_samples };
 
 	if (geteuid() != 0) {
-		printf(getenv("CI") ? "FAIL: %s: needs root (CI is set)\n" : "SKIP: %s (needs root)\n",
+		printf(getenv("CI") ? "FAIL: %s: needs root (CI is set)\n"
+				    : "SKIP: %s (needs root)\n",
 		       __FILE__);
 		return 0;
 	}

@@ -133,7 +133,8 @@ static void make_batch(struct fp_batch *b)
 		t->ft_pid = 4000 + i;
 		t->ft_tid = 4000 + i * 17;
 		t->ft_cgroup = i == 0 ? 0 : 0x1234567890abcull + i;
-		snprintf(t->ft_comm, sizeof(t->ft_comm), i == 2 ? "123456789012345" : "worker-%u", i);
+		snprintf(t->ft_comm, sizeof(t->ft_comm), i == 2 ? "123456789012345" : "worker-%u",
+			 i);
 		snprintf(t->ft_process, sizeof(t->ft_process), "python3");
 		t->ft_container = xstrdup(i == 1 ? "3f4e1a0b9c2d" : "");
 	}
@@ -151,19 +152,23 @@ static void make_batch(struct fp_batch *b)
 		nd->fn_id = i + 1;
 		nd->fn_parent = i == 0 ? FP_NODE_NONE : i;
 		nd->fn_frame.ff_mapping = f < 127 ? 2 : 1;
-		nd->fn_frame.ff_offset = f < 127 ? 0xa00000 + f * 0x40 : 0x28000 + (uint64_t)f * 0x1111;
+		nd->fn_frame.ff_offset = f < 127 ? 0xa00000 + f * 0x40
+						 : 0x28000 + (uint64_t)f * 0x1111;
 	}
 	/* Unmapped frames (JIT code) carry raw 64-bit addresses; ids out of
 	 * order, large, and far apart (negative and 33-bit id deltas). */
-	b->fb_nodes[FP_MAX_FRAMES + 0] = (struct fp_node){ 70000, FP_NODE_NONE,
+	b->fb_nodes[FP_MAX_FRAMES + 0] = (struct fp_node){ 70000,
+							   FP_NODE_NONE,
 							   { FP_MAPPING_NONE, 0x7f3a12345678ull } };
 	b->fb_nodes[FP_MAX_FRAMES + 1] = (struct fp_node){ 300, 70000, { 4, 0x1c2d3e } };
-	b->fb_nodes[FP_MAX_FRAMES + 2] = (struct fp_node){ 4000000000u, 300,
+	b->fb_nodes[FP_MAX_FRAMES + 2] = (struct fp_node){ 4000000000u,
+							   300,
 							   { FP_MAPPING_NONE, UINT64_MAX } };
 	/* A kernel module frame called from the path's innermost user frame
 	 * (shared callers), and the largest node id under a 64-bit offset. */
 	b->fb_nodes[FP_MAX_FRAMES + 3] = (struct fp_node){ 0, 127, { 3, 0x1f0 } };
-	b->fb_nodes[FP_MAX_FRAMES + 4] = (struct fp_node){ FP_NODE_NONE - 1, 0,
+	b->fb_nodes[FP_MAX_FRAMES + 4] = (struct fp_node){ FP_NODE_NONE - 1,
+							   0,
 							   { 2, 0xffffffff80000000ull } };
 
 	b->fb_ncounts = 6;
@@ -205,8 +210,8 @@ static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 		const struct fp_mapping *x = &a->fb_mappings[i], *y = &b->fb_mappings[i];
 
 		if (x->fm_id != y->fm_id || x->fm_kind != y->fm_kind ||
-		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) || !str_eq(x->fm_path, y->fm_path) ||
-		    !pycode_eq(x->fm_py, y->fm_py))
+		    !fp_build_id_eq(&x->fm_build_id, &y->fm_build_id) ||
+		    !str_eq(x->fm_path, y->fm_path) || !pycode_eq(x->fm_py, y->fm_py))
 			return 0;
 	}
 	for (i = 0; i < a->fb_nthreads; i++) {
@@ -305,10 +310,9 @@ static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
 	size_t i;
 
 	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
-	    a->fr_features != b->fr_features ||
-	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant ||
-	    a->fr_nranges != b->fr_nranges || a->fr_has_written != b->fr_has_written ||
-	    a->fr_written != b->fr_written)
+	    a->fr_features != b->fr_features || !str_eq(a->fr_error, b->fr_error) ||
+	    a->fr_nwant != b->fr_nwant || a->fr_nranges != b->fr_nranges ||
+	    a->fr_has_written != b->fr_has_written || a->fr_written != b->fr_written)
 		return 0;
 	for (i = 0; i < a->fr_nwant; i++)
 		if (!fp_build_id_eq(&a->fr_want[i], &b->fr_want[i]))
@@ -466,12 +470,12 @@ static void test_build_id_hex(void)
 static void test_build_id_parse_errors(void)
 {
 	static const char *bad[] = {
-		"abc",                                       /* odd */
-		"zz",                                        /* not hex */
-		"0g",                                        /* not hex */
-		"12 4",                                      /* space */
+		"abc",                                        /* odd */
+		"zz",                                         /* not hex */
+		"0g",                                         /* not hex */
+		"12 4",                                       /* space */
 		"000102030405060708090a0b0c0d0e0f1011121314", /* 21 bytes */
-		"0x12",                                      /* prefix */
+		"0x12",                                       /* prefix */
 	};
 	struct fp_build_id id, before;
 	size_t i;
@@ -597,8 +601,8 @@ static void test_batch_roundtrip(void)
 	CHECK_EQ_INT(n, FP_MAX_FRAMES);
 	for (i = 0; i < n; i++) {
 		CHECK_EQ_INT(frames[i].ff_mapping, i < 127 ? 2 : 1);
-		CHECK(frames[i].ff_offset == (i < 127 ? 0xa00000 + (uint64_t)i * 0x40
-						       : 0x28000 + (uint64_t)i * 0x1111));
+		CHECK(frames[i].ff_offset ==
+		      (i < 127 ? 0xa00000 + (uint64_t)i * 0x40 : 0x28000 + (uint64_t)i * 0x1111));
 	}
 	CHECK_EQ_INT(d.fb_nodes[0].fn_parent, FP_NODE_NONE);
 	/* The module frame shares the path's 127 user frames. */
@@ -658,13 +662,13 @@ static void test_none_is_one_byte(void)
 				    { 10, 9, { 3, 6 } } };
 	struct fp_count counts[2] = { { 1, FP_NODE_NONE, 2 }, { 1, 10, 3 } };
 	static const uint8_t expect[] = {
-		0x93, 0x01, 0x02, 0x87,                         /* [1, SAMPLES, {7 keys */
-		0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0x05, 0x00,
-		0x08, 0x98,                                     /* nodes: 8 elements */
-		0x09, 0x00, 0xff, 0x05,                         /* 9, no parent, NONE, 5 */
-		0x01, 0x01, 0x03, 0x06,                         /* 10 = 9 + 1, parent 10 - 1 */
-		0x09, 0x96,                                     /* counts: 6 elements */
-		0x01, 0xff, 0x02,                               /* thread 1, no frames, 2 */
+		0x93, 0x01, 0x02, 0x87, /* [1, SAMPLES, {7 keys */
+		0x01, 0x00, 0x02, 0x00, 0x03, 0x00,
+		0x04, 0x00, 0x05, 0x00, 0x08, 0x98, /* nodes: 8 elements */
+		0x09, 0x00, 0xff, 0x05,             /* 9, no parent, NONE, 5 */
+		0x01, 0x01, 0x03, 0x06,             /* 10 = 9 + 1, parent 10 - 1 */
+		0x09, 0x96,                         /* counts: 6 elements */
+		0x01, 0xff, 0x02,                   /* thread 1, no frames, 2 */
 		0x01, 0x0a, 0x03,
 	};
 	struct fp_batch b, d;
@@ -693,16 +697,16 @@ static void test_varint_bytes(void)
 				    { 10, 9, { 3, 6 } } };
 	struct fp_count counts[3] = { { 1, 12, 1 }, { 1, 10, 3 }, { 1, FP_NODE_NONE, 2 } };
 	static const uint8_t expect[] = {
-		0x93, 0x01, 0x02, 0x87,                         /* [1, SAMPLES, {7 keys */
-		0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0x05, 0x00,
-		0x0c, 0xc4, 0x08,                               /* nodes: 8 bytes */
-		0x12, 0x00, 0x00, 0x05,                         /* 9 (zigzag 18), none, none, 5 */
-		0x02, 0x02, 0x04, 0x06,                         /* +1, parent -1, mapping 3 + 1, 6 */
-		0x0b, 0xc4, 0x07,                               /* leaves: 7 bytes */
-		0x01, 0x03,                                     /* thread 0 + 1: 3 leaves */
-		0x01, 0x02,                                     /* none (0) + 0, odd: count 2 */
-		0x17, 0x03,                                     /* 11 = 0 + 11, odd: count 3 */
-		0x04,                                           /* 13 = 11 + 2, even: count 1 */
+		0x93, 0x01, 0x02, 0x87, /* [1, SAMPLES, {7 keys */
+		0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04,
+		0x00, 0x05, 0x00, 0x0c, 0xc4, 0x08, /* nodes: 8 bytes */
+		0x12, 0x00, 0x00, 0x05,             /* 9 (zigzag 18), none, none, 5 */
+		0x02, 0x02, 0x04, 0x06,             /* +1, parent -1, mapping 3 + 1, 6 */
+		0x0b, 0xc4, 0x07,                   /* leaves: 7 bytes */
+		0x01, 0x03,                         /* thread 0 + 1: 3 leaves */
+		0x01, 0x02,                         /* none (0) + 0, odd: count 2 */
+		0x17, 0x03,                         /* 11 = 0 + 11, odd: count 3 */
+		0x04,                               /* 13 = 11 + 2, even: count 1 */
 	};
 	struct fp_wire_batch_parts parts;
 	struct fp_batch b, d;
@@ -814,14 +818,18 @@ static void test_reply_roundtrip(void)
 	build_id_fill(&want[1], 16, 2);
 	build_id_fill(&want[2], 1, 3);
 	memset(cases, 0, sizeof(cases));
-	cases[0] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = 41, .fr_nwant = 3,
+	cases[0] = (struct fp_reply){ .fr_status = FP_REPLY_OK,
+				      .fr_seq = 41,
+				      .fr_nwant = 3,
 				      .fr_want = want };
 	cases[1] = (struct fp_reply){ .fr_status = FP_REPLY_NEED_HELLO };
 	cases[2] = (struct fp_reply){ .fr_status = FP_REPLY_REJECTED,
 				      .fr_error = "count refers to unknown node 12" };
 	/* Written: absent (an older server), 0 (nothing yet) and a seq. */
 	cases[3] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = 9, .fr_has_written = 1 };
-	cases[4] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_seq = 9, .fr_has_written = 1,
+	cases[4] = (struct fp_reply){ .fr_status = FP_REPLY_OK,
+				      .fr_seq = 9,
+				      .fr_has_written = 1,
 				      .fr_written = 8 };
 	cases[5] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_features = FP_FEATURES_KNOWN };
 	for (i = 0; i < 6; i++) {
@@ -844,8 +852,11 @@ static void test_file_roundtrip(void)
 {
 	static uint8_t bytes[4096];
 	struct fp_range ranges[2];
-	struct fp_reply r = { .fr_status = FP_REPLY_OK, .fr_seq = 7, .fr_nranges = 2,
-			      .fr_ranges = ranges }, rd;
+	struct fp_reply r = { .fr_status = FP_REPLY_OK,
+			      .fr_seq = 7,
+			      .fr_nranges = 2,
+			      .fr_ranges = ranges },
+			rd;
 	struct fp_file_data cases[3], d;
 	char *buf;
 	size_t len, i;
@@ -897,8 +908,11 @@ static void test_table_parts(void)
 {
 	static uint8_t bytes[FP_TABLE_PART_MAX + 1];
 	struct fp_table_part parts[5];
-	struct fp_reply r = { .fr_status = FP_REPLY_OK, .fr_seq = 9, .fr_ntables = 4,
-			      .fr_tables = parts }, rd;
+	struct fp_reply r = { .fr_status = FP_REPLY_OK,
+			      .fr_seq = 9,
+			      .fr_ntables = 4,
+			      .fr_tables = parts },
+			rd;
 	char *buf;
 	size_t len, i;
 
@@ -912,7 +926,7 @@ static void test_table_parts(void)
 		parts[i].tp_data = bytes;
 	}
 	parts[1].tp_offset = 3 * FP_TABLE_PART_MAX, parts[1].tp_total = FP_TABLE_MAX,
-	parts[1].tp_len = 17; /* a middle part of a large table */
+	parts[1].tp_len = 17;                         /* a middle part of a large table */
 	parts[2].tp_total = 16, parts[2].tp_len = 16; /* a whole small table */
 	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), 0);
 	CHECK(len > 2 * FP_TABLE_PART_MAX && len < FP_WIRE_MAX_MESSAGE);
@@ -1021,8 +1035,8 @@ static void test_truncations(void)
 			memcpy(cut, msgs[i].sm_buf, n);
 			err = decode_as(msgs[i].sm_type, cut, n);
 			if (err != FP_WIRE_EMALFORMED)
-				fprintf(stderr, "  type %d cut at %zu/%zu: %d\n", msgs[i].sm_type, n,
-					msgs[i].sm_len, err);
+				fprintf(stderr, "  type %d cut at %zu/%zu: %d\n", msgs[i].sm_type,
+					n, msgs[i].sm_len, err);
 			CHECK_EQ_INT(err, FP_WIRE_EMALFORMED);
 			free(cut);
 		}
@@ -1049,8 +1063,10 @@ static void test_byte_mutations(void)
 		for (pos = 0; pos < msgs[i].sm_len; pos++) {
 			for (v = 0; v < sizeof(values) + 1; v++) {
 				memcpy(copy, msgs[i].sm_buf, msgs[i].sm_len);
-				copy[pos] = v < sizeof(values) ? (char)values[v] : (char)(copy[pos] ^ 1);
-				CHECK(decode_roundtrip_stable(msgs[i].sm_type, copy, msgs[i].sm_len));
+				copy[pos] = v < sizeof(values) ? (char)values[v]
+							       : (char)(copy[pos] ^ 1);
+				CHECK(decode_roundtrip_stable(msgs[i].sm_type, copy,
+							      msgs[i].sm_len));
 			}
 		}
 		free(copy);
@@ -1101,13 +1117,13 @@ static void test_random_garbage(void)
 			else if (type != peeked)
 				ok = err == FP_WIRE_ETYPE;
 			else
-				ok = err == 0 || err == FP_WIRE_EMALFORMED || err == FP_WIRE_EFIELD ||
-				     err == FP_WIRE_ETOOBIG;
+				ok = err == 0 || err == FP_WIRE_EMALFORMED ||
+				     err == FP_WIRE_EFIELD || err == FP_WIRE_ETOOBIG;
 			if (ok && p == 0 && type == peeked)
 				outcomes[-err % 8]++;
 			if (!ok && !bad++) /* the first one, to debug */
-				fprintf(stderr, "  iteration %d, type %d: %s (peek %d)\n", iter, type,
-					fp_wire_strerror(err), p);
+				fprintf(stderr, "  iteration %d, type %d: %s (peek %d)\n", iter,
+					type, fp_wire_strerror(err), p);
 		}
 	}
 	CHECK_EQ_INT(bad, 0);
@@ -1141,8 +1157,8 @@ static const struct body_case body_cases[] = {
 	{ FP_MSG_HELLO, 8, HELLO_BASE, 0, "hello baseline" },
 	{ FP_MSG_HELLO, 7, "02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
 	  FP_WIRE_EFIELD, "hello without session" },
-	{ FP_MSG_HELLO, 7, "01 01 02 a1 68 03 a1 62 04 a1 6b 06 a1 76 07 63 08 04",
-	  FP_WIRE_EFIELD, "hello without build-ID" },
+	{ FP_MSG_HELLO, 7, "01 01 02 a1 68 03 a1 62 04 a1 6b 06 a1 76 07 63 08 04", FP_WIRE_EFIELD,
+	  "hello without build-ID" },
 	{ FP_MSG_HELLO, 8, "01 a1 31 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
 	  FP_WIRE_EFIELD, "session as a string" },
 	{ FP_MSG_HELLO, 8, "01 ff 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 63 08 04",
@@ -1162,7 +1178,8 @@ static const struct body_case body_cases[] = {
 	{ FP_MSG_HELLO, 8,
 	  "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 cf 00 00 00 01 00 00 00 00 08 04",
 	  FP_WIRE_EFIELD, "frequency over 32 bits" },
-	{ FP_MSG_HELLO, 8, "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 ca 42 c6 00 00 08 04",
+	{ FP_MSG_HELLO, 8,
+	  "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 ca 42 c6 00 00 08 04",
 	  FP_WIRE_EFIELD, "frequency as float" },
 	{ FP_MSG_HELLO, 8, "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 c3 08 04",
 	  FP_WIRE_EFIELD, "frequency as bool" },
@@ -1213,7 +1230,8 @@ static const struct body_case body_cases[] = {
 	  FP_WIRE_EFIELD, "Python line-table format 0" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 03 c4 00",
 	  FP_WIRE_EFIELD, "Python line-table format 3" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 cf 00 00 00 01 00 00 00 02 c4 00",
+	{ FP_MSG_SAMPLES, 6,
+	  BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 cf 00 00 00 01 00 00 00 02 c4 00",
 	  FP_WIRE_EFIELD, "Python line-table format 2 + 2^32" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 01 02 a1 00",
 	  FP_WIRE_EFIELD, "Python line table as str" },
@@ -1223,7 +1241,8 @@ static const struct body_case body_cases[] = {
 	  FP_WIRE_EFIELD, "Python qualname with a NUL" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 ff 02 c4 00",
 	  FP_WIRE_EFIELD, "Python firstlineno -1" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 cf 00 00 00 01 00 00 00 00 02 c4 00",
+	{ FP_MSG_SAMPLES, 6,
+	  BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 cf 00 00 00 01 00 00 00 00 02 c4 00",
 	  FP_WIRE_EFIELD, "Python firstlineno 2^32" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 03 c4 00 a1 70 a1 66 c0 02 c4 00",
 	  FP_WIRE_EFIELD, "Python firstlineno nil" },
@@ -1243,7 +1262,8 @@ static const struct body_case body_cases[] = {
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 97 01 02 03 00 a4 63 6f 6d 6d a1 70 a0", 0,
 	  "one thread" },
 	{ FP_MSG_SAMPLES, 6,
-	  BATCH_BASE " 07 91 97 01 02 03 00 af 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 a1 70 a0",
+	  BATCH_BASE
+	  " 07 91 97 01 02 03 00 af 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 a1 70 a0",
 	  0, "comm of 15" },
 	{ FP_MSG_SAMPLES, 6,
 	  BATCH_BASE
@@ -1257,8 +1277,9 @@ static const struct body_case body_cases[] = {
 	  "NUL in comm" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 97 01 02 03 ff a1 63 a1 70 a0", FP_WIRE_EFIELD,
 	  "negative cgroup" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 97 01 cf 00 00 00 01 00 00 00 00 03 00 a1 63 a1 70 a0",
-	  FP_WIRE_EFIELD, "pid over 32 bits" },
+	{ FP_MSG_SAMPLES, 6,
+	  BATCH_BASE " 07 91 97 01 cf 00 00 00 01 00 00 00 00 03 00 a1 63 a1 70 a0", FP_WIRE_EFIELD,
+	  "pid over 32 bits" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 07 91 96 01 02 03 00 a1 63 a1 70", FP_WIRE_EFIELD,
 	  "thread too short" },
 	/* nodes: [id delta, parent delta (0: none), mapping (-1: none), offset, ...] */
@@ -1284,25 +1305,25 @@ static const struct body_case body_cases[] = {
 	  "id delta to -1" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 ce ff ff ff ff 00 01 10", FP_WIRE_EFIELD,
 	  "id 2^32-1 (FP_NODE_NONE)" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 98 ce ff ff ff fe 00 01 10 01 00 01 10", FP_WIRE_EFIELD,
-	  "id delta to 2^32-1" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 cf 00 00 00 01 00 00 00 00 00 01 10", FP_WIRE_EFIELD,
-	  "id delta 2^32" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 cf ff ff ff ff ff ff ff ff 00 01 10", FP_WIRE_EFIELD,
-	  "id delta 2^64-1" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 d3 80 00 00 00 00 00 00 00 00 01 10", FP_WIRE_EFIELD,
-	  "id delta -2^63" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 98 ce ff ff ff fe 00 01 10 01 00 01 10",
+	  FP_WIRE_EFIELD, "id delta to 2^32-1" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 cf 00 00 00 01 00 00 00 00 00 01 10",
+	  FP_WIRE_EFIELD, "id delta 2^32" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 cf ff ff ff ff ff ff ff ff 00 01 10",
+	  FP_WIRE_EFIELD, "id delta 2^64-1" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 d3 80 00 00 00 00 00 00 00 00 01 10",
+	  FP_WIRE_EFIELD, "id delta -2^63" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 05 06 01 10", FP_WIRE_EFIELD, "parent -1" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 d3 ff ff ff ff 00 00 00 01 01 10", FP_WIRE_EFIELD,
-	  "parent 2^32-1 (FP_NODE_NONE)" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 cf 00 00 00 01 00 00 00 00 01 10", FP_WIRE_EFIELD,
-	  "parent delta 2^32" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 d3 80 00 00 00 00 00 00 00 01 10", FP_WIRE_EFIELD,
-	  "parent delta -2^63" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 fb cf 7f ff ff ff ff ff ff ff 01 10", FP_WIRE_EFIELD,
-	  "id -5, parent delta 2^63-1" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 cf ff ff ff ff ff ff ff ff 01 10", FP_WIRE_EFIELD,
-	  "parent delta 2^64-1" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 d3 ff ff ff ff 00 00 00 01 01 10",
+	  FP_WIRE_EFIELD, "parent 2^32-1 (FP_NODE_NONE)" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 cf 00 00 00 01 00 00 00 00 01 10",
+	  FP_WIRE_EFIELD, "parent delta 2^32" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 d3 80 00 00 00 00 00 00 00 01 10",
+	  FP_WIRE_EFIELD, "parent delta -2^63" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 fb cf 7f ff ff ff ff ff ff ff 01 10",
+	  FP_WIRE_EFIELD, "id -5, parent delta 2^63-1" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 cf ff ff ff ff ff ff ff ff 01 10",
+	  FP_WIRE_EFIELD, "parent delta 2^64-1" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 00 fe 10", FP_WIRE_EFIELD, "mapping -2" },
 	/* The decoders take any spelling of an integer (section 1 of
 	 * PROTOCOL.md), -1 included; encoders write it as the one byte 0xff. */
@@ -1313,8 +1334,8 @@ static const struct body_case body_cases[] = {
 	  "mapping 0xffffffff" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 00 c0 10", FP_WIRE_EFIELD, "mapping nil" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 00 01 ff", FP_WIRE_EFIELD, "negative offset" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 00 01 d3 80 00 00 00 00 00 00 00", FP_WIRE_EFIELD,
-	  "offset -2^63" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 00 01 d3 80 00 00 00 00 00 00 00",
+	  FP_WIRE_EFIELD, "offset -2^63" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 94 00 00 01 ca 3f 80 00 00", FP_WIRE_EFIELD,
 	  "offset as float" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 08 a0", FP_WIRE_EFIELD, "nodes as a string" },
@@ -1341,8 +1362,7 @@ static const struct body_case body_cases[] = {
 	{ FP_MSG_SAMPLES, 7, BATCH_BASE " 08 94 00 00 01 10 09 93 01 00 01", 0,
 	  "a node and its count" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 92 01 02", FP_WIRE_EFIELD, "2 count elements" },
-	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 94 01 02 03 04", FP_WIRE_EFIELD,
-	  "4 count elements" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 94 01 02 03 04", FP_WIRE_EFIELD, "4 count elements" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 95 01 02 03 04 05", FP_WIRE_EFIELD,
 	  "5 count elements" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 09 93 01 fe 03", FP_WIRE_EFIELD, "count node -2" },
@@ -1406,14 +1426,15 @@ static const struct body_case body_cases[] = {
 	  "part past the total" },
 	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 02 02 c4 01 01", FP_WIRE_EFIELD,
 	  "part at the total" },
-	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 00 ce 7f 00 00 00 c4 01 01", FP_WIRE_EFIELD,
-	  "table over the row limit" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 00 ce 7f 00 00 00 c4 01 01",
+	  FP_WIRE_EFIELD, "table over the row limit" },
 	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 94 c4 02 aa bb 00 02 a2 01 02", FP_WIRE_EFIELD,
 	  "table part as str" },
-	{ FP_MSG_REPLY, 3, REPLY_BASE " 06 dc 00 14"
-	  " c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01"
-	  " c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01", FP_WIRE_ETOOBIG,
-	  "five table parts" },
+	{ FP_MSG_REPLY, 3,
+	  REPLY_BASE " 06 dc 00 14"
+		     " c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01"
+		     " c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01",
+	  FP_WIRE_ETOOBIG, "five table parts" },
 
 	{ FP_MSG_FILE, 4, FILE_BASE, 0, "file baseline" },
 	{ FP_MSG_FILE, 5, FILE_BASE " 06 c4 03 01 02 03", 0, "file with data" },
@@ -1498,22 +1519,22 @@ static void test_unknown_keys_ignored(void)
 
 /* Whole messages given in hex: the envelope and the framing. */
 struct raw_case {
-	int rc_type;      /* decoder to run */
+	int rc_type; /* decoder to run */
 	const char *rc_hex;
-	int rc_err;       /* from the decoder */
-	int rc_peek;      /* from fp_wire_peek */
+	int rc_err;  /* from the decoder */
+	int rc_peek; /* from fp_wire_peek */
 	const char *rc_what;
 };
 
 static const struct raw_case raw_cases[] = {
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 03 00 01 02",
-	  0, 0, "leaves: thread 0, node 0, count 1" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 00",
-	  FP_WIRE_EFIELD, 0, "leaves: empty" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b 90",
-	  FP_WIRE_EFIELD, 0, "leaves: an array" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 01 01",
-	  FP_WIRE_EFIELD, 0, "leaves: group without its size" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 03 00 01 02", 0, 0,
+	  "leaves: thread 0, node 0, count 1" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 00", FP_WIRE_EFIELD, 0,
+	  "leaves: empty" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b 90", FP_WIRE_EFIELD, 0,
+	  "leaves: an array" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 01 01", FP_WIRE_EFIELD,
+	  0, "leaves: group without its size" },
 	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 02 01 00",
 	  FP_WIRE_EFIELD, 0, "leaves: group of 0" },
 	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 03 00 01 81",
@@ -1522,27 +1543,31 @@ static const struct raw_case raw_cases[] = {
 	  FP_WIRE_EFIELD, 0, "leaves: count 1 spelled out" },
 	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 03 00 02 02",
 	  FP_WIRE_EFIELD, 0, "leaves: group larger than its bytes" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 0a ff ff ff ff 0f 01 02 01 01 02",
+	{ FP_MSG_SAMPLES,
+	  "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 0a ff ff ff ff 0f 01 02 01 01 02",
 	  FP_WIRE_EFIELD, 0, "leaves: thread past u32" },
 	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 07 00 01 80 80 80 80 20",
 	  FP_WIRE_EFIELD, 0, "leaves: leaf past u32" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 0d ff ff ff ff ff ff ff ff ff ff 01 01 02",
+	{ FP_MSG_SAMPLES,
+	  "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0b c4 0d ff ff ff ff ff ff ff ff ff ff 01 01 02",
 	  FP_WIRE_EFIELD, 0, "leaves: 11-byte varint" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 00 00 00 05",
-	  0, 0, "nodes: node 0, unmapped, offset 5" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 02 01 00 05",
-	  0, 0, "nodes: parent after its child" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 00",
-	  FP_WIRE_EFIELD, 0, "nodes: empty" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 00 00 00 05", 0, 0,
+	  "nodes: node 0, unmapped, offset 5" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 02 01 00 05", 0, 0,
+	  "nodes: parent after its child" },
+	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 00", FP_WIRE_EFIELD, 0,
+	  "nodes: empty" },
 	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 03 00 00 00",
 	  FP_WIRE_EFIELD, 0, "nodes: three of four numbers" },
 	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 01 00 00 05",
 	  FP_WIRE_EFIELD, 0, "nodes: id -1" },
 	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 04 00 02 00 05",
 	  FP_WIRE_EFIELD, 0, "nodes: parent 0 - 1" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 08 00 00 80 80 80 80 10 05",
+	{ FP_MSG_SAMPLES,
+	  "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 08 00 00 80 80 80 80 10 05",
 	  FP_WIRE_EFIELD, 0, "nodes: mapping past u32" },
-	{ FP_MSG_SAMPLES, "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 08 fe ff ff ff 1f 00 00 05",
+	{ FP_MSG_SAMPLES,
+	  "93 01 02 86 01 00 02 00 03 00 04 00 05 00 0c c4 08 fe ff ff ff 1f 00 00 05",
 	  FP_WIRE_EFIELD, 0, "nodes: id 0xffffffff" },
 	{ FP_MSG_REPLY, "", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "empty" },
 	{ FP_MSG_REPLY, "c0", FP_WIRE_EMALFORMED, FP_WIRE_EMALFORMED, "nil" },
@@ -1618,7 +1643,8 @@ static void test_raw_cases(void)
 		if (peek)
 			CHECK_EQ_INT(type, -7);
 		/* Failing fast: nothing proportional to a declared count. */
-		CHECK((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 50000000L);
+		CHECK((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) <
+		      50000000L);
 		free(heap);
 	}
 }
@@ -1696,7 +1722,8 @@ static void test_varint_roundtrip(void)
 
 	make_batch(&b);
 	CHECK_EQ_INT(fp_wire_encode_batch_parts(&b, FP_FEATURES_KNOWN, &buf, &len,
-						&(struct fp_wire_batch_parts){ 0 }), 0);
+						&(struct fp_wire_batch_parts){ 0 }),
+		     0);
 	CHECK_EQ_INT(fp_wire_encode_batch(&b, &old, &oldlen), 0);
 	printf("  make_batch: %zu bytes with keys 11 and 12, %zu with 8 and 9\n", len, oldlen);
 	CHECK(len < oldlen);
@@ -1705,7 +1732,8 @@ static void test_varint_roundtrip(void)
 	CHECK(batch_eq(&b, &d));
 	/* Deterministic. */
 	CHECK_EQ_INT(fp_wire_encode_batch_parts(&d, FP_FEATURES_KNOWN, &buf2, &len2,
-						&(struct fp_wire_batch_parts){ 0 }), 0);
+						&(struct fp_wire_batch_parts){ 0 }),
+		     0);
 	CHECK(len == len2 && memcmp(buf, buf2, len) == 0);
 	free(buf2);
 	/* Keys 8 and 9 and keys 11 and 12 in one message: nodes and
@@ -1807,7 +1835,8 @@ static void test_nodes_unchecked_semantics(void)
 
 	/* One path of 1000 frames, deeper than FP_MAX_FRAMES. */
 	for (i = 0; i < n; i++)
-		nodes[i] = (struct fp_node){ (uint32_t)(i + 1), i ? (uint32_t)i : FP_NODE_NONE,
+		nodes[i] = (struct fp_node){ (uint32_t)(i + 1),
+					     i ? (uint32_t)i : FP_NODE_NONE,
 					     { 1, i } };
 	/* A cycle, a node defined twice, a parent defined after its child. */
 	nodes[n] = (struct fp_node){ 5000, 5001, { 1, 0 } };
@@ -1838,7 +1867,8 @@ static void test_batch_size_limit(void)
 	size_t len = 0, i;
 
 	for (i = 0; i < over; i++)
-		nodes[i] = (struct fp_node){ (uint32_t)i, i ? (uint32_t)(i - 1) : FP_NODE_NONE,
+		nodes[i] = (struct fp_node){ (uint32_t)i,
+					     i ? (uint32_t)(i - 1) : FP_NODE_NONE,
 					     { FP_MAPPING_NONE, UINT64_MAX } };
 	memset(&b, 0, sizeof(b));
 	b.fb_nodes = nodes;
@@ -2043,17 +2073,18 @@ static void test_python_mapping_bytes(void)
 {
 	static const uint8_t table[] = { 0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x88,
 					 0x01, 0xd8, 0x0f, 0x10, 0x88, 0x08 };
-	static const uint8_t expect[] = {
-		0x93, 0x01, 0x02, 0x87,                         /* [1, SAMPLES, {7 keys */
-		0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0x05, 0x00,
-		0x06, 0x91,                                     /* mappings: 1 */
-		0x98, 0x07, 0x03, 0xc4, 0x00,                   /* [8: id 7, kind 3, bin 0 */
-		0xad, '/', 's', 'r', 'v', '/', 'a', 'p', 'p', '/', 'w', '.', 'p', 'y',
-		0xaa, 'W', 'o', 'r', 'k', 'e', 'r', '.', 'r', 'u', 'n',
-		0x03, 0x02,                                     /* line 3, co_linetable */
-		0xc4, 0x0c, 0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x88, 0x01, 0xd8, 0x0f, 0x10, 0x88, 0x08,
-		0x08, 0x94, 0x01, 0x00, 0x07, 0x06,             /* node 1, root, mapping 7, 6 */
-	};
+	static const uint8_t
+		expect[] = {
+			0x93, 0x01, 0x02, 0x87, /* [1, SAMPLES, {7 keys */
+			0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0x05, 0x00, 0x06,
+			0x91,                         /* mappings: 1 */
+			0x98, 0x07, 0x03, 0xc4, 0x00, /* [8: id 7, kind 3, bin 0 */
+			0xad, '/',  's',  'r',  'v',  '/',  'a',  'p',  'p',  '/',  'w',
+			'.',  'p',  'y',  0xaa, 'W',  'o',  'r',  'k',  'e',  'r',  '.',
+			'r',  'u',  'n',  0x03, 0x02, /* line 3, co_linetable */
+			0xc4, 0x0c, 0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x88, 0x01, 0xd8, 0x0f,
+			0x10, 0x88, 0x08, 0x08, 0x94, 0x01, 0x00, 0x07, 0x06, /* node 1, root, mapping 7, 6 */
+		};
 	struct fp_mapping m = { 0 };
 	struct fp_node node = { 1, FP_NODE_NONE, { 7, 6 } };
 	struct fp_batch b, d;

@@ -32,6 +32,8 @@ static uint64_t next(uint64_t state, int depth)
 	return steps[(state >> 33) % NFUNCS](state, depth + 1);
 }
 
+/* A table of functions, one generated per line. */
+/* clang-format off */
 #define STEP(n) \
 	__attribute__((noinline)) static uint64_t step##n(uint64_t s, int d) \
 	{ uint64_t r = next(s ^ n, d); sink += r; return r + 1; }
@@ -39,6 +41,7 @@ static uint64_t next(uint64_t state, int depth)
 STEP8(1) STEP8(2) STEP8(3) STEP8(4) STEP8(5) STEP8(6) STEP8(7) STEP8(8)
 #define REF8(n) step##n##0, step##n##1, step##n##2, step##n##3, step##n##4, step##n##5, step##n##6, step##n##7
 static step_fn all[NFUNCS] = { REF8(1), REF8(2), REF8(3), REF8(4), REF8(5), REF8(6), REF8(7), REF8(8) };
+/* clang-format on */
 
 static double now(void)
 {
@@ -81,7 +84,8 @@ int main(int argc, char **argv)
 	for (t = now(); t < end; t = now()) {
 		pid_t pid = fork();
 		if (pid == 0) {
-			snprintf(arg, sizeof(arg), "%llu", (unsigned long long)(n * 2654435761u + 1));
+			snprintf(arg, sizeof(arg), "%llu",
+				 (unsigned long long)(n * 2654435761u + 1));
 			execl(self, self, "child", arg, (char *)NULL);
 			_exit(127);
 		}

@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 	sigaction(SIGALRM, &sa, NULL);
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
-	struct itimerval it = {{0, 4000}, {0, 4000}};
+	struct itimerval it = { { 0, 4000 }, { 0, 4000 } };
 	setitimer(ITIMER_REAL, &it, NULL);
 	main_loop(now() + seconds);
 	printf("%f\n", acc);

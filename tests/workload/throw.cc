@@ -7,10 +7,13 @@
 #include <string>
 #include <time.h>
 
-namespace wl {
+namespace wl
+{
 
 struct Overflow : std::runtime_error {
-	explicit Overflow(int v) : std::runtime_error("overflow"), value(v) {}
+	explicit Overflow(int v) : std::runtime_error("overflow"), value(v)
+	{
+	}
 	int value;
 };
 

@@ -19,10 +19,14 @@
 
 extern "C" uint64_t fpwork_mix(uint64_t seed, int rounds);
 
-namespace fp {
-class Cruncher {
+namespace fp
+{
+class Cruncher
+{
       public:
-	explicit Cruncher(double f) : factor_(f) {}
+	explicit Cruncher(double f) : factor_(f)
+	{
+	}
 	__attribute__((noinline)) double crunch(int n);
 
       private:
