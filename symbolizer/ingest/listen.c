@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "intern.h"
 #include "log.h"
+#include "nngerr.h"
 #include "tls.h"
 #include "wire.h"
 
@@ -353,7 +354,7 @@ fail:
 	fp_warnx("nng: %s", nng_strerror(rv));
 fail_logged:
 	fp_listen_close(l);
-	return rv == NNG_ENOMEM ? -ENOMEM : -EIO;
+	return fp_nng_errno(rv);
 }
 
 /* listener_stat: one counter of nng's statistics of a listener; 0

@@ -60,8 +60,9 @@ struct fp_listener;
  * certificate for the others) with nworkers (1-FP_LISTEN_WORKERS_MAX)
  * contexts, serving s, with the default bounds
  * (FP_LISTEN_CONNECTIONS_DEFAULT, FP_LISTEN_IDLE_DEFAULT_S).  0, -EINVAL
- * (bad nworkers), -ENOMEM or -EIO (nng refused, or a TLS file or option
- * is wrong: logged with its reason). */
+ * (bad nworkers or address), -EADDRINUSE, -ENOMEM or -EIO (nng refused
+ * otherwise, or a TLS file or option is wrong: logged with its reason);
+ * nng's codes as fp_nng_errno maps them. */
 int fp_listen_open(struct fp_listener **l, struct fp_server *s, const char *addr, unsigned nworkers,
 		   const struct fp_tls_opts *tls);
 
