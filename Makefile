@@ -44,7 +44,10 @@ endif
 .PHONY: all deps test check bench soak run fuzz clean format format-check lint
 
 COMMON_SRCS := $(wildcard common/*.c)
-DEVICE_SRCS := $(filter-out device/main.c,$(wildcard device/*.c))
+# The agent's program: its main and its exchanges with the symbolizer,
+# which use main's state (device/agent.h); the rest of device/ is a library.
+AGENT_SRCS  := device/main.c device/exchange.c
+DEVICE_SRCS := $(filter-out $(AGENT_SRCS),$(wildcard device/*.c))
 SYMB_SRCS   := $(foreach d,$(SYMB_DIRS),$(wildcard symbolizer/$(d)/*.c))
 HDRS        := $(wildcard */*.h symbolizer/*/*.h)
 TOOLS_SRCS  := $(wildcard tools/*.c)
@@ -123,9 +126,9 @@ $(ALL_LIBA) $(ALL_ASANA):
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D) && rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILD)/fleetprof-agent: $(call obj,device/main.c) $(AGENT_LIBA)
+$(BUILD)/fleetprof-agent: $(call obj,$(AGENT_SRCS)) $(AGENT_LIBA)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(FP_CFLAGS) $< $(call group,$(AGENT_LIBA)) $(AGENT_LIBS) -o $@
+	$(Q)$(CC) $(FP_CFLAGS) $(call obj,$(AGENT_SRCS)) $(call group,$(AGENT_LIBA)) $(AGENT_LIBS) -o $@
 $(BUILD)/fleetprof-symbolizer: $(call obj,symbolizer/main.c) $(SYMB_LIBA)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(FP_CFLAGS) $< $(call group,$(SYMB_LIBA)) $(ALL_LIBS) -o $@
@@ -211,7 +214,7 @@ format-check:
 # Static checks: cppcheck (must be clean), then clang's static analyzer
 # through clang-tidy (advisory: it lists findings to triage, many of them
 # paths that the option checks rule out).
-LINT_SRCS := $(COMMON_SRCS) $(DEVICE_SRCS) device/main.c $(SYMB_SRCS) symbolizer/main.c $(TOOLS_SRCS)
+LINT_SRCS := $(COMMON_SRCS) $(DEVICE_SRCS) $(AGENT_SRCS) $(SYMB_SRCS) symbolizer/main.c $(TOOLS_SRCS)
 lint: $(SKELS) $(PROTO_HDRS)
 	$(Q)cppcheck --quiet --error-exitcode=1 --inline-suppr --enable=warning,performance,portability \
 		--std=c11 -D__x86_64__ -DFP_VERSION='"lint"' $(INCLUDES) \

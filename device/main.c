@@ -1,19 +1,13 @@
 /* main.c: fleetprof-agent, the device daemon.  Samples with BPF, ships
  * (build-ID, offset) stacks to the symbolizer once per interval, buffers
  * while the symbolizer is away, and moves to the next symbolizer given
- * when the current one stops answering (failover.h has the rule). */
+ * when the current one stops answering.  Here: the flags, start-up and
+ * privileges, sampling, closing intervals and the memory budget;
+ * exchange.c talks to the symbolizer. */
+#include "agent.h"
 #include "cli.h"
-#include "collector.h"
-#include "failover.h"
-#include "kernel.h"
 #include "log.h"
 #include "privilege.h"
-#include "ring.h"
-#include "sampler.h"
-#include "unwind_maps.h"
-#include "cpython.h"
-#include "uplink.h"
-#include "wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,83 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KSYMS_PART 4000 /* symbols per message: bounds the agent's memory */
-/* The agent's own budget for what a symbolizer asks of it, per interval:
- * kallsyms reads (each reads all of /proc/kallsyms), and file bytes
- * (--fetch-budget).  What does not fit waits for the next interval; what
- * does not fit the queues is refused. */
-#define KSYMS_PER_INTERVAL 4
-#define KSYMS_QUEUE 256
-#define FETCH_KB_DEFAULT 8192
-#define FETCH_QUEUE 4096
-#define MAX_MEM_DEFAULT_MB 32 /* the agent's heap; README, "Memory" */
-#define MAX_SERVERS 16
-#define FAILOVER_AFTER_DEFAULT 3
-#define FAILBACK_DEFAULT_S 300
-
-static volatile sig_atomic_t exiting;
-
-struct agent_opts {
-	const char *ao_servers[MAX_SERVERS]; /* in order of preference */
-	size_t ao_nservers;
-	uint32_t ao_failover_after; /* consecutive failures that move us on */
-	uint32_t ao_failback_s;     /* between tries of earlier servers; 0: never */
-	uint32_t ao_frequency;
-	uint32_t ao_interval_s;
-	uint32_t ao_pids[FP_TARGET_PIDS]; /* -p, the first ao_npids */
-	uint32_t ao_npids;
-	uint32_t ao_buffer;        /* intervals kept while the server is away */
-	uint32_t ao_timeout_ms;    /* for one reply */
-	uint32_t ao_unwind_mb;     /* unwind table rows in BPF maps */
-	int ao_no_python;          /* leave CPython's eval loop as native frames */
-	int ao_keep_privileges;    /* stay root, without the seccomp filter */
-	uint32_t ao_fetch_kb;      /* file bytes sent per interval; 0: --no-fetch */
-	uint32_t ao_max_mem_mb;    /* heap above which the agent starts over */
-	struct fp_tls_opts ao_tls; /* for tls+tcp:// servers */
-	size_t ao_nlabels;
-	char *ao_label_keys[64];
-	char *ao_label_values[64];
-};
-
-struct agent {
-	struct agent_opts ag_o;
-	struct fp_kernel ag_kernel;
-	struct fp_collector *ag_collector;
-	struct fp_sampler *ag_sampler;
-	struct fp_uplink *ag_uplink; /* to ag_addr, one of ag_o.ao_servers */
-	const char *ag_addr;
-	struct fp_failover ag_fo;
-	struct fp_unwind *ag_unwind; /* NULL with --unwind-mem 0 */
-	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
-	struct fp_hello ag_hello;
-	int ag_hello_ok;
-	uint64_t ag_session;
-	uint64_t ag_seq;
-	uint64_t ag_next_cut_ns;
-	struct fp_ring ag_ring; /* closed intervals until written */
-	struct fp_lost ag_lost; /* agent-side totals */
-	uint64_t ag_sampled, ag_acked_samples;
-	uint64_t ag_batch_bytes, ag_ksyms_bytes;   /* acknowledged, on the wire */
-	struct fp_wire_batch_parts ag_batch_parts; /* ag_batch_bytes by part */
-	uint64_t ag_features;    /* what the symbolizer said it reads (fp_feature) */
-	uint64_t ag_file_bytes;  /* file bytes the symbolizer asked for */
-	uint64_t ag_table_bytes; /* unwind table bytes received */
-	uint64_t ag_resets;      /* times the memory budget made us start over */
-	uint64_t ag_busy;        /* intervals a busy symbolizer did not take (sent again) */
-	/* What the symbolizer asked for and this interval's budget has not
-	 * covered yet, carried to the next ones (this session only). */
-	struct fp_range *ag_fetch_q;
-	size_t ag_fetch_head, ag_fetch_len;
-	uint64_t ag_fetch_left; /* file bytes this interval may still send */
-	struct fp_build_id ag_ksyms_q[KSYMS_QUEUE];
-	size_t ag_ksyms_len;
-	unsigned ag_ksyms_left; /* kallsyms reads this interval may still make */
-	uint64_t ag_fetch_deferred, ag_ksyms_deferred, ag_asks_dropped;
-};
+volatile sig_atomic_t agent_exiting;
 
 static void on_signal(int sig)
 {
-	exiting = 1;
+	agent_exiting = 1;
 }
 
 static void on_known(uint32_t pid, int known, void *arg)
@@ -160,9 +82,7 @@ static int collector_open(struct agent *a)
 	return 0;
 }
 
-/* agent_new_session: the next exchange starts a new session (a hello);
- * the collector forgets what the peer knew when the hello is answered. */
-static void agent_new_session(struct agent *a)
+void agent_new_session(struct agent *a)
 {
 	a->ag_session++;
 	a->ag_hello.fh_session = a->ag_session;
@@ -183,8 +103,8 @@ static void agent_start_over(struct agent *a, uint64_t heap)
 	a->ag_collector = NULL;
 	fp_sampler_forget_pids(a->ag_sampler);
 	if (collector_open(a)) {
-		fp_warnx("out of memory starting over: exiting");
-		exiting = 1;
+		fp_warnx("out of memory starting over: agent_exiting");
+		agent_exiting = 1;
 		return;
 	}
 	agent_new_session(a);
@@ -235,8 +155,7 @@ static void agent_cut(struct agent *a)
 		 iv.fi_samples, iv.fi_ncounts, fp_ring_len(&a->ag_ring));
 }
 
-/* Sample for up to timeout_ms; close the interval when it is due. */
-static void agent_pump(struct agent *a, int timeout_ms)
+void agent_pump(struct agent *a, int timeout_ms)
 {
 	int n = fp_sampler_poll(a->ag_sampler, timeout_ms);
 
@@ -246,417 +165,6 @@ static void agent_pump(struct agent *a, int timeout_ms)
 		agent_cut(a);
 		a->ag_next_cut_ns += (uint64_t)a->ag_o.ao_interval_s * 1000000000ull;
 	}
-}
-
-/* One request and its reply; sampling goes on while we wait. */
-static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *reply)
-{
-	uint64_t deadline = fp_now_ns(CLOCK_MONOTONIC) + a->ag_o.ao_timeout_ms * 1000000ull;
-	int err;
-
-	/* No connection yet (the dialer is still retrying): keep sampling and
-	 * try again until the deadline. */
-	while ((err = fp_uplink_send(a->ag_uplink, buf, len)) == -ETIMEDOUT &&
-	       fp_now_ns(CLOCK_MONOTONIC) < deadline)
-		agent_pump(a, 20);
-	free(buf);
-	if (err)
-		return err;
-	for (;;) {
-		err = fp_uplink_poll(a->ag_uplink, reply);
-		if (err != -EAGAIN)
-			return err;
-		if (fp_now_ns(CLOCK_MONOTONIC) >= deadline)
-			return -ETIMEDOUT;
-		agent_pump(a, 5);
-	}
-}
-
-static int send_ksyms_part(const struct fp_ksyms *part, void *arg)
-{
-	struct agent *a = arg;
-	struct fp_reply r = { 0 };
-	size_t len;
-	char *buf;
-	int err;
-
-	if ((err = fp_wire_encode_ksyms(part, &buf, &len)))
-		return err;
-	err = agent_call(a, buf, len, &r);
-	if (!err && r.fr_status != FP_REPLY_OK)
-		err = -EPROTO;
-	if (!err)
-		a->ag_ksyms_bytes += len;
-	fp_reply_fini(&r);
-	return err;
-}
-
-/* The symbolizer asked for kallsyms snapshots it does not have yet: each
- * build-ID once, as many a interval as the budget allows. */
-static void agent_queue_wants(struct agent *a, const struct fp_reply *r)
-{
-	for (size_t i = 0; i < r->fr_nwant; i++) {
-		size_t j;
-
-		for (j = 0; j < a->ag_ksyms_len; j++)
-			if (fp_build_id_eq(&a->ag_ksyms_q[j], &r->fr_want[i]))
-				break;
-		if (j < a->ag_ksyms_len)
-			continue;
-		if (a->ag_ksyms_len == KSYMS_QUEUE) {
-			a->ag_asks_dropped++;
-			continue;
-		}
-		a->ag_ksyms_q[a->ag_ksyms_len++] = r->fr_want[i];
-	}
-}
-
-static void agent_send_ksyms(struct agent *a)
-{
-	char hex[2 * FP_BUILD_ID_MAX + 1];
-
-	while (a->ag_ksyms_len && a->ag_ksyms_left) {
-		const struct fp_build_id *id = &a->ag_ksyms_q[0];
-		int err = fp_kernel_ksyms(&a->ag_kernel, "/proc", id, a->ag_session, KSYMS_PART,
-					  send_ksyms_part, a);
-
-		a->ag_ksyms_left--;
-		fp_build_id_hex(id, hex);
-		if (err)
-			fp_warnx("kallsyms for %s not sent: %s", hex, strerror(-err));
-		else
-			fp_info("sent kallsyms for %s", hex);
-		memmove(&a->ag_ksyms_q[0], &a->ag_ksyms_q[1],
-			--a->ag_ksyms_len * sizeof(a->ag_ksyms_q[0]));
-	}
-	if (a->ag_ksyms_len)
-		a->ag_ksyms_deferred++;
-}
-
-/* agent_queue_ranges: byte ranges asked for, after those still queued. */
-static void agent_queue_ranges(struct agent *a, const struct fp_range *g, size_t n)
-{
-	struct fp_range *q;
-	size_t room;
-
-	if (a->ag_fetch_head == a->ag_fetch_len)
-		a->ag_fetch_head = a->ag_fetch_len = 0;
-	room = FETCH_QUEUE - a->ag_fetch_len;
-	if (n > room) {
-		a->ag_asks_dropped += n - room;
-		n = room;
-	}
-	if (!n || !(q = realloc(a->ag_fetch_q, (a->ag_fetch_len + n) * sizeof(*q))))
-		return;
-	a->ag_fetch_q = q;
-	memcpy(&q[a->ag_fetch_len], g, n * sizeof(*g));
-	a->ag_fetch_len += n;
-}
-
-/* agent_session_asks_fini: a new session starts with no questions. */
-static void agent_session_asks_fini(struct agent *a)
-{
-	free(a->ag_fetch_q);
-	a->ag_fetch_q = NULL;
-	a->ag_fetch_head = a->ag_fetch_len = 0;
-	a->ag_ksyms_len = 0;
-}
-
-#define MAX_FILE_MESSAGES 1024 /* per request chain: the symbolizer drives, we bound it */
-
-/* send_file_part: one range of the file open at fd (or -errno: why it
- * cannot be read). */
-static int send_file_part(struct agent *a, const struct fp_range *g, int fd, struct fp_reply *reply)
-{
-	struct fp_file_data d = { .fd_session = a->ag_session,
-				  .fd_build_id = g->fg_build_id,
-				  .fd_offset = g->fg_offset };
-	struct stat st;
-	ssize_t n = 0;
-	size_t len;
-	char *buf;
-	int err;
-
-	if (fd < 0 || fstat(fd, &st)) {
-		d.fd_error = fd < 0 ? (uint32_t)-fd : (uint32_t)errno;
-	} else {
-		d.fd_file_size = (uint64_t)st.st_size;
-		if (g->fg_offset < d.fd_file_size) {
-			d.fd_data = malloc(g->fg_length ? g->fg_length : 1);
-			n = d.fd_data ? pread(fd, d.fd_data, g->fg_length, (off_t)g->fg_offset)
-				      : -1;
-			if (n < 0)
-				d.fd_error = d.fd_data ? (uint32_t)errno : ENOMEM;
-			else
-				d.fd_len = (size_t)n;
-		}
-	}
-	if (d.fd_error)
-		d.fd_len = 0;
-	err = fp_wire_encode_file(&d, &buf, &len);
-	free(d.fd_data);
-	if (err)
-		return err;
-	if ((err = agent_call(a, buf, len, reply)))
-		return err;
-	a->ag_file_bytes += d.fd_len;
-	return reply->fr_status == FP_REPLY_OK ? 0 : -EPROTO;
-}
-
-/* The symbolizer has no symbols for some of our files and asks for parts
- * of them; each answer may bring the next question.  The file is opened
- * (and its build-ID checked) once per run of ranges of the same file.
- * With --no-fetch every range is answered "not permitted" at once. */
-static void agent_answer_ranges(struct agent *a)
-{
-	struct fp_build_id open_id = { 0 };
-	size_t sent = 0;
-	int fd = -ENOENT;
-
-	while (a->ag_fetch_head < a->ag_fetch_len && sent++ < MAX_FILE_MESSAGES) {
-		struct fp_range g = a->ag_fetch_q[a->ag_fetch_head];
-		struct fp_reply r = { 0 };
-
-		if (!a->ag_o.ao_fetch_kb) {
-			fd = -EPERM;
-		} else if (!a->ag_fetch_left) {
-			a->ag_fetch_deferred++;
-			break;
-		} else if (!open_id.fb_len || !fp_build_id_eq(&open_id, &g.fg_build_id)) {
-			if (fd >= 0)
-				close(fd);
-			fd = fp_collector_open_file(a->ag_collector, &g.fg_build_id);
-			open_id = g.fg_build_id;
-		}
-		if (send_file_part(a, &g, fd, &r)) {
-			fp_reply_fini(&r);
-			break;
-		}
-		a->ag_fetch_head++;
-		/* the last range of an interval may overrun it, by at most
-		 * FP_RANGE_MAX: a range larger than the budget still goes */
-		a->ag_fetch_left -= g.fg_length < a->ag_fetch_left ? g.fg_length : a->ag_fetch_left;
-		agent_queue_ranges(a, r.fr_ranges, r.fr_nranges);
-		fp_reply_fini(&r);
-	}
-	if (fd >= 0)
-		close(fd);
-}
-
-static int agent_hello(struct agent *a)
-{
-	struct fp_reply r = { 0 };
-	size_t len;
-	char *buf;
-	int err;
-
-	if ((err = fp_wire_encode_hello(&a->ag_hello, &buf, &len)))
-		return err;
-	if ((err = agent_call(a, buf, len, &r)))
-		return err;
-	if (r.fr_status != FP_REPLY_OK) {
-		fp_warnx("symbolizer refused hello: %s",
-			 r.fr_error ? r.fr_error : "no reason given");
-		fp_reply_fini(&r);
-		return -EPROTO;
-	}
-	fp_collector_forget(a->ag_collector); /* a new session knows nothing */
-	agent_session_asks_fini(a);
-	a->ag_hello_ok = 1;
-	a->ag_features = r.fr_features & FP_FEATURES_KNOWN;
-	if (a->ag_unwind)
-		fp_unwind_set_function_rows(a->ag_unwind,
-					    a->ag_features & FP_FEATURE_FUNCTION_ROWS);
-	fp_info("connected to %s (session %016" PRIx64 ")", a->ag_addr, a->ag_session);
-	agent_queue_wants(a, &r);
-	agent_send_ksyms(a);
-	fp_reply_fini(&r);
-	return 0;
-}
-
-/* Unwind tables the symbolizer sent: install them, then tell the BPF
- * program which processes they serve. */
-static void agent_take_tables(struct agent *a, const struct fp_reply *r)
-{
-	size_t i;
-	int added = 0, err;
-
-	for (i = 0; a->ag_unwind && i < r->fr_ntables; i++) {
-		a->ag_table_bytes += r->fr_tables[i].tp_len;
-		err = fp_unwind_take_part(a->ag_unwind, &r->fr_tables[i]);
-		if (err < 0)
-			fp_debug("unwind table not installed: %s", strerror(-err));
-		added |= err > 0;
-	}
-	if (added)
-		fp_collector_remap(a->ag_collector);
-}
-
-/* Send every unsent interval, oldest first.  0 when none is left. */
-static int agent_flush(struct agent *a)
-{
-	struct fp_interval *iv;
-
-	while ((iv = fp_ring_next(&a->ag_ring))) {
-		struct fp_reply r = { 0 };
-		struct fp_wire_batch_parts parts;
-		struct fp_batch b;
-		uint64_t seq = iv->fi_seq;
-		size_t len;
-		char *buf;
-		int err;
-
-		if (!a->ag_hello_ok && (err = agent_hello(a)))
-			return err;
-		if ((err = fp_collector_batch(a->ag_collector, iv, a->ag_session,
-					      a->ag_hello.fh_frequency
-						      ? 1000000000ull / a->ag_hello.fh_frequency
-						      : 0,
-					      &b)))
-			return err;
-		err = fp_wire_encode_batch_parts(&b, a->ag_features, &buf, &len, &parts);
-		if (!err)
-			err = agent_call(a, buf, len, &r);
-		if (err) {
-			fp_collector_batch_release(a->ag_collector, &b);
-			return err;
-		}
-		/* The buffer may have moved while we waited (a cut, a drop). */
-		iv = fp_ring_next(&a->ag_ring);
-		if (r.fr_status == FP_REPLY_OK && r.fr_seq != seq) {
-			/* Not taken: the symbolizer is busy (its sinks are
-			 * behind) and applied nothing.  Keep the interval and
-			 * its definitions unsent, and try again at the next
-			 * flush. */
-			a->ag_busy++;
-			fp_debug("symbolizer busy: interval %" PRIu64
-				 " not taken, sent again later",
-				 seq);
-			fp_collector_batch_release(a->ag_collector, &b);
-			fp_reply_fini(&r);
-			return 0;
-		}
-		switch (r.fr_status) {
-		case FP_REPLY_OK:
-			fp_collector_sent(a->ag_collector, &b);
-			if (iv && iv->fi_seq == seq) {
-				fp_debug("interval %" PRIu64 " acknowledged: %" PRIu64
-					 " samples in %zu "
-					 "bytes (%zu nodes in %zu, %zu counts in %zu, mappings %zu, "
-					 "threads %zu, header %zu)",
-					 seq, iv->fi_samples, len, b.fb_nnodes, parts.wp_nodes,
-					 b.fb_ncounts, parts.wp_counts, parts.wp_mappings,
-					 parts.wp_threads, parts.wp_other);
-				if (fp_ring_ack(&a->ag_ring)) { /* not again when sent again */
-					a->ag_acked_samples += iv->fi_samples;
-					a->ag_batch_bytes += len;
-					a->ag_batch_parts.wp_mappings += parts.wp_mappings;
-					a->ag_batch_parts.wp_threads += parts.wp_threads;
-					a->ag_batch_parts.wp_nodes += parts.wp_nodes;
-					a->ag_batch_parts.wp_counts += parts.wp_counts;
-					a->ag_batch_parts.wp_other += parts.wp_other;
-				}
-			}
-			fp_ring_written(&a->ag_ring, r.fr_has_written, r.fr_written);
-			agent_take_tables(a, &r);
-			agent_queue_wants(a, &r);
-			agent_send_ksyms(a);
-			agent_queue_ranges(a, r.fr_ranges, r.fr_nranges);
-			agent_answer_ranges(a);
-			break;
-		case FP_REPLY_NEED_HELLO:
-			fp_info("symbolizer lost our session (restarted?): saying hello again");
-			a->ag_hello_ok = 0;
-			/* What it acknowledged may have died with it: send again (it
-			 * knows, if it stored them, and takes them once). */
-			fp_ring_resend(&a->ag_ring);
-			break;
-		default:
-			fp_warnx("symbolizer rejected interval %" PRIu64 ": %s; dropping it", seq,
-				 r.fr_error ? r.fr_error : "no reason given");
-			if (iv && iv->fi_seq == seq) {
-				a->ag_lost.fl_batches++;
-				a->ag_lost.fl_samples_dropped += iv->fi_samples;
-				fp_ring_drop_unsent(&a->ag_ring);
-			}
-			break;
-		}
-		fp_collector_batch_release(a->ag_collector, &b);
-		fp_reply_fini(&r);
-	}
-	if (a->ag_hello_ok) { /* what earlier intervals could not afford */
-		agent_send_ksyms(a);
-		agent_answer_ranges(a);
-	}
-	return 0;
-}
-
-/* agent_use: talk to server idx from now on, in a new session; the
- * buffered intervals go to it at the next flush. */
-static int agent_use(struct agent *a, size_t idx)
-{
-	struct fp_uplink *u;
-	int err = fp_uplink_open(&u, a->ag_o.ao_servers[idx], &a->ag_o.ao_tls);
-
-	if (err)
-		return err;
-	fp_uplink_close(a->ag_uplink);
-	a->ag_uplink = u;
-	a->ag_addr = a->ag_o.ao_servers[idx];
-	agent_new_session(a);
-	fp_ring_resend(&a->ag_ring); /* the old one may not have written them */
-	return 0;
-}
-
-/* agent_send: flush the buffer to the server the failover state names,
- * moving the uplink there first if it moved.  0 when the buffer is empty. */
-static int agent_send(struct agent *a)
-{
-	size_t idx = a->ag_fo.fo_current;
-	int err;
-
-	if (a->ag_addr != a->ag_o.ao_servers[idx] && (err = agent_use(a, idx)))
-		return err;
-	return agent_flush(a);
-}
-
-/* agent_failback: say hello to the servers before the current one, in
- * order; the first that answers becomes current, in the session the
- * hello opened.  When none does, the current session goes on untouched. */
-static void agent_failback(struct agent *a)
-{
-	struct fp_uplink *cur = a->ag_uplink, *u;
-	const char *cur_addr = a->ag_addr;
-	uint64_t session = a->ag_session;
-	int hello_ok = a->ag_hello_ok, err;
-	size_t i;
-
-	for (i = 0; i < a->ag_fo.fo_current && !exiting; i++) {
-		if (fp_uplink_open(&u, a->ag_o.ao_servers[i], &a->ag_o.ao_tls))
-			continue;
-		a->ag_uplink = u;
-		a->ag_addr = a->ag_o.ao_servers[i];
-		agent_new_session(a);
-		err = agent_hello(a);
-		if (!err) {
-			/* The one we leave is up: it writes what it acknowledged. */
-			fp_ring_forget_acked(&a->ag_ring);
-			fp_info("back on %s from %s, with %zu intervals buffered", a->ag_addr,
-				cur_addr, fp_ring_unsent(&a->ag_ring));
-			fp_uplink_close(cur);
-			fp_failover_probed(&a->ag_fo, i, fp_now_ns(CLOCK_MONOTONIC));
-			return;
-		}
-		fp_info("symbolizer %s still unavailable: %s", a->ag_addr, strerror(-err));
-		fp_uplink_close(u);
-	}
-	a->ag_uplink = cur;
-	a->ag_addr = cur_addr;
-	a->ag_session = session;
-	a->ag_hello.fh_session = session;
-	a->ag_hello_ok = hello_ok;
-	fp_failover_probed(&a->ag_fo, a->ag_fo.fo_current, fp_now_ns(CLOCK_MONOTONIC));
-	fp_info("staying on %s", cur_addr);
 }
 
 /* What the benchmark reads: wire bytes, BPF cost and memory. */
@@ -1054,7 +562,7 @@ int main(int argc, char **argv)
 			   (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	agent_budget(&a);
 
-	while (!exiting) {
+	while (!agent_exiting) {
 		/* Idle wake-ups cost more than the samples: the BPF program wakes us
 		 * early when the ring buffer fills. */
 		agent_pump(&a, 250);
@@ -1070,7 +578,7 @@ int main(int argc, char **argv)
 		}
 		err = agent_send(&a);
 		now = fp_now_ns(CLOCK_MONOTONIC);
-		if (err && !exiting) {
+		if (err && !agent_exiting) {
 			const char *addr = a.ag_addr, *why = strerror(-err);
 			uint64_t setup_failures = fp_uplink_setup_failures(a.ag_uplink);
 			/* nng counts a connection it reset there too (a reply
@@ -1100,7 +608,7 @@ int main(int argc, char **argv)
 	/* Stop: the last partial interval goes out too, if the server is there. */
 	agent_cut(&a);
 	a.ag_o.ao_timeout_ms = a.ag_o.ao_timeout_ms < 3000 ? a.ag_o.ao_timeout_ms : 3000;
-	exiting = 0;
+	agent_exiting = 0;
 	err = agent_send(&a);
 	for (i = 1; err && i < a.ag_o.ao_nservers; i++) {
 		fp_warnx("symbolizer %s: %s; trying %s", a.ag_addr, strerror(-err),
@@ -1114,7 +622,7 @@ int main(int argc, char **argv)
 		err = agent_send(&a);
 	}
 	if (err || fp_ring_unsent(&a.ag_ring))
-		fp_warnx("exiting with %zu intervals unsent: %s", fp_ring_unsent(&a.ag_ring),
+		fp_warnx("agent_exiting with %zu intervals unsent: %s", fp_ring_unsent(&a.ag_ring),
 			 err ? strerror(-err) : "the symbolizer is busy");
 	err = 0;
 	fp_info("sampled %" PRIu64 " samples in %" PRIu64 " intervals; acknowledged %" PRIu64

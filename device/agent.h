@@ -1,0 +1,119 @@
+/* agent.h: the agent's state, shared by its two halves: main.c (flags,
+ * start-up, sampling, intervals, the memory budget) and exchange.c (the
+ * exchanges with the symbolizer).  One thread runs both: nothing here is
+ * locked. */
+#ifndef FP_AGENT_H
+#define FP_AGENT_H
+
+#include "collector.h"
+#include "cpython.h"
+#include "failover.h"
+#include "kernel.h"
+#include "ring.h"
+#include "sampler.h"
+#include "tls.h"
+#include "unwind_maps.h"
+#include "uplink.h"
+#include "wire.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KSYMS_PART 4000 /* symbols per message: bounds the agent's memory */
+/* The agent's own budget for what a symbolizer asks of it, per interval:
+ * kallsyms reads (each reads all of /proc/kallsyms), and file bytes
+ * (--fetch-budget).  What does not fit waits for the next interval; what
+ * does not fit the queues is refused. */
+#define KSYMS_PER_INTERVAL 4
+#define KSYMS_QUEUE 256
+#define FETCH_KB_DEFAULT 8192
+#define FETCH_QUEUE 4096
+#define MAX_MEM_DEFAULT_MB 32 /* the agent's heap; README, "Memory" */
+#define MAX_SERVERS 16
+#define FAILOVER_AFTER_DEFAULT 3
+#define FAILBACK_DEFAULT_S 300
+
+struct agent_opts {
+	const char *ao_servers[MAX_SERVERS]; /* in order of preference */
+	size_t ao_nservers;
+	uint32_t ao_failover_after; /* consecutive failures that move us on */
+	uint32_t ao_failback_s;     /* between tries of earlier servers; 0: never */
+	uint32_t ao_frequency;
+	uint32_t ao_interval_s;
+	uint32_t ao_pids[FP_TARGET_PIDS]; /* -p, the first ao_npids */
+	uint32_t ao_npids;
+	uint32_t ao_buffer;        /* intervals kept while the server is away */
+	uint32_t ao_timeout_ms;    /* for one reply */
+	uint32_t ao_unwind_mb;     /* unwind table rows in BPF maps */
+	int ao_no_python;          /* leave CPython's eval loop as native frames */
+	int ao_keep_privileges;    /* stay root, without the seccomp filter */
+	uint32_t ao_fetch_kb;      /* file bytes sent per interval; 0: --no-fetch */
+	uint32_t ao_max_mem_mb;    /* heap above which the agent starts over */
+	struct fp_tls_opts ao_tls; /* for tls+tcp:// servers */
+	size_t ao_nlabels;
+	char *ao_label_keys[64];
+	char *ao_label_values[64];
+};
+
+struct agent {
+	struct agent_opts ag_o;
+	struct fp_kernel ag_kernel;
+	struct fp_collector *ag_collector;
+	struct fp_sampler *ag_sampler;
+	struct fp_uplink *ag_uplink; /* to ag_addr, one of ag_o.ao_servers */
+	const char *ag_addr;
+	struct fp_failover ag_fo;
+	struct fp_unwind *ag_unwind; /* NULL with --unwind-mem 0 */
+	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
+	struct fp_hello ag_hello;
+	int ag_hello_ok;
+	uint64_t ag_session;
+	uint64_t ag_seq;
+	uint64_t ag_next_cut_ns;
+	struct fp_ring ag_ring; /* closed intervals until written */
+	struct fp_lost ag_lost; /* agent-side totals */
+	uint64_t ag_sampled, ag_acked_samples;
+	uint64_t ag_batch_bytes, ag_ksyms_bytes;   /* acknowledged, on the wire */
+	struct fp_wire_batch_parts ag_batch_parts; /* ag_batch_bytes by part */
+	uint64_t ag_features;    /* what the symbolizer said it reads (fp_feature) */
+	uint64_t ag_file_bytes;  /* file bytes the symbolizer asked for */
+	uint64_t ag_table_bytes; /* unwind table bytes received */
+	uint64_t ag_resets;      /* times the memory budget made us start over */
+	uint64_t ag_busy;        /* intervals a busy symbolizer did not take (sent again) */
+	/* What the symbolizer asked for and this interval's budget has not
+	 * covered yet, carried to the next ones (this session only). */
+	struct fp_range *ag_fetch_q;
+	size_t ag_fetch_head, ag_fetch_len;
+	uint64_t ag_fetch_left; /* file bytes this interval may still send */
+	struct fp_build_id ag_ksyms_q[KSYMS_QUEUE];
+	size_t ag_ksyms_len;
+	unsigned ag_ksyms_left; /* kallsyms reads this interval may still make */
+	uint64_t ag_fetch_deferred, ag_ksyms_deferred, ag_asks_dropped;
+};
+
+/* Set by SIGINT and SIGTERM (and when starting over fails): the agent
+ * sends what it has and exits. */
+extern volatile sig_atomic_t agent_exiting;
+
+/* main.c */
+/* agent_new_session: the next exchange starts a new session (a hello);
+ * the collector forgets what the peer knew when the hello is answered. */
+void agent_new_session(struct agent *a);
+/* agent_pump: sample for up to timeout_ms; close the interval when it is
+ * due. */
+void agent_pump(struct agent *a, int timeout_ms);
+
+/* exchange.c */
+/* agent_send: flush the buffer to the server the failover state names,
+ * moving the uplink there first if it moved.  0 when the buffer is empty. */
+int agent_send(struct agent *a);
+/* agent_failback: say hello to the servers before the current one, in
+ * order; the first that answers becomes current, in the session the
+ * hello opened.  When none does, the current session goes on untouched. */
+void agent_failback(struct agent *a);
+/* agent_session_asks_fini: a new session starts with no questions: forget
+ * what the last one's symbolizer asked for and was not answered yet. */
+void agent_session_asks_fini(struct agent *a);
+
+#endif
