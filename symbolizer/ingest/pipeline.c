@@ -67,9 +67,11 @@ struct fp_pipeline {
 	int pl_started;
 	/* Under pl_lock: */
 	pthread_mutex_t pl_lock;
-	size_t pl_count;   /* queued and set aside, all workers */
-	size_t pl_deepest; /* the most queued since the queue was last empty */
-	size_t pl_busy;    /* busy from this many queued on */
+	size_t pl_count;              /* queued and set aside, all workers */
+	size_t pl_ready;              /* workers running their loop */
+	pthread_cond_t pl_ready_cond; /* one more is */
+	size_t pl_deepest;            /* the most queued since the queue was last empty */
+	size_t pl_busy;               /* busy from this many queued on */
 	int pl_stop;
 	struct fp_pipeline_stats pl_stats;
 	struct written_slot *pl_written; /* FP_PIPELINE_WRITTEN_SLOTS */
@@ -91,6 +93,7 @@ int fp_pipeline_alloc(struct fp_pipeline **out, const struct fp_pipeline_opts *o
 	pl->pl_busy = FP_PIPELINE_BUSY;
 	pl->pl_symbol_wait_ms = o->po_symbol_wait_ms;
 	pthread_mutex_init(&pl->pl_lock, NULL);
+	pthread_cond_init(&pl->pl_ready_cond, NULL);
 	*out = pl;
 	return 0;
 }
@@ -558,6 +561,10 @@ static void *worker_main(void *arg)
 	struct pipeline_job *parked = NULL, **tail = &parked, *in, *j, **pp;
 	int stop;
 
+	pthread_mutex_lock(&pl->pl_lock);
+	pl->pl_ready++;
+	pthread_cond_broadcast(&pl->pl_ready_cond);
+	pthread_mutex_unlock(&pl->pl_lock);
 	for (;;) {
 		pthread_mutex_lock(&pl->pl_lock);
 		if (parked && !w->pw_head && !pl->pl_stop) {
@@ -653,6 +660,13 @@ int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms)
 			return -err;
 		}
 	}
+	/* Started means running: a thread that is still starting allocates,
+	 * and a fork then (an isolated parse) copies the allocator's lock
+	 * held, which ASan's runtime does not take across fork. */
+	pthread_mutex_lock(&pl->pl_lock);
+	while (pl->pl_ready < pl->pl_nworkers)
+		pthread_cond_wait(&pl->pl_ready_cond, &pl->pl_lock);
+	pthread_mutex_unlock(&pl->pl_lock);
 	return 0;
 }
 
@@ -662,6 +676,7 @@ void fp_pipeline_free(struct fp_pipeline *pl)
 		return;
 	stop_workers(pl);
 	pthread_mutex_destroy(&pl->pl_lock);
+	pthread_cond_destroy(&pl->pl_ready_cond);
 	free(pl->pl_state_dir);
 	free(pl->pl_written);
 	free(pl);
