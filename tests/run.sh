@@ -17,7 +17,8 @@ results=$log/results
 run_one() {
 	local name=$1 out=$log/$(basename "$1").out rc
 	shift
-	"$@" > "$out" 2>&1
+	# A test that hangs fails (exit 124) rather than stall the run.
+	timeout -k 10 "${TEST_TIMEOUT:-1200}" "$@" > "$out" 2>&1
 	rc=$?
 	grep -E '^(PASS|FAIL|SKIP): ' "$out" | tee -a "$results"
 	if [ $rc -ne 0 ] && ! grep -q '^FAIL: ' "$out"; then
