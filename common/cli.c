@@ -28,3 +28,8 @@ uint64_t fp_now_ns(clockid_t clk)
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+uint64_t fp_mono_ms(void)
+{
+	return fp_now_ns(CLOCK_MONOTONIC) / 1000000;
+}

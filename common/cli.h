@@ -13,5 +13,7 @@ int fp_parse_u32(const char *prog, const char *what, const char *s, uint32_t lo,
 
 /* fp_now_ns: clock clk in nanoseconds. */
 uint64_t fp_now_ns(clockid_t clk);
+/* fp_mono_ms: CLOCK_MONOTONIC in milliseconds (deadlines and back-offs). */
+uint64_t fp_mono_ms(void);
 
 #endif

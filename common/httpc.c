@@ -1,5 +1,6 @@
 /* httpc.c: see httpc.h. */
 #include "httpc.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +11,6 @@ struct fp_httpc {
 	nng_http_client *hc_client;
 	nng_aio *hc_aio; /* every operation of the client, one at a time */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int set_tls(struct fp_httpc *c, const struct fp_tls_opts *tls, const char *who)
 {
@@ -79,7 +72,7 @@ void fp_httpc_cancel(struct fp_httpc *c)
  * monotonic deadline (at least 1 ms). */
 static void arm(struct fp_httpc *c, uint64_t deadline)
 {
-	uint64_t now = now_ms();
+	uint64_t now = fp_mono_ms();
 
 	nng_aio_set_timeout(c->hc_aio, (nng_duration)(deadline > now ? deadline - now : 1));
 }
@@ -104,7 +97,7 @@ static int connect_by(struct fp_httpc *c, uint64_t deadline, nng_http_conn **con
 
 int fp_httpc_connect(struct fp_httpc *c, uint64_t timeout_ms, nng_http_conn **conn)
 {
-	return connect_by(c, now_ms() + timeout_ms, conn);
+	return connect_by(c, fp_mono_ms() + timeout_ms, conn);
 }
 
 /* content_length: the Content-Length of res; 0 when absent, -1 when not
@@ -129,7 +122,7 @@ static int64_t content_length(nng_http_res *res)
 int fp_httpc_transact(struct fp_httpc *c, nng_http_req *req, nng_http_res *res, uint64_t timeout_ms,
 		      size_t body_max, int *reached, int64_t *too_large)
 {
-	uint64_t deadline = now_ms() + timeout_ms;
+	uint64_t deadline = fp_mono_ms() + timeout_ms;
 	nng_http_conn *conn;
 	const char *te;
 	nng_iov iov;

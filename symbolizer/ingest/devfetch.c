@@ -3,6 +3,7 @@
  * libelf only in the isolated child (isolate.h): each stage's plan is
  * made there and comes back as the fetch's new state and its ranges. */
 #include "devfetch.h"
+#include "cli.h"
 #include "elfinit.h"
 #include "intern.h"
 #include "isolate.h"
@@ -140,14 +141,6 @@ static int failed_on(const struct fetch_history *h, uint64_t host)
 	return 0;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* backoff_s: how long after h's last failure the hosts it failed on may
  * try again: df_retry_s, doubled with each failure. */
 static uint64_t backoff_s(const struct fp_devfetch *f, const struct fetch_history *h)
@@ -166,7 +159,7 @@ static void fetch_fail(struct fp_devfetch *f, struct fetch *fe, const char *why)
 	char hex[2 * FP_BUILD_ID_MAX + 1];
 
 	h->fh_attempts++;
-	h->fh_failed_ms = mono_ms();
+	h->fh_failed_ms = fp_mono_ms();
 	if (!failed_on(h, fe->fe_host) && h->fh_nhosts < FP_DEVFETCH_FAIL_HOSTS)
 		h->fh_hosts[h->fh_nhosts++] = fe->fe_host;
 	fetch_end(f, fe, STAGE_FAILED);
@@ -192,7 +185,7 @@ static int may_retry(const struct fp_devfetch *f, const struct fetch *fe, uint64
 
 	if (given_up(h))
 		return 0;
-	return !failed_on(h, host) || mono_ms() - h->fh_failed_ms >= backoff_s(f, h) * 1000;
+	return !failed_on(h, host) || fp_mono_ms() - h->fh_failed_ms >= backoff_s(f, h) * 1000;
 }
 
 void fp_devfetch_expire(struct fp_devfetch *f)

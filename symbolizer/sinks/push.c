@@ -79,14 +79,6 @@ struct fp_push {
 	unsigned pu_seed;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* wait_until: on pu_cv, held pu_mu, until the monotonic time `ms`. */
 static void wait_until(struct fp_push *p, uint64_t ms)
 {
@@ -786,7 +778,7 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 
 	pthread_mutex_lock(&p->pu_mu);
 	if (p->pu_stop) { /* flushing: no request outlives the deadline */
-		uint64_t now = now_ms();
+		uint64_t now = fp_mono_ms();
 		timeout = p->pu_deadline > now ? p->pu_deadline - now : 1;
 		if (timeout > p->pu_timeout)
 			timeout = p->pu_timeout;
@@ -907,7 +899,7 @@ void fp_push_log_stats(struct fp_push *p)
 static void maybe_log(struct fp_push *p, uint64_t *last)
 {
 	struct fp_push_stats st, logged;
-	uint64_t now = now_ms();
+	uint64_t now = fp_mono_ms();
 
 	if (now - *last < STATS_EVERY_MS)
 		return;
@@ -930,7 +922,7 @@ static uint64_t jitter(struct fp_push *p, uint64_t ms)
 static void *pusher(void *arg)
 {
 	struct fp_push *p = arg;
-	uint64_t backoff = p->pu_backoff_min, last_log = now_ms(), head = 0;
+	uint64_t backoff = p->pu_backoff_min, last_log = fp_mono_ms(), head = 0;
 	uint32_t attempts = 0; /* answered failures of the record `head` */
 	char why[1024], desc[512];
 
@@ -944,7 +936,7 @@ static void *pusher(void *arg)
 
 		maybe_log(p, &last_log);
 		pthread_mutex_lock(&p->pu_mu);
-		if (p->pu_stop && now_ms() >= p->pu_deadline) {
+		if (p->pu_stop && fp_mono_ms() >= p->pu_deadline) {
 			pthread_mutex_unlock(&p->pu_mu);
 			break;
 		}
@@ -958,7 +950,7 @@ static void *pusher(void *arg)
 				break;
 			}
 			if (!p->pu_pending && !p->pu_stop)
-				wait_until(p, now_ms() + 1000);
+				wait_until(p, fp_mono_ms() + 1000);
 			p->pu_pending = 0;
 			pthread_mutex_unlock(&p->pu_mu);
 			continue;
@@ -1004,9 +996,9 @@ static void *pusher(void *arg)
 		pthread_mutex_unlock(&p->pu_mu);
 		fp_warnx("push %s: %s; %zu requests spooled, retrying in %.1f s", p->pu_name, why,
 			 fp_spool_count(p->pu_spool), (double)delay / 1000);
-		until = now_ms() + delay;
+		until = fp_mono_ms() + delay;
 		pthread_mutex_lock(&p->pu_mu);
-		while (!p->pu_stop && now_ms() < until)
+		while (!p->pu_stop && fp_mono_ms() < until)
 			wait_until(p, until);
 		pthread_mutex_unlock(&p->pu_mu);
 		backoff = backoff * 2 > p->pu_backoff_max ? p->pu_backoff_max : backoff * 2;
@@ -1159,7 +1151,7 @@ void fp_push_stop_all(struct fp_push **pushers, uint32_t flush_ms)
 				p->pu_name, (double)flush_ms / 1000);
 		pthread_mutex_lock(&p->pu_mu);
 		p->pu_stop = 1;
-		p->pu_deadline = now_ms() + flush_ms;
+		p->pu_deadline = fp_mono_ms() + flush_ms;
 		pthread_cond_broadcast(&p->pu_cv);
 		pthread_mutex_unlock(&p->pu_mu);
 	}
