@@ -21,7 +21,7 @@ SYMB_DIRS  := ingest symbols elf profile sinks service
 # nng 1.5.2 with the peer certificate's names (tools/nng-peer-names.patch),
 # static, built by tools/install-deps.sh; the name carries the patch's
 # version.
-NNG_PREFIX := /opt/fleetprof/nng-1.5.2-fp1
+NNG_PREFIX := /opt/fleetprof/nng-1.5.2-fp2
 NNG_LIBS   := $(NNG_PREFIX)/lib/libnng.a -lmbedtls -lmbedx509 -lmbedcrypto
 INCLUDES   := -I$(NNG_PREFIX)/include -Icommon -Idevice -Isymbolizer $(addprefix -Isymbolizer/,$(SYMB_DIRS)) -Ibpf \
               -I$(BUILD) -I$(BUILD)/proto

@@ -26,10 +26,11 @@ PYSPY=/usr/local/bin/py-spy
 # nng: Debian 12's 1.5.2, from its source package (checked against its
 # sha256), with tools/nng-peer-names.patch, which adds the peer
 # certificate's common name and DNS name as pipe options (nng 1.6 has the
-# first; no newer nng's source is reachable from Debian 12).  Built static
-# with TLS (bookworm's mbedtls 2.28) into NNG_PREFIX, which the Makefile
-# links; the patch's hash is in the prefix's name, so that a changed patch
-# builds anew.
+# first; no newer nng's source is reachable from Debian 12) and makes a
+# server with optional client certificates refuse one that does not
+# verify.  Built static with TLS (bookworm's mbedtls 2.28) into
+# NNG_PREFIX, which the Makefile links; each change of the patch gets a
+# prefix of its own (-fp1, -fp2, ...), so that it builds anew.
 NNG_VERSION=1.5.2
 NNG_SHA256=f8b25ab86738864b1f2e3128e8badab581510fa8085ff5ca9bb980d317334c46
 NNG_URL=http://deb.debian.org/debian/pool/main/n/nng/nng_$NNG_VERSION.orig.tar.gz

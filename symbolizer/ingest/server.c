@@ -1,6 +1,7 @@
 /* server.c: decode, dispatch, reply; sessions.  Profiles go on to the
  * pipeline (pipeline.h); sv_lock serialises everything else. */
 #include "server.h"
+#include "cli.h"
 #include "devfetch.h"
 #include "files.h"
 #include "intern.h"
@@ -44,17 +45,10 @@ struct fp_server {
 	struct fp_intern *sv_ids;
 	uint32_t *sv_index;
 	size_t sv_index_cap;
-	double sv_tokens;             /* new sessions allowed now */
-	struct timespec sv_tokens_at; /* when sv_tokens was last filled */
+	double sv_tokens;      /* new sessions allowed now */
+	uint64_t sv_tokens_at; /* fp_mono_ms when sv_tokens was last filled */
 	struct fp_server_stats sv_stats;
 };
-
-/* now_mono: CLOCK_MONOTONIC in seconds. */
-static double now_mono(struct timespec *ts)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	return (double)ts->tv_sec + (double)ts->tv_nsec / 1e9;
-}
 
 int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *out_dir,
 		    const char *tmp_dir)
@@ -70,7 +64,7 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 	s->sv_limits = (struct fp_server_limits){ FP_SERVER_MAX_SESSIONS,
 						  FP_SERVER_NEW_SESSIONS_DEFAULT };
 	s->sv_tokens = FP_SERVER_NEW_SESSIONS_DEFAULT;
-	now_mono(&s->sv_tokens_at);
+	s->sv_tokens_at = fp_mono_ms();
 	pthread_mutex_init(&s->sv_lock, NULL);
 	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) || fp_intern_alloc(&s->sv_ids) ||
 	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT,
@@ -273,15 +267,13 @@ static int admit(struct fp_server *s, struct server_session **slot, struct fp_se
 {
 	uint32_t rate = s->sv_limits.sl_new_sessions_per_s;
 	struct server_session *lru = NULL;
-	struct timespec ts;
-	double now = now_mono(&ts), then;
+	uint64_t now = fp_mono_ms();
 	size_t i;
 
-	then = (double)s->sv_tokens_at.tv_sec + (double)s->sv_tokens_at.tv_nsec / 1e9;
-	s->sv_tokens += (now - then) * rate;
+	s->sv_tokens += (double)(now - s->sv_tokens_at) / 1000 * rate;
 	if (s->sv_tokens > rate)
 		s->sv_tokens = rate;
-	s->sv_tokens_at = ts;
+	s->sv_tokens_at = now;
 	if (s->sv_tokens < 1)
 		return -EAGAIN;
 	if (s->sv_nsessions < s->sv_limits.sl_max_sessions) {

@@ -94,6 +94,10 @@ static int write_atomic(const char *path, write_fn fn, const struct fp_profile *
 		return commit_beside(tmp, path, err);
 	}
 	err = fn(p, f, title, by_thread);
+	/* Synced before the rename, as fp_write_file does: after a crash the
+	 * name holds the whole profile, never an empty file. */
+	if (!err && (fflush(f) || fsync(fd)))
+		err = -errno;
 	if (fclose(f) && !err)
 		err = -errno;
 	return commit_beside(tmp, path, err);

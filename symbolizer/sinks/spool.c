@@ -1,9 +1,14 @@
 /* spool.c: the on-disk queue of spool.h.
  *
- * File layout: "FPSPOOL1", the record's length (8 bytes, little-endian),
- * the record, its CRC-32 (zlib's, 4 bytes, little-endian).  The in-memory
- * index (sequence number and file size of every record, oldest first) is
- * rebuilt from the directory at open; the files are the truth. */
+ * File layout: "FPSPOOL2", the record's length (8 bytes, little-endian),
+ * the owner's name's length (2 bytes, little-endian, at most OWNER_MAX),
+ * the owner's name, the record, and the CRC-32 (zlib's, 4 bytes,
+ * little-endian) of the name and the record.  Files of the first version
+ * ("FPSPOOL1", the length, the record, its CRC-32) name no owner, and
+ * are still read: their records belong to no one.  The in-memory index
+ * (sequence number, file size and owner of every record, oldest first)
+ * is rebuilt from the directory at open, each file's owner read from its
+ * header; the files are the truth. */
 #include "spool.h"
 #include "files.h"
 #include "intern.h"
@@ -22,8 +27,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define MAGIC "FPSPOOL1"
-#define HEADER_LEN 16
+#define MAGIC_V1 "FPSPOOL1"
+#define MAGIC "FPSPOOL2"
+#define HEADER_V1_LEN 16
+#define HEADER_LEN 18 /* then the owner's name */
+#define OWNER_MAX 1024 /* bytes of an owner's name kept: the rest is not told apart */
 #define TRAILER_LEN 4
 #define OVERHEAD (HEADER_LEN + TRAILER_LEN)
 #define NAME_DIGITS 20
@@ -36,10 +44,10 @@ struct entry {
 	uint32_t en_owner; /* index into sp_owners */
 };
 
-/* Whose records: a key (fp_hash of the owner's name: not kept on disk, so
- * records found at open belong to owner 0, with those of no name) and
- * what its records hold.  A slot whose records are all gone is reused, so
- * there are never more owners than records, plus one. */
+/* Whose records: a key (owner_key of the name in the records' headers;
+ * 0 for records of no name and those of the first version) and what its
+ * records hold.  A slot whose records are all gone is reused, so there
+ * are never more owners than records, plus one. */
 struct owner {
 	uint64_t ow_key;
 	uint64_t ow_bytes;
@@ -55,7 +63,7 @@ struct fp_spool {
 	size_t sp_n, sp_cap;
 	uint64_t sp_next;        /* next sequence number */
 	uint64_t sp_busy;        /* the record handed out, 0 if none */
-	struct owner *sp_owners; /* [0]: no name, or an earlier process */
+	struct owner *sp_owners; /* [0]: no name */
 	size_t sp_nowners, sp_owners_cap;
 	struct fp_spool_stats sp_stats;
 };
@@ -134,6 +142,13 @@ static size_t find(const struct fp_spool *sp, uint64_t seq)
 	return lo < sp->sp_n && sp->sp_entries[lo].en_seq == seq ? lo : SIZE_MAX;
 }
 
+/* owner_key: the key of an owner's name of len bytes (fp_hash is keyed
+ * afresh by each process, so only names are kept on disk); 0 for none. */
+static uint64_t owner_key(const char *name, size_t len)
+{
+	return len ? fp_hash(name, len) | 1 : 0;
+}
+
 /* owner_of: the index of the owner whose key is key, added (or put in a
  * free slot) if new.  Caller holds sp_mu.  0 or -ENOMEM. */
 static int owner_of(struct fp_spool *sp, uint64_t key, uint32_t *idx)
@@ -203,8 +218,56 @@ static void make_room(struct fp_spool *sp, uint64_t need, uint32_t who)
 	}
 }
 
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* crc_add: crc over len bytes of p, in pieces zlib's uInt can count. */
+static uLong crc_add(uLong crc, const void *p, uint64_t len)
+{
+	for (uint64_t off = 0; off < len;) {
+		uInt n = len - off > (1u << 30) ? 1u << 30 : (uInt)(len - off);
+		crc = crc32(crc, (const Bytef *)p + off, n);
+		off += n;
+	}
+	return crc;
+}
+
+/* read_owner: the owner's name in the header of file `name` into
+ * buf[OWNER_MAX], its length in *len; 0 for a file of the first version
+ * or one whose header is damaged (peek deletes that one). */
+static void read_owner(struct fp_spool *sp, const char *name, char *buf, size_t *len)
+{
+	uint8_t header[HEADER_LEN];
+	size_t n;
+	int fd = openat(sp->sp_dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	*len = 0;
+	if (fd < 0)
+		return;
+	if (pread(fd, header, sizeof(header), 0) == HEADER_LEN && !memcmp(header, MAGIC, 8) &&
+	    (n = get_le(header + 16, 2)) <= OWNER_MAX &&
+	    pread(fd, buf, n, HEADER_LEN) == (ssize_t)n)
+		*len = n;
+	close(fd);
+}
+
 static int scan(struct fp_spool *sp)
 {
+	char owner[OWNER_MAX];
+	size_t olen;
+	uint32_t who;
 	int fd = dup(sp->sp_dirfd), err = 0;
 	struct dirent *de;
 	struct stat st;
@@ -229,11 +292,12 @@ static int scan(struct fp_spool *sp)
 		if (fstatat(sp->sp_dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		if ((err = reserve(sp)))
+		read_owner(sp, de->d_name, owner, &olen);
+		if ((err = reserve(sp)) || (err = owner_of(sp, owner_key(owner, olen), &who)))
 			break;
-		sp->sp_entries[sp->sp_n++] = (struct entry){ seq, (uint64_t)st.st_size, 0 };
-		sp->sp_owners[0].ow_files++;
-		sp->sp_owners[0].ow_bytes += (uint64_t)st.st_size;
+		sp->sp_entries[sp->sp_n++] = (struct entry){ seq, (uint64_t)st.st_size, who };
+		sp->sp_owners[who].ow_files++;
+		sp->sp_owners[who].ow_bytes += (uint64_t)st.st_size;
 		sp->sp_stats.ss_files++;
 		sp->sp_stats.ss_bytes += (uint64_t)st.st_size;
 		if (seq >= sp->sp_next)
@@ -302,21 +366,6 @@ void fp_spool_close(struct fp_spool *sp)
 	free(sp);
 }
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static int refuse(struct fp_spool *sp, int err)
 {
 	pthread_mutex_lock(&sp->sp_mu);
@@ -327,7 +376,8 @@ static int refuse(struct fp_spool *sp, int err)
 
 int fp_spool_put(struct fp_spool *sp, const char *owner, const struct iovec *iov, int iovcnt)
 {
-	uint64_t key = owner && *owner ? fp_hash(owner, strlen(owner)) | 1 : 0;
+	size_t olen = owner ? strnlen(owner, OWNER_MAX) : 0;
+	uint64_t key = owner_key(owner, olen);
 	uint32_t who;
 	uint8_t header[HEADER_LEN], trailer[TRAILER_LEN];
 	char *tmp = NULL, name[64];
@@ -336,20 +386,17 @@ int fp_spool_put(struct fp_spool *sp, const char *owner, const struct iovec *iov
 	size_t i;
 	int fd, err = 0;
 
+	crc = crc_add(crc, owner, olen);
 	for (i = 0; i < (size_t)iovcnt; i++) {
 		len += iov[i].iov_len;
-		for (size_t off = 0; off < iov[i].iov_len;) {
-			uInt n = iov[i].iov_len - off > (1u << 30) ? 1u << 30
-								   : (uInt)(iov[i].iov_len - off);
-			crc = crc32(crc, (const Bytef *)iov[i].iov_base + off, n);
-			off += n;
-		}
+		crc = crc_add(crc, iov[i].iov_base, iov[i].iov_len);
 	}
-	size = len + OVERHEAD;
+	size = len + olen + OVERHEAD;
 	if (size > sp->sp_max)
 		return refuse(sp, -EFBIG);
 	memcpy(header, MAGIC, 8);
 	put_le(header + 8, len, 8);
+	put_le(header + 16, olen, 2);
 	put_le(trailer, crc, 4);
 
 	pthread_mutex_lock(&sp->sp_mu);
@@ -366,6 +413,8 @@ int fp_spool_put(struct fp_spool *sp, const char *owner, const struct iovec *iov
 		return refuse(sp, err);
 	}
 	err = fp_write_all(fd, header, sizeof(header));
+	if (!err && olen)
+		err = fp_write_all(fd, owner, olen);
 	for (i = 0; !err && i < (size_t)iovcnt; i++)
 		err = fp_write_all(fd, iov[i].iov_base, iov[i].iov_len);
 	if (!err)
@@ -410,8 +459,9 @@ int fp_spool_put(struct fp_spool *sp, const char *owner, const struct iovec *iov
 static int read_record(struct fp_spool *sp, const char *name, void **data, size_t *len,
 		       int64_t *written)
 {
-	uint8_t header[HEADER_LEN], trailer[TRAILER_LEN];
-	uint64_t rlen;
+	uint8_t header[HEADER_LEN], trailer[TRAILER_LEN], owner[OWNER_MAX];
+	uint64_t rlen, hlen, olen = 0;
+	uLong crc = crc32(0, NULL, 0);
 	uint8_t *buf = NULL;
 	struct stat st;
 	int fd, err = 0;
@@ -423,13 +473,26 @@ static int read_record(struct fp_spool *sp, const char *name, void **data, size_
 		err = -errno;
 		goto out;
 	}
-	if ((uint64_t)st.st_size < OVERHEAD || pread(fd, header, sizeof(header), 0) != HEADER_LEN ||
-	    memcmp(header, MAGIC, 8)) {
+	if ((uint64_t)st.st_size < HEADER_V1_LEN + TRAILER_LEN ||
+	    pread(fd, header, HEADER_V1_LEN, 0) != HEADER_V1_LEN) {
+		err = -EBADMSG;
+		goto out;
+	}
+	if (!memcmp(header, MAGIC_V1, 8)) {
+		hlen = HEADER_V1_LEN;
+	} else if (!memcmp(header, MAGIC, 8) && (uint64_t)st.st_size >= OVERHEAD &&
+		   pread(fd, header + HEADER_V1_LEN, HEADER_LEN - HEADER_V1_LEN, HEADER_V1_LEN) ==
+			   HEADER_LEN - HEADER_V1_LEN &&
+		   (olen = get_le(header + 16, 2)) <= OWNER_MAX &&
+		   pread(fd, owner, olen, HEADER_LEN) == (ssize_t)olen) {
+		hlen = HEADER_LEN + olen;
+		crc = crc_add(crc, owner, olen);
+	} else {
 		err = -EBADMSG;
 		goto out;
 	}
 	rlen = get_le(header + 8, 8);
-	if (rlen > (uint64_t)st.st_size || rlen + OVERHEAD != (uint64_t)st.st_size ||
+	if (rlen > (uint64_t)st.st_size || rlen + hlen + TRAILER_LEN != (uint64_t)st.st_size ||
 	    rlen > SIZE_MAX - 1) {
 		err = -EBADMSG;
 		goto out;
@@ -439,7 +502,7 @@ static int read_record(struct fp_spool *sp, const char *name, void **data, size_
 		goto out;
 	}
 	for (uint64_t off = 0; off < rlen;) {
-		ssize_t n = pread(fd, buf + off, rlen - off, (off_t)(HEADER_LEN + off));
+		ssize_t n = pread(fd, buf + off, rlen - off, (off_t)(hlen + off));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -448,21 +511,10 @@ static int read_record(struct fp_spool *sp, const char *name, void **data, size_
 		}
 		off += (uint64_t)n;
 	}
-	if (pread(fd, trailer, sizeof(trailer), (off_t)(HEADER_LEN + rlen)) != TRAILER_LEN) {
+	if (pread(fd, trailer, sizeof(trailer), (off_t)(hlen + rlen)) != TRAILER_LEN ||
+	    (uint32_t)crc_add(crc, buf, rlen) != (uint32_t)get_le(trailer, 4)) {
 		err = -EBADMSG;
 		goto out;
-	}
-	{
-		uLong crc = crc32(0, NULL, 0);
-		for (uint64_t off = 0; off < rlen;) {
-			uInt n = rlen - off > (1u << 30) ? 1u << 30 : (uInt)(rlen - off);
-			crc = crc32(crc, buf + off, n);
-			off += n;
-		}
-		if ((uint32_t)crc != (uint32_t)get_le(trailer, 4)) {
-			err = -EBADMSG;
-			goto out;
-		}
 	}
 	buf[rlen] = '\0';
 	*data = buf;

@@ -15,10 +15,11 @@
  *   (a host) that holds the most bytes, the new record counted as its
  *   owner's.  So a host that floods drops its own records, and the
  *   others keep theirs while they hold less than it does; with one owner
- *   this is oldest first.  Owners are told apart in memory only: records
- *   found at open belong to one owner, with records of no name.  The
- *   record fp_spool_peek handed out and that is not yet released is
- *   never dropped.
+ *   this is oldest first.  Each file names its owner (its first 1,024
+ *   bytes), so after a restart the records found at open still belong to
+ *   their hosts; those written before owners were kept on disk belong to
+ *   no one, with records of no name.  The record fp_spool_peek handed
+ *   out and that is not yet released is never dropped.
  * - Thread-safe: one thread may add while another peeks and releases.
  */
 #ifndef FP_SPOOL_H

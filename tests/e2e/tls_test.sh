@@ -275,3 +275,75 @@ check open-http-says-why grep -q 'beyond loopback' "$TMP/open.log"
 	--cache "$TMP/cache2" > "$TMP/noca.log" 2>&1
 check require-client-cert-needs-ca test $? -ne 0
 check require-client-cert-says-why grep -q 'no CA file' "$TMP/noca.log"
+
+# ---- optional client certificates ----
+# --tls-require-client-cert no: an agent without a certificate is served
+# under its hello's host; one that shows a certificate gets that
+# certificate's host, as when they are required; one whose certificate
+# does not verify (another CA, expired) is refused during the handshake,
+# not taken as one without.
+OPORT=$(free_port)
+OHPORT=$(free_port)
+OADDR=tls+tcp://127.0.0.1:$OPORT
+"$SYMB" --local-files --listen "$OADDR" --tls-cert "$C/server.crt" --tls-key "$C/server.key" \
+	--tls-ca "$C/ca.crt" --tls-require-client-cert no --http "127.0.0.1:$OHPORT" \
+	--store "$TMP/store3" --cache "$TMP/cache3" --out "$TMP/out3" > "$TMP/symb-opt.log" 2>&1 &
+osymb=$!
+PIDS+=($osymb)
+ometric() { # ometric NAME_AND_LABELS: its value on this symbolizer's /metrics
+	curl -s --cacert "$C/ca.crt" "https://127.0.0.1:$OHPORT/metrics" |
+		awk -v m="$1" '$1 == m { print $2 }'
+}
+ohttps_up() { [ -n "$(ometric fleetprof_connections_total)" ]; }
+check opt-https-metrics wait_for 10 ohttps_up
+# opt_agent NAME HOSTNAME [CERT]: an agent in a UTS namespace whose host
+# name is HOSTNAME, with CERT when given; its pid in $pid.
+opt_agent() {
+	local certs=""
+	[ -n "$3" ] && certs="--tls-cert '$C/$3.crt' --tls-key '$C/$3.key'"
+	unshare -u bash -c "hostname '$2' && exec '$AGENT' --server '$OADDR' --interval 1 \
+		--timeout 1 -p '$wl' --tls-ca '$C/ca.crt' $certs" > "$TMP/agent-$1.log" 2>&1 &
+	pid=$!
+	PIDS+=($pid)
+}
+# (a) No certificate: the hello's host.
+opt_agent opt-anon fp-opt-anon
+ostored() { ls "$TMP/out3/$1/"*.folded > /dev/null 2>&1; }
+check opt-no-cert-served wait_for 30 ostored fp-opt-anon
+check opt-no-cert-session grep -q "session .* from fp-opt-anon " "$TMP/symb-opt.log"
+kill -INT "$pid"
+wait "$pid"
+check opt-no-cert-acknowledged grep -q 'acknowledged [1-9]' "$TMP/agent-opt-anon.log"
+# (b) A good certificate: its host, and no other.
+omismatch() { ometric 'fleetprof_rejected_total{reason="host_mismatch"}'; }
+before=$(omismatch)
+opt_agent opt-impostor fp-host-b hosta
+omore_mismatch() { [ "$(omismatch)" -gt "${before:-0}" ]; }
+check opt-impostor-refused-counted wait_for 15 omore_mismatch
+check opt-impostor-agent-says-why wait_for 15 grep -q \
+	'refused hello: host fp-host-b is not fp-host-a, the client certificate' \
+	"$TMP/agent-opt-impostor.log"
+kill -INT "$pid"
+wait "$pid"
+check opt-impostor-nothing-stored test ! -e "$TMP/out3/fp-host-b" -a ! -e "$TMP/out3/fp-host-a"
+opt_agent opt-host-a fp-host-a hosta
+check opt-cert-served wait_for 30 ostored fp-host-a
+kill -INT "$pid"
+wait "$pid"
+# (c) A certificate that does not verify: refused, not served as none.
+orefused() { ometric 'fleetprof_connections_refused_total{reason="tls_auth"}'; }
+for bad in stranger expired; do
+	before=$(orefused)
+	opt_agent "opt-$bad" "fp-opt-$bad" "$bad"
+	omore_refused() { [ "$(orefused)" -gt "${before:-0}" ]; }
+	check "opt-$bad-refused-counted" wait_for 15 omore_refused
+	check "opt-$bad-agent-says-why" wait_for 15 grep -q 'refused during set-up (TLS' \
+		"$TMP/agent-opt-$bad.log"
+	kill -INT "$pid"
+	wait "$pid"
+	check "opt-$bad-no-session" bash -c "! grep -q 'session .* from fp-opt-$bad' '$TMP/symb-opt.log'"
+	check "opt-$bad-nothing-stored" test ! -e "$TMP/out3/fp-opt-$bad"
+done
+kill -TERM "$osymb"
+wait "$osymb"
+check opt-symbolizer-exit-status test $? -eq 0

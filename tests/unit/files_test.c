@@ -1,6 +1,8 @@
 /* files_test.c: the temporary files of files.h.  A symbolic link planted at
  * the temporary name fleetprof used to pick (PATH.tmp.PID) is not followed;
- * the names used instead are random and leave nothing behind. */
+ * the names used instead are random and leave nothing behind.  Every
+ * writer syncs its temporary file, whole, before renaming it into place
+ * (fsync is this file's, which records what it syncs). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -15,6 +18,50 @@
 #include "output.h"
 
 static char dir[64];
+
+/* What fsync was called on: the file's name then, and its size. */
+static struct {
+	char sy_path[256];
+	off_t sy_size;
+} synced[8];
+static int nsynced;
+
+/* fsync: the files library's calls land here (the program's definition
+ * comes first); recorded, then done. */
+int fsync(int fd)
+{
+	char link[64];
+	struct stat st;
+	ssize_t n;
+
+	if (nsynced < (int)(sizeof(synced) / sizeof(synced[0]))) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, synced[nsynced].sy_path, sizeof(synced[0].sy_path) - 1);
+		synced[nsynced].sy_path[n > 0 ? n : 0] = '\0';
+		synced[nsynced].sy_size = fstat(fd, &st) ? -1 : st.st_size;
+		nsynced++;
+	}
+	return (int)syscall(SYS_fsync, fd);
+}
+
+/* synced_whole: whether path's temporary (PATH.tmpXXXXXX) was synced
+ * holding as many bytes as path holds now. */
+static int synced_whole(const char *path)
+{
+	struct stat st;
+	size_t len = strlen(path);
+
+	if (stat(path, &st))
+		return 0;
+	for (int i = 0; i < nsynced; i++)
+		if (!strncmp(synced[i].sy_path, path, len) &&
+		    !strncmp(synced[i].sy_path + len, ".tmp", 4) && synced[i].sy_size == st.st_size &&
+		    st.st_size > 0)
+			return 1;
+	fprintf(stderr, "  %s (%lld bytes) was not synced whole before its rename\n", path,
+		(long long)st.st_size);
+	return 0;
+}
 
 static struct fp_profile *one_sample(void)
 {
@@ -107,6 +154,32 @@ static void test_planted_link(void)
 	fp_profile_free(p);
 }
 
+/* Each writer (stdio: folded, SVG; fd: pprof and OTLP) syncs its file
+ * whole before the rename. */
+static void test_synced(void)
+{
+	char folded[128], svg[128], pb[128];
+	struct fp_profile *p = one_sample();
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	snprintf(folded, sizeof(folded), "%s/synced.folded", dir);
+	snprintf(svg, sizeof(svg), "%s/synced.svg", dir);
+	snprintf(pb, sizeof(pb), "%s/synced.pb.gz", dir);
+	nsynced = 0;
+	CHECK_EQ_INT(fp_write_folded(p, folded, 0), 0);
+	CHECK_EQ_INT(fp_write_svg(p, svg, "CPU", 0), 0);
+	CHECK_EQ_INT(fp_write_file(pb, "payload", 7, 1), 0);
+	CHECK(synced_whole(folded));
+	CHECK(synced_whole(svg));
+	CHECK(synced_whole(pb));
+	unlink(folded);
+	unlink(svg);
+	unlink(pb);
+	fp_profile_free(p);
+}
+
 /* A failed write leaves no temporary behind (the directory is gone). */
 static void test_no_leftovers(void)
 {
@@ -126,6 +199,7 @@ int main(void)
 		return 1;
 	RUN(test_planted_link);
 	RUN(test_no_leftovers);
+	RUN(test_synced);
 	if (check_rmtree(dir))
 		fprintf(stderr, "files_test: cannot remove %s\n", dir);
 	return CHECK_DONE();

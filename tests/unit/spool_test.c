@@ -1,7 +1,8 @@
 /* spool_test.c: the push spool: order, whole files only, the bound (oldest
  * dropped and counted, the record being sent kept; per host, a flooding
- * host drops its own records), resuming after a reopen, damaged and
- * cut-short files skipped and deleted, the lock. */
+ * host drops its own records, after a reopen too), resuming after a
+ * reopen, records of the first version read, damaged and cut-short files
+ * skipped and deleted, the lock. */
 #include "check.h"
 #include "spool.h"
 
@@ -14,8 +15,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
-#define OVERHEAD 20 /* header and CRC of every file */
+#define OVERHEAD 22 /* header and CRC of every file, before the owner's name */
 
 static char root[64];
 static int ndirs;
@@ -180,8 +182,8 @@ static void test_atomic_files(void)
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	CHECK_EQ_INT(n, 7 + OVERHEAD);
-	CHECK(n >= 8 && !memcmp(buf, "FPSPOOL1", 8));
-	CHECK(n >= 23 && !memcmp(buf + 16, "payload", 7));
+	CHECK(n >= 8 && !memcmp(buf, "FPSPOOL2", 8));
+	CHECK(n >= 25 && !memcmp(buf + 16, "\0\0payload", 9)); /* no owner */
 	fp_spool_close(sp);
 }
 
@@ -256,8 +258,8 @@ static void test_bound_per_host(void)
 	int i;
 
 	new_dir(dir, sizeof(dir));
-	/* Room for ten 8-byte records. */
-	CHECK(fp_spool_open(&sp, dir, 10 * (8 + OVERHEAD)) == 0);
+	/* Room for ten 8-byte records of 7-byte owners. */
+	CHECK(fp_spool_open(&sp, dir, 10 * (8 + 7 + OVERHEAD)) == 0);
 	CHECK(put_as(sp, "quiet-a", "a-000000") == 0);
 	CHECK(put_as(sp, "quiet-b", "b-000000") == 0);
 	CHECK(put_as(sp, "quiet-a", "a-000001") == 0);
@@ -266,9 +268,9 @@ static void test_bound_per_host(void)
 	free(data);
 	for (i = 0; i < 500; i++) {
 		snprintf(rec, sizeof(rec), "f-%06d", i);
-		CHECK(put_as(sp, "flood", rec) == 0);
+		CHECK(put_as(sp, "flooder", rec) == 0);
 	}
-	CHECK(put_as(sp, "late-c", "c-000000") == 0);
+	CHECK(put_as(sp, "late-cc", "c-000000") == 0);
 	fp_spool_stats(sp, &st);
 	CHECK_EQ_INT(st.ss_files, 10);
 	CHECK_EQ_INT(st.ss_dropped, 500 + 4 - 10);
@@ -286,10 +288,95 @@ static void test_bound_per_host(void)
 	/* Hosts of equal shares: the oldest of the largest goes first. */
 	for (i = 0; i < 10; i++) {
 		snprintf(rec, sizeof(rec), "%c-%06d", i % 2 ? 'y' : 'x', i);
-		CHECK(put_as(sp, i % 2 ? "y" : "x", rec) == 0);
+		CHECK(put_as(sp, i % 2 ? "host-yy" : "host-xx", rec) == 0);
 	}
-	CHECK(put_as(sp, "x", "x-000010") == 0);
+	CHECK(put_as(sp, "host-xx", "x-000010") == 0);
 	CHECK(take(sp, "y-000001")); /* x-000000 went: x held the most with the new one */
+	fp_spool_close(sp);
+}
+
+/* The owners are in the files: after a reopen, a host that floods still
+ * drops its own oldest records, not those of the hosts it found there. */
+static void test_bound_per_host_reopened(void)
+{
+	struct fp_spool *sp;
+	struct fp_spool_stats st;
+	char dir[128], rec[16];
+	int i;
+
+	new_dir(dir, sizeof(dir));
+	/* Room for ten 8-byte records of 7-byte owners. */
+	CHECK(fp_spool_open(&sp, dir, 10 * (8 + 7 + OVERHEAD)) == 0);
+	CHECK(put_as(sp, "quiet-a", "a-000000") == 0);
+	CHECK(put_as(sp, "quiet-b", "b-000000") == 0);
+	for (i = 0; i < 8; i++) {
+		snprintf(rec, sizeof(rec), "f-%06d", i);
+		CHECK(put_as(sp, "flooder", rec) == 0);
+	}
+	fp_spool_close(sp);
+
+	CHECK(fp_spool_open(&sp, dir, 10 * (8 + 7 + OVERHEAD)) == 0);
+	for (i = 8; i < 20; i++) {
+		snprintf(rec, sizeof(rec), "f-%06d", i);
+		CHECK(put_as(sp, "flooder", rec) == 0);
+	}
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_files, 10);
+	CHECK_EQ_INT(st.ss_dropped, 12);
+	CHECK(take(sp, "a-000000"));
+	CHECK(take(sp, "b-000000"));
+	for (i = 12; i < 20; i++) {
+		snprintf(rec, sizeof(rec), "f-%06d", i);
+		CHECK(take(sp, rec));
+	}
+	fp_spool_close(sp);
+}
+
+/* write_v1: a record as the first version wrote it (no owner). */
+static void write_v1(const char *dir, uint64_t seq, const char *rec)
+{
+	uint8_t buf[256];
+	size_t len = strlen(rec), i;
+	uLong crc = crc32(0, (const Bytef *)rec, (uInt)len);
+	char name[64];
+
+	memcpy(buf, "FPSPOOL1", 8);
+	for (i = 0; i < 8; i++)
+		buf[8 + i] = (uint8_t)((uint64_t)len >> (8 * i));
+	memcpy(buf + 16, rec, len);
+	for (i = 0; i < 4; i++)
+		buf[16 + len + i] = (uint8_t)(crc >> (8 * i));
+	snprintf(name, sizeof(name), "%020llu.req", (unsigned long long)seq);
+	write_file(dir, name, buf, 16 + len + 4);
+}
+
+/* Records of the first version are read, and belong to no owner: a host
+ * adding records drops its own before them only while it holds more. */
+static void test_v1_records(void)
+{
+	struct fp_spool *sp;
+	struct fp_spool_stats st;
+	char dir[128];
+
+	new_dir(dir, sizeof(dir));
+	mkdir(dir, 0755);
+	write_v1(dir, 1, "old-1");
+	write_v1(dir, 2, "old-2");
+	/* Room for the two (25 bytes each) and two 8-byte records of
+	 * 7-byte owners (37 bytes each). */
+	CHECK(fp_spool_open(&sp, dir, 2 * 25 + 2 * 37) == 0);
+	CHECK_EQ_INT(fp_spool_count(sp), 2);
+	CHECK(put_as(sp, "flooder", "f-000000") == 0);
+	CHECK(put_as(sp, "flooder", "f-000001") == 0);
+	CHECK(put_as(sp, "flooder", "f-000002") == 0);
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_dropped, 1);
+	CHECK(take(sp, "old-1"));
+	CHECK(take(sp, "old-2"));
+	CHECK(take(sp, "f-000001"));
+	CHECK(take(sp, "f-000002"));
+	fp_spool_stats(sp, &st);
+	CHECK_EQ_INT(st.ss_corrupt, 0);
 	fp_spool_close(sp);
 }
 
@@ -434,6 +521,8 @@ int main(void)
 	RUN(test_atomic_files);
 	RUN(test_bound);
 	RUN(test_bound_per_host);
+	RUN(test_bound_per_host_reopened);
+	RUN(test_v1_records);
 	RUN(test_resume);
 	RUN(test_corrupt);
 	RUN(test_lock);
