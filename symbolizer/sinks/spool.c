@@ -30,7 +30,7 @@
 #define MAGIC_V1 "FPSPOOL1"
 #define MAGIC "FPSPOOL2"
 #define HEADER_V1_LEN 16
-#define HEADER_LEN 18 /* then the owner's name */
+#define HEADER_LEN 18  /* then the owner's name */
 #define OWNER_MAX 1024 /* bytes of an owner's name kept: the rest is not told apart */
 #define TRAILER_LEN 4
 #define OVERHEAD (HEADER_LEN + TRAILER_LEN)

@@ -55,8 +55,8 @@ static int synced_whole(const char *path)
 		return 0;
 	for (int i = 0; i < nsynced; i++)
 		if (!strncmp(synced[i].sy_path, path, len) &&
-		    !strncmp(synced[i].sy_path + len, ".tmp", 4) && synced[i].sy_size == st.st_size &&
-		    st.st_size > 0)
+		    !strncmp(synced[i].sy_path + len, ".tmp", 4) &&
+		    synced[i].sy_size == st.st_size && st.st_size > 0)
 			return 1;
 	fprintf(stderr, "  %s (%lld bytes) was not synced whole before its rename\n", path,
 		(long long)st.st_size);
