@@ -44,7 +44,8 @@ fi
 # pipeline after the wait for symbols.  The first look-up asks the cache,
 # and the symbol worker the debug directory, the local path and the store
 # (fetch); the nine later ones stop at the cache, where the failure is
-# remembered.
+# remembered.  The five profiles are through their sinks (counted with
+# their bytes taken off the queue's, under one lock): nothing is queued.
 # Debian's python3-prometheus-client, hence Debian's python3.
 /usr/bin/python3 tests/e2e/metrics_test.py "$TEST" "$TMP/metrics" \
 	'fleetprof_sessions=1' \
@@ -53,6 +54,8 @@ fi
 	'fleetprof_batches_total=5' \
 	'fleetprof_samples_total=50' \
 	'fleetprof_profiles_total=5' \
+	'fleetprof_pipeline_queue=0' \
+	'fleetprof_pipeline_queued_bytes=0' \
 	'fleetprof_rejected_total{reason="malformed"}=1' \
 	'fleetprof_rejected_total{reason="version"}=1' \
 	'fleetprof_rejected_total{reason="type"}=0' \
