@@ -14,14 +14,18 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PARKED_POLL_MS 20
+/* Sink workers run this much nicer than the process: see worker_main. */
+#define WORKER_NICE 10
 /* A queue this deep that drains gives its memory back (malloc_trim). */
 #define TRIM_AFTER_DEPTH 64
 #define SEQ_FILE_MAX 21                   /* 20 digits and a newline */
@@ -570,8 +574,21 @@ static void *worker_main(void *arg)
 	struct pipeline_worker *w = arg;
 	struct fp_pipeline *pl = w->pw_pipeline;
 	struct pipeline_job *parked = NULL, **tail = &parked, *in, *j, **pp;
-	int stop;
+	int stop, nice;
+	id_t tid = (id_t)gettid();
 
+	/* Replies first: on a loaded machine the workers' encoding and
+	 * compression took the CPU the listener's threads needed to answer
+	 * (reply p99 7.3 s with a busy loop on the side), and a profile may
+	 * wait, a reply may not.  A thread's nice is its own on Linux; the
+	 * request threads keep the process's. */
+	if (pthread_setschedparam(pthread_self(), SCHED_BATCH, &(struct sched_param){ 0 }))
+		fp_warnx("sink worker: cannot use SCHED_BATCH");
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, tid);
+	if (!errno &&
+	    setpriority(PRIO_PROCESS, tid, nice + WORKER_NICE > 19 ? 19 : nice + WORKER_NICE))
+		fp_warn("sink worker: setpriority");
 	pthread_mutex_lock(&pl->pl_lock);
 	pl->pl_ready++;
 	pthread_cond_broadcast(&pl->pl_ready_cond);

@@ -33,7 +33,10 @@
  * a sink shares between hosts it locks itself (push.h, spool.h),
  * what it keeps per host (files.h) needs no lock.  Workers write in
  * parallel because the time of a sink goes to fsync, waiting for the
- * disk, which serves several at once (README, "Performance").
+ * disk, which serves several at once (README, "Performance").  They run
+ * 10 nicer than the process and as SCHED_BATCH, so that on a loaded
+ * machine the listener's threads, which take no lock a worker holds for
+ * long (pl_lock only around the queues and counters), get the CPU first.
  */
 #ifndef FP_PIPELINE_H
 #define FP_PIPELINE_H
