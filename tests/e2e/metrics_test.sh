@@ -32,6 +32,9 @@ printf '\x93\x63\x01\x80' > "$TMP/version"
 echo "not an ELF file" > "$TMP/notelf"
 curl -s -o /dev/null --data-binary "@$TMP/notelf" "http://127.0.0.1:$hport/v1/upload"
 
+# The sinks run in workers of their own, at a lower priority: the five
+# profiles are through them within the wait on a loaded machine.
+wait_for 30 sh -c "curl -sf 'http://127.0.0.1:$hport/metrics' | grep -q '^fleetprof_profiles_total 5\$'"
 curl -sf -D "$TMP/headers" -o "$TMP/metrics" "http://127.0.0.1:$hport/metrics"
 check content-type grep -qi '^content-type: text/plain; version=0.0.4' "$TMP/headers"
 if out=$(promtool check metrics < "$TMP/metrics" 2>&1); then
