@@ -44,6 +44,7 @@ enum {
 	OPT_MAX_CONNECTIONS,
 	OPT_IDLE_TIMEOUT,
 	OPT_MAX_QUEUED,
+	OPT_MAX_QUEUED_MB,
 };
 
 static void usage(FILE *f)
@@ -61,6 +62,7 @@ static void usage(FILE *f)
 		"                            [--listen-workers N] [--max-connections N]\n"
 		"                            [--idle-timeout SECONDS] [--max-sessions N]\n"
 		"                            [--new-sessions N] [--max-queued N]\n"
+		"                            [--max-queued-mb MB]\n"
 		"                            [--tls-cert FILE --tls-key FILE [--tls-ca FILE]\n"
 		"                             [--tls-require-client-cert yes|no]]\n"
 		"                            [--http-token-for-reads]\n"
@@ -96,6 +98,8 @@ static void usage(FILE *f)
 		"      --max-queued N     interval profiles waiting for the sinks (about 50 kB\n"
 		"                         each) before batches are answered busy: agents send\n"
 		"                         them again later (default and most 3840)\n"
+		"      --max-queued-mb MB the same bound in MiB of heap those profiles hold\n"
+		"                         (default 256, most 65536)\n"
 		"\n"
 		"TLS (the agents' tls+tcp:// link, and HTTPS on --http):\n"
 		"      --tls-cert FILE    the symbolizer's certificate (PEM, chain after it)\n"
@@ -206,6 +210,7 @@ int main(int argc, char **argv)
 		{ "listen-workers", required_argument, NULL, 'L' },
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 		{ "max-queued", required_argument, NULL, OPT_MAX_QUEUED },
+		{ "max-queued-mb", required_argument, NULL, OPT_MAX_QUEUED_MB },
 		{ "new-sessions", required_argument, NULL, OPT_NEW_SESSIONS },
 		{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
@@ -335,6 +340,12 @@ int main(int argc, char **argv)
 		case OPT_MAX_QUEUED:
 			if (fp_parse_u32("fleetprof-symbolizer", "--max-queued", optarg, 1,
 					 FP_PIPELINE_BUSY, &limits.sl_max_queued))
+				return 2;
+			break;
+		case OPT_MAX_QUEUED_MB:
+			if (fp_parse_u32("fleetprof-symbolizer", "--max-queued-mb", optarg, 1,
+					 FP_PIPELINE_BUSY_BYTES_MAX >> 20,
+					 &limits.sl_max_queued_mb))
 				return 2;
 			break;
 		case OPT_NEW_SESSIONS:

@@ -14,14 +14,18 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PARKED_POLL_MS 20
+/* Sink workers run this much nicer than the process: see worker_main. */
+#define WORKER_NICE 10
 /* A queue this deep that drains gives its memory back (malloc_trim). */
 #define TRIM_AFTER_DEPTH 64
 #define SEQ_FILE_MAX 21                   /* 20 digits and a newline */
@@ -35,6 +39,7 @@ struct pipeline_job {
 	struct fp_hello pj_hello;
 	uint64_t pj_seq;
 	uint64_t pj_deadline_ns; /* CLOCK_MONOTONIC: symbols wanted until then */
+	size_t pj_bytes;         /* the heap it holds, profile and job (pl_bytes) */
 };
 
 /* The last written interval of a session, keyed by session id and host. */
@@ -72,6 +77,8 @@ struct fp_pipeline {
 	pthread_cond_t pl_ready_cond; /* one more is */
 	size_t pl_deepest;            /* the most queued since the queue was last empty */
 	size_t pl_busy;               /* busy from this many queued on */
+	size_t pl_bytes;              /* the heap the queued and set aside hold */
+	size_t pl_busy_bytes;         /* busy from this many bytes queued on */
 	int pl_stop;
 	struct fp_pipeline_stats pl_stats;
 	struct written_slot *pl_written; /* FP_PIPELINE_WRITTEN_SLOTS */
@@ -91,6 +98,7 @@ int fp_pipeline_alloc(struct fp_pipeline **out, const struct fp_pipeline_opts *o
 	}
 	pl->pl_resolver = o->po_resolver;
 	pl->pl_busy = FP_PIPELINE_BUSY;
+	pl->pl_busy_bytes = FP_PIPELINE_BUSY_BYTES_DEFAULT;
 	pl->pl_symbol_wait_ms = o->po_symbol_wait_ms;
 	pthread_mutex_init(&pl->pl_lock, NULL);
 	pthread_cond_init(&pl->pl_ready_cond, NULL);
@@ -111,6 +119,7 @@ void fp_pipeline_stats(struct fp_pipeline *pl, struct fp_pipeline_stats *st)
 	pthread_mutex_lock(&pl->pl_lock);
 	*st = pl->pl_stats;
 	st->pp_queue_depth = pl->pl_count;
+	st->pp_queued_bytes = pl->pl_bytes;
 	pthread_mutex_unlock(&pl->pl_lock);
 }
 
@@ -440,8 +449,10 @@ static void finish(struct fp_pipeline *pl, struct pipeline_job *j)
 	pl->pl_stats.pp_profiles++;
 	pl->pl_stats.pp_sink_errors += errors;
 	pl->pl_stats.pp_state_errors += state_errors;
-	if (pl->pl_started)
+	if (pl->pl_started) {
 		pl->pl_count--;
+		pl->pl_bytes -= j->pj_bytes;
+	}
 	/* A backlog drained: give its memory back (glibc keeps freed memory
 	 * in its arenas, so the process would stay as large as its deepest
 	 * backlog: 137 MB after 1,330 queued profiles drained, 74 MB before). */
@@ -479,15 +490,16 @@ int fp_pipeline_busy(struct fp_pipeline *pl)
 	int busy;
 
 	pthread_mutex_lock(&pl->pl_lock);
-	busy = pl->pl_started && pl->pl_count >= pl->pl_busy;
+	busy = pl->pl_started && (pl->pl_count >= pl->pl_busy || pl->pl_bytes >= pl->pl_busy_bytes);
 	pthread_mutex_unlock(&pl->pl_lock);
 	return busy;
 }
 
-void fp_pipeline_set_busy(struct fp_pipeline *pl, size_t n)
+void fp_pipeline_set_busy(struct fp_pipeline *pl, size_t n, size_t bytes)
 {
 	pthread_mutex_lock(&pl->pl_lock);
 	pl->pl_busy = n;
+	pl->pl_busy_bytes = bytes;
 	pthread_mutex_unlock(&pl->pl_lock);
 }
 
@@ -520,6 +532,8 @@ int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struc
 		finish(pl, j);
 		return 0;
 	}
+	/* Measured outside the lock: it walks the whole profile. */
+	j->pj_bytes = fp_profile_bytes(p) + malloc_usable_size(j);
 	w = worker_of(pl, hello);
 	pthread_mutex_lock(&pl->pl_lock);
 	if (pl->pl_count >= FP_PIPELINE_QUEUE) {
@@ -532,6 +546,7 @@ int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struc
 			w->pw_head = j;
 		w->pw_tail = j;
 		pl->pl_count++;
+		pl->pl_bytes += j->pj_bytes;
 		if (pl->pl_count > pl->pl_deepest)
 			pl->pl_deepest = pl->pl_count;
 		pthread_cond_signal(&w->pw_wake);
@@ -559,8 +574,21 @@ static void *worker_main(void *arg)
 	struct pipeline_worker *w = arg;
 	struct fp_pipeline *pl = w->pw_pipeline;
 	struct pipeline_job *parked = NULL, **tail = &parked, *in, *j, **pp;
-	int stop;
+	int stop, nice;
+	id_t tid = (id_t)gettid();
 
+	/* Replies first: on a loaded machine the workers' encoding and
+	 * compression took the CPU the listener's threads needed to answer
+	 * (reply p99 7.3 s with a busy loop on the side), and a profile may
+	 * wait, a reply may not.  A thread's nice is its own on Linux; the
+	 * request threads keep the process's. */
+	if (pthread_setschedparam(pthread_self(), SCHED_BATCH, &(struct sched_param){ 0 }))
+		fp_warnx("sink worker: cannot use SCHED_BATCH");
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, tid);
+	if (!errno &&
+	    setpriority(PRIO_PROCESS, tid, nice + WORKER_NICE > 19 ? 19 : nice + WORKER_NICE))
+		fp_warn("sink worker: setpriority");
 	pthread_mutex_lock(&pl->pl_lock);
 	pl->pl_ready++;
 	pthread_cond_broadcast(&pl->pl_ready_cond);

@@ -33,7 +33,10 @@
  * a sink shares between hosts it locks itself (push.h, spool.h),
  * what it keeps per host (files.h) needs no lock.  Workers write in
  * parallel because the time of a sink goes to fsync, waiting for the
- * disk, which serves several at once (README, "Performance").
+ * disk, which serves several at once (README, "Performance").  They run
+ * 10 nicer than the process and as SCHED_BATCH, so that on a loaded
+ * machine the listener's threads, which take no lock a worker holds for
+ * long (pl_lock only around the queues and counters), get the CPU first.
  */
 #ifndef FP_PIPELINE_H
 #define FP_PIPELINE_H
@@ -48,6 +51,10 @@
 /* Busy from this many on, so that the batches being handled when it
  * became busy (at most one per listener worker: 256) still find room. */
 #define FP_PIPELINE_BUSY (FP_PIPELINE_QUEUE - 256)
+/* Busy from this many bytes queued on, by default and at most
+ * (--max-queued-mb): see README, "Sinks behind", for why. */
+#define FP_PIPELINE_BUSY_BYTES_DEFAULT ((size_t)256 << 20)
+#define FP_PIPELINE_BUSY_BYTES_MAX ((size_t)64 << 30)
 #define FP_PIPELINE_MAX_SINKS 4
 #define FP_SYMBOL_WAIT_DEFAULT_MS 5000
 #define FP_SYMBOL_WAIT_MAX_MS 3600000
@@ -73,6 +80,7 @@ struct fp_pipeline_stats {
 	uint64_t pp_waited;        /* profiles that waited for symbols */
 	uint64_t pp_wait_timeouts; /* ... and whose symbols were still not there */
 	uint64_t pp_queue_depth;   /* profiles queued or waiting now */
+	uint64_t pp_queued_bytes;  /* the heap they hold (fp_profile_bytes) */
 	uint64_t pp_state_errors;  /* sequence numbers that could not be stored */
 };
 
@@ -100,12 +108,18 @@ int fp_pipeline_start(struct fp_pipeline *pl, uint32_t symbol_wait_ms);
 int fp_pipeline_submit(struct fp_pipeline *pl, struct fp_profile *p, const struct fp_hello *hello,
 		       uint64_t seq);
 
-/* fp_pipeline_busy: whether the busy bound (FP_PIPELINE_BUSY, or what
- * fp_pipeline_set_busy set) of profiles or more wait for the sinks: the
- * server then takes no batch (the agent sends it again).  Any thread. */
+/* fp_pipeline_busy: whether the busy bound of profiles
+ * (FP_PIPELINE_BUSY, or what fp_pipeline_set_busy set) or of bytes
+ * (FP_PIPELINE_BUSY_BYTES_DEFAULT, or set) or more wait for the sinks:
+ * the server then takes no batch (the agent sends it again).  The bytes
+ * are each queued profile's heap (fp_profile_bytes) and its job's,
+ * counted when it is submitted: the batches being handled when the bound
+ * was reached still come, so the bytes may pass it by their profiles.
+ * Any thread. */
 int fp_pipeline_busy(struct fp_pipeline *pl);
-/* fp_pipeline_set_busy: the busy bound, 1-FP_PIPELINE_BUSY.  Any thread. */
-void fp_pipeline_set_busy(struct fp_pipeline *pl, size_t n);
+/* fp_pipeline_set_busy: the busy bounds, n profiles (1-FP_PIPELINE_BUSY)
+ * and bytes (1-FP_PIPELINE_BUSY_BYTES_MAX).  Any thread. */
+void fp_pipeline_set_busy(struct fp_pipeline *pl, size_t n, size_t bytes);
 
 /* fp_pipeline_last_seq: the sequence number last stored for the session
  * of hello, which fp_pipeline_written then knows too.  0 or -ENOENT

@@ -109,10 +109,12 @@ int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l)
 {
 	if (!l->sl_max_sessions || l->sl_max_sessions > FP_SERVER_MAX_SESSIONS ||
 	    !l->sl_new_sessions_per_s || l->sl_new_sessions_per_s > FP_SERVER_NEW_SESSIONS_MAX ||
-	    l->sl_max_queued > FP_PIPELINE_BUSY)
+	    l->sl_max_queued > FP_PIPELINE_BUSY ||
+	    l->sl_max_queued_mb > FP_PIPELINE_BUSY_BYTES_MAX >> 20)
 		return -EINVAL;
-	fp_pipeline_set_busy(s->sv_pipeline,
-			     l->sl_max_queued ? l->sl_max_queued : FP_PIPELINE_BUSY);
+	fp_pipeline_set_busy(s->sv_pipeline, l->sl_max_queued ? l->sl_max_queued : FP_PIPELINE_BUSY,
+			     l->sl_max_queued_mb ? (size_t)l->sl_max_queued_mb << 20
+						 : FP_PIPELINE_BUSY_BYTES_DEFAULT);
 	pthread_mutex_lock(&s->sv_lock);
 	s->sv_limits = *l;
 	s->sv_tokens = l->sl_new_sessions_per_s;
@@ -146,6 +148,7 @@ void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 	st->sv_profiles = ps.pp_profiles;
 	st->sv_write_errors = ps.pp_sink_errors + ps.pp_state_errors;
 	st->sv_pipeline_queue = ps.pp_queue_depth;
+	st->sv_pipeline_bytes = ps.pp_queued_bytes;
 	st->sv_pipeline_dropped = ps.pp_dropped;
 	st->sv_pipeline_trims = ps.pp_trims;
 	st->sv_symbol_waits = ps.pp_waited;

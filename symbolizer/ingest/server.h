@@ -53,6 +53,9 @@ struct fp_server_limits {
 	uint32_t sl_new_sessions_per_s; /* 1-FP_SERVER_NEW_SESSIONS_MAX, also the burst */
 	uint32_t sl_max_queued;         /* profiles queued for the sinks before batches are
 					 * answered busy: 1-FP_PIPELINE_BUSY; 0: that */
+	uint32_t sl_max_queued_mb;      /* MiB they hold, the same way: 1 to
+					 * FP_PIPELINE_BUSY_BYTES_MAX >> 20; 0: the
+					 * default, FP_PIPELINE_BUSY_BYTES_DEFAULT */
 };
 
 struct fp_server_stats {
@@ -84,6 +87,7 @@ struct fp_server_stats {
 	uint64_t sv_fetch_given_up; /* build-IDs failed too often to ask again */
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
 	uint64_t sv_pipeline_queue;       /* profiles waiting for their sinks now */
+	uint64_t sv_pipeline_bytes;       /* the heap they hold */
 	uint64_t sv_pipeline_dropped;     /* profiles dropped: pipeline queue full */
 	uint64_t sv_pipeline_busy;        /* batches not taken: pipeline busy */
 	uint64_t sv_pipeline_trims;       /* backlogs of 64 or more drained, memory given back */

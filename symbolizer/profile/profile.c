@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,38 @@ void fp_profile_free(struct fp_profile *p)
 	free(p->pr_samples);
 	free(p->pr_host);
 	free(p);
+}
+
+size_t fp_profile_bytes(const struct fp_profile *p)
+{
+	const struct fp_profile_index *ix = p->pr_index;
+	size_t n = malloc_usable_size((void *)p), i;
+
+	for (i = 0; i < p->pr_nmappings; i++)
+		n += malloc_usable_size(p->pr_mappings[i].pm_path);
+	for (i = 0; i < p->pr_nframes; i++) {
+		const struct fp_pframe *f = &p->pr_frames[i];
+
+		n += malloc_usable_size(f->pf_function) + malloc_usable_size(f->pf_system_name) +
+		     malloc_usable_size(f->pf_file) + malloc_usable_size(f->pf_inline);
+		for (uint32_t k = 0; k < f->pf_ninline; k++)
+			n += malloc_usable_size(f->pf_inline[k].pi_function) +
+			     malloc_usable_size(f->pf_inline[k].pi_system_name) +
+			     malloc_usable_size(f->pf_inline[k].pi_file);
+	}
+	for (i = 0; i < p->pr_nsamples; i++)
+		n += malloc_usable_size(p->pr_samples[i].ps_frames);
+	if (ix) {
+		n += malloc_usable_size((void *)ix) + malloc_usable_size(ix->pi_strings_v) +
+		     malloc_usable_size(ix->pi_mappings.is_slots) +
+		     malloc_usable_size(ix->pi_frames.is_slots) +
+		     malloc_usable_size(ix->pi_samples.is_slots) +
+		     malloc_usable_size(ix->pi_strings.is_slots);
+		for (i = 0; i < ix->pi_nstrings; i++)
+			n += malloc_usable_size(ix->pi_strings_v[i]);
+	}
+	return n + malloc_usable_size(p->pr_mappings) + malloc_usable_size(p->pr_frames) +
+	       malloc_usable_size(p->pr_samples) + malloc_usable_size(p->pr_host);
 }
 
 /* Mappings */

@@ -79,6 +79,12 @@ int fp_profile_alloc(struct fp_profile **p, const char *host, uint64_t start_ns,
 		     uint64_t duration_ns, uint64_t period_ns);
 void fp_profile_free(struct fp_profile *p);
 
+/* fp_profile_bytes: the heap p holds, every block fp_profile_free would
+ * free as malloc sized it (malloc_usable_size): what a queued profile
+ * costs (pipeline.h bounds the queue by it).  Walks every frame and
+ * sample: about as long as freeing p. */
+size_t fp_profile_bytes(const struct fp_profile *p);
+
 /* fp_profile_add_mapping: intern a mapping (key: kind, build-ID, path).
  * 0, -EINVAL (NULL path, build-ID too long) or -ENOMEM; *idx written on
  * success. */

@@ -113,6 +113,9 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	    st.sv_table_bytes);
 	one(f, "pipeline_queue", "gauge", "Interval profiles waiting for their sinks.",
 	    st.sv_pipeline_queue);
+	one(f, "pipeline_queued_bytes", "gauge",
+	    "Bytes of heap the interval profiles waiting for their sinks hold.",
+	    st.sv_pipeline_bytes);
 	one(f, "pipeline_busy_total", "counter",
 	    "Batches not taken because the pipeline was busy (agents send them again).",
 	    st.sv_pipeline_busy);

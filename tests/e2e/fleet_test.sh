@@ -37,6 +37,16 @@ bad_flag flag-unknown 2 "usage: fleetprof loadgen" --server tcp://127.0.0.1:1 --
 bad_flag flag-bad-address 1 "device 0: nope://x" --server nope://x --devices 1 --seconds 1
 bad_flag flag-map-file-missing 1 "map-file /nonexistent" --server tcp://127.0.0.1:1 --devices 1 --seconds 1 --map-file /nonexistent
 check help-exits-0 bash -c "'$FP' loadgen --help | grep -q -- '--churn NEW_STACKS_PER_S'"
+# The symbolizer's bound on the bytes queued for the sinks: 1 to 65536 MiB.
+for v in 0 65537 many; do
+	out=$("$SYMB" --max-queued-mb "$v" 2>&1)
+	rc=$?
+	if [ $rc -eq 2 ] && grep -qF -- "invalid --max-queued-mb '$v'" <<< "$out"; then
+		pass "symbolizer-flag-max-queued-mb-$v"
+	else
+		fail "symbolizer-flag-max-queued-mb-$v" "exit $rc: $(head -n 1 <<< "$out")"
+	fi
+done
 
 port=$(free_port)
 addr=tcp://127.0.0.1:$port

@@ -32,6 +32,9 @@ printf '\x93\x63\x01\x80' > "$TMP/version"
 echo "not an ELF file" > "$TMP/notelf"
 curl -s -o /dev/null --data-binary "@$TMP/notelf" "http://127.0.0.1:$hport/v1/upload"
 
+# The sinks run in workers of their own, at a lower priority: the five
+# profiles are through them within the wait on a loaded machine.
+wait_for 30 sh -c "curl -sf 'http://127.0.0.1:$hport/metrics' | grep -q '^fleetprof_profiles_total 5\$'"
 curl -sf -D "$TMP/headers" -o "$TMP/metrics" "http://127.0.0.1:$hport/metrics"
 check content-type grep -qi '^content-type: text/plain; version=0.0.4' "$TMP/headers"
 if out=$(promtool check metrics < "$TMP/metrics" 2>&1); then
@@ -44,7 +47,8 @@ fi
 # pipeline after the wait for symbols.  The first look-up asks the cache,
 # and the symbol worker the debug directory, the local path and the store
 # (fetch); the nine later ones stop at the cache, where the failure is
-# remembered.
+# remembered.  The five profiles are through their sinks (counted with
+# their bytes taken off the queue's, under one lock): nothing is queued.
 # Debian's python3-prometheus-client, hence Debian's python3.
 /usr/bin/python3 tests/e2e/metrics_test.py "$TEST" "$TMP/metrics" \
 	'fleetprof_sessions=1' \
@@ -53,6 +57,8 @@ fi
 	'fleetprof_batches_total=5' \
 	'fleetprof_samples_total=50' \
 	'fleetprof_profiles_total=5' \
+	'fleetprof_pipeline_queue=0' \
+	'fleetprof_pipeline_queued_bytes=0' \
 	'fleetprof_rejected_total{reason="malformed"}=1' \
 	'fleetprof_rejected_total{reason="version"}=1' \
 	'fleetprof_rejected_total{reason="type"}=0' \

@@ -4,7 +4,8 @@
  * wait it reaches the sink at once, unresolved.  Sequence numbers are
  * kept under the state directory; those older symbolizers left in the
  * output tree are moved there once, and damaged ones are left.  Several
- * sink workers keep each host's profiles in order. */
+ * sink workers keep each host's profiles in order, and run nicer than
+ * the threads that submit. */
 #include "check.h"
 #include "cli.h"
 #include "elfnote.h"
@@ -17,9 +18,11 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +34,7 @@ struct capture {
 	int cp_resolved; /* frames with a name in the last profile */
 	uint64_t cp_seq;
 	uint64_t cp_at_ns;
+	int cp_nice, cp_policy; /* of the thread that ran the sink */
 };
 
 static int capture_sink(void *arg, const struct fp_profile *p, const struct fp_hello *h,
@@ -45,6 +49,8 @@ static int capture_sink(void *arg, const struct fp_profile *p, const struct fp_h
 	for (i = 0; i < p->pr_nframes; i++)
 		c->cp_resolved += p->pr_frames[i].pf_function != NULL;
 	c->cp_at_ns = fp_now_ns(CLOCK_MONOTONIC);
+	c->cp_nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+	c->cp_policy = sched_getscheduler(0);
 	return 0;
 }
 
@@ -157,6 +163,7 @@ static void test_waits_for_symbols(void)
 	struct fp_pipeline *pl;
 	char state[128];
 	struct fp_hello h = { .fh_session = 42, .fh_host = "host-a" };
+	int nice;
 
 	run("wait", 60000, &c, &ms, &ps);
 	CHECK_EQ_INT(c.cp_calls, 1);
@@ -165,6 +172,15 @@ static void test_waits_for_symbols(void)
 	CHECK_EQ_INT(ps.pp_waited, 1);
 	CHECK_EQ_INT(ps.pp_wait_timeouts, 0);
 	printf("  with a wait: resolved after %llu ms\n", (unsigned long long)ms);
+
+	/* A sink worker yields to the request threads (the process's nice,
+	 * SCHED_OTHER). */
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, 0);
+	CHECK_EQ_INT(errno, 0);
+	CHECK_EQ_INT(c.cp_nice, nice + 10 > 19 ? 19 : nice + 10);
+	CHECK_EQ_INT(c.cp_policy, SCHED_BATCH);
+	CHECK_EQ_INT(sched_getscheduler(0), SCHED_OTHER);
 
 	run("nowait", 0, &c, &ms, &ps);
 	CHECK_EQ_INT(c.cp_calls, 1);

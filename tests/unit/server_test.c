@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -829,6 +830,87 @@ static void test_busy(void)
 	CHECK_EQ_INT(system(cmd), 0);
 }
 
+/* Busy by bytes: with --max-queued-mb 1, batches are taken while the
+ * profiles queued hold less than 1 MiB; the one that finds them holding
+ * it or more is answered busy and not applied.  Once the sinks caught
+ * up, the queued bytes are 0 again (what each profile added was taken
+ * off), the batch sent again is taken, and sent a third time is a
+ * duplicate: it reaches the sinks once. */
+static void test_busy_bytes(void)
+{
+	struct held_sink h = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	struct fp_server_limits lim = { FP_SERVER_MAX_SESSIONS, FP_SERVER_NEW_SESSIONS_DEFAULT, 0,
+					1 };
+	struct fp_resolver *res = open_resolver();
+	struct fp_server_stats st;
+	struct fp_server *s = NULL;
+	char state[] = "/dev/shm/fp-server-busy-bytes.XXXXXX", cmd[64];
+	uint64_t seq, before = 0, busy_seq = 0;
+	struct fp_reply r;
+	int i, taken_past = 0;
+
+	CHECK(mkdtemp(state) != NULL);
+	CHECK_EQ_INT(fp_server_alloc(&s, res, NULL, state), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(fp_server_add_sink(s, held_sink, &h), 0);
+	CHECK_EQ_INT(fp_server_set_limits(s, &lim), 0);
+	lim.sl_max_queued_mb = (uint32_t)(FP_PIPELINE_BUSY_BYTES_MAX >> 20) + 1;
+	CHECK_EQ_INT(fp_server_set_limits(s, &lim), -EINVAL);
+	CHECK_EQ_INT(fp_server_start(s, 0), 0);
+	CHECK_EQ_INT(send_hello(s, 0xb6, &r), 0);
+	fp_reply_fini(&r);
+	for (seq = 1; seq < FP_PIPELINE_BUSY && !busy_seq; seq++) {
+		if (send_batch(s, 0xb6, seq, seq == 1, 21, 1, &r))
+			break;
+		fp_server_stats(s, &st);
+		if (r.fr_status == FP_REPLY_OK && r.fr_seq == 0)
+			busy_seq = seq;
+		else if (before >= 1 << 20)
+			taken_past++; /* taken with 1 MiB queued */
+		if (!busy_seq && st.sv_pipeline_bytes <= before)
+			break; /* taken, yet nothing was added */
+		if (!busy_seq)
+			before = st.sv_pipeline_bytes;
+		fp_reply_fini(&r);
+	}
+	fp_reply_fini(&r);
+	fprintf(stderr, "  busy at batch %" PRIu64 ", %" PRIu64 " bytes queued\n", busy_seq,
+		before);
+	CHECK(busy_seq > 2);
+	CHECK_EQ_INT(taken_past, 0);
+	CHECK(before >= 1 << 20);
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_pipeline_busy, 1);
+	CHECK_EQ_INT(st.sv_batches, busy_seq - 1);
+	CHECK_EQ_INT(st.sv_pipeline_queue, busy_seq - 1);
+	CHECK_EQ_INT(st.sv_pipeline_bytes, before);
+	pthread_mutex_lock(&h.hs_lock);
+	h.hs_released = 1;
+	pthread_cond_broadcast(&h.hs_cond);
+	pthread_mutex_unlock(&h.hs_lock);
+	for (i = 0; i < 500; i++) {
+		fp_server_stats(s, &st);
+		if (st.sv_pipeline_queue == 0)
+			break;
+		usleep(10000);
+	}
+	CHECK_EQ_INT(st.sv_pipeline_bytes, 0);
+	CHECK_EQ_INT(send_batch(s, 0xb6, busy_seq, 0, 21, 1, &r), 0);
+	CHECK(r.fr_status == FP_REPLY_OK && r.fr_seq == busy_seq);
+	fp_reply_fini(&r);
+	CHECK_EQ_INT(send_batch(s, 0xb6, busy_seq, 0, 21, 1, &r), 0);
+	CHECK(r.fr_status == FP_REPLY_OK && r.fr_seq == busy_seq);
+	fp_reply_fini(&r);
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_duplicates, 1);
+	fp_server_free(s);
+	CHECK_EQ_INT(h.hs_profiles, busy_seq);
+	fp_resolver_close(res);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
+	CHECK_EQ_INT(system(cmd), 0);
+}
+
 /* expect_refused: r is a REJECTED reply whose reason has why in it. */
 static void expect_refused(struct fp_reply *r, const char *why)
 {
@@ -896,6 +978,7 @@ int main(void)
 	RUN(test_python_session);
 	RUN(test_python_conversation);
 	RUN(test_busy);
+	RUN(test_busy_bytes);
 	rc = CHECK_DONE();
 	if (check_rmtree(tmpdir))
 		rc = 1;
