@@ -94,8 +94,9 @@ check no-request-over-1s grep -q 'slowest request [0-9.]* ms, 0 over 1 s' "$TMP/
 need_root
 port=$(free_port)
 addr=tcp://127.0.0.1:$port
+hport=$(free_port)
 "$SYMB" --local-files --listen "$addr" --cache "$TMP/bcache" --out "$TMP/bout" --max-queued 1 \
-	--symbol-wait 8 > "$TMP/bsymb.log" 2>&1 &
+	--symbol-wait 8 --http "127.0.0.1:$hport" > "$TMP/bsymb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
 "$WORKLOAD" 60 & wl=$!
@@ -107,6 +108,13 @@ PIDS+=($agent)
 sleep 2
 "$FP" loadgen --server "$addr" --devices 5 --seconds 10 --interval 1 --timeout 5 \
 	--map-file "$BIG" > "$TMP/bloadgen.out" 2>&1
+# The agent's batches are taken again once the queue is empty (a profile
+# of loadgen's may wait --symbol-wait for librbd's symbols first); then
+# two of its 1 s flushes send what was answered busy.
+queue_empty() {
+	curl -s "http://127.0.0.1:$hport/metrics" | grep -q '^fleetprof_pipeline_queue 0$'
+}
+check busy-queue-drains wait_for 60 queue_empty
 sleep 2
 kill -INT "$agent"; wait "$agent"
 kill -TERM "$symb"; wait "$symb"
