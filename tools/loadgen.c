@@ -27,6 +27,7 @@
 #include "elfnote.h"
 #include "elfsyms.h"
 #include "hist.h"
+#include "indexset.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -750,11 +751,9 @@ static int add_loaded(struct dl_phdr_info *info, size_t size, void *arg)
  * stretched. */
 static void fake_build_id(const char *name, struct fp_build_id *id)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = fp_hash_string(FP_HASH_SEED, name);
 	size_t i;
 
-	for (; *name; name++)
-		h = (h ^ (uint8_t)*name) * 0x100000001b3ull;
 	id->fb_len = FP_BUILD_ID_MAX;
 	for (i = 0; i < FP_BUILD_ID_MAX; i++)
 		id->fb_data[i] = (uint8_t)(rng_next(&h) >> 56);

@@ -34,6 +34,7 @@
 
 #include "indexset.h"
 #include "files.h"
+#include "intern.h"
 #include "output.h"
 #include "pprof.pb-c.h"
 
@@ -104,7 +105,7 @@ static int string_eq(const void *ctx, uint32_t index, const void *key)
 static int intern(struct encoder *en, const char *s, int copy, int64_t *index)
 {
 	struct fp_indexset *set = &en->en_string_set;
-	uint32_t hash = fp_hash_finish(fp_hash_string(FP_HASH_SEED, s));
+	uint32_t hash = (uint32_t)fp_hash(s, strlen(s));
 	size_t slot;
 	uint32_t found = fp_indexset_find(set, hash, string_eq, en, s, &slot);
 
