@@ -509,13 +509,7 @@ static int label_room(int n, char **buf, size_t *cap)
 {
 	if (n < 0 || (size_t)n < *cap)
 		return n < 0 ? n : 0;
-	size_t want = (size_t)n + 1 > 256 ? (size_t)n + 1 : 256;
-	char *bigger = realloc(*buf, want);
-	if (!bigger)
-		return -ENOMEM;
-	*buf = bigger;
-	*cap = want;
-	return 1;
+	return fp_vec_reserve(buf, cap, (size_t)n + 1, 1) ? -ENOMEM : 1;
 }
 
 int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf, size_t *cap)
