@@ -101,6 +101,8 @@ static void sip_update(struct sip *s, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
+	if (!len)
+		return; /* data may be NULL then, which memcpy must not see */
 	s->total += len;
 	if (s->ntail) {
 		size_t take = 8 - s->ntail < len ? 8 - s->ntail : len;

@@ -104,23 +104,16 @@ static inline size_t fp_indexset_bytes(const struct fp_indexset *s)
 	return s->is_slots ? (s->is_mask + 1) * sizeof(*s->is_slots) : 0;
 }
 
-/* Hashing for the callers' keys: FNV-1a for bytes, a multiply-xorshift step
- * for words, and a final avalanche so that the low bits that pick the slot
- * are well mixed. */
+/* Hashing for keys the process makes itself (indexes it assigned, counts):
+ * a multiply-xorshift step for words and a final avalanche, so that the
+ * low bits that pick the slot are well mixed.  Keys from outside (names,
+ * paths, addresses) take the keyed fp_hash (intern.h) instead: these
+ * steps are public, and chosen inputs collide them. */
 #define FP_HASH_SEED 0xcbf29ce484222325ULL
 
-static inline uint64_t fp_hash_bytes(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *s = data;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* fp_hash_string: fp_hash_bytes over the NUL-terminated s, in one pass. */
+/* fp_hash_string: FNV-1a over the NUL-terminated s.  Unkeyed, so the same
+ * in every process: for values that must stay stable from one run to the
+ * next (a flame graph's colours), never for a table's keys. */
 static inline uint64_t fp_hash_string(uint64_t h, const char *s)
 {
 	for (; *s; s++) {

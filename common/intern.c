@@ -51,15 +51,20 @@ static void hash_key_init(void)
 	memcpy(hash_key, k, sizeof(hash_key));
 }
 
-uint64_t fp_hash(const void *data, size_t len)
+uint64_t fp_hash_parts(const void *const *bufs, const size_t *lens, size_t n)
 {
 	uint8_t out[8];
 	uint64_t h;
 
 	pthread_once(&hash_key_once, hash_key_init);
-	fp_siphash(hash_key, &data, &len, 1, out, sizeof(out));
+	fp_siphash(hash_key, bufs, lens, n, out, sizeof(out));
 	memcpy(&h, out, sizeof(h));
 	return le64toh(h);
+}
+
+uint64_t fp_hash(const void *data, size_t len)
+{
+	return fp_hash_parts(&data, &len, 1);
 }
 
 int fp_intern_alloc(struct fp_intern **t)

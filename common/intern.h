@@ -38,4 +38,8 @@ void fp_intern_clear(struct fp_intern *t);
  * colliding keys.  Any thread. */
 uint64_t fp_hash(const void *data, size_t len);
 
+/* fp_hash_parts: fp_hash over the concatenation of n buffers, without
+ * copying them together: for keys made of several fields.  Any thread. */
+uint64_t fp_hash_parts(const void *const *bufs, const size_t *lens, size_t n);
+
 #endif

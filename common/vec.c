@@ -8,7 +8,7 @@
 
 #define VEC_MIN 16
 
-int fp_vec_reserve(void *arrp, size_t *cap, size_t need, size_t elem)
+int fp_vec_grow(void *arrp, size_t *cap, size_t need, size_t elem)
 {
 	void **arr = arrp;
 	size_t n;

@@ -6,12 +6,19 @@
 
 #include <stddef.h>
 
-/* fp_vec_reserve: make room for need elements of size elem in the array
+/* fp_vec_grow: make room for need elements of size elem in the array
  * *arrp (a pointer to the caller's pointer), which has room for *cap.  The
  * capacity doubles from 16 until need fits.  0, or -ENOMEM when
  * need * elem does not fit in a size_t or realloc fails; then *arrp and
  * *cap are unchanged.  elem must not be 0. */
-int fp_vec_reserve(void *arrp, size_t *cap, size_t need, size_t elem);
+int fp_vec_grow(void *arrp, size_t *cap, size_t need, size_t elem);
+
+/* fp_vec_reserve: fp_vec_grow when need does not fit; inline, so that the
+ * common case (room left) costs one comparison in the caller's loop. */
+static inline int fp_vec_reserve(void *arrp, size_t *cap, size_t need, size_t elem)
+{
+	return need <= *cap ? 0 : fp_vec_grow(arrp, cap, need, elem);
+}
 
 /* fp_vec_reserve_zeroed: fp_vec_reserve, and the new room past the old
  * capacity is zero-filled. */

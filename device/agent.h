@@ -84,7 +84,7 @@ struct agent {
 	/* What the symbolizer asked for and this interval's budget has not
 	 * covered yet, carried to the next ones (this session only). */
 	struct fp_range *ag_fetch_q;
-	size_t ag_fetch_head, ag_fetch_len;
+	size_t ag_fetch_head, ag_fetch_len, ag_fetch_cap;
 	uint64_t ag_fetch_left; /* file bytes this interval may still send */
 	struct fp_build_id ag_ksyms_q[KSYMS_QUEUE];
 	size_t ag_ksyms_len;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vec.h"
+
 #define ID_LEN 64
 #define CONFIG_MAX (1 << 20) /* bytes of config.v2.json read at most */
 
@@ -49,11 +51,8 @@ static int docker_name(const char *docker_root, const char *id, char *buf, size_
 	if (!f)
 		return -ENOENT;
 	while (!feof(f) && !ferror(f) && cap < CONFIG_MAX) {
-		size_t ncap = cap ? cap * 2 : 16384;
-		char *q = realloc(data, ncap);
-		if (!q)
+		if (fp_vec_reserve(&data, &cap, cap ? cap * 2 : 16384, 1))
 			break;
-		data = q, cap = ncap;
 		n += fread(data + n, 1, cap - 1 - n, f);
 	}
 	fclose(f);

@@ -5,6 +5,7 @@
 #include "pyoffsets.h"
 #include "python.h"
 #include "unwind_table.h"
+#include "vec.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -123,14 +124,9 @@ static struct proc *proc_get(struct fp_python *py, uint32_t pid, int create)
 									   : &py->py_procv[id];
 	if (fp_intern_get(py->py_pids, &pid, sizeof(pid), &id, NULL))
 		return NULL;
-	if (id >= py->py_procv_cap) {
-		size_t cap = py->py_procv_cap ? py->py_procv_cap * 2 : 64;
-		struct proc *v = realloc(py->py_procv, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		memset(v + py->py_procv_cap, 0, (cap - py->py_procv_cap) * sizeof(*v));
-		py->py_procv = v, py->py_procv_cap = cap;
-	}
+	if (fp_vec_reserve_zeroed(&py->py_procv, &py->py_procv_cap, (size_t)id + 1,
+				  sizeof(*py->py_procv)))
+		return NULL;
 	return &py->py_procv[id];
 }
 

@@ -7,6 +7,7 @@
 #include "agent.h"
 #include "cli.h"
 #include "log.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,7 +107,6 @@ static void agent_send_ksyms(struct agent *a)
 /* agent_queue_ranges: byte ranges asked for, after those still queued. */
 static void agent_queue_ranges(struct agent *a, const struct fp_range *g, size_t n)
 {
-	struct fp_range *q;
 	size_t room;
 
 	if (a->ag_fetch_head == a->ag_fetch_len)
@@ -116,10 +116,10 @@ static void agent_queue_ranges(struct agent *a, const struct fp_range *g, size_t
 		a->ag_asks_dropped += n - room;
 		n = room;
 	}
-	if (!n || !(q = realloc(a->ag_fetch_q, (a->ag_fetch_len + n) * sizeof(*q))))
+	if (!n || fp_vec_reserve(&a->ag_fetch_q, &a->ag_fetch_cap, a->ag_fetch_len + n,
+				 sizeof(*a->ag_fetch_q)))
 		return;
-	a->ag_fetch_q = q;
-	memcpy(&q[a->ag_fetch_len], g, n * sizeof(*g));
+	memcpy(&a->ag_fetch_q[a->ag_fetch_len], g, n * sizeof(*g));
 	a->ag_fetch_len += n;
 }
 
@@ -127,7 +127,7 @@ void agent_session_asks_fini(struct agent *a)
 {
 	free(a->ag_fetch_q);
 	a->ag_fetch_q = NULL;
-	a->ag_fetch_head = a->ag_fetch_len = 0;
+	a->ag_fetch_head = a->ag_fetch_len = a->ag_fetch_cap = 0;
 	a->ag_ksyms_len = 0;
 }
 

@@ -1,6 +1,7 @@
 /* kernel.c: kernel identity, modules and kallsyms. */
 #include "kernel.h"
 #include "elfnote.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,14 +88,10 @@ static int read_modules(const char *proc, const char *sys, struct fp_kernel *k)
 		snprintf(path, sizeof(path), "%s/module/%s/notes/.note.gnu.build-id", sys,
 			 m.km_name);
 		read_note_file(path, &m.km_build_id);
-		if (k->kn_nmodules == cap) {
-			size_t n = cap ? cap * 2 : 64;
-			struct fp_kmodule *p = realloc(k->kn_modules, n * sizeof(*p));
-			if (!p) {
-				fclose(f);
-				return -ENOMEM;
-			}
-			k->kn_modules = p, cap = n;
+		if (fp_vec_reserve(&k->kn_modules, &cap, k->kn_nmodules + 1,
+				   sizeof(*k->kn_modules))) {
+			fclose(f);
+			return -ENOMEM;
 		}
 		k->kn_modules[k->kn_nmodules++] = m;
 	}

@@ -3,6 +3,7 @@
 #include "procmaps.h"
 #include "elfnote.h"
 #include "openroot.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,15 +82,10 @@ int fp_procmaps_read(const char *proc, uint32_t pid, struct fp_procmaps **out)
 			free(v.fv_path);
 			continue;
 		}
-		if (pm->pm_nvmas == nalloc) {
-			size_t n = nalloc ? nalloc * 2 : 32;
-			struct fp_vma *p = realloc(pm->pm_vmas, n * sizeof(*p));
-			if (!p) {
-				free(v.fv_path);
-				err = -ENOMEM;
-				break;
-			}
-			pm->pm_vmas = p, nalloc = n;
+		if (fp_vec_reserve(&pm->pm_vmas, &nalloc, pm->pm_nvmas + 1, sizeof(*pm->pm_vmas))) {
+			free(v.fv_path);
+			err = -ENOMEM;
+			break;
 		}
 		pm->pm_vmas[pm->pm_nvmas++] = v;
 	}

@@ -2,6 +2,7 @@
 #include "sampler.h"
 #include "log.h"
 #include "stacks.skel.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +51,7 @@ static int online_cpus(bool **mask, int *n)
 	char buf[4096], *p = buf, *end;
 	bool *m = NULL;
 	ssize_t len;
+	size_t cap = 0;
 	int fd, max = 0;
 
 	fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
@@ -72,13 +74,11 @@ static int online_cpus(bool **mask, int *n)
 			p = end;
 		}
 		if (hi + 1 > max) {
-			bool *nm = realloc(m, hi + 1);
-			if (!nm) {
+			if (fp_vec_reserve_zeroed(&m, &cap, (size_t)hi + 1, sizeof(*m))) {
 				free(m);
 				return -ENOMEM;
 			}
-			memset(nm + max, 0, hi + 1 - max);
-			m = nm, max = hi + 1;
+			max = hi + 1;
 		}
 		for (; lo <= hi; lo++)
 			m[lo] = true;

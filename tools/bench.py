@@ -678,6 +678,7 @@ def symbolizer_lines(sb):
 def encode_lines(enc):
     return [f"Encoding one interval of {enc['stacks']} distinct stacks ({enc['samples']} samples, "
             f"{enc['frames']} frames):",
+            f"  build {float(enc['build_ms']):7.2f} ms  (the profile model, from the stacks)",
             f"  OTLP  {float(enc['otlp_ms']):7.2f} ms  {int(enc['otlp_bytes']):>9} bytes  "
             f"{float(enc['otlp_bytes_per_sample']):6.2f} bytes/sample",
             f"  pprof {float(enc['pprof_ms']):7.2f} ms  {int(enc['pprof_bytes']):>9} bytes  "

@@ -27,6 +27,8 @@
 #include "elfnote.h"
 #include "elfsyms.h"
 #include "hist.h"
+#include "indexset.h"
+#include "vec.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -111,12 +113,12 @@ struct lg_device {
 	size_t dv_nodes_sent;
 	struct fp_node *dv_nodes;
 	uint8_t *dv_node_proc, *dv_node_depth; /* 0xff: a kernel frame */
-	size_t dv_nnodes, dv_cap;
+	size_t dv_nnodes, dv_nodes_cap, dv_proc_cap, dv_depth_cap;
 	uint32_t *dv_stacks; /* leaf node of each stack */
 	uint8_t *dv_stack_thread;
 	double dv_churn_due;
 	struct fp_range *dv_ranges;
-	size_t dv_nranges;
+	size_t dv_nranges, dv_ranges_cap;
 	struct fp_thread dv_threads[LG_PROCESSES * LG_THREADS_PER_PROC];
 	char dv_host[32];
 };
@@ -205,24 +207,12 @@ static uint64_t frame_offset(struct lg_device *d, const struct lg_mapping *m)
 /* nodes_reserve: room for the nodes of one more stack.  0 or -ENOMEM. */
 static int nodes_reserve(struct lg_device *d)
 {
-	size_t cap = d->dv_cap ? d->dv_cap : 64;
-	struct fp_node *n;
-	uint8_t *p, *q;
+	size_t need = d->dv_nnodes + 2 * 4;
 
-	while (d->dv_nnodes + 2 * 4 > cap)
-		cap *= 2;
-	if (cap == d->dv_cap)
-		return 0;
-	if (!(n = realloc(d->dv_nodes, cap * sizeof(*n))))
+	if (fp_vec_reserve(&d->dv_nodes, &d->dv_nodes_cap, need, sizeof(*d->dv_nodes)) ||
+	    fp_vec_reserve(&d->dv_node_proc, &d->dv_proc_cap, need, 1) ||
+	    fp_vec_reserve(&d->dv_node_depth, &d->dv_depth_cap, need, 1))
 		return -ENOMEM;
-	d->dv_nodes = n;
-	if (!(p = realloc(d->dv_node_proc, cap)))
-		return -ENOMEM;
-	d->dv_node_proc = p;
-	if (!(q = realloc(d->dv_node_depth, cap)))
-		return -ENOMEM;
-	d->dv_node_depth = q;
-	d->dv_cap = cap;
 	return 0;
 }
 
@@ -581,7 +571,6 @@ fail:
  * the device must wait before its next step, else 0. */
 static int take_reply(struct loadgen *lg, struct lg_device *d, const struct fp_reply *r)
 {
-	struct fp_range *more;
 
 	if (r->fr_status == FP_REPLY_NEED_HELLO) {
 		add(&lg->lg_st.st_need_hello, 1);
@@ -637,9 +626,10 @@ static int take_reply(struct loadgen *lg, struct lg_device *d, const struct fp_r
 	if (r->fr_nwant)
 		d->dv_want_ksyms = 1;
 	if (r->fr_nranges && d->dv_nranges + r->fr_nranges <= 1024 &&
-	    (more = realloc(d->dv_ranges, (d->dv_nranges + r->fr_nranges) * sizeof(*more)))) {
-		d->dv_ranges = more;
-		memcpy(more + d->dv_nranges, r->fr_ranges, r->fr_nranges * sizeof(*more));
+	    !fp_vec_reserve(&d->dv_ranges, &d->dv_ranges_cap, d->dv_nranges + r->fr_nranges,
+			    sizeof(*d->dv_ranges))) {
+		memcpy(d->dv_ranges + d->dv_nranges, r->fr_ranges,
+		       r->fr_nranges * sizeof(*d->dv_ranges));
 		d->dv_nranges += r->fr_nranges;
 	}
 	return 0;
@@ -750,11 +740,9 @@ static int add_loaded(struct dl_phdr_info *info, size_t size, void *arg)
  * stretched. */
 static void fake_build_id(const char *name, struct fp_build_id *id)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = fp_hash_string(FP_HASH_SEED, name);
 	size_t i;
 
-	for (; *name; name++)
-		h = (h ^ (uint8_t)*name) * 0x100000001b3ull;
 	id->fb_len = FP_BUILD_ID_MAX;
 	for (i = 0; i < FP_BUILD_ID_MAX; i++)
 		id->fb_data[i] = (uint8_t)(rng_next(&h) >> 56);

@@ -11,6 +11,7 @@
 #include "intern.h"
 #include "store.h"
 #include "tls.h"
+#include "vec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -171,14 +172,8 @@ static int add_file(struct upload *u, const char *path, const struct stat *st)
 		u->up_other_kind++;
 		return 0;
 	}
-	if (u->up_nfiles == u->up_cap) {
-		size_t cap = u->up_cap ? u->up_cap * 2 : 64;
-		struct file *p = realloc(u->up_files, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		u->up_files = p;
-		u->up_cap = cap;
-	}
+	if (fp_vec_reserve(&u->up_files, &u->up_cap, u->up_nfiles + 1, sizeof(*u->up_files)))
+		return -ENOMEM;
 	f = &u->up_files[u->up_nfiles];
 	if (!(f->fl_path = strdup(path)))
 		return -ENOMEM;

@@ -69,6 +69,7 @@ struct walk {
 	Dwarf_Addr w_base;
 	Dwarf_Unsigned w_addr_base, w_rnglists_base;
 	uint32_t *w_files; /* DWARF file number - w_file_base -> builder file */
+	size_t w_files_cap;
 	Dwarf_Signed w_file_base, w_nfiles;
 	/* names by DIE offset: the offsets' ids in w_name_ids index w_names */
 	struct fp_intern *w_name_ids;
@@ -220,14 +221,9 @@ static int read_lines(struct walk *w, Dwarf_Die cu, const char *comp_dir, const 
 		dwarf_srclines_dealloc_b(ctx);
 		return 0;
 	}
-	if (nfiles) {
-		uint32_t *files = realloc(w->w_files, (size_t)nfiles * sizeof(*files));
-
-		if (!files) {
-			dwarf_srclines_dealloc_b(ctx);
-			return -ENOMEM;
-		}
-		w->w_files = files;
+	if (fp_vec_reserve(&w->w_files, &w->w_files_cap, (size_t)nfiles, sizeof(*w->w_files))) {
+		dwarf_srclines_dealloc_b(ctx);
+		return -ENOMEM;
 	}
 	for (Dwarf_Signed i = 0; i < nfiles; i++) {
 		const char *name = NULL, *path;

@@ -9,6 +9,7 @@
 #include "isolate.h"
 #include "log.h"
 #include "pyinterp.h"
+#include "vec.h"
 #include "wire.h"
 
 #include <endian.h>
@@ -274,13 +275,8 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
 	}
 	if (fp_intern_get(f->df_ids, id->fb_data, id->fb_len, &idx, &added))
 		return -ENOMEM;
-	if (idx >= f->df_cap) {
-		size_t cap = f->df_cap ? f->df_cap * 2 : 16;
-		struct fetch *p = realloc(f->df_fetches, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM; /* interned, never started: a gap (STAGE_FAILED) */
-		f->df_fetches = p, f->df_cap = cap;
-	}
+	if (fp_vec_reserve(&f->df_fetches, &f->df_cap, (size_t)idx + 1, sizeof(*f->df_fetches)))
+		return -ENOMEM; /* interned, never started: a gap (STAGE_FAILED) */
 	fe = &f->df_fetches[idx];
 	*fe = (struct fetch){ .fe_id = *id,
 			      .fe_session = session,

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "nngerr.h"
 #include "tls.h"
+#include "vec.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -93,13 +94,8 @@ static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 			l->ls_stats.ls_refused++;
 			refuse = 1;
 		} else if (fp_intern_get(l->ls_ids, &id, sizeof(id), &idx, &added) == 0) {
-			if (idx >= l->ls_conns_cap) {
-				size_t cap = l->ls_conns_cap ? l->ls_conns_cap * 2 : 256;
-				struct listen_conn *c = realloc(l->ls_conns, cap * sizeof(*c));
-				if (c)
-					l->ls_conns = c, l->ls_conns_cap = cap;
-			}
-			if (idx < l->ls_conns_cap)
+			if (!fp_vec_reserve(&l->ls_conns, &l->ls_conns_cap, (size_t)idx + 1,
+					    sizeof(*l->ls_conns)))
 				l->ls_conns[idx] = (struct listen_conn){ p, time(NULL), 1, 0 };
 			l->ls_stats.ls_connections++;
 		} else {

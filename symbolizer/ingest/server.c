@@ -8,6 +8,7 @@
 #include "log.h"
 #include "pipeline.h"
 #include "session.h"
+#include "vec.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -249,13 +250,8 @@ static int index_set(struct fp_server *s, uint64_t id, uint32_t slot)
 	}
 	if (fp_intern_get(s->sv_ids, &id, sizeof(id), &idx, NULL))
 		return -ENOMEM;
-	if (idx >= s->sv_index_cap) {
-		size_t cap = s->sv_index_cap ? s->sv_index_cap * 2 : 1024;
-		uint32_t *p = realloc(s->sv_index, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM; /* interned, but no slot: found nowhere */
-		s->sv_index = p, s->sv_index_cap = cap;
-	}
+	if (fp_vec_reserve(&s->sv_index, &s->sv_index_cap, (size_t)idx + 1, sizeof(*s->sv_index)))
+		return -ENOMEM; /* interned, but no slot: found nowhere */
 	s->sv_index[idx] = slot;
 	return 0;
 }

@@ -510,14 +510,8 @@ int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct
 		goto out;
 	for (i = 0; i < nmap; i++)
 		pc.pc_pmap[i] = FP_INDEX_NONE;
-	if (nnodes > s->se_memo_cap) {
-		struct node_memo *m = realloc(s->se_memo, nnodes * sizeof(*m));
-		if (!m)
-			goto out;
-		memset(m + s->se_memo_cap, 0, (nnodes - s->se_memo_cap) * sizeof(*m));
-		s->se_memo = m;
-		s->se_memo_cap = nnodes;
-	}
+	if (fp_vec_reserve_zeroed(&s->se_memo, &s->se_memo_cap, nnodes, sizeof(*s->se_memo)))
+		goto out;
 	if (++s->se_gen == 0) { /* wrapped: old stamps could look current */
 		memset(s->se_memo, 0, s->se_memo_cap * sizeof(*s->se_memo));
 		s->se_gen = 1;
@@ -567,14 +561,9 @@ int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_buil
 			free(out);
 			return -ENOMEM;
 		}
-		if (count == cap) {
-			size_t nc = cap ? cap * 2 : 4;
-			struct fp_build_id *p = realloc(out, nc * sizeof(*p));
-			if (!p) {
-				free(out);
-				return -ENOMEM;
-			}
-			out = p, cap = nc;
+		if (fp_vec_reserve(&out, &cap, count + 1, sizeof(*out))) {
+			free(out);
+			return -ENOMEM;
 		}
 		out[count++] = *id;
 	}
@@ -605,13 +594,9 @@ static int tables_scan(struct fp_session *s)
 		if (fp_intern_get(s->se_table_ids, m->sm_build_id.fb_data, m->sm_build_id.fb_len,
 				  &idx, &added))
 			return -ENOMEM;
-		if (idx >= s->se_tables_cap) {
-			size_t cap = s->se_tables_cap ? s->se_tables_cap * 2 : 16;
-			struct sess_table *t = realloc(s->se_tables, cap * sizeof(*t));
-			if (!t)
-				return -ENOMEM; /* retried: the build-ID stays interned */
-			s->se_tables = t, s->se_tables_cap = cap;
-		}
+		if (fp_vec_reserve(&s->se_tables, &s->se_tables_cap, (size_t)idx + 1,
+				   sizeof(*s->se_tables)))
+			return -ENOMEM; /* retried: the build-ID stays interned */
 		if (added)
 			s->se_tables[idx] = (struct sess_table){ TABLE_PENDING, 0, 0,
 								 (uint32_t)s->se_tables_scanned };

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "output.h"
+#include "vec.h"
 
 struct buffer {
 	char *b_data;
@@ -19,20 +20,9 @@ struct buffer {
 
 static int buffer_reserve(struct buffer *b, size_t more)
 {
-	if (b->b_cap - b->b_len >= more)
-		return 0;
-	size_t cap = b->b_cap ? b->b_cap : 4096;
-	while (cap - b->b_len < more) {
-		if (cap > SIZE_MAX / 2)
-			return -ENOMEM;
-		cap *= 2;
-	}
-	char *d = realloc(b->b_data, cap);
-	if (!d)
+	if (more > SIZE_MAX - b->b_len)
 		return -ENOMEM;
-	b->b_data = d;
-	b->b_cap = cap;
-	return 0;
+	return fp_vec_reserve(&b->b_data, &b->b_cap, b->b_len + more, 1);
 }
 
 /* append_name: s with the characters that would split a frame (';') or a

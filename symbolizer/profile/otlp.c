@@ -339,14 +339,13 @@ static int location_eq(const void *ctx, uint32_t i, const void *key)
 
 static int location(struct encoder *en, const struct location_key *k, int32_t *index)
 {
-	uint32_t hash = fp_hash_finish(
-		fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(fp_hash_word(3,
-										 (uint64_t)k
-											 ->mapping),
-								    (uint64_t)k->function),
-						       (uint64_t)k->type),
-					  k->address),
-			     k->py_line));
+	/* Keyed: agents choose the addresses. */
+	struct {
+		uint64_t address;
+		int32_t mapping, function, type;
+		uint32_t py_line;
+	} hkey = { k->address, k->mapping, k->function, k->type, k->py_line };
+	uint32_t hash = (uint32_t)fp_hash(&hkey, sizeof(hkey));
 	size_t slot;
 	uint32_t found = fp_indexset_find(&en->location_set, hash, location_eq, en, k, &slot);
 

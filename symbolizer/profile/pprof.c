@@ -34,8 +34,10 @@
 
 #include "indexset.h"
 #include "files.h"
+#include "intern.h"
 #include "output.h"
 #include "pprof.pb-c.h"
+#include "vec.h"
 
 typedef Perftools__Profiles__Profile pb_profile;
 typedef Perftools__Profiles__ValueType pb_value_type;
@@ -104,7 +106,7 @@ static int string_eq(const void *ctx, uint32_t index, const void *key)
 static int intern(struct encoder *en, const char *s, int copy, int64_t *index)
 {
 	struct fp_indexset *set = &en->en_string_set;
-	uint32_t hash = fp_hash_finish(fp_hash_string(FP_HASH_SEED, s));
+	uint32_t hash = (uint32_t)fp_hash(s, strlen(s));
 	size_t slot;
 	uint32_t found = fp_indexset_find(set, hash, string_eq, en, s, &slot);
 
@@ -114,14 +116,9 @@ static int intern(struct encoder *en, const char *s, int copy, int64_t *index)
 	}
 	if (fp_indexset_make_room(set, hash, &slot))
 		return -ENOMEM;
-	if (en->en_nstrings == en->en_strings_cap) {
-		size_t cap = en->en_strings_cap ? en->en_strings_cap * 2 : 256;
-		char **v = realloc(en->en_strings, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		en->en_strings = v;
-		en->en_strings_cap = cap;
-	}
+	if (fp_vec_reserve(&en->en_strings, &en->en_strings_cap, en->en_nstrings + 1,
+			   sizeof(*en->en_strings)))
+		return -ENOMEM;
 	if (en->en_nstrings >= FP_INDEXSET_NONE - 1)
 		return -ENOMEM;
 	char *stored = copy ? arena_copy(en, s) : (char *)s;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "indexset.h"
+#include "intern.h"
 #include "profile.h"
 #include "vec.h"
 
@@ -157,10 +158,9 @@ int fp_profile_add_mapping(struct fp_profile *p, uint8_t kind, const struct fp_b
 		return -EINVAL;
 
 	struct mapping_key key = { kind, id, path };
-	uint64_t h = fp_hash_word(FP_HASH_SEED, kind);
-	h = fp_hash_bytes(h, id->fb_data, id->fb_len);
-	h = fp_hash_word(h, id->fb_len);
-	uint32_t hash = fp_hash_finish(fp_hash_bytes(h, path, strlen(path)));
+	const void *parts[] = { &kind, &id->fb_len, id->fb_data, path };
+	size_t lens[] = { sizeof(kind), sizeof(id->fb_len), id->fb_len, strlen(path) };
+	uint32_t hash = (uint32_t)fp_hash_parts(parts, lens, 4);
 	size_t slot;
 	uint32_t found = fp_indexset_find(&ix->pi_mappings, hash, mapping_eq, p, &key, &slot);
 	if (found != FP_INDEXSET_NONE) {
@@ -247,9 +247,12 @@ int fp_profile_add_frame(struct fp_profile *p, uint32_t mapping, uint64_t addres
 		return -EINVAL;
 
 	struct frame_key key = { mapping, address, kind, NULL, NULL, 0 };
-	uint64_t h = fp_hash_word(FP_HASH_SEED, mapping);
-	h = fp_hash_word(h, address);
-	uint32_t hash = fp_hash_finish(fp_hash_word(h, kind));
+	/* Keyed, as every key here: agents choose the addresses. */
+	struct {
+		uint64_t address;
+		uint32_t mapping, kind;
+	} hkey = { address, mapping, kind };
+	uint32_t hash = (uint32_t)fp_hash(&hkey, sizeof(hkey));
 	size_t slot;
 	uint32_t found = fp_indexset_find(&ix->pi_frames, hash, frame_eq, p, &key, &slot);
 	if (found != FP_INDEXSET_NONE) {
@@ -299,10 +302,9 @@ int fp_profile_add_python_frame(struct fp_profile *p, const char *qualname, cons
 		return -EINVAL;
 
 	struct frame_key key = { FP_INDEX_NONE, 0, FP_FRAME_PYTHON, qualname, file, line };
-	uint64_t h = fp_hash_word(FP_HASH_SEED, FP_FRAME_PYTHON);
-	h = fp_hash_string(h, qualname);
-	h = fp_hash_string(h, file);
-	uint32_t hash = fp_hash_finish(fp_hash_word(h, line));
+	const void *parts[] = { qualname, file, &line };
+	size_t lens[] = { strlen(qualname) + 1, strlen(file) + 1, sizeof(line) };
+	uint32_t hash = (uint32_t)fp_hash_parts(parts, lens, 3);
 	size_t slot;
 	uint32_t found = fp_indexset_find(&ix->pi_frames, hash, frame_eq, p, &key, &slot);
 	if (found != FP_INDEXSET_NONE) {
@@ -347,7 +349,7 @@ static int string_eq(const void *ctx, uint32_t index, const void *key)
 static int intern_string(struct fp_profile *p, const char *s, const char **out)
 {
 	struct fp_profile_index *ix = p->pr_index;
-	uint32_t hash = fp_hash_finish(fp_hash_bytes(FP_HASH_SEED, s, strlen(s)));
+	uint32_t hash = (uint32_t)fp_hash(s, strlen(s));
 	size_t slot;
 	uint32_t found = fp_indexset_find(&ix->pi_strings, hash, string_eq, p, s, &slot);
 	if (found != FP_INDEXSET_NONE) {
@@ -422,14 +424,11 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 		return err;
 
 	struct sample_key key = { frames, nframes, pid, tid, thread_c, process_c, cont };
-	uint64_t h = FP_HASH_SEED;
-	for (uint32_t i = 0; i < nframes; i++)
-		h = fp_hash_word(h, frames[i]);
-	h = fp_hash_word(h, nframes);
-	h = fp_hash_word(h, ((uint64_t)pid << 32) | tid);
-	h = fp_hash_bytes(h, thread_c, strlen(thread_c) + 1);
-	h = fp_hash_bytes(h, process_c, strlen(process_c) + 1);
-	uint32_t hash = fp_hash_finish(fp_hash_bytes(h, cont, strlen(cont)));
+	uint32_t ids[3] = { nframes, pid, tid };
+	const void *parts[] = { ids, frames, thread_c, process_c, cont };
+	size_t lens[] = { sizeof(ids), nframes * sizeof(*frames), strlen(thread_c) + 1,
+			  strlen(process_c) + 1, strlen(cont) };
+	uint32_t hash = (uint32_t)fp_hash_parts(parts, lens, 5);
 	size_t slot;
 	uint32_t found = fp_indexset_find(&ix->pi_samples, hash, sample_eq, p, &key, &slot);
 	if (found != FP_INDEXSET_NONE) {
@@ -543,13 +542,7 @@ static int label_room(int n, char **buf, size_t *cap)
 {
 	if (n < 0 || (size_t)n < *cap)
 		return n < 0 ? n : 0;
-	size_t want = (size_t)n + 1 > 256 ? (size_t)n + 1 : 256;
-	char *bigger = realloc(*buf, want);
-	if (!bigger)
-		return -ENOMEM;
-	*buf = bigger;
-	*cap = want;
-	return 1;
+	return fp_vec_reserve(buf, cap, (size_t)n + 1, 1) ? -ENOMEM : 1;
 }
 
 int fp_profile_frame_label_buf(const struct fp_profile *p, uint32_t frame, char **buf, size_t *cap)

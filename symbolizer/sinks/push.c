@@ -27,6 +27,7 @@
 #include "output.h"
 #include "spool.h"
 #include "tls.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -164,17 +165,9 @@ static void sb_add(struct sbuf *b, const void *data, size_t n)
 {
 	if (b->err)
 		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *s;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if (!(s = realloc(b->s, cap))) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
+	if (fp_vec_reserve(&b->s, &b->cap, b->len + n + 1, 1)) {
+		b->err = -ENOMEM;
+		return;
 	}
 	memcpy(b->s + b->len, data, n);
 	b->len += n;

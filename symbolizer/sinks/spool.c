@@ -13,6 +13,7 @@
 #include "files.h"
 #include "intern.h"
 #include "log.h"
+#include "vec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -98,17 +99,7 @@ static int entry_cmp(const void *a, const void *b)
 
 static int reserve(struct fp_spool *sp)
 {
-	struct entry *e;
-	size_t cap;
-
-	if (sp->sp_n < sp->sp_cap)
-		return 0;
-	cap = sp->sp_cap ? 2 * sp->sp_cap : 64;
-	if (!(e = realloc(sp->sp_entries, cap * sizeof(*e))))
-		return -ENOMEM;
-	sp->sp_entries = e;
-	sp->sp_cap = cap;
-	return 0;
+	return fp_vec_reserve(&sp->sp_entries, &sp->sp_cap, sp->sp_n + 1, sizeof(*sp->sp_entries));
 }
 
 /* remove_at: forget entry i and delete its file.  Caller holds sp_mu. */
@@ -154,7 +145,6 @@ static uint64_t owner_key(const char *name, size_t len)
 static int owner_of(struct fp_spool *sp, uint64_t key, uint32_t *idx)
 {
 	size_t i, free_slot = SIZE_MAX;
-	struct owner *o;
 
 	if (!key) {
 		*idx = 0;
@@ -169,14 +159,9 @@ static int owner_of(struct fp_spool *sp, uint64_t key, uint32_t *idx)
 			free_slot = i;
 	}
 	if (free_slot == SIZE_MAX) {
-		if (sp->sp_nowners == sp->sp_owners_cap) {
-			size_t cap = 2 * sp->sp_owners_cap;
-
-			if (!(o = realloc(sp->sp_owners, cap * sizeof(*o))))
-				return -ENOMEM;
-			sp->sp_owners = o;
-			sp->sp_owners_cap = cap;
-		}
+		if (fp_vec_reserve(&sp->sp_owners, &sp->sp_owners_cap, sp->sp_nowners + 1,
+				   sizeof(*sp->sp_owners)))
+			return -ENOMEM;
 		free_slot = sp->sp_nowners++;
 	}
 	sp->sp_owners[free_slot] = (struct owner){ .ow_key = key };

@@ -699,14 +699,9 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 
 	if (fp_intern_get(l->lk_seen, id->fb_data, id->fb_len, &idx, &added))
 		return NULL;
-	if (idx >= l->lk_tables_cap) {
-		size_t n = l->lk_tables_cap ? l->lk_tables_cap * 2 : 16;
-		struct lookup_table *p = realloc(l->lk_tables, n * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + l->lk_tables_cap, 0, (n - l->lk_tables_cap) * sizeof(*p));
-		l->lk_tables = p, l->lk_tables_cap = n;
-	}
+	if (fp_vec_reserve_zeroed(&l->lk_tables, &l->lk_tables_cap, (size_t)idx + 1,
+				  sizeof(*l->lk_tables)))
+		return NULL;
 	t = &l->lk_tables[idx];
 	if (!added)
 		return t->lt_ok ? t : NULL;

@@ -147,21 +147,10 @@ static int builder_copy_name(struct fp_symtab_builder *b, const char *s, uint32_
 {
 	size_t len = strlen(s) + 1;
 	size_t need = b->fb_names_len + len;
-	char *p;
 
-	if (len > UINT32_MAX || need > UINT32_MAX)
+	if (len > UINT32_MAX || need > UINT32_MAX ||
+	    fp_vec_reserve(&b->fb_names, &b->fb_names_cap, need, 1))
 		return -ENOMEM;
-	if (need > b->fb_names_cap) {
-		size_t ncap = b->fb_names_cap ? b->fb_names_cap : 4096;
-
-		while (ncap < need)
-			ncap *= 2;
-		p = realloc(b->fb_names, ncap);
-		if (!p)
-			return -ENOMEM;
-		b->fb_names = p;
-		b->fb_names_cap = ncap;
-	}
 	memcpy(b->fb_names + b->fb_names_len, s, len);
 	*off = (uint32_t)b->fb_names_len;
 	b->fb_names_len = need;

@@ -407,15 +407,15 @@ static void test_debug_frame(void)
 		"	int s = 0; for (int i = 0; i < n; i++) s += p[i] * f(p, 0);\n"
 		"	return s; }\n"
 		"int main(int c, char **v) { int a[64] = { c }; return f(a, c); }\n";
-	char dir[] = "/tmp/cfi_test.XXXXXX", cmd[512], c_file[64], exe[64];
+	char dir[256], cmd[3 * PATH_MAX], c_file[PATH_MAX], exe[PATH_MAX];
 	struct oracle_result res;
 	struct fp_cfi_stats st;
 	void *blob;
 	size_t len;
 	FILE *f;
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "cfi_test")) {
+		CHECK(!"check_tmpdir");
 		return;
 	}
 	snprintf(c_file, sizeof(c_file), "%s/f.c", dir);
@@ -441,8 +441,7 @@ static void test_debug_frame(void)
 	CHECK_EQ_INT(res.mismatches, 0);
 	free(blob);
 out:
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 /* The frame-pointer flag: set for code built with frame pointers, not
@@ -450,7 +449,7 @@ out:
 static void test_frame_pointer_flag(void)
 {
 	static const char *const flags[] = { "-fno-omit-frame-pointer", "-fomit-frame-pointer" };
-	char dir[] = "/tmp/cfi_fp.XXXXXX", cmd[512], c_file[64], so[64];
+	char dir[256], cmd[3 * PATH_MAX], c_file[PATH_MAX], so[PATH_MAX];
 	struct fp_cfi_stats st;
 	const struct fp_unwind_header *h;
 	void *blob;
@@ -458,8 +457,8 @@ static void test_frame_pointer_flag(void)
 	FILE *f;
 	int k;
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "cfi_fp")) {
+		CHECK(!"check_tmpdir");
 		return;
 	}
 	snprintf(c_file, sizeof(c_file), "%s/fp.c", dir);
@@ -492,8 +491,7 @@ static void test_frame_pointer_flag(void)
 		free(blob);
 		blob = NULL;
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 /* A tiny ELF64 file in memory. */
@@ -834,7 +832,7 @@ static int raw_put(const char *dir, const char *name, const struct fp_build_id *
 /* Tables in the cache: stored, copied out, another version absent. */
 static void test_store(void)
 {
-	char dir[] = "/tmp/cfi_store.XXXXXX", cmd[128];
+	char dir[256];
 	struct fp_build_id id = { .fb_len = 20, .fb_data = { 1, 2, 3 } };
 	struct fp_symcache *c = NULL;
 	struct fp_unwind_header *h;
@@ -842,7 +840,7 @@ static void test_store(void)
 	size_t len = 0, glen = 0;
 	int fd = open("/proc/self/exe", O_RDONLY);
 
-	CHECK(mkdtemp(dir) != NULL);
+	CHECK(!check_tmpdir(dir, sizeof(dir), "cfi_store"));
 	CHECK_EQ_INT(fp_cfi_compile(fd, &blob, &len), 0);
 	close(fd);
 	CHECK_EQ_INT(fp_symcache_open(&c, dir), 0);
@@ -882,8 +880,7 @@ static void test_store(void)
 	fp_symcache_close(c);
 	CHECK_EQ_INT(raw_put(dir, NULL, &id, blob, len), -ENOENT);
 	free(blob);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 /* make_table: a table of nrows rows (pcs 0x100, 0x110, ...) with flags,
@@ -1012,7 +1009,7 @@ static void test_cpython_trailer(void)
  * saw; a debug file without CFI does not replace a table. */
 static void test_resolver(void)
 {
-	char dir[] = "/tmp/cfi_resolver.XXXXXX", cache[64], dbg[96], cmd[PATH_MAX + 256];
+	char dir[256], cache[PATH_MAX], dbg[PATH_MAX], cmd[3 * PATH_MAX];
 	char path[PATH_MAX];
 	struct fp_resolver_opts o = { 0 };
 	struct fp_resolver_stats st;
@@ -1024,7 +1021,7 @@ static void test_resolver(void)
 
 	if (!real("/usr/bin/xz", path))
 		return;
-	CHECK(mkdtemp(dir) != NULL);
+	CHECK(!check_tmpdir(dir, sizeof(dir), "cfi_resolver"));
 	snprintf(cache, sizeof(cache), "%s/cache", dir);
 	snprintf(dbg, sizeof(dbg), "%s/xz.debug", dir);
 	o.ro_cache_dir = cache;
@@ -1051,7 +1048,7 @@ static void test_resolver(void)
 		struct fp_resolver *r2 = NULL;
 		struct fp_lookup *l = NULL;
 		struct fp_resolved out;
-		char cache2[80];
+		char cache2[PATH_MAX];
 
 		snprintf(cache2, sizeof(cache2), "%s/cache2", dir);
 		o.ro_cache_dir = cache2;
@@ -1087,8 +1084,7 @@ static void test_resolver(void)
 	free(blob);
 	fp_resolver_close(r);
 	free(direct);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 int main(void)

@@ -80,10 +80,14 @@ static inline int check_rmtree_one(const char *path, const struct stat *sb, int 
 }
 
 /* check_rmtree: remove dir and everything under it, read-only directories
- * too; symbolic links are removed, never followed.  0, or -1 when
- * anything stayed. */
+ * too; symbolic links are removed, never followed.  0 (also when dir did
+ * not exist, as with rm -rf), or -1 when anything stayed. */
 static inline int check_rmtree(const char *dir)
 {
+	struct stat sb;
+
+	if (lstat(dir, &sb) && errno == ENOENT)
+		return 0;
 	if (nftw(dir, check_rmtree_writable, 16, FTW_PHYS))
 		return -1;
 	return nftw(dir, check_rmtree_one, 16, FTW_PHYS | FTW_DEPTH) ? -1 : 0;

@@ -295,29 +295,19 @@ static void test_name_large_config(void)
 	}
 }
 
-static void cleanup(void)
-{
-	char cmd[128];
-
-	if (strncmp(tmp, "/tmp/fpct.", 10) == 0) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "cleanup of %s failed\n", tmp);
-	}
-}
-
 int main(void)
 {
+	int rc;
+
 	/* Short: fp_container_name builds paths in small buffers. */
-	snprintf(tmp, sizeof(tmp), "/tmp/fpct.XXXXXX");
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
+	if (check_tmpdir(tmp, sizeof(tmp), "fpct"))
 		return 1;
-	}
 	RUN(test_id_from_cgroup);
 	RUN(test_name_self);
 	RUN(test_name_fake_roots);
 	RUN(test_name_large_config);
-	cleanup();
-	return CHECK_DONE();
+	rc = CHECK_DONE();
+	if (check_rmtree(tmp))
+		rc = 1;
+	return rc;
 }

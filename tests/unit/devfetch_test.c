@@ -22,12 +22,13 @@
 #include <gelf.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/devfetch_test.XXXXXX";
+static char dir[256];
 
 /* How the played agent lies. */
 enum lie {
@@ -111,7 +112,7 @@ out:
  * same with version 0. */
 static void check_fetched(const char *path, uint32_t want_version, enum lie lie)
 {
-	char cache[64], cmd[96];
+	char cache[PATH_MAX];
 	struct fp_resolver_opts o = { .ro_cache_dir = cache };
 	struct fp_devfetch_stats st = { 0 };
 	struct fp_resolver *r = NULL;
@@ -162,8 +163,7 @@ static void check_fetched(const char *path, uint32_t want_version, enum lie lie)
 	free(got);
 	free(full);
 	fp_resolver_close(r);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", cache);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(cache), 0);
 }
 
 static void test_python(void)
@@ -178,11 +178,11 @@ static void test_python(void)
 		"{ return p[2] - p[1]; }\n"
 		"struct { long a[8]; } _PyRuntime = { { 7 } };\n"
 		"const unsigned long Py_Version = 0x030c01f0;\n";
-	char so[96], cmd[512];
+	char so[PATH_MAX], cmd[3 * PATH_MAX];
 	FILE *f;
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "devfetch_test")) {
+		CHECK(!"check_tmpdir");
 		return;
 	}
 	if (access("/usr/bin/python3.11", R_OK)) {
@@ -208,8 +208,7 @@ static void test_python(void)
 		check_fetched(so, 0x030c, HONEST);
 		check_fetched(so, 0x030c, MOVED);
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 static int open_fds(void)
@@ -265,12 +264,12 @@ static int fail(struct fp_devfetch *f, uint64_t session, uint32_t i)
  * up after failures on FP_DEVFETCH_FAIL_HOSTS hosts. */
 static void test_retry(void)
 {
-	char tmp[] = "/tmp/devfetch_retry.XXXXXX";
+	char tmp[256];
 	struct fp_devfetch_stats st;
 	struct fp_devfetch *f = NULL;
 	enum { A = 101, B = 102, C = 103, D = 104 };
 
-	CHECK(mkdtemp(tmp) != NULL);
+	CHECK(!check_tmpdir(tmp, sizeof(tmp), "devfetch_retry"));
 	CHECK_EQ_INT(fp_devfetch_alloc(&f, NULL, tmp, 60, 1), 0);
 	if (!f)
 		goto out;
@@ -308,7 +307,7 @@ static void test_retry(void)
 	CHECK_EQ_INT(want_as(f, 1, A, 8), 1);
 out:
 	fp_devfetch_free(f);
-	rmdir(tmp);
+	CHECK_EQ_INT(check_rmtree(tmp), 0);
 }
 
 /* What peers can make devfetch hold: 8 fetches a session, 64 in all, no
@@ -316,7 +315,7 @@ out:
  * fetch starts again. */
 static void test_bounds(void)
 {
-	char tmp[] = "/tmp/devfetch_bounds.XXXXXX";
+	char tmp[256];
 	struct fp_devfetch_stats st;
 	struct fp_devfetch *f = NULL;
 	struct fp_range *ranges = NULL;
@@ -326,7 +325,7 @@ static void test_bounds(void)
 	struct stat sb;
 	uint32_t i;
 
-	CHECK(mkdtemp(tmp) != NULL);
+	CHECK(!check_tmpdir(tmp, sizeof(tmp), "devfetch_bounds"));
 	CHECK_EQ_INT(fp_devfetch_alloc(&f, NULL, tmp, 1, 1), 0);
 	if (!f || self < 0 || fstat(self, &sb) || pread(self, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 		CHECK(!"setup");
@@ -371,7 +370,7 @@ out:
 	fp_devfetch_free(f);
 	if (self >= 0)
 		close(self);
-	rmdir(tmp);
+	CHECK_EQ_INT(check_rmtree(tmp), 0);
 }
 
 int main(void)

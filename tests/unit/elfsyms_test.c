@@ -196,8 +196,10 @@ static void setup(void)
 		if (access(libcs[i], R_OK) == 0)
 			libc_path = libcs[i];
 	CHECK(libc_path != NULL);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/elfsyms_test.XXXXXX");
-	CHECK(mkdtemp(tmpdir) != NULL);
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "elfsyms_test")) {
+		tmpdir[0] = '\0'; /* nothing for cleanup to remove */
+		CHECK(!"check_tmpdir");
+	}
 	if (!libc_path || file_build_id(libc_path, &id) != 0)
 		return;
 	to_hex(&id, hex);
@@ -1166,12 +1168,8 @@ static void test_ingest_and_lookup_speed(void)
 
 static void cleanup(void)
 {
-	char cmd[128];
-
-	if (tmpdir[0] && strncmp(tmpdir, "/tmp/elfsyms_test.", 18) == 0) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		CHECK_EQ_INT(system(cmd), 0);
-	}
+	if (tmpdir[0])
+		CHECK_EQ_INT(check_rmtree(tmpdir), 0);
 }
 
 int main(void)

@@ -425,6 +425,29 @@ static void test_hash(void)
 	CHECK(used > 4096 / 2);
 }
 
+/* fp_hash_parts hashes the concatenation: every split of a key, into up to
+ * three parts, some empty, hashes as the whole does. */
+static void test_hash_parts(void)
+{
+	static const char key[] = "ns::Service::handler(int)/usr/lib/libc.so.6";
+	size_t len = sizeof(key) - 1, mismatches = 0;
+
+	for (size_t i = 0; i <= len; i++) {
+		for (size_t j = i; j <= len; j++) {
+			const void *bufs[3] = { key, key + i, key + j };
+			size_t lens[3] = { i, j - i, len - j };
+
+			mismatches += fp_hash_parts(bufs, lens, 3) != fp_hash(key, len);
+		}
+	}
+	CHECK_EQ_INT(mismatches, 0);
+	CHECK(fp_hash_parts(NULL, NULL, 0) == fp_hash("", 0));
+	/* The parts' bytes count, not their boundaries alone. */
+	const void *ab[2] = { "a", "b" }, *ba[2] = { "b", "a" };
+	size_t ones[2] = { 1, 1 };
+	CHECK(fp_hash_parts(ab, ones, 2) != fp_hash_parts(ba, ones, 2));
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -496,6 +519,7 @@ int main(void)
 	RUN(test_clear_then_reuse);
 	RUN(test_bytes_grows);
 	RUN(test_hash);
+	RUN(test_hash_parts);
 	RUN(test_chosen_ids);
 	return CHECK_DONE();
 }

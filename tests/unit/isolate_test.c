@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -192,13 +193,13 @@ static int block(int fd, void **blob, size_t *len)
  * wall-clock time (twice its CPU time, plus 10 s) is up. */
 static void test_child_blocked(void)
 {
-	char path[] = "/tmp/isolate_test.XXXXXX", fifo[64];
+	char path[256], fifo[PATH_MAX];
 	void *blob = NULL;
 	size_t len = 0;
 	uint64_t t0;
 	int fd, err;
 
-	CHECK(mkdtemp(path) != NULL);
+	CHECK(!check_tmpdir(path, sizeof(path), "isolate_test"));
 	snprintf(fifo, sizeof(fifo), "%s/fifo", path);
 	CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
 	fd = open(fifo, O_RDWR);
@@ -210,8 +211,7 @@ static void test_child_blocked(void)
 	CHECK(t0 >= 11000 && t0 < 20000);
 	CHECK(blob == NULL);
 	close(fd);
-	unlink(fifo);
-	rmdir(path);
+	CHECK_EQ_INT(check_rmtree(path), 0);
 }
 
 int main(void)

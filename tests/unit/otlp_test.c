@@ -4,6 +4,7 @@
  * attributes and values, frame types, build-IDs. */
 #include <errno.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -614,12 +615,12 @@ static void test_write(void)
 {
 	uint32_t fr[F_N];
 	struct fp_profile *p = small_profile(fr);
-	char dir[] = "/tmp/fp-otlp-test.XXXXXX", path[64];
+	char dir[256], path[PATH_MAX];
 	uint8_t *buf = NULL;
 	size_t len = 0;
 
 	CHECK(p != NULL);
-	if (!p || !mkdtemp(dir)) {
+	if (!p || check_tmpdir(dir, sizeof(dir), "fp-otlp-test")) {
 		CHECK(0);
 		fp_profile_free(p);
 		return;
@@ -638,8 +639,7 @@ static void test_write(void)
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
 	free(got);
 	free(buf);
-	unlink(path);
-	rmdir(dir);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 	CHECK(fp_otlp_write(p, &resource, "/nonexistent-dir/x.pb") < 0);
 	fp_profile_free(p);
 }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -396,12 +397,12 @@ static void test_pprof_write(void)
 {
 	uint32_t fr[F_N];
 	struct fp_profile *p = small_profile(fr);
-	char dir[] = "/tmp/output_test.XXXXXX", path[64];
+	char dir[256], path[PATH_MAX];
 	uint8_t *plain = NULL, *unzipped = NULL;
 	size_t plain_len = 0, unzipped_len = 0;
 
 	CHECK(p != NULL);
-	if (!p || !mkdtemp(dir)) {
+	if (!p || check_tmpdir(dir, sizeof(dir), "output_test")) {
 		CHECK(0);
 		fp_profile_free(p);
 		return;
@@ -422,8 +423,7 @@ static void test_pprof_write(void)
 
 	free(plain);
 	free(unzipped);
-	unlink(path);
-	rmdir(dir);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 	fp_profile_free(p);
 }
 

@@ -8,6 +8,7 @@
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -310,12 +311,12 @@ static void test_missing_pid(void)
 /* A fake proc root: a maps file with mixed lines, malformed ones skipped. */
 static void test_read_fake_root(void)
 {
-	char dir[] = "/tmp/fppm.XXXXXX", path[128];
+	char dir[256], path[PATH_MAX];
 	struct fp_procmaps *pm = NULL;
 	FILE *f;
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "fppm")) {
+		CHECK(!"check_tmpdir");
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/77", dir);
@@ -367,10 +368,7 @@ static void test_read_fake_root(void)
 		CHECK(fp_procmaps_find(pm, 0x401800) == NULL);
 	fp_procmaps_free(pm);
 
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/77", dir);
-	rmdir(path);
-	rmdir(dir);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 /* fp_procmaps_open through map_files: this process's own text is the
@@ -430,13 +428,13 @@ static struct fp_vma vma_of(const char *host_path, const char *path)
  * and nothing the container planted there leads out of it or blocks. */
 static void test_open_in_root(void)
 {
-	char dir[] = "/tmp/fppm.XXXXXX", root[128], path[256], host[256];
+	char dir[256], root[512], path[PATH_MAX], host[PATH_MAX];
 	struct fp_vma v;
 	struct stat st;
 	int fd;
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "fppm")) {
+		CHECK(!"check_tmpdir");
 		return;
 	}
 	snprintf(root, sizeof(root), "%s/5/root", dir);
@@ -493,8 +491,7 @@ static void test_open_in_root(void)
 	v = vma_of(path, "bin/app");
 	CHECK_EQ_INT(fp_procmaps_open(dir, 5, &v), -ENOENT);
 
-	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
-	CHECK_EQ_INT(system(path), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 int main(void)

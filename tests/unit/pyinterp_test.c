@@ -366,7 +366,7 @@ static void test_provisioned(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(pys) / sizeof(pys[0]); i++) {
-		char exe[PATH_MAX], dbg[PATH_MAX], bid[128], dir[] = "/tmp/pyinterp.XXXXXX";
+		char exe[PATH_MAX], dbg[PATH_MAX], bid[128], dir[256];
 		char full[PATH_MAX + 16], cmd[4 * PATH_MAX];
 		struct fp_unwind_cpython got, direct, fullpy;
 		struct rfile r, rd, rf;
@@ -394,7 +394,7 @@ static void test_provisioned(void)
 		close(fd);
 		CHECK_EQ_INT(readelf_file(dbg, &rd), 0);
 		CHECK(rd.cold.have);
-		if (!rd.cold.have || !mkdtemp(dir))
+		if (!rd.cold.have || check_tmpdir(dir, sizeof(dir), "pyinterp"))
 			continue;
 		snprintf(full, sizeof(full), "%s/full", dir);
 		snprintf(cmd, sizeof(cmd), "eu-unstrip -o '%s' '%s' '%s' 2>/dev/null", full, exe,
@@ -412,8 +412,7 @@ static void test_provisioned(void)
 			/* The stripped binary has no .symtab: no .cold. */
 			CHECK_EQ_INT(got.uc_eval[1].end, 0);
 		}
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		CHECK_EQ_INT(system(cmd), 0);
+		CHECK_EQ_INT(check_rmtree(dir), 0);
 	}
 }
 
@@ -505,12 +504,12 @@ static void test_synthetic(void)
 		/* A program linked against libpython: references only. */
 		{ "eval_undef", "-DEVAL_UNDEF -DRUNTIME -DVERSION=0x030b04f0", 0, 0, 0, 0 },
 	};
-	char dir[] = "/tmp/pyinterp_syn.XXXXXX", src[64], cmd[1024];
+	char dir[256], src[PATH_MAX], cmd[4 * PATH_MAX];
 	size_t i;
 	FILE *f;
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "pyinterp_syn")) {
+		CHECK(!"check_tmpdir");
 		return;
 	}
 	snprintf(src, sizeof(src), "%s/py.c", dir);
@@ -525,7 +524,7 @@ static void test_synthetic(void)
 		const struct fp_unwind_cpython *py;
 		const struct fp_unwind_header *h;
 		struct fp_unwind_cpython want;
-		char so[128];
+		char so[512];
 		struct rfile r;
 		void *blob;
 		size_t len;
@@ -566,7 +565,7 @@ static void test_synthetic(void)
 		/* The same file without Py_Version's bytes: version unknown, the
 		 * rest unchanged. */
 		if (py && r.version.have) {
-			char sp[160];
+			char sp[PATH_MAX];
 			const struct fp_unwind_cpython *spy;
 			void *sblob;
 			size_t slen;
@@ -583,8 +582,7 @@ static void test_synthetic(void)
 		}
 		free(blob);
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 /* Not ELF, or not 64-bit little-endian: no answer. */

@@ -20,6 +20,7 @@
 #include <gelf.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -54,12 +55,12 @@ static const char src[] =
 	"F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11) F(12) F(13) F(14) F(15)\n"
 	"#endif\n";
 
-static char dir[] = "/tmp/resolver_test.XXXXXX";
+static char dir[256];
 
 /* build: dir/name.so from src with flags; 0 or -1 (no compiler). */
 static int build(const char *name, const char *flags)
 {
-	char cmd[1024];
+	char cmd[3 * PATH_MAX];
 
 	snprintf(cmd, sizeof(cmd),
 		 "cc -O2 -fPIC -shared -nostdlib -Wl,--build-id=" BUILD_ID
@@ -72,7 +73,7 @@ static int build(const char *name, const char *flags)
  * a detached debug file. */
 static int set_nobits(const char *name, const char *secname)
 {
-	char path[128];
+	char path[PATH_MAX];
 	uint32_t nobits = SHT_NOBITS;
 	size_t shstrndx, i = 0, found = 0;
 	Elf_Scn *scn = NULL;
@@ -112,7 +113,7 @@ struct file {
 
 static int load(struct file *f)
 {
-	char path[128];
+	char path[PATH_MAX];
 	int fd, err;
 
 	snprintf(path, sizeof(path), "%s/%s.so", dir, f->name);
@@ -132,7 +133,7 @@ static int load(struct file *f)
 static void add(struct fp_resolver *r, const struct file *f, const struct file *want)
 {
 	struct fp_build_id id;
-	char path[128];
+	char path[PATH_MAX];
 	void *blob = NULL;
 	size_t len = 0;
 	int fd;
@@ -166,12 +167,12 @@ static void test_preference(void)
 	};
 	struct fp_resolver_opts o = { 0 };
 	struct fp_resolver *r = NULL;
-	char path[64], cmd[128];
+	char path[PATH_MAX];
 	size_t i;
 	FILE *f;
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "resolver_test")) {
+		CHECK(!"check_tmpdir");
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/src.c", dir);
@@ -250,8 +251,7 @@ static void test_preference(void)
 out:
 	for (i = 0; i < NFILES; i++)
 		free(fs[i].blob);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 }
 
 static void stalled(int sig)
@@ -270,8 +270,8 @@ static void stalled(int sig)
  * /proc/PID/root, here this process's). */
 static void test_unsafe_paths(void)
 {
-	char tmp[] = "/tmp/resolver_paths.XXXXXX", cache[64], plain[64], fifo[64], link[64],
-	     cmd[4300], self[4096];
+	char tmp[256], cache[PATH_MAX], plain[PATH_MAX], fifo[PATH_MAX], link[PATH_MAX],
+		cmd[3 * PATH_MAX], self[PATH_MAX];
 	const char *paths[] = { fifo, link, "/dev/zero", "/tmp", plain };
 	struct fp_resolver_opts o = { 0 };
 	struct fp_resolver_stats st;
@@ -281,7 +281,7 @@ static void test_unsafe_paths(void)
 	size_t i;
 	int container;
 
-	CHECK(mkdtemp(tmp) != NULL);
+	CHECK(!check_tmpdir(tmp, sizeof(tmp), "resolver_paths"));
 	snprintf(cache, sizeof(cache), "%s/cache", tmp);
 	snprintf(plain, sizeof(plain), "%s/exe", tmp);
 	snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
@@ -307,8 +307,7 @@ static void test_unsafe_paths(void)
 		size_t len = 0;
 		void *blob = NULL;
 
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", cache);
-		CHECK_EQ_INT(system(cmd), 0);
+		CHECK_EQ_INT(check_rmtree(cache), 0);
 		r = NULL;
 		o.ro_local_files = !container;
 		o.ro_proc_root = container;
@@ -337,8 +336,7 @@ static void test_unsafe_paths(void)
 		fp_resolver_close(r);
 	}
 	signal(SIGALRM, SIG_DFL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(tmp), 0);
 }
 
 int main(void)

@@ -511,11 +511,10 @@ static void test_planted_link(void)
 
 int main(void)
 {
-	snprintf(root, sizeof(root), "/tmp/fp-spool-test.XXXXXX");
-	if (!mkdtemp(root)) {
-		perror("mkdtemp");
+	int rc;
+
+	if (check_tmpdir(root, sizeof(root), "fp-spool-test"))
 		return 1;
-	}
 	RUN(test_order);
 	RUN(test_keep_on_release);
 	RUN(test_atomic_files);
@@ -527,11 +526,8 @@ int main(void)
 	RUN(test_corrupt);
 	RUN(test_lock);
 	RUN(test_planted_link);
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-		if (system(cmd))
-			fprintf(stderr, "cannot remove %s\n", root);
-	}
-	return CHECK_DONE();
+	rc = CHECK_DONE();
+	if (check_rmtree(root))
+		rc = 1;
+	return rc;
 }

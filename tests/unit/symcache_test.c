@@ -67,11 +67,8 @@ static int lookup_in(struct fp_symcache *c, const struct fp_build_id *id, uint64
  * not exist yet (open creates them).  0 or -1. */
 static int setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/symcache_test.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("symcache_test: mkdtemp");
+	if (check_tmpdir(tmpdir, sizeof(tmpdir), "symcache_test"))
 		return -1;
-	}
 	snprintf(cachedir, sizeof(cachedir), "%s/var/cache/symbols", tmpdir);
 	return 0;
 }
@@ -422,17 +419,10 @@ static void test_unwind_revision(void)
 	fp_symcache_close(c);
 }
 
-static void cleanup(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "symcache_test: cannot remove %s\n", tmpdir);
-}
-
 int main(void)
 {
+	int rc;
+
 	if (setup())
 		return 1;
 	RUN(test_put_get);
@@ -441,6 +431,8 @@ int main(void)
 	RUN(test_corrupt_value);
 	RUN(test_threads);
 	RUN(test_unwind_revision);
-	cleanup();
-	return CHECK_DONE();
+	rc = CHECK_DONE();
+	if (check_rmtree(tmpdir))
+		rc = 1;
+	return rc;
 }

@@ -190,17 +190,13 @@ static void test_loopback(void)
 
 int main(void)
 {
-	char cmd[128];
-
 	fp_log_init("tls_test", 0, 0);
-	snprintf(dir, sizeof(dir), "/tmp/fp-tls-test.XXXXXX");
-	CHECK(mkdtemp(dir) != NULL);
+	CHECK(!check_tmpdir(dir, sizeof(dir), "fp-tls-test"));
 	CHECK_EQ_INT(make_certs(), 0);
 	RUN(test_check_opts);
 	RUN(test_bad_files);
 	RUN(test_mutual_tls);
 	RUN(test_loopback);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
 	return CHECK_DONE();
 }
