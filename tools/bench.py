@@ -22,7 +22,10 @@ same run.  `make bench` runs it as root.
    maps, wire bytes per sample, the stack trie's nodes by kind of frame,
    and code object reads per second (the
    agent's process_vm_readv calls to the daemons, recorded by `perf record`
-   on the syscall's tracepoint) in steady state, the second half of the run.
+   on the syscall's tracepoint) in steady state, the second half of the run;
+   and a second agent with -p on the daemons alone, as on a switch, 300 s,
+   counting its last 120 s (its stack trie fills for minutes), with its
+   bytes per sample per minute.
 5. Fleet (`fleetprof loadgen`, simulated devices at 200 samples/s each, one
    batch every 10 s): samples accepted and resolved per second and per CPU
    second of the symbolizer with 1,000 and with 10,000 devices, reply
