@@ -5,8 +5,8 @@
  * privileges, sampling, closing intervals and the memory budget;
  * exchange.c talks to the symbolizer. */
 #include "agent.h"
-#include "kfuncs.h"
 #include "cli.h"
+#include "kfuncs.h"
 #include "log.h"
 #include "privilege.h"
 
