@@ -23,8 +23,8 @@ same run.  `make bench` runs it as root.
    and code object reads per second (the
    agent's process_vm_readv calls to the daemons, recorded by `perf record`
    on the syscall's tracepoint) in steady state, the second half of the run;
-   and a second agent with -p on the daemons alone, as on a switch, 300 s,
-   counting its last 120 s (its stack trie fills for minutes), with its
+   and a second agent with -p on the daemons alone, as on a switch, 600 s,
+   counting its last 180 s (its stack trie fills for minutes), with its
    bytes per sample per minute.
 5. Fleet (`fleetprof loadgen`, simulated devices at 200 samples/s each, one
    batch every 10 s): samples accepted and resolved per second and per CPU
@@ -897,8 +897,8 @@ def main():
                     help="the interpreter of the Python part (default: Debian's python3.11)")
     ap.add_argument("--python-seconds", type=int, default=20)
     ap.add_argument("--daemon-seconds", type=int, default=60)
-    ap.add_argument("--daemon-only-seconds", type=int, default=300)
-    ap.add_argument("--daemon-only-steady", type=int, default=120)
+    ap.add_argument("--daemon-only-seconds", type=int, default=600)
+    ap.add_argument("--daemon-only-steady", type=int, default=180)
     ap.add_argument("--only", default=",".join(PARTS),
                     help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
     args = ap.parse_args()
