@@ -109,5 +109,13 @@ void fp_reply_fini(struct fp_reply *r)
 	for (size_t i = 0; i < r->fr_ntables; i++)
 		free(r->fr_tables[i].tp_data);
 	free(r->fr_tables);
+	fp_kfuncs_fini(&r->fr_kfuncs);
 	memset(r, 0, sizeof(*r));
+}
+
+void fp_kfuncs_fini(struct fp_kfuncs *k)
+{
+	free(k->kf_offsets);
+	free(k->kf_gaps);
+	memset(k, 0, sizeof(*k));
 }

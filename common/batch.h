@@ -108,6 +108,7 @@ struct fp_hello {
 	char *fh_agent_version;
 	uint32_t fh_frequency; /* Hz */
 	uint32_t fh_ncpus;
+	uint64_t fh_features; /* enum fp_feature bits the agent takes (HELLO key 10) */
 	size_t fh_nlabels;
 	char **fh_label_keys; /* owned arrays of owned strings */
 	char **fh_label_values;
@@ -204,8 +205,28 @@ enum fp_feature {
 	 * that no row spans two functions: the agent may then send a native
 	 * frame below Python at its row's start whatever the row's state. */
 	FP_FEATURE_FUNCTION_ROWS = 4,
+	/* REPLY keys 9 and 10: the kernel's function starts (struct
+	 * fp_kfuncs).  Both ways: the symbolizer sends them only to an agent
+	 * whose hello (fh_features) has the bit, and announces it too. */
+	FP_FEATURE_KFUNCS = 8,
 };
-#define FP_FEATURES_KNOWN (FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS)
+#define FP_FEATURES_KNOWN \
+	(FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS | FP_FEATURE_KFUNCS)
+
+/* The kernel's function starts, from the kallsyms table the symbolizer
+ * resolves the kernel's frames with (PROTOCOL.md section 6): offsets from
+ * _text, strictly ascending.  Entry i starts a function, or, with bit i
+ * of kf_gaps set, a gap (no function: the end of one not followed at once
+ * by the next).  An agent sends a kernel frame as the start of its
+ * function (common/kfuncs.h), so that a function is one trie node per
+ * caller, not one per address. */
+#define FP_KFUNCS_MAX 1000000u
+struct fp_kfuncs {
+	struct fp_build_id kf_build_id; /* the kernel's; empty: no list */
+	uint32_t kf_n;                  /* 0..FP_KFUNCS_MAX */
+	uint32_t *kf_offsets;           /* owned, kf_n */
+	uint8_t *kf_gaps;               /* owned bitmap, (kf_n + 7) / 8 bytes */
+};
 
 /* The symbolizer's answer to every request. */
 struct fp_reply {
@@ -222,6 +243,7 @@ struct fp_reply {
 	uint8_t fr_has_written; /* fr_written is sent (OK to SAMPLES) */
 	uint64_t fr_written;    /* the session's intervals up to this seq are
 				     * through the sinks; 0: none yet */
+	struct fp_kfuncs fr_kfuncs; /* kf_n 0: none (to agents with FP_FEATURE_KFUNCS) */
 };
 
 /* fp_pycode_free: free c and what it owns; NULL is fine. */
@@ -235,6 +257,7 @@ int fp_hello_copy(struct fp_hello *dst, const struct fp_hello *src);
 void fp_batch_fini(struct fp_batch *b);
 void fp_ksyms_fini(struct fp_ksyms *k);
 void fp_reply_fini(struct fp_reply *r);
+void fp_kfuncs_fini(struct fp_kfuncs *k);
 void fp_file_data_fini(struct fp_file_data *d);
 
 #endif

@@ -38,6 +38,7 @@ enum {
 	HELLO_FREQUENCY = 7,
 	HELLO_NCPUS = 8,
 	HELLO_LABELS = 9,
+	HELLO_FEATURES = 10,
 	HELLO_NKEYS
 };
 
@@ -77,6 +78,8 @@ enum {
 	REPLY_TABLES = 6,
 	REPLY_FEATURES = 7,
 	REPLY_WRITTEN = 8,
+	REPLY_KFUNCS_BUILD_ID = 9,
+	REPLY_KFUNCS = 10,
 	REPLY_NKEYS
 };
 
@@ -285,7 +288,7 @@ int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len)
 	    (h->fh_nlabels && (!h->fh_label_keys || !h->fh_label_values)))
 		return -EINVAL;
 	enc_init(&e);
-	enc_envelope(&e, FP_MSG_HELLO, 8 + (h->fh_nlabels > 0));
+	enc_envelope(&e, FP_MSG_HELLO, 8 + (h->fh_nlabels > 0) + (h->fh_features != 0));
 	enc_key(&e, HELLO_SESSION);
 	enc_uint(&e, h->fh_session);
 	enc_key(&e, HELLO_HOST);
@@ -309,6 +312,10 @@ int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len)
 			enc_str(&e, h->fh_label_keys[i]);
 			enc_str(&e, h->fh_label_values[i]);
 		}
+	}
+	if (h->fh_features) {
+		enc_key(&e, HELLO_FEATURES);
+		enc_uint(&e, h->fh_features);
 	}
 	return enc_finish(&e, buf, len);
 }
@@ -649,6 +656,43 @@ static int table_part_ok(const struct fp_table_part *t)
 	       t->tp_len <= t->tp_total - t->tp_offset;
 }
 
+/* kfuncs_ok: what the decoder takes: a kernel build-ID, 1 to
+ * FP_KFUNCS_MAX offsets, strictly ascending. */
+static int kfuncs_ok(const struct fp_kfuncs *k)
+{
+	uint32_t i;
+
+	if (!k->kf_build_id.fb_len || k->kf_n > FP_KFUNCS_MAX || !k->kf_offsets || !k->kf_gaps)
+		return 0;
+	for (i = 1; i < k->kf_n; i++)
+		if (k->kf_offsets[i] <= k->kf_offsets[i - 1])
+			return 0;
+	return 1;
+}
+
+/* Keys 9 and 10: per entry 2 * (offset - previous offset) + gap bit. */
+static void enc_kfuncs(struct enc *e, const struct fp_kfuncs *k)
+{
+	uint8_t *bytes, *p;
+	uint32_t i, prev = 0;
+
+	enc_key(e, REPLY_KFUNCS_BUILD_ID);
+	enc_build_id(e, &k->kf_build_id);
+	enc_key(e, REPLY_KFUNCS);
+	if (!(bytes = malloc((size_t)k->kf_n * VARINT_MAX))) {
+		enc_fail(e, -ENOMEM);
+		return;
+	}
+	for (i = 0, p = bytes; i < k->kf_n; i++) {
+		p = put_varint(p, 2 * (uint64_t)(k->kf_offsets[i] - prev) +
+					  ((k->kf_gaps[i / 8] >> (i % 8)) & 1));
+		prev = k->kf_offsets[i];
+	}
+	enc_check(e, msgpack_pack_bin(&e->e_pk, (size_t)(p - bytes)));
+	enc_check(e, msgpack_pack_bin_body(&e->e_pk, bytes, (size_t)(p - bytes)));
+	free(bytes);
+}
+
 int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 {
 	struct enc e;
@@ -666,11 +710,13 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	for (i = 0; i < r->fr_ntables; i++)
 		if (!table_part_ok(&r->fr_tables[i]) || !r->fr_tables[i].tp_data)
 			return -EINVAL;
+	if (r->fr_kfuncs.kf_n && !kfuncs_ok(&r->fr_kfuncs))
+		return -EINVAL;
 	enc_init(&e);
 	enc_envelope(&e, FP_MSG_REPLY,
 		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0) +
 			     (r->fr_ntables > 0) + (r->fr_features != 0) +
-			     (r->fr_has_written != 0));
+			     (r->fr_has_written != 0) + 2 * (r->fr_kfuncs.kf_n > 0));
 	enc_key(&e, REPLY_STATUS);
 	enc_uint(&e, r->fr_status);
 	enc_key(&e, REPLY_SEQ);
@@ -714,6 +760,8 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 		enc_key(&e, REPLY_WRITTEN);
 		enc_uint(&e, r->fr_written);
 	}
+	if (r->fr_kfuncs.kf_n)
+		enc_kfuncs(&e, &r->fr_kfuncs);
 	return enc_finish(&e, buf, len);
 }
 
@@ -1158,7 +1206,8 @@ static int hello_from_body(const msgpack_object *body, struct fp_hello *h)
 	    (err = obj_build_id(f[HELLO_KERNEL_BUILD_ID], &h->fh_kernel_build_id)) ||
 	    (err = obj_strdup(f[HELLO_AGENT_VERSION], &h->fh_agent_version)) ||
 	    (err = obj_u32(f[HELLO_FREQUENCY], &h->fh_frequency)) ||
-	    (err = obj_u32(f[HELLO_NCPUS], &h->fh_ncpus)))
+	    (err = obj_u32(f[HELLO_NCPUS], &h->fh_ncpus)) ||
+	    (f[HELLO_FEATURES] && (err = obj_u64(f[HELLO_FEATURES], &h->fh_features))))
 		return err;
 	if (!f[HELLO_LABELS])
 		return 0;
@@ -1658,6 +1707,59 @@ static int file_from_body(const msgpack_object *body, struct fp_file_data *d)
 	return 0;
 }
 
+/* kfuncs_walk: check key 10's bytes (enc_kfuncs) and, with k's arrays,
+ * fill them; *n is how many entries it holds.  Offsets rise strictly and
+ * stay within u32. */
+static int kfuncs_walk(const uint8_t *p, const uint8_t *end, struct fp_kfuncs *k, uint32_t *n)
+{
+	uint64_t v, off = 0;
+	uint32_t i = 0;
+	int err;
+
+	while (p < end) {
+		if ((err = get_varint(&p, end, &v)))
+			return err;
+		if (i == FP_KFUNCS_MAX)
+			return FP_WIRE_ETOOBIG;
+		if ((i && v / 2 == 0) || v / 2 > UINT32_MAX - off)
+			return FP_WIRE_EFIELD;
+		off += v / 2;
+		if (k) {
+			k->kf_offsets[i] = (uint32_t)off;
+			k->kf_gaps[i / 8] |= (uint8_t)((v & 1) << (i % 8));
+		}
+		i++;
+	}
+	*n = i;
+	return 0;
+}
+
+/* Keys 9 and 10 come together. */
+static int kfuncs_from_obj(const msgpack_object *id, const msgpack_object *o, struct fp_kfuncs *k)
+{
+	const uint8_t *p, *end;
+	uint32_t n;
+	int err;
+
+	if (!id || !o || o->type != MSGPACK_OBJECT_BIN || !o->via.bin.size)
+		return FP_WIRE_EFIELD;
+	if ((err = obj_build_id(id, &k->kf_build_id)))
+		return err;
+	if (!k->kf_build_id.fb_len)
+		return FP_WIRE_EFIELD;
+	p = (const uint8_t *)o->via.bin.ptr;
+	end = p + o->via.bin.size;
+	if ((err = kfuncs_walk(p, end, NULL, &n)))
+		return err;
+	k->kf_offsets = malloc((size_t)n * sizeof(*k->kf_offsets));
+	k->kf_gaps = calloc((n + 7) / 8, 1);
+	if (!k->kf_offsets || !k->kf_gaps)
+		return FP_WIRE_ENOMEM;
+	kfuncs_walk(p, end, k, &n);
+	k->kf_n = n;
+	return 0;
+}
+
 static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 {
 	const msgpack_object *f[REPLY_NKEYS], *a;
@@ -1685,6 +1787,9 @@ static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 			return err;
 		r->fr_has_written = 1;
 	}
+	if ((f[REPLY_KFUNCS_BUILD_ID] || f[REPLY_KFUNCS]) &&
+	    (err = kfuncs_from_obj(f[REPLY_KFUNCS_BUILD_ID], f[REPLY_KFUNCS], &r->fr_kfuncs)))
+		return err;
 	if (!f[REPLY_WANT])
 		return 0;
 	if ((err = obj_array(f[REPLY_WANT], 0, &a, &n)))

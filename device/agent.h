@@ -79,6 +79,8 @@ struct agent {
 	uint64_t ag_features;    /* what the symbolizer said it reads (fp_feature) */
 	uint64_t ag_file_bytes;  /* file bytes the symbolizer asked for */
 	uint64_t ag_table_bytes; /* unwind table bytes received */
+	struct fp_kfuncs ag_kfuncs;  /* the kernel's function starts, once received */
+	uint64_t ag_kfuncs_refused;  /* lists for another kernel's build-ID */
 	uint64_t ag_resets;      /* times the memory budget made us start over */
 	uint64_t ag_busy;        /* intervals a busy symbolizer did not take (sent again) */
 	/* What the symbolizer asked for and this interval's budget has not

@@ -5,6 +5,7 @@
 #include "container.h"
 #include "elfnote.h"
 #include "intern.h"
+#include "kfuncs.h"
 #include "procmaps.h"
 #include "pyline.h"
 #include "python.h"
@@ -111,6 +112,8 @@ struct fp_collector {
 	fp_fold_fn cl_fold_fn;
 	void *cl_fold_arg;
 	uint64_t cl_folded;
+	const struct fp_kfuncs *cl_kfuncs; /* the caller's; NULL: no kernel folding */
+	uint64_t cl_kfolded;
 	struct fp_pycode **cl_pycode; /* by mapping id: Python code objects */
 	char **cl_pyfile;
 	struct py_lines *cl_pylines; /* by mapping id: their line runs */
@@ -165,6 +168,11 @@ void fp_collector_set_fold_fn(struct fp_collector *c, fp_fold_fn fn, void *arg)
 {
 	c->cl_fold_fn = fn;
 	c->cl_fold_arg = arg;
+}
+
+void fp_collector_set_kfuncs(struct fp_collector *c, const struct fp_kfuncs *k)
+{
+	c->cl_kfuncs = k;
 }
 
 static void set_known(struct fp_collector *c, struct proc_entry *pe, uint32_t pid, int known)
@@ -482,10 +490,13 @@ static int user_frame_by_ip(struct fp_collector *c, struct proc_entry *pe, uint3
 	return 0;
 }
 
-static int kernel_frame(struct fp_collector *c, uint64_t ip, struct fp_frame *f)
+/* kernel_frame: ip, the stack's innermost frame when leaf, as a frame of
+ * vmlinux or a module. */
+static int kernel_frame(struct fp_collector *c, uint64_t ip, int leaf, struct fp_frame *f)
 {
 	const struct fp_kernel *k = c->cl_kernel;
 	const struct fp_kmodule *m = fp_kernel_module(k, ip);
+	uint64_t start;
 
 	f->ff_mapping = FP_MAPPING_NONE;
 	f->ff_offset = ip;
@@ -495,6 +506,11 @@ static int kernel_frame(struct fp_collector *c, uint64_t ip, struct fp_frame *f)
 	}
 	if (k->kn_text && ip >= k->kn_text) {
 		f->ff_offset = ip - k->kn_text;
+		if (c->cl_kfuncs && fp_kfuncs_fold(c->cl_kfuncs, f->ff_offset, leaf, &start) == 0 &&
+		    start != f->ff_offset) {
+			f->ff_offset = start;
+			c->cl_kfolded++;
+		}
 		return mapping_get(c, FP_MAP_KERNEL, &k->kn_build_id, "vmlinux", &f->ff_mapping);
 	}
 	return 0;
@@ -721,7 +737,7 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 		memcpy(&ip, (const char *)kstack + i * 8, 8);
 		if (!ip)
 			break;
-		if (kernel_frame(c, ip, &c->cl_frames[n++]))
+		if (kernel_frame(c, ip, i == 0, &c->cl_frames[n++]))
 			goto oom;
 	}
 	if (s->flags & FP_SAMPLE_USER_RAW) {
@@ -1002,6 +1018,7 @@ void fp_collector_nodes(const struct fp_collector *c, struct fp_collector_nodes 
 
 	memset(n, 0, sizeof(*n));
 	n->cn_folded = c->cl_folded;
+	n->cn_kfolded = c->cl_kfolded;
 	for (i = 0; i < count; i++) {
 		const struct node_key *k = fp_intern_key(c->cl_nodes, (uint32_t)i, &len);
 		const struct mapping_key *mk;

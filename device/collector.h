@@ -82,6 +82,14 @@ typedef int (*fp_fold_fn)(const struct fp_build_id *id, uint64_t offset, uint64_
  * folded, a frame keeps its function but not its line. */
 void fp_collector_set_fold_fn(struct fp_collector *c, fp_fold_fn fn, void *arg);
 
+/* fp_collector_set_kfuncs: fold each vmlinux frame to the start of its
+ * function (common/kfuncs.h) with k, the kernel's function starts the
+ * symbolizer sent, whose build-ID the caller checked against the running
+ * kernel's; NULL: frames at their exact offset (the default).  k stays
+ * the caller's and must outlive its use.  Module frames are not folded. */
+struct fp_kfuncs;
+void fp_collector_set_kfuncs(struct fp_collector *c, const struct fp_kfuncs *k);
+
 /* fp_collector_remap: call the maps hook again for every process whose
  * mappings are held (new unwind tables arrived). */
 void fp_collector_remap(struct fp_collector *c);
@@ -143,6 +151,7 @@ struct fp_collector_nodes {
 	uint64_t cn_python;   /* Python code objects */
 	uint64_t cn_unmapped; /* addresses in no mapping */
 	uint64_t cn_folded;   /* frames the fold hook moved, ever */
+	uint64_t cn_kfolded;  /* kernel frames moved to their function's start, ever */
 };
 
 /* fp_collector_nodes: count them, in time linear in their number. */

@@ -6,6 +6,7 @@
  * rule).  Called from main.c's loop, in its one thread. */
 #include "agent.h"
 #include "cli.h"
+#include "kfuncs.h"
 #include "log.h"
 #include "vec.h"
 
@@ -261,6 +262,26 @@ static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 		fp_collector_remap(a->ag_collector);
 }
 
+/* The kernel's function starts the symbolizer sent (once per session):
+ * kept, for this kernel only, and used from the next sample on. */
+static void agent_take_kfuncs(struct agent *a, struct fp_reply *r)
+{
+	if (!r->fr_kfuncs.kf_n)
+		return;
+	if (!fp_build_id_eq(&r->fr_kfuncs.kf_build_id, &a->ag_kernel.kn_build_id)) {
+		a->ag_kfuncs_refused++;
+		fp_warnx("kernel function starts for another kernel's build-ID: refused");
+		return;
+	}
+	fp_collector_set_kfuncs(a->ag_collector, NULL);
+	fp_kfuncs_fini(&a->ag_kfuncs);
+	a->ag_kfuncs = r->fr_kfuncs; /* ours now */
+	memset(&r->fr_kfuncs, 0, sizeof(r->fr_kfuncs));
+	fp_collector_set_kfuncs(a->ag_collector, &a->ag_kfuncs);
+	fp_info("kernel function starts: %" PRIu32 " (%zu bytes); kernel frames go at them",
+		a->ag_kfuncs.kf_n, fp_kfuncs_bytes(&a->ag_kfuncs));
+}
+
 /* Send every unsent interval, oldest first.  0 when none is left. */
 static int agent_flush(struct agent *a)
 {
@@ -328,6 +349,7 @@ static int agent_flush(struct agent *a)
 			}
 			fp_ring_written(&a->ag_ring, r.fr_has_written, r.fr_written);
 			agent_take_tables(a, &r);
+			agent_take_kfuncs(a, &r);
 			agent_queue_wants(a, &r);
 			agent_send_ksyms(a);
 			agent_queue_ranges(a, r.fr_ranges, r.fr_nranges);

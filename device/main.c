@@ -6,6 +6,7 @@
  * exchange.c talks to the symbolizer. */
 #include "agent.h"
 #include "cli.h"
+#include "kfuncs.h"
 #include "log.h"
 #include "privilege.h"
 
@@ -79,6 +80,8 @@ static int collector_open(struct agent *a)
 	}
 	if (a->ag_unwind)
 		fp_collector_set_fold_fn(a->ag_collector, fp_unwind_fold, a->ag_unwind);
+	if (a->ag_kfuncs.kf_n)
+		fp_collector_set_kfuncs(a->ag_collector, &a->ag_kfuncs);
 	return 0;
 }
 
@@ -207,6 +210,10 @@ static void log_footprint(struct agent *a)
 		nodes.cn_user + nodes.cn_kernel + nodes.cn_python + nodes.cn_unmapped,
 		nodes.cn_user, nodes.cn_kernel, nodes.cn_python, nodes.cn_unmapped,
 		nodes.cn_folded);
+	fp_info("kernel function starts: %" PRIu32 " (%zu bytes), %" PRIu64
+		" kernel frames folded to them, %" PRIu64 " lists refused (another kernel)",
+		a->ag_kfuncs.kf_n, fp_kfuncs_bytes(&a->ag_kfuncs), nodes.cn_kfolded,
+		a->ag_kfuncs_refused);
 	if (a->ag_unwind) {
 		uint64_t c[FP_CNT_MAX] = { 0 };
 		struct fp_unwind_stats us;
@@ -519,6 +526,7 @@ int main(int argc, char **argv)
 		.fh_agent_version = FP_VERSION,
 		.fh_frequency = a.ag_o.ao_frequency,
 		.fh_ncpus = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN),
+		.fh_features = FP_FEATURE_KFUNCS,
 		.fh_nlabels = a.ag_o.ao_nlabels,
 		.fh_label_keys = a.ag_o.ao_label_keys,
 		.fh_label_values = a.ag_o.ao_label_values,
@@ -640,6 +648,7 @@ cleanup:
 	agent_session_asks_fini(&a);
 	fp_ring_fini(&a.ag_ring);
 	fp_kernel_fini(&a.ag_kernel);
+	fp_kfuncs_fini(&a.ag_kfuncs);
 	for (i = 0; i < a.ag_o.ao_nlabels; i++) {
 		free(a.ag_o.ao_label_keys[i]);
 		free(a.ag_o.ao_label_values[i]);

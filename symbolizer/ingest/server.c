@@ -484,6 +484,8 @@ static int batch_apply(struct fp_server *s, struct server_session *ss, const str
 	if (!(err = fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant)))
 		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r->fr_tables,
 					&r->fr_ntables);
+	if (!err)
+		err = fp_session_kfuncs(ss->ss_session, s->sv_resolver, &r->fr_kfuncs);
 	if (err) {
 		fp_profile_free(*p);
 		*p = NULL;

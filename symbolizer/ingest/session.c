@@ -74,6 +74,7 @@ struct fp_session {
 	uint64_t se_last_seq;
 	uint64_t se_py_bytes; /* held by Python mappings (sm_py_bytes) */
 	uint8_t se_kernel_asked;
+	uint8_t se_kfuncs_done; /* the kernel's function starts were sent (or cannot be) */
 	struct fp_intern *se_asked;     /* build-IDs whose kallsyms were asked for */
 	struct fp_intern *se_table_ids; /* build-ID -> index into se_tables */
 	struct sess_table *se_tables;
@@ -665,6 +666,22 @@ static int table_parts(struct fp_session *s, struct fp_resolver *r, uint32_t i,
 	}
 	free(blob);
 	return err;
+}
+
+int fp_session_kfuncs(struct fp_session *s, struct fp_resolver *r, struct fp_kfuncs *out)
+{
+	int err;
+
+	if (s->se_kfuncs_done || !(s->se_hello.fh_features & FP_FEATURE_KFUNCS) ||
+	    !s->se_hello.fh_kernel_build_id.fb_len)
+		return 0;
+	err = fp_resolver_kfuncs(r, &s->se_hello.fh_kernel_build_id, out);
+	if (err == -ENOENT) /* the kallsyms are not here yet */
+		return 0;
+	if (err == -ENOMEM)
+		return err;
+	s->se_kfuncs_done = 1;
+	return 0; /* sent, or a table that gives none (-EINVAL, -E2BIG): never */
 }
 
 int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,

@@ -72,6 +72,13 @@ int fp_session_asked(const struct fp_session *s, const struct fp_build_id *id);
 int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
 		      size_t *n);
 
+/* fp_session_kfuncs: the kernel's function starts (fp_resolver_kfuncs)
+ * for an agent whose hello takes them (FP_FEATURE_KFUNCS), once per
+ * session, in *out once the kernel's kallsyms table is here; out is left
+ * empty otherwise, and for good when the table gives none.  The caller
+ * frees *out (fp_kfuncs_fini).  0 or -ENOMEM. */
+int fp_session_kfuncs(struct fp_session *s, struct fp_resolver *r, struct fp_kfuncs *out);
+
 /* fp_session_seen: whether seq was already applied (a resend after a lost
  * reply); fp_session_done records it. */
 int fp_session_seen(const struct fp_session *s, uint64_t seq);

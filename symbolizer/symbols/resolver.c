@@ -234,6 +234,21 @@ out:
 	return err;
 }
 
+int fp_resolver_kfuncs(struct fp_resolver *r, const struct fp_build_id *id, struct fp_kfuncs *out)
+{
+	struct fp_symcache_txn *txn;
+	struct fp_symtab t;
+	int err;
+
+	if ((err = fp_symcache_begin(r->rv_cache, &txn)))
+		return err;
+	/* Built inside the transaction: the table is the cache's memory. */
+	if (!(err = fp_symcache_get(txn, id, &t)) && !(err = fp_symtab_kfuncs(&t, out)))
+		out->kf_build_id = *id;
+	fp_symcache_end(txn);
+	return err;
+}
+
 int fp_resolver_has(struct fp_resolver *r, const struct fp_build_id *id)
 {
 	struct fp_symcache_txn *txn;

@@ -116,6 +116,12 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
 			  uint32_t pid);
 
+/* fp_resolver_kfuncs: the function starts of kernel build-ID id's
+ * kallsyms table (fp_symtab_kfuncs), out's build-ID set.  0, -ENOENT (no
+ * table for id yet), -EINVAL, -E2BIG or -ENOMEM (fp_symtab_kfuncs). */
+struct fp_kfuncs;
+int fp_resolver_kfuncs(struct fp_resolver *r, const struct fp_build_id *id, struct fp_kfuncs *out);
+
 /* fp_resolver_missing: whether every source was tried for id and none had
  * it (until a file for it is added). */
 int fp_resolver_missing(struct fp_resolver *r, const struct fp_build_id *id);

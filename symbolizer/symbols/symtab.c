@@ -10,6 +10,7 @@
  */
 #include "symtab.h"
 #include "symtab_format.h"
+#include "batch.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -449,4 +450,60 @@ int fp_symtab_lookup_frames(const struct fp_symtab *t, uint64_t addr, struct fp_
 		scope = parent;
 	}
 	return n;
+}
+
+/* kfuncs_walk: the entries of fp_symtab_kfuncs, written to k's arrays
+ * when k is not NULL; *n their number. */
+static int kfuncs_walk(const struct fp_symtab *t, struct fp_kfuncs *k, uint32_t *n)
+{
+	uint64_t prev_end = 0;
+	uint32_t i, m = 0;
+
+	for (i = 0; i < t->st_nsymbols; i++) {
+		const uint8_t *s = t->st_symbols + (size_t)i * SYM_SIZE;
+		uint64_t start = ld64(s), end = start + ld32(s + 8), next;
+
+		if (i && start < prev_end)
+			return -EINVAL;
+		if (start > UINT32_MAX)
+			break;
+		next = i + 1 < t->st_nsymbols ? ld64(s + SYM_SIZE) : UINT64_MAX;
+		if (m + 2 > FP_KFUNCS_MAX)
+			return -E2BIG;
+		if (k)
+			k->kf_offsets[m] = (uint32_t)start;
+		m++;
+		if (end < next && end <= UINT32_MAX) {
+			if (k) {
+				k->kf_offsets[m] = (uint32_t)end;
+				k->kf_gaps[m / 8] |= (uint8_t)(1u << (m % 8));
+			}
+			m++;
+		}
+		prev_end = end;
+	}
+	*n = m;
+	return 0;
+}
+
+int fp_symtab_kfuncs(const struct fp_symtab *t, struct fp_kfuncs *out)
+{
+	struct fp_kfuncs k = { 0 };
+	uint32_t n;
+	int err;
+
+	if ((err = kfuncs_walk(t, NULL, &n)))
+		return err;
+	k.kf_offsets = malloc((n ? n : 1) * sizeof(*k.kf_offsets));
+	k.kf_gaps = calloc((n + 7) / 8 + 1, 1);
+	if (!k.kf_offsets || !k.kf_gaps) {
+		fp_kfuncs_fini(&k);
+		return -ENOMEM;
+	}
+	kfuncs_walk(t, &k, &n);
+	k.kf_n = n;
+	out->kf_n = k.kf_n;
+	out->kf_offsets = k.kf_offsets;
+	out->kf_gaps = k.kf_gaps;
+	return 0;
 }

@@ -165,4 +165,17 @@ struct fp_symframe {
 int fp_symtab_lookup_frames(const struct fp_symtab *t, uint64_t addr, struct fp_symframe *out,
 			    int max);
 
+struct fp_kfuncs;
+
+/* fp_symtab_kfuncs: the function starts of t, a kallsyms table (no
+ * segments), as the agent folds kernel frames with them (common/kfuncs.h):
+ * each symbol's start, and its end when no symbol starts there (a gap),
+ * up to offset 2^32 - 1; out's build-ID is left to the caller.  Folding
+ * an address to the greatest start at or below it gives the symbol
+ * fp_symtab_lookup gives, since no symbol of such a table lies inside
+ * another.  0, -EINVAL (symbols overlap: not a kallsyms table), -E2BIG
+ * (over FP_KFUNCS_MAX entries) or -ENOMEM; *out is written only on
+ * success. */
+int fp_symtab_kfuncs(const struct fp_symtab *t, struct fp_kfuncs *out);
+
 #endif

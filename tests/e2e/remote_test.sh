@@ -44,6 +44,17 @@ check resumed-after-restart grep -q 'lost our session\|connected to' "$TMP/agent
 check profiles-per-interval test "$(ls "$TMP"/out/*/*.pb.gz | wc -l)" -ge 8
 check kallsyms-uploaded grep -q 'stored kallsyms of vmlinux' "$TMP/symb.log"
 check kernel-resolved-remotely grep -qh 'ksys_write_\[k\]' "$TMP"/out/*/*.folded
+# The symbolizer sends the kernel's function starts once it has its
+# kallsyms; kernel frames then go at them and keep their names.
+kfuncs=$(sed -n 's/.*kernel function starts: \([0-9]*\) (.*/\1/p' "$TMP/agent.log" | tail -n 1)
+kfolded=$(sed -n 's/.*, \([0-9]*\) kernel frames folded to them.*/\1/p' "$TMP/agent.log")
+echo "kernel function starts $kfuncs, frames folded $kfolded" >&2
+check kernel-starts-received test "${kfuncs:-0}" -gt 10000
+check kernel-frames-folded test "${kfolded:-0}" -gt 0
+# the last intervals come after the list (its first reply, a second in)
+last=$(ls "$TMP"/out/*/*.folded | sort | tail -n 4 | tr "\n" " ")
+check kernel-named-after-fold grep -q 'ksys_write_\[k\]' $last
+check no-unnamed-kernel-frames bash -c "! grep -qE '(0x[0-9a-f]+|unknown\])_\[k\]' $last"
 check user-resolved-remotely grep -qh 'compute_loop;fp::Cruncher::crunch(int)' "$TMP"/out/*/*.folded
 check no-rejections bash -c "! grep -q 'rejected a message' '$TMP/symb.log'"
 cat "$TMP/agent.log" "$TMP/symb.log" | tail -n 20 >&2

@@ -40,7 +40,7 @@ static int hello_eq(const struct fp_hello *a, const struct fp_hello *b)
 	    !fp_build_id_eq(&a->fh_kernel_build_id, &b->fh_kernel_build_id) ||
 	    !str_eq(a->fh_agent_version, b->fh_agent_version) ||
 	    a->fh_frequency != b->fh_frequency || a->fh_ncpus != b->fh_ncpus ||
-	    a->fh_nlabels != b->fh_nlabels)
+	    a->fh_features != b->fh_features || a->fh_nlabels != b->fh_nlabels)
 		return 0;
 	for (i = 0; i < a->fh_nlabels; i++)
 		if (!str_eq(a->fh_label_keys[i], b->fh_label_keys[i]) ||
@@ -125,7 +125,13 @@ static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
 
 	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
 	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant ||
-	    a->fr_nranges != b->fr_nranges)
+	    a->fr_nranges != b->fr_nranges || a->fr_kfuncs.kf_n != b->fr_kfuncs.kf_n)
+		return 0;
+	if (a->fr_kfuncs.kf_n &&
+	    (!fp_build_id_eq(&a->fr_kfuncs.kf_build_id, &b->fr_kfuncs.kf_build_id) ||
+	     memcmp(a->fr_kfuncs.kf_offsets, b->fr_kfuncs.kf_offsets,
+		    a->fr_kfuncs.kf_n * sizeof(uint32_t)) ||
+	     memcmp(a->fr_kfuncs.kf_gaps, b->fr_kfuncs.kf_gaps, (a->fr_kfuncs.kf_n + 7) / 8)))
 		return 0;
 	for (i = 0; i < a->fr_nwant; i++)
 		if (!fp_build_id_eq(&a->fr_want[i], &b->fr_want[i]))

@@ -193,11 +193,13 @@ static void test_full_conversation(void)
 		return;
 
 	/* Hello: the server asks for the kernel's symbols, and says what it
-	 * reads and promises beyond the first revision: the varint keys, and
-	 * a row at every function's start in the unwind tables it sends. */
+	 * reads and promises beyond the first revision: the varint keys, a
+	 * row at every function's start in the unwind tables it sends, and
+	 * the kernel's function starts to an agent that takes them. */
 	CHECK_EQ_INT(send_hello(s, 42, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
-	CHECK(r.fr_features == (FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS));
+	CHECK(r.fr_features == (FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS |
+				FP_FEATURE_KFUNCS));
 	CHECK_EQ_INT(r.fr_nwant, 1);
 	if (r.fr_nwant == 1) {
 		struct fp_build_id k = kernel_id();
@@ -226,6 +228,7 @@ static void test_full_conversation(void)
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
 	CHECK_EQ_INT(r.fr_seq, 1);
 	CHECK_EQ_INT(r.fr_nwant, 0);
+	CHECK_EQ_INT(r.fr_kfuncs.kf_n, 0); /* its hello did not take them */
 	fp_reply_fini(&r);
 	CHECK(strstr(read_folded(), "daemon;do_syscall_64_[k];ksys_write_[k] 5\n") != NULL);
 

@@ -305,6 +305,41 @@ static void test_asked(void)
 	fp_session_free(s);
 }
 
+/* fp_session_kfuncs: the kernel's function starts, once per session, to
+ * an agent whose hello takes them, once the kallsyms are here; none to an
+ * older agent. */
+static void test_kfuncs_once(void)
+{
+	struct fp_ksym syms[] = { { 0x100, "a" }, { 0x180, "b" }, { 0x400, "c" } };
+	struct fp_ksyms k = { .fs_session = 9, .fs_kind = FP_MAP_KERNEL,
+			      .fs_build_id = { .fb_len = 20, .fb_data = { 0x4c } },
+			      .fs_name = "vmlinux", .fs_last = 1, .fs_nsyms = 3, .fs_syms = syms };
+	struct fp_hello h = hello, old = hello;
+	struct fp_session *s = NULL, *o = NULL;
+	struct fp_kfuncs out = { 0 };
+
+	h.fh_kernel_build_id = old.fh_kernel_build_id = k.fs_build_id;
+	h.fh_features = FP_FEATURE_KFUNCS;
+	CHECK_EQ_INT(fp_session_alloc(&s, &h), 0);
+	CHECK_EQ_INT(fp_session_alloc(&o, &old), 0);
+	if (!s || !o)
+		goto out;
+	CHECK_EQ_INT(fp_session_kfuncs(s, resolver, &out), 0); /* no kallsyms yet */
+	CHECK_EQ_INT(out.kf_n, 0);
+	CHECK_EQ_INT(fp_resolver_ksyms(resolver, &k), 0);
+	CHECK_EQ_INT(fp_session_kfuncs(o, resolver, &out), 0); /* an older agent */
+	CHECK_EQ_INT(out.kf_n, 0);
+	CHECK_EQ_INT(fp_session_kfuncs(s, resolver, &out), 0);
+	CHECK(out.kf_n >= 3 && out.kf_offsets[0] == 0x100 && out.kf_offsets[1] == 0x180);
+	CHECK(fp_build_id_eq(&out.kf_build_id, &k.fs_build_id));
+	fp_kfuncs_fini(&out);
+	CHECK_EQ_INT(fp_session_kfuncs(s, resolver, &out), 0); /* once */
+	CHECK_EQ_INT(out.kf_n, 0);
+out:
+	fp_session_free(s);
+	fp_session_free(o);
+}
+
 static void test_seen(void)
 {
 	struct fp_session *s = first_batch();
@@ -421,6 +456,7 @@ int main(void)
 	RUN(test_seen);
 	RUN(test_limits);
 	RUN(test_asked);
+	RUN(test_kfuncs_once);
 	RUN(test_tables_one_at_a_time);
 	fp_resolver_close(resolver);
 	if (check_rmtree(tmpdir))

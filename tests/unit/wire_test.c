@@ -1191,7 +1191,7 @@ static const struct body_case body_cases[] = {
 	{ FP_MSG_HELLO, 9, HELLO_BASE " 01 02", FP_WIRE_EFIELD, "duplicate key" },
 	{ FP_MSG_HELLO, 9, HELLO_BASE " 7f 93 01 02 03", 0, "unknown key 127" },
 	{ FP_MSG_HELLO, 9, HELLO_BASE " cd 01 2c c0", 0, "unknown key 300" },
-	{ FP_MSG_HELLO, 10, HELLO_BASE " 0a c0 0a c0", 0, "repeated unknown key" },
+	{ FP_MSG_HELLO, 10, HELLO_BASE " 7e c0 7e c0", 0, "repeated unknown key" },
 	{ FP_MSG_HELLO, 9, HELLO_BASE " 00 a1 78", 0, "key 0 is unknown" },
 	{ FP_MSG_HELLO, 9, HELLO_BASE " a1 78 01", FP_WIRE_EFIELD, "string key" },
 	{ FP_MSG_HELLO, 9, HELLO_BASE " ff 01", FP_WIRE_EFIELD, "negative key" },
