@@ -240,8 +240,8 @@ struct fp_reply {
 	struct fp_range *fr_ranges;
 	size_t fr_ntables; /* unwind table parts for the agent */
 	struct fp_table_part *fr_tables;
-	uint8_t fr_has_written; /* fr_written is sent (OK to SAMPLES) */
-	uint64_t fr_written;    /* the session's intervals up to this seq are
+	uint8_t fr_has_written;     /* fr_written is sent (OK to SAMPLES) */
+	uint64_t fr_written;        /* the session's intervals up to this seq are
 				     * through the sinks; 0: none yet */
 	struct fp_kfuncs fr_kfuncs; /* kf_n 0: none (to agents with FP_FEATURE_KFUNCS) */
 };

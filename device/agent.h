@@ -76,13 +76,13 @@ struct agent {
 	uint64_t ag_sampled, ag_acked_samples;
 	uint64_t ag_batch_bytes, ag_ksyms_bytes;   /* acknowledged, on the wire */
 	struct fp_wire_batch_parts ag_batch_parts; /* ag_batch_bytes by part */
-	uint64_t ag_features;    /* what the symbolizer said it reads (fp_feature) */
-	uint64_t ag_file_bytes;  /* file bytes the symbolizer asked for */
-	uint64_t ag_table_bytes; /* unwind table bytes received */
-	struct fp_kfuncs ag_kfuncs;  /* the kernel's function starts, once received */
-	uint64_t ag_kfuncs_refused;  /* lists for another kernel's build-ID */
-	uint64_t ag_resets;      /* times the memory budget made us start over */
-	uint64_t ag_busy;        /* intervals a busy symbolizer did not take (sent again) */
+	uint64_t ag_features;       /* what the symbolizer said it reads (fp_feature) */
+	uint64_t ag_file_bytes;     /* file bytes the symbolizer asked for */
+	uint64_t ag_table_bytes;    /* unwind table bytes received */
+	struct fp_kfuncs ag_kfuncs; /* the kernel's function starts, once received */
+	uint64_t ag_kfuncs_refused; /* lists for another kernel's build-ID */
+	uint64_t ag_resets;         /* times the memory budget made us start over */
+	uint64_t ag_busy;           /* intervals a busy symbolizer did not take (sent again) */
 	/* What the symbolizer asked for and this interval's budget has not
 	 * covered yet, carried to the next ones (this session only). */
 	struct fp_range *ag_fetch_q;

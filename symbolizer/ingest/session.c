@@ -74,7 +74,7 @@ struct fp_session {
 	uint64_t se_last_seq;
 	uint64_t se_py_bytes; /* held by Python mappings (sm_py_bytes) */
 	uint8_t se_kernel_asked;
-	uint8_t se_kfuncs_done; /* the kernel's function starts were sent (or cannot be) */
+	uint8_t se_kfuncs_done;         /* the kernel's function starts were sent (or cannot be) */
 	struct fp_intern *se_asked;     /* build-IDs whose kallsyms were asked for */
 	struct fp_intern *se_table_ids; /* build-ID -> index into se_tables */
 	struct sess_table *se_tables;

@@ -96,8 +96,11 @@ static void test_wire_roundtrip(void)
 {
 	static const uint32_t offs[] = { 0, 5, 6, 200, 0x10000, 0xfffffffe, 0xffffffff };
 	struct fp_reply r = { .fr_status = FP_REPLY_OK, .fr_seq = 3 }, d;
-	struct fp_hello h = { .fh_host = "h", .fh_boot_id = "b", .fh_kernel_release = "r",
-			      .fh_agent_version = "v", .fh_features = FP_FEATURE_KFUNCS },
+	struct fp_hello h = { .fh_host = "h",
+			      .fh_boot_id = "b",
+			      .fh_kernel_release = "r",
+			      .fh_agent_version = "v",
+			      .fh_features = FP_FEATURE_KFUNCS },
 			hd;
 	uint32_t i, n = sizeof(offs) / sizeof(offs[0]);
 	size_t len, len0;

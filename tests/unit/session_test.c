@@ -311,9 +311,13 @@ static void test_asked(void)
 static void test_kfuncs_once(void)
 {
 	struct fp_ksym syms[] = { { 0x100, "a" }, { 0x180, "b" }, { 0x400, "c" } };
-	struct fp_ksyms k = { .fs_session = 9, .fs_kind = FP_MAP_KERNEL,
+	struct fp_ksyms k = { .fs_session = 9,
+			      .fs_kind = FP_MAP_KERNEL,
 			      .fs_build_id = { .fb_len = 20, .fb_data = { 0x4c } },
-			      .fs_name = "vmlinux", .fs_last = 1, .fs_nsyms = 3, .fs_syms = syms };
+			      .fs_name = "vmlinux",
+			      .fs_last = 1,
+			      .fs_nsyms = 3,
+			      .fs_syms = syms };
 	struct fp_hello h = hello, old = hello;
 	struct fp_session *s = NULL, *o = NULL;
 	struct fp_kfuncs out = { 0 };
