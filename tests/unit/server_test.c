@@ -768,6 +768,22 @@ static int held_sink(void *arg, const struct fp_profile *p, const struct fp_hell
 	return 0;
 }
 
+/* release_and_drain: let the held sink go, and wait (at most 5 s) until
+ * the pipeline's queue is empty; st is the server's stats then. */
+static void release_and_drain(struct fp_server *s, struct held_sink *h, struct fp_server_stats *st)
+{
+	pthread_mutex_lock(&h->hs_lock);
+	h->hs_released = 1;
+	pthread_cond_broadcast(&h->hs_cond);
+	pthread_mutex_unlock(&h->hs_lock);
+	for (int i = 0; i < 500; i++) {
+		fp_server_stats(s, st);
+		if (st->sv_pipeline_queue == 0)
+			break;
+		usleep(10000);
+	}
+}
+
 /* Busy: with FP_PIPELINE_BUSY profiles waiting for the sinks, a batch is
  * answered OK with seq 0 and nothing of it is applied; sent again once
  * the sinks caught up, it is taken, and every interval reaches the sinks
@@ -781,7 +797,6 @@ static void test_busy(void)
 	char state[] = "/dev/shm/fp-server-busy.XXXXXX";
 	struct fp_reply r;
 	uint64_t seq, taken = 0;
-	int i;
 
 	/* On tmpfs, not under $TMPDIR (check_tmpdir): the pipeline syncs
 	 * each session's sequence file, 3,841 times here. */
@@ -813,16 +828,7 @@ static void test_busy(void)
 	CHECK_EQ_INT(st.sv_pipeline_busy, 2);
 	CHECK_EQ_INT(st.sv_batches, FP_PIPELINE_BUSY);
 	/* The sinks catch up: the batch is taken. */
-	pthread_mutex_lock(&h.hs_lock);
-	h.hs_released = 1;
-	pthread_cond_broadcast(&h.hs_cond);
-	pthread_mutex_unlock(&h.hs_lock);
-	for (i = 0; i < 500; i++) {
-		fp_server_stats(s, &st);
-		if (st.sv_pipeline_queue == 0)
-			break;
-		usleep(10000);
-	}
+	release_and_drain(s, &h, &st);
 	CHECK_EQ_INT(send_batch(s, 0xb5, FP_PIPELINE_BUSY + 1, 0, 21, 1, &r), 0);
 	CHECK(r.fr_status == FP_REPLY_OK && r.fr_seq == FP_PIPELINE_BUSY + 1);
 	fp_reply_fini(&r);
@@ -849,7 +855,7 @@ static void test_busy_bytes(void)
 	char state[] = "/dev/shm/fp-server-busy-bytes.XXXXXX", cmd[64];
 	uint64_t seq, before = 0, busy_seq = 0;
 	struct fp_reply r;
-	int i, taken_past = 0;
+	int taken_past = 0;
 
 	CHECK(mkdtemp(state) != NULL);
 	CHECK_EQ_INT(fp_server_alloc(&s, res, NULL, state), 0);
@@ -887,16 +893,7 @@ static void test_busy_bytes(void)
 	CHECK_EQ_INT(st.sv_batches, busy_seq - 1);
 	CHECK_EQ_INT(st.sv_pipeline_queue, busy_seq - 1);
 	CHECK_EQ_INT(st.sv_pipeline_bytes, before);
-	pthread_mutex_lock(&h.hs_lock);
-	h.hs_released = 1;
-	pthread_cond_broadcast(&h.hs_cond);
-	pthread_mutex_unlock(&h.hs_lock);
-	for (i = 0; i < 500; i++) {
-		fp_server_stats(s, &st);
-		if (st.sv_pipeline_queue == 0)
-			break;
-		usleep(10000);
-	}
+	release_and_drain(s, &h, &st);
 	CHECK_EQ_INT(st.sv_pipeline_bytes, 0);
 	CHECK_EQ_INT(send_batch(s, 0xb6, busy_seq, 0, 21, 1, &r), 0);
 	CHECK(r.fr_status == FP_REPLY_OK && r.fr_seq == busy_seq);
