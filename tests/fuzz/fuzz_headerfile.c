@@ -1,5 +1,5 @@
 /* fuzz_headerfile.c: libFuzzer target for --push-header-file's reader
- * (symbolizer/sinks/push.c) and the log escaper (common/log.c).  The input is the
+ * (symbolizer/sinks/push_cli.c) and the log escaper (common/log.c).  The input is the
  * file (in a memfd); every header taken must pass fp_push_header_check,
  * and nothing is appended on failure.  The escaped input holds no control
  * byte and fits its buffer. */
