@@ -20,4 +20,11 @@ int fp_gzip(const void *in, size_t len, int level, fp_gzip_write_fn write, void 
  * *olen bytes, both written only on success.  0, -ENOMEM or -EIO. */
 int fp_gzip_buf(const void *in, size_t len, int level, uint8_t **out, size_t *olen);
 
+/* fp_gunzip_buf: the bytes of the gzip member (or members, one after the
+ * other, as gzip writes them) at in, len bytes, into a new buffer *out
+ * (the caller frees it) of *olen bytes, both written only on success.
+ * Untrusted input: at most max bytes come out.  0, -EINVAL (not gzip, or
+ * corrupt, or cut short), -EFBIG (more than max bytes) or -ENOMEM. */
+int fp_gunzip_buf(const void *in, size_t len, size_t max, uint8_t **out, size_t *olen);
+
 #endif

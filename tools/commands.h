@@ -8,5 +8,6 @@ int fp_cmd_record(int argc, char **argv);
 int fp_cmd_symbolize(int argc, char **argv);
 int fp_cmd_upload(int argc, char **argv);
 int fp_cmd_loadgen(int argc, char **argv);
+int fp_cmd_report(int argc, char **argv);
 
 #endif

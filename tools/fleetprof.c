@@ -10,6 +10,7 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "record", fp_cmd_record, "profile this machine and write a flame graph" },
+	{ "report", fp_cmd_report, "a profile file as a table of functions or a call tree" },
 	{ "symbolize", fp_cmd_symbolize, "addresses to function, file:line and inline frames" },
 	{ "upload", fp_cmd_upload, "upload binaries and debug files to a symbol service" },
 	{ "loadgen", fp_cmd_loadgen, "simulate many devices against a symbolizer" },

@@ -1,5 +1,7 @@
 /* gzip_test.c: fp_gzip and fp_gzip_buf give gzip members that zlib reads
- * back, whole, for small, empty and multi-piece inputs. */
+ * back, whole, for small, empty and multi-piece inputs; fp_gunzip_buf
+ * reads them back too, several members in a row, and refuses what is cut
+ * short, corrupt or larger than its bound. */
 #include "check.h"
 #include "gzip.h"
 
@@ -108,10 +110,72 @@ static void test_writer_error_stops(void)
 	free(in);
 }
 
+static void test_gunzip(void)
+{
+	size_t sizes[] = { 0, 1, 100, 1 << 20 };
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint8_t *in = sample(sizes[i] ? sizes[i] : 1), *z = NULL, *back = NULL;
+		size_t zlen = 0, blen = 1;
+
+		CHECK_EQ_INT(fp_gzip_buf(in, sizes[i], Z_BEST_SPEED, &z, &zlen), 0);
+		CHECK_EQ_INT(fp_gunzip_buf(z, zlen, sizes[i] + 1, &back, &blen), 0);
+		CHECK_EQ_INT(blen, sizes[i]);
+		CHECK(!sizes[i] || (back && memcmp(in, back, sizes[i]) == 0));
+		free(back);
+		/* exactly the bound is fine; one byte less is not */
+		back = NULL;
+		CHECK_EQ_INT(fp_gunzip_buf(z, zlen, sizes[i] ? sizes[i] : 1, &back, &blen), 0);
+		free(back);
+		back = NULL;
+		if (sizes[i] > 1)
+			CHECK_EQ_INT(fp_gunzip_buf(z, zlen, sizes[i] - 1, &back, &blen), -EFBIG);
+		CHECK(!back || sizes[i] <= 1);
+		free(back);
+		/* cut short, anywhere */
+		back = NULL;
+		CHECK_EQ_INT(fp_gunzip_buf(z, zlen - 1, sizes[i] + 1, &back, &blen), -EINVAL);
+		CHECK_EQ_INT(fp_gunzip_buf(z, zlen / 2, sizes[i] + 1, &back, &blen), -EINVAL);
+		CHECK(back == NULL);
+		free(z);
+		free(in);
+	}
+}
+
+static void test_gunzip_members_and_garbage(void)
+{
+	uint8_t *a = NULL, *b = NULL, *both, *back = NULL;
+	size_t alen, blen, len = 0;
+
+	CHECK_EQ_INT(fp_gzip_buf("hello, ", 7, Z_BEST_SPEED, &a, &alen), 0);
+	CHECK_EQ_INT(fp_gzip_buf("world", 5, Z_BEST_SPEED, &b, &blen), 0);
+	both = malloc(alen + blen);
+	memcpy(both, a, alen);
+	memcpy(both + alen, b, blen);
+	CHECK_EQ_INT(fp_gunzip_buf(both, alen + blen, 100, &back, &len), 0);
+	CHECK(len == 12 && back && memcmp(back, "hello, world", 12) == 0);
+	free(back);
+	back = NULL;
+	/* not gzip; a corrupt body (its CRC no longer matches) */
+	CHECK_EQ_INT(fp_gunzip_buf("plain text", 10, 100, &back, &len), -EINVAL);
+	both[alen - 6] ^= 0xff;
+	CHECK_EQ_INT(fp_gunzip_buf(both, alen + blen, 100, &back, &len), -EINVAL);
+	/* a member followed by bytes that are not one */
+	memcpy(both + alen, "garbage", 7);
+	both[alen - 6] ^= 0xff;
+	CHECK_EQ_INT(fp_gunzip_buf(both, alen + 7, 100, &back, &len), -EINVAL);
+	CHECK(back == NULL);
+	free(both);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	RUN(test_round_trip);
 	RUN(test_writer_pieces_match_buffer);
 	RUN(test_writer_error_stops);
+	RUN(test_gunzip);
+	RUN(test_gunzip_members_and_garbage);
 	return CHECK_DONE();
 }
