@@ -231,11 +231,14 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 			.size = sizeof(attr),
 			.sample_freq = o->so_frequency,
 			.freq = 1,
+			.inherit = o->so_task != 0,
 		};
 		if (!online[i])
 			continue;
-		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, -1, i, -1,
-					PERF_FLAG_FD_CLOEXEC);
+		/* One task and those it creates: one event that follows each
+		 * of them from CPU to CPU (inherited on fork and clone). */
+		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, o->so_task ? o->so_task : -1,
+					o->so_task ? -1 : i, -1, PERF_FLAG_FD_CLOEXEC);
 		if (s->sm_pfds[i] < 0) {
 			err = -errno;
 			fp_warnx("perf_event_open on CPU %d: %s", i, strerror(-err));
@@ -248,6 +251,8 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 			fp_warnx("cannot attach to CPU %d: %s", i, strerror(-err));
 			goto fail;
 		}
+		if (o->so_task)
+			break;
 	}
 	free(online);
 	online = NULL;

@@ -1,6 +1,7 @@
 /* sampler.h: the BPF sampler's user-space half.  Loads bpf/stacks.bpf.c,
- * attaches it to a CPU-clock perf event on every online CPU, and drains its
- * ring buffer into a callback. */
+ * attaches it to a CPU-clock perf event on every online CPU (or to one
+ * task's, inherited by its children), and drains its ring buffer into a
+ * callback. */
 #ifndef FP_SAMPLER_H
 #define FP_SAMPLER_H
 
@@ -19,6 +20,9 @@ struct fp_sampler_opts {
 	uint32_t so_frequency;            /* Hz per CPU */
 	uint32_t so_pids[FP_TARGET_PIDS]; /* the processes sampled, the first so_npids */
 	uint32_t so_npids;                /* 0: every process */
+	int so_task;                      /* > 0: only this task and the tasks it
+					   * creates from now on, on any CPU (a
+					   * command run by fleetprof record) */
 	size_t so_ringbuf_bytes;          /* 0: sized by frequency and CPU count */
 	size_t so_unwind_bytes;           /* memory for unwind table rows; 0: none */
 	fp_sample_fn so_fn;

@@ -1,6 +1,8 @@
 /* record.c: `fleetprof record`, the one-shot local mode: the agent's
  * sampler and collector and the symbolizer's pipeline in one process, no
- * socket, no setup.  The interval goes through the server's own stages
+ * socket, no setup.  It profiles the machine, one process, or a command
+ * it runs (`record -- CMD`, as perf record does: from the command's first
+ * instruction to its exit, its children too, its exit status passed on).  The interval goes through the server's own stages
  * (server.h, pipeline.h) as a hello and a batch; its sink is the file
  * sink's record layout: DIR/profile.folded, DIR/profile.pb.gz,
  * DIR/profile.otlp.pb and DIR/flame.svg. */
@@ -19,6 +21,7 @@
 #include "unwind_table.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -27,27 +30,44 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t record_stop;
+static volatile pid_t record_child; /* the command run, while it runs */
 
 static void on_signal(int sig)
 {
 	record_stop = 1;
 }
 
+/* on_signal_forward: while a command runs, a signal for us is for it:
+ * passed on, and we go on until it exits.  A terminal's Ctrl-C or Ctrl-\
+ * reached the command already (the kernel sends those to the whole
+ * foreground group, SI_KERNEL): not sent twice. */
+static void on_signal_forward(int sig, siginfo_t *si, void *uc)
+{
+	if (record_child > 0 && si->si_code != SI_KERNEL)
+		kill(record_child, sig);
+}
+
 static void record_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: fleetprof record [-d SECONDS] [-F HZ] [-p PID] [--by-thread] [-o DIR]\n"
+		"usage: fleetprof record [-d SECONDS | -p PID] [-F HZ] [--by-thread] [-o DIR]\n"
 		"                        [--cache DIR] [--unwind-mem MB] [--no-python] [-v]\n"
+		"                        [[--] COMMAND [ARG]...]\n"
 		"\n"
-		"Profiles this machine (or one process) with eBPF for SECONDS and writes\n"
+		"Profiles this machine (or one process) with eBPF for SECONDS, or runs\n"
+		"COMMAND and profiles it and its children from its first instruction\n"
+		"until it exits (signals for fleetprof go to COMMAND; its exit status is\n"
+		"fleetprof's), and writes\n"
 		"DIR/profile.folded, DIR/profile.pb.gz (pprof), DIR/profile.otlp.pb\n"
 		"(OTLP ExportProfilesServiceRequest) and DIR/flame.svg.\n"
 		"Needs root (or CAP_BPF and CAP_PERFMON).\n"
 		"\n"
-		"  -d, --duration SECONDS  how long to sample (default 10; Ctrl-C stops early)\n"
+		"  -d, --duration SECONDS  how long to sample (default 10; Ctrl-C stops early;\n"
+		"                          not with COMMAND)\n"
 		"  -F, --frequency HZ      samples per second per CPU (default 99, 1-10000)\n"
 		"  -p, --pid PID           only this process (stops when it exits)\n"
 		"  -t, --by-thread         thread names under process names\n"
@@ -142,6 +162,80 @@ static void compile_tables(struct fp_resolver *res, uint32_t pid)
 	fp_procmaps_free(pm);
 }
 
+/* start_command: fork the process that will run argv, held until
+ * go_command, so that the sampler can be attached to it first.  Its pid,
+ * or a negative errno. */
+static pid_t start_command(char **argv, int *go_fd, int *exec_fd)
+{
+	int go[2], ex[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(go, O_CLOEXEC))
+		return -errno;
+	if (pipe2(ex, O_CLOEXEC)) {
+		close(go[0]), close(go[1]);
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+		close(go[0]), close(go[1]), close(ex[0]), close(ex[1]);
+		return err;
+	}
+	if (pid == 0) {
+		int e;
+		close(go[1]);
+		close(ex[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		/* Wait for the word: 'g' to go; anything else (or the parent
+		 * gone) ends us before the command ever runs. */
+		if (read(go[0], &c, 1) != 1 || c != 'g')
+			_exit(127);
+		execvp(argv[0], argv);
+		e = errno; /* the parent says why */
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	close(go[0]);
+	close(ex[1]);
+	*go_fd = go[1];
+	*exec_fd = ex[0];
+	return pid;
+}
+
+/* go_command: let the command run (go 1) or end it unrun (go 0); with go,
+ * 0 once it runs, or the errno its exec failed with. */
+static int go_command(int go_fd, int exec_fd, int go)
+{
+	int e = 0;
+	ssize_t n;
+
+	n = write(go_fd, go ? "g" : "x", 1);
+	close(go_fd);
+	if (go && n == 1) {
+		/* The exec closes the pipe's end (close-on-exec): nothing to
+		 * read means it ran. */
+		do
+			n = read(exec_fd, &e, sizeof(e));
+		while (n < 0 && errno == EINTR);
+		if (n != sizeof(e))
+			e = 0;
+	}
+	close(exec_fd);
+	return e;
+}
+
+/* exit_status: a shell's $? for a wait status. */
+static int exit_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
 static void default_cache(char *buf, size_t len)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -172,7 +266,10 @@ int fp_cmd_record(int argc, char **argv)
 	struct fp_python *py = NULL;
 	const char *outdir = "out";
 	char cache[4096], host[256] = "", title[512];
-	int by_thread = 0, verbose = 0, no_python = 0, c, err;
+	int by_thread = 0, verbose = 0, no_python = 0, have_duration = 0, c, err;
+	int go_fd = -1, exec_fd = -1, status = 0, ran = 0;
+	char **command = NULL;
+	pid_t child = 0;
 	struct fp_kernel kernel = { 0 };
 	struct fp_collector *col = NULL;
 	struct fp_sampler *smp = NULL;
@@ -188,12 +285,15 @@ int fp_cmd_record(int argc, char **argv)
 
 	default_cache(cache, sizeof(cache));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:F:p:to:vh", longopts, NULL)) != -1) {
+	/* "+": options end at the command's name, so that its own options
+	 * are its own (with or without "--"). */
+	while ((c = getopt_long(argc, argv, "+d:F:p:to:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (fp_parse_u32("fleetprof record", "duration", optarg, 1, 86400,
 					 &duration))
 				return 2;
+			have_duration = 1;
 			break;
 		case 'F':
 			if (fp_parse_u32("fleetprof record", "frequency", optarg, 1, 10000,
@@ -232,17 +332,34 @@ int fp_cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "fleetprof record: unexpected argument '%s'\n", argv[optind]);
-		return 2;
+	if (optind < argc) {
+		command = argv + optind;
+		if (pid || have_duration) {
+			fprintf(stderr, "fleetprof record: %s and a command exclude each other\n",
+				pid ? "-p" : "-d");
+			return 2;
+		}
 	}
 	fp_log_init("fleetprof record", verbose, 0);
 	if (pid && kill((pid_t)pid, 0) && errno == ESRCH) {
 		fp_warnx("no process %u", pid);
 		return 1;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	if (command) {
+		struct sigaction sa = { .sa_sigaction = on_signal_forward, .sa_flags = SA_SIGINFO };
+		int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+		sigemptyset(&sa.sa_mask);
+		for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			sigaction(sigs[i], &sa, NULL);
+		if ((child = start_command(command, &go_fd, &exec_fd)) < 0) {
+			fp_warnx("cannot start %s: %s", command[0], strerror((int)-child));
+			return 1;
+		}
+		record_child = child;
+	} else {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+	}
 
 	err = fp_kernel_read("/proc", "/sys", &kernel);
 	if (!err)
@@ -263,6 +380,7 @@ int fp_cmd_record(int argc, char **argv)
 		struct fp_sampler_opts so = { .so_frequency = frequency,
 					      .so_pids = { pid },
 					      .so_npids = pid ? 1 : 0,
+					      .so_task = child,
 					      .so_ringbuf_bytes = 0,
 					      .so_unwind_bytes = (size_t)unwind_mb << 20,
 					      .so_fn = on_sample,
@@ -292,13 +410,24 @@ int fp_cmd_record(int argc, char **argv)
 	}
 
 	/* Sample */
-	fp_info("sampling %s at %u Hz for %u s", pid ? "one process" : "all CPUs", frequency,
-		duration);
+	if (command)
+		fp_info("sampling %s and its children at %u Hz until it exits", command[0],
+			frequency);
+	else
+		fp_info("sampling %s at %u Hz for %u s", pid ? "one process" : "all CPUs",
+			frequency, duration);
 	start = fp_now_ns(CLOCK_REALTIME);
 	fp_collector_cut(col, 0, start, &iv); /* the interval starts now */
 	fp_interval_fini(&iv);
+	if (command) {
+		int e = go_command(go_fd, exec_fd, 1);
+		go_fd = -1;
+		ran = 1;
+		if (e)
+			fp_warnx("cannot run %s: %s", command[0], strerror(e));
+	}
 	deadline = fp_now_ns(CLOCK_MONOTONIC) + (uint64_t)duration * 1000000000ull;
-	while (!record_stop && fp_now_ns(CLOCK_MONOTONIC) < deadline) {
+	while (command ? child > 0 : !record_stop && fp_now_ns(CLOCK_MONOTONIC) < deadline) {
 		int n = fp_sampler_poll(smp, 100);
 		if (n < 0 && n != -EINTR) {
 			fp_warnx("ring buffer: %s", strerror(-n));
@@ -307,6 +436,10 @@ int fp_cmd_record(int argc, char **argv)
 		if (pid && kill((pid_t)pid, 0) && errno == ESRCH) {
 			fp_info("process %u exited", pid);
 			break;
+		}
+		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
+			record_child = child = 0;
+			fp_info("%s exited (status %d)", command[0], exit_status(status));
 		}
 		if (ru.ru_tables) {
 			ru.ru_added = 0;
@@ -329,7 +462,12 @@ int fp_cmd_record(int argc, char **argv)
 
 	/* Symbolize and write: the path a batch takes through the symbolizer */
 	gethostname(host, sizeof(host) - 1);
-	snprintf(title, sizeof(title), "CPU on %s, %u s at %u Hz", host, duration, frequency);
+	if (command)
+		snprintf(title, sizeof(title), "CPU of %.200s on %s, %.1f s at %u Hz", command[0],
+			 host, (double)(fp_now_ns(CLOCK_REALTIME) - start) / 1e9, frequency);
+	else
+		snprintf(title, sizeof(title), "CPU on %s, %u s at %u Hz", host, duration,
+			 frequency);
 	files = (struct fp_files_sink){ .fs_dir = outdir,
 					.fs_layout = FP_FILES_RECORD,
 					.fs_by_thread = by_thread,
@@ -346,7 +484,8 @@ int fp_cmd_record(int argc, char **argv)
 				      .fh_kernel_release = kernel.kn_release,
 				      .fh_kernel_build_id = kernel.kn_build_id,
 				      .fh_agent_version = FP_VERSION,
-				      .fh_frequency = frequency };
+				      .fh_frequency = frequency,
+				      .fh_ncpus = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN) };
 		if ((err = fp_server_hello(srv, &h, &reply)))
 			goto out;
 		for (i = 0; i < reply.fr_nwant; i++)
@@ -381,6 +520,10 @@ int fp_cmd_record(int argc, char **argv)
 out:
 	if (err)
 		fp_warnx("record failed: %s", strerror(-err));
+	if (go_fd >= 0) /* failed before the command ran: it never will */
+		go_command(go_fd, exec_fd, 0);
+	while (child > 0 && waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
 	fp_reply_fini(&reply);
 	fp_server_free(srv);
 	if (col)
@@ -392,5 +535,6 @@ out:
 	fp_sampler_close(smp);
 	fp_collector_free(col);
 	fp_kernel_fini(&kernel);
-	return err ? 1 : 0;
+	/* A command's status is ours, as perf record passes it on */
+	return ran ? exit_status(status) : err ? 1 : 0;
 }

@@ -53,3 +53,52 @@ check svg-has-frames grep -q 'fpwork_mix' "$TMP/out/flame.svg"
 # Without --by-thread the second element is a frame, not a thread name.
 "$FP" record -d 2 -p "$wl" -o "$TMP/out2" --cache "$TMP/cache" > /dev/null 2>&1
 check process-only-root bash -c "! grep -q '^workload;fp-' '$TMP/out2/profile.folded' && grep -q '^workload;' '$TMP/out2/profile.folded'"
+
+# record -- CMD: from the command's first instruction to its exit, its
+# children too, its exit status passed on, signals forwarded.
+cat > "$TMP/early_late.py" <<'PY'
+import time
+def early():
+    t = time.process_time() + 0.6
+    while time.process_time() < t:
+        pass
+def late():
+    t = time.process_time() + 1.0
+    while time.process_time() < t:
+        pass
+early(); late()
+PY
+"$FP" record -o "$TMP/cmd" --cache "$TMP/cache" -- python3 "$TMP/early_late.py" > "$TMP/cmd.log" 2>&1
+check cmd-exit-0 test $? -eq 0
+# early() runs the command's first 0.6 s of CPU: its samples are there,
+# about 60 at 99 Hz, against about 99 for late()'s second.
+check cmd-first-second python3 - "$TMP/cmd/profile.folded" <<'PY'
+import sys
+n = {"early": 0, "late": 0}
+for line in open(sys.argv[1]):
+    stack, count = line.rsplit(" ", 1)
+    for k in n:
+        if k + "_[py]" in stack.split(";"):
+            n[k] += int(count)
+print(n, file=sys.stderr)
+sys.exit(0 if 40 <= n["early"] <= 80 and 75 <= n["late"] <= 125 else 1)
+PY
+"$FP" record -o "$TMP/cmd3" --cache "$TMP/cache" -- sh -c 'exit 3' > /dev/null 2>&1
+check cmd-exit-status test $? -eq 3
+# a child of the command (sh runs python3 as its own child, then exits 5)
+"$FP" record -o "$TMP/cmd5" --cache "$TMP/cache" -- sh -c "python3 '$TMP/early_late.py'; exit 5" > /dev/null 2>&1
+check cmd-child-status test $? -eq 5
+check cmd-child-sampled grep -qE '^python3;.*late_\[py\] [0-9]+$' "$TMP/cmd5/profile.folded"
+"$FP" record -o "$TMP/cmd127" --cache "$TMP/cache" -- /nonexistent/prog > "$TMP/cmd127.log" 2>&1
+check cmd-not-found test $? -eq 127
+check cmd-not-found-says grep -q 'cannot run /nonexistent/prog: No such file' "$TMP/cmd127.log"
+"$FP" record -p "$wl" -o "$TMP/cmdp" -- true > /dev/null 2>&1
+check cmd-and-pid-refused test $? -eq 2
+# SIGTERM to fleetprof goes to the command; the profile is still written
+"$FP" record -o "$TMP/cmdterm" --cache "$TMP/cache" -- sleep 60 > /dev/null 2>&1 &
+rec=$!
+sleep 3
+kill -TERM $rec
+wait $rec
+check cmd-signal-forwarded test $? -eq 143
+check cmd-signal-profile-written test -s "$TMP/cmdterm/profile.pb.gz"
