@@ -41,7 +41,7 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .PRECIOUS: $(BUILD)/%.bpf.o
-.PHONY: all deps test check bench soak run fuzz clean format format-check lint
+.PHONY: all deps deps-run test check bench soak run fuzz clean format format-check lint
 
 COMMON_SRCS := $(wildcard common/*.c)
 # The agent's program: its main and its exchanges with the symbolizer,
@@ -97,6 +97,8 @@ all: $(BINS)
 
 deps:
 	$(Q)tools/install-deps.sh
+deps-run:
+	$(Q)tools/install-deps.sh run
 
 # BPF object -> skeleton.  No vmlinux.h, no CO-RE: UAPI headers only.
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/%.h | $(BUILD)
@@ -186,8 +188,14 @@ bench: deps all $(WORKLOAD) $(BENCH_BINS)
 soak: deps all $(WORKLOAD)
 	$(Q)BUILD=$(BUILD) SOAK_SECONDS=$${SOAK_SECONDS:-1800} bash tests/e2e/soak_test.sh
 
-run: deps all
-	$(Q)$(BUILD)/fleetprof record -d 10 -o out
+# make run: the whole machine profiled for 10 s while the bundled demo
+# (tools/demo) runs; only what building and running need is installed.
+RUN_OUT ?= out
+$(BUILD)/demo/demo: tools/demo/demo.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -fomit-frame-pointer -o $@ $<
+run: deps-run all $(BUILD)/demo/demo
+	$(Q)tools/demo/run.sh $(BUILD) $(RUN_OUT)
 
 fuzz: $(FUZZ_BINS)
 	$(Q)for f in $(FUZZ_BINS); do mkdir -p $(BUILD)/corpus/$$(basename $$f); \
@@ -199,7 +207,7 @@ fuzz: $(FUZZ_BINS)
 # $(BUILD) are not ours to format.
 # One version, Debian 12's: another formats some lines differently.
 CLANG_FORMAT ?= clang-format-14
-FORMAT_SRCS := $(filter-out $(BUILD)/%,$(wildcard */*.c */*.h symbolizer/*/*.c symbolizer/*/*.h \
+FORMAT_SRCS := $(filter-out $(BUILD)/%,$(wildcard */*.c */*.h symbolizer/*/*.c symbolizer/*/*.h tools/demo/*.c \
 	tests/*/*.c tests/*/*.h tests/*/*.cc))
 
 format:

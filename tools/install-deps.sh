@@ -1,21 +1,36 @@
 #!/bin/sh
 # install-deps.sh: idempotent installation of everything fleetprof needs to
 # build, test and benchmark on Debian 12 (bookworm). Safe to run repeatedly.
+# usage: install-deps.sh [run]
+#   (none)  build, test and benchmark (make test, make bench, CI)
+#   run     build and run only (make, make run): no test tools
 set -eu
 
 # librbd1-dbg: a real detached debug file of 137 MB (full DWARF) that
 # tests/e2e/fleet_test.sh and the fleet benchmark have the symbolizer ingest.
-PKGS="make gcc g++ clang llvm pkg-config
+# What building and running need (libc6-dbg: libc's symbols, so that a
+# profile names libc's functions; python3: the demo of make run).
+RUN_PKGS="make gcc clang llvm pkg-config binutils
  libbpf-dev bpftool linux-libc-dev
- cmake patch libmbedtls-dev libmsgpack-dev liblmdb-dev lmdb-utils libelf-dev libdwarf-dev zlib1g-dev
- liblzma-dev xz-utils
- libprotobuf-c-dev protobuf-c-compiler
- libc6-dbg linux-perf libclang-rt-14-dev binutils python3 iproute2 util-linux procps
- libdebuginfod-dev debuginfod elfutils curl clang-format-14
+ cmake patch libmbedtls-dev libmsgpack-dev liblmdb-dev libelf-dev libdwarf-dev zlib1g-dev
+ liblzma-dev libprotobuf-c-dev protobuf-c-compiler libdebuginfod-dev curl
+ libc6-dbg python3"
+PKGS="$RUN_PKGS g++ lmdb-utils xz-utils
+ linux-perf libclang-rt-14-dev iproute2 util-linux procps
+ debuginfod elfutils clang-format-14
  qemu-system-x86 busybox-static cpio
  redis-server redis-tools
  debootstrap gdb python3-venv inotify-tools
  prometheus python3-prometheus-client librbd1-dbg"
+mode=${1:-all}
+case $mode in
+run) PKGS=$RUN_PKGS ;;
+all) ;;
+*)
+	echo "usage: install-deps.sh [run]" >&2
+	exit 2
+	;;
+esac
 
 # py-spy (the Python tests compare with it), from PyPI, in a venv of its
 # own made with Debian's python3; the binary is linked to /usr/local/bin.
@@ -47,6 +62,8 @@ pyspy_ok() {
 nng_ok() {
 	[ -f "$NNG_PREFIX/lib/libnng.a" ] && [ -f "$NNG_PREFIX/include/nng/nng.h" ]
 }
+# py-spy is a test oracle: only for the full set
+[ "$mode" = run ] && pyspy_ok() { true; }
 [ -z "$missing" ] && pyspy_ok && nng_ok && exit 0
 
 if [ "$(id -u)" != 0 ]; then
