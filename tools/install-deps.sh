@@ -3,6 +3,8 @@
 # build, test and benchmark on Debian 12 (bookworm). Safe to run repeatedly.
 set -eu
 
+# mandoc, man-db: tests/e2e/manpages_test.sh lints the man pages and
+# renders them with man -l.
 # librbd1-dbg: a real detached debug file of 137 MB (full DWARF) that
 # tests/e2e/fleet_test.sh and the fleet benchmark have the symbolizer ingest.
 PKGS="make gcc g++ clang llvm pkg-config
@@ -11,7 +13,7 @@ PKGS="make gcc g++ clang llvm pkg-config
  liblzma-dev xz-utils
  libprotobuf-c-dev protobuf-c-compiler
  libc6-dbg linux-perf libclang-rt-14-dev binutils python3 iproute2 util-linux procps
- libdebuginfod-dev debuginfod elfutils curl clang-format-14
+ libdebuginfod-dev debuginfod elfutils curl clang-format-14 mandoc man-db
  qemu-system-x86 busybox-static cpio
  redis-server redis-tools
  debootstrap gdb python3-venv inotify-tools
