@@ -1,4 +1,5 @@
 # fleetprof: make | make test | make check [T=MODULE] | make bench | make soak | make run | make fuzz | make clean
+#            make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 # Quiet by default; V=1 shows the commands.
 
 SHELL      := /bin/bash
@@ -41,7 +42,7 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .PRECIOUS: $(BUILD)/%.bpf.o
-.PHONY: all deps deps-run test check bench soak run fuzz clean format format-check lint
+.PHONY: all deps deps-run test check bench soak run fuzz clean format format-check lint install uninstall
 
 COMMON_SRCS := $(wildcard common/*.c)
 # The agent's program: its main and its exchanges with the symbolizer,
@@ -233,3 +234,28 @@ lint: $(SKELS) $(PROTO_HDRS)
 
 clean:
 	$(Q)rm -rf $(BUILD)
+
+# make install: the command to bin, the two daemons to sbin (Debian's
+# policy for programs that system administrators run), the man pages
+# (docs/man, mdoc) to share/man; DESTDIR for a staged install.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR  ?= $(PREFIX)/share/man
+INSTALL ?= install
+MAN1    := $(wildcard docs/man/*.1)
+MAN8    := $(wildcard docs/man/*.8)
+
+install: all
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man8
+	$(Q)$(INSTALL) -m 0755 $(BUILD)/fleetprof $(DESTDIR)$(BINDIR)/
+	$(Q)$(INSTALL) -m 0755 $(BUILD)/fleetprof-agent $(BUILD)/fleetprof-symbolizer $(DESTDIR)$(SBINDIR)/
+	$(Q)$(INSTALL) -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	$(Q)$(INSTALL) -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/fleetprof $(DESTDIR)$(SBINDIR)/fleetprof-agent \
+		$(DESTDIR)$(SBINDIR)/fleetprof-symbolizer \
+		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) \
+		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MAN8)))

@@ -23,7 +23,10 @@ static void usage(FILE *f)
 	fprintf(f, "usage: fleetprof COMMAND [OPTIONS]\n\ncommands:\n");
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\n'fleetprof COMMAND --help' describes each command.\n");
+	fprintf(f, "\noptions:\n"
+		   "  -h, --help     this help\n"
+		   "  -V, --version  print the version\n"
+		   "\n'fleetprof COMMAND --help' describes each command.\n");
 }
 
 int main(int argc, char **argv)

@@ -6,8 +6,6 @@
 #   run     build and run only (make, make run): no test tools
 set -eu
 
-# librbd1-dbg: a real detached debug file of 137 MB (full DWARF) that
-# tests/e2e/fleet_test.sh and the fleet benchmark have the symbolizer ingest.
 # What building and running need (libc6-dbg: libc's symbols, so that a
 # profile names libc's functions; python3: the demo of make run).
 RUN_PKGS="make gcc clang llvm pkg-config binutils
@@ -15,9 +13,14 @@ RUN_PKGS="make gcc clang llvm pkg-config binutils
  cmake patch libmbedtls-dev libmsgpack-dev liblmdb-dev libelf-dev libdwarf-dev zlib1g-dev
  liblzma-dev libprotobuf-c-dev protobuf-c-compiler libdebuginfod-dev curl
  libc6-dbg python3"
+# The rest is for tests and benchmarks.  mandoc, man-db:
+# tests/e2e/manpages_test.sh lints the man pages and renders them with
+# man -l.  librbd1-dbg: a real detached debug file of 137 MB (full DWARF)
+# that tests/e2e/fleet_test.sh and the fleet benchmark have the symbolizer
+# ingest.
 PKGS="$RUN_PKGS g++ lmdb-utils xz-utils
  linux-perf libclang-rt-14-dev iproute2 util-linux procps
- debuginfod elfutils clang-format-14
+ debuginfod elfutils clang-format-14 mandoc man-db
  qemu-system-x86 busybox-static cpio
  redis-server redis-tools
  debootstrap gdb python3-venv inotify-tools

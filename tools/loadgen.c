@@ -932,7 +932,8 @@ static void loadgen_usage(FILE *f)
 		"  -i, --interval SECONDS   one batch per device per interval (default 10)\n"
 		"  -t, --timeout SECONDS    wait for a reply this long (default 5)\n"
 		"  -m, --map-file FILE      device 0 also maps this ELF file (by its build-ID\n"
-		"                           and path); its replies are reported apart\n",
+		"                           and path); its replies are reported apart\n"
+		"  -h, --help               this help\n",
 		LG_MAX_DEVICES);
 }
 

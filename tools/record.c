@@ -78,7 +78,8 @@ static void record_usage(FILE *f)
 		"                          frame pointers (default %u; 0: frame pointers only)\n"
 		"      --no-python         CPython processes as the interpreter's native frames,\n"
 		"                          not as Python functions\n"
-		"  -v, --verbose           log debug messages\n",
+		"  -v, --verbose           log debug messages\n"
+		"  -h, --help              this help\n",
 		FP_UNWIND_MEM_DEFAULT_MB);
 }
 

@@ -50,7 +50,8 @@ static void symbolize_usage(FILE *f)
 		"  -d, --debug-dir DIR  detached debug files (default /usr/lib/debug)\n"
 		"  -u, --unwind-table   write the unwind table (compiled from FILE, or the\n"
 		"                       cache's for HEX) to -o FILE instead\n"
-		"  -o, --output FILE    where --unwind-table writes\n");
+		"  -o, --output FILE    where --unwind-table writes\n"
+		"  -h, --help           this help\n");
 }
 
 /* A line of input: an address, optionally 0x-prefixed.  0 or -EINVAL. */
