@@ -28,6 +28,7 @@ const volatile __u32 target_pids[FP_TARGET_PIDS] = { 0 }; /* the first target_np
 const volatile __u32 target_npids = 0;                    /* 0: every process */
 const volatile __u64 wakeup_bytes = 0;                    /* wake the agent past this backlog */
 const volatile __u64 thread_size = 16384;                 /* THREAD_SIZE: kernel stack size */
+const volatile __u32 kernel_stacks = 1;                   /* 0: user stacks only */
 
 /* The user registers as the perf_event context holds them (UAPI layouts of
  * bpf_user_pt_regs_t), and the same layout at the top of a task's kernel
@@ -199,7 +200,7 @@ static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes
 		ubytes = 0;
 	/* A sample in user mode has no kernel stack, and asking for it
 	 * costs a microsecond on a cold cache. */
-	kbytes = USER_MODE((struct fp_regs *)ctx)
+	kbytes = !kernel_stacks || USER_MODE((struct fp_regs *)ctx)
 			 ? 0
 			 : bpf_get_stack(ctx, e->stacks + ubytes, FP_KSTACK_BYTES, 0);
 	if (kbytes < 0 || kbytes > FP_KSTACK_BYTES) {
