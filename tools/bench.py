@@ -13,6 +13,13 @@ same run.  `make bench` runs it as root.
    at once: BPF time per sample, agent memory and maps, wire bytes, how
    many intervals until stacks are whole; table size and compile time for
    libc and python3.
+3b. Kernel-mode samples (--only kernel): redis-server under
+   redis-benchmark next to deep (gcc -O2, user mode), one agent -p each
+   at 99 Hz, a third on redis-server with --user-stacks-only, a fourth on
+   an idle process (the filter's cost on other processes' ticks, taken
+   off the others): BPF time per sample of each process, their ratio,
+   the share of redis samples taken in the kernel, what its kernel stacks
+   cost, the agents' CPU in steady state.
 4. Python (Debian's python3.11, no frame pointers): a 30-deep recursion
    (tests/workload/pydeep.py) under the agent and, when installed,
    `py-spy record --nonblocking` at once: BPF time and CPU per sample, Python
