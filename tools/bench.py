@@ -417,6 +417,8 @@ def kernel_bench(args, tmp):
     and a fourth on an idle process, whose runs are what the filter costs
     on the other processes' ticks (subtracted from the others').  Figures
     over args.kernel_seconds after args.kernel_warmup (tables installed)."""
+    if not shutil.which("redis-server") or not shutil.which("redis-benchmark"):
+        return None
     deep = f"{tmp}/kdeep"
     subprocess.run(["gcc", "-O2", "-g", "tests/workload/deep.c", "-o", deep], check=True)
     port = free_port()
@@ -851,6 +853,8 @@ def unwind_lines(args, uw):
 
 
 def kernel_lines(args, kb):
+    if kb is None:
+        return ["Kernel-mode samples: redis-server or redis-benchmark missing (tools/install-deps.sh)"]
     r, u, d = kb["redis"], kb["redis-user-only"], kb["deep"]
     kstack = r["us"] - u["us"]
     kshare = kb["kernel_pct"] / 100
