@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* stacks.bpf.c: the device's sampler.  On every CPU-clock tick it records
- * the interrupted task's identity, its user stack and its kernel stack,
- * and hands them to user space through a ring buffer.  Only UAPI headers
- * and helpers: no vmlinux BTF, no CO-RE, no kernel headers needed at build
- * or load time.
+ * the interrupted task's identity, its user stack and its kernel stack
+ * (none with kernel_stacks 0, or in user mode), and hands them to user
+ * space through a ring buffer.  Only UAPI headers and helpers: no vmlinux
+ * BTF, no CO-RE, no kernel headers needed at build or load time.
  *
  * User stacks come three ways:
  *  - processes with unwind tables (bpf/unwind.h) are walked here, frame by
