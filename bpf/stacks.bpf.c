@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* stacks.bpf.c: the device's sampler.  On every CPU-clock tick it records
- * the interrupted task's identity, its user stack and its kernel stack,
- * and hands them to user space through a ring buffer.  Only UAPI headers
- * and helpers: no vmlinux BTF, no CO-RE, no kernel headers needed at build
- * or load time.
+ * the interrupted task's identity, its user stack and its kernel stack
+ * (none with kernel_stacks 0, or in user mode), and hands them to user
+ * space through a ring buffer.  Only UAPI headers and helpers: no vmlinux
+ * BTF, no CO-RE, no kernel headers needed at build or load time.
  *
  * User stacks come three ways:
  *  - processes with unwind tables (bpf/unwind.h) are walked here, frame by
@@ -28,6 +28,7 @@ const volatile __u32 target_pids[FP_TARGET_PIDS] = { 0 }; /* the first target_np
 const volatile __u32 target_npids = 0;                    /* 0: every process */
 const volatile __u64 wakeup_bytes = 0;                    /* wake the agent past this backlog */
 const volatile __u64 thread_size = 16384;                 /* THREAD_SIZE: kernel stack size */
+const volatile __u32 kernel_stacks = 1;                   /* 0: user stacks only */
 
 /* The user registers as the perf_event context holds them (UAPI layouts of
  * bpf_user_pt_regs_t), and the same layout at the top of a task's kernel
@@ -89,6 +90,7 @@ struct fp_bpf_event {
 	struct fp_bpf_sample hdr;
 	__u8 stacks[FP_USTACK_BYTES + FP_KSTACK_BYTES];
 	struct fp_walk walk;                   /* not sent */
+	__u64 irq_stack_top;                   /* this CPU's, once found; not sent */
 	__u8 py_frame_buf[FP_PY_FRAME_WINDOW]; /* not sent */
 	__u8 py_code_buf[256]; /* FP_PY_CODE_WINDOW read; a power of two for FIELD */
 	__u8 py_name_buf[FP_PY_NAME_WINDOW];
@@ -196,7 +198,11 @@ static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes
 	asm volatile("" : "+r"(ubytes));
 	if (ubytes > FP_USTACK_BYTES)
 		ubytes = 0;
-	kbytes = bpf_get_stack(ctx, e->stacks + ubytes, FP_KSTACK_BYTES, 0);
+	/* A sample in user mode has no kernel stack, and asking for it
+	 * costs a microsecond on a cold cache. */
+	kbytes = !kernel_stacks || USER_MODE((struct fp_regs *)ctx)
+			 ? 0
+			 : bpf_get_stack(ctx, e->stacks + ubytes, FP_KSTACK_BYTES, 0);
 	if (kbytes < 0 || kbytes > FP_KSTACK_BYTES) {
 		count(FP_CNT_KSTACK_ERR);
 		kbytes = 0;
@@ -214,51 +220,85 @@ static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes
 	return 0;
 }
 
+/* The words below the top of a kernel stack that hold the user registers
+ * the kernel saved on entry: they end at the top, or 16 bytes below it on
+ * x86-64 kernels built with FRED.  One read covers both places. */
+struct fp_stack_top {
+	__u64 w[sizeof(struct fp_regs) / 8 + 2];
+};
+
+/* saved_regs: take the user registers r if they are user registers. */
+static __always_inline int saved_regs(const struct fp_regs *r, struct fp_walk *w)
+{
+#if defined(__TARGET_ARCH_arm64)
+	if (!USER_MODE(r))
+		return -1;
+#else
+	if (r->cs != 0x33 || r->ss != 0x2b) /* __USER_CS, __USER_DS */
+		return -1;
+#endif
+	w->ip = REG_IP(r), w->sp = REG_SP(r), w->fp = REG_FP(r), w->lr = REG_LR(r);
+	return 0;
+}
+
+/* regs_below: the user registers saved below the top of the kernel stack
+ * that holds kernel stack pointer ksp.  0, or -1 when they are not there. */
+static __always_inline int regs_below(__u64 ksp, struct fp_walk *w)
+{
+	__u64 top = (ksp & ~(thread_size - 1)) + thread_size;
+	struct fp_stack_top t;
+
+	if (bpf_probe_read_kernel(&t, sizeof(t), (void *)(top - sizeof(t))))
+		return -1;
+	if (saved_regs((struct fp_regs *)&t.w[2], w) == 0)
+		return 0;
+	return saved_regs((struct fp_regs *)&t.w[0], w); /* FRED */
+}
+
+/* irq_stack_regs: for a sample on the IRQ stack whose top is irq_top, the
+ * user registers, found through the interrupted stack pointer that x86-64
+ * saves in its top word when it switches to it. */
+static __always_inline int irq_stack_regs(__u64 irq_top, struct fp_walk *w)
+{
+	__u64 prev;
+
+	if (bpf_probe_read_kernel(&prev, sizeof(prev), (void *)(irq_top - 8)) || !prev)
+		return -1;
+	return regs_below(prev, w);
+}
+
 /* user_regs: the registers the task had in user mode.  Interrupted in user
  * mode they are the context's; in kernel mode the kernel saved them at the
  * top of the task's kernel stack, which is THREAD_SIZE-aligned, so the
  * interrupted kernel SP finds it without task_struct offsets (no BTF).
- * x86-64 kernels with FRED reserve 16 bytes above them; the saved CS and SS
- * tell which slot holds them.  0, or -1 when they cannot be found. */
-static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w)
+ * A sample in an interrupt or a softirq interrupted this CPU's IRQ stack
+ * instead: *irq_top is its top once found, 0 before.  0, or -1 when the
+ * registers cannot be found. */
+static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w, __u64 *irq_top)
 {
-	struct fp_regs r;
-	__u64 top, prev, ksp;
-	int pad, stack;
+	__u64 ksp, top;
+	int page;
 
 	/* Read the context once, each field at a constant offset: the
 	 * verifier refuses context loads through a moved pointer. */
 	w->ip = REG_IP(ctx), w->sp = REG_SP(ctx), w->fp = REG_FP(ctx), w->lr = REG_LR(ctx);
 	if (USER_MODE(ctx))
 		return 0;
-	/* First the stack the sample interrupted, as the task's stack; then,
-	 * as an IRQ stack (a sample in an interrupt or a softirq): its top
-	 * word holds the interrupted stack pointer, which x86-64 saves there
-	 * when it switches.  IRQ stacks are only page-aligned, so each of the
-	 * next pages' boundaries is tried as its top; the saved CS and SS
-	 * confirm a find. */
-	ksp = w->sp;
-	for (stack = 0; stack < 5; stack++) {
-		if (stack == 0) {
-			top = (ksp & ~(thread_size - 1)) + thread_size;
-		} else {
-			__u64 end = (ksp & ~4095ull) + 4096 * (__u64)stack;
-			if (bpf_probe_read_kernel(&prev, sizeof(prev), (void *)(end - 8)) || !prev)
-				continue;
-			top = (prev & ~(thread_size - 1)) + thread_size;
-		}
-		for (pad = 0; pad <= 16; pad += 16) {
-			if (bpf_probe_read_kernel(&r, sizeof(r), (void *)(top - pad - sizeof(r))))
-				continue;
-#if defined(__TARGET_ARCH_arm64)
-			if (!USER_MODE(&r))
-				continue;
-#else
-			if (r.cs != 0x33 || r.ss != 0x2b) /* __USER_CS, __USER_DS */
-				continue;
-#endif
-			w->ip = REG_IP(&r), w->sp = REG_SP(&r), w->fp = REG_FP(&r);
-			w->lr = REG_LR(&r);
+	/* One read for a sample on the task's stack, two on the IRQ stack
+	 * once its top is known. */
+	ksp = w->sp, top = *irq_top;
+	if (top && ksp < top && top - ksp <= thread_size && irq_stack_regs(top, w) == 0)
+		return 0;
+	if (regs_below(ksp, w) == 0)
+		return 0;
+	/* Not the task's stack: an IRQ stack not met yet on this CPU.  IRQ
+	 * stacks (THREAD_SIZE, 16 KiB, on x86-64) are only page-aligned, so
+	 * each of the next pages' boundaries is tried as its top; the saved
+	 * CS and SS confirm a find. */
+	for (page = 1; page <= 4; page++) {
+		top = (ksp & ~4095ull) + 4096 * (__u64)page;
+		if (irq_stack_regs(top, w) == 0) {
+			*irq_top = top;
 			return 0;
 		}
 	}
@@ -654,7 +694,7 @@ int fp_sample(void *ctx)
 		e->hdr.flags = FP_SAMPLE_USER_RAW;
 		__builtin_memset(&e->walk, 0, sizeof(e->walk));
 		e->walk.exact = 1;
-		if (user_regs(ctx, &e->walk) == 0) {
+		if (user_regs(ctx, &e->walk, &e->irq_stack_top) == 0) {
 			struct fp_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
 			e->hdr.flags |= FP_SAMPLE_WALKED;
 			count(FP_CNT_WALKS);

@@ -244,7 +244,8 @@ static void usage(FILE *f)
 		"                       [--label KEY=VALUE]... [-p PID] [--buffer N]\n"
 		"                       [--timeout SECONDS] [--failover-after N]\n"
 		"                       [--failback SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
-		"                       [--no-python] [--fetch-budget KB | --no-fetch]\n"
+		"                       [--no-python] [--user-stacks-only]\n"
+		"                       [--fetch-budget KB | --no-fetch]\n"
 		"                       [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]\n"
 		"                       [--keep-privileges] [-v] [--syslog]\n"
 		"\n"
@@ -280,6 +281,10 @@ static void usage(FILE *f)
 		"      --no-python         show CPython processes as the interpreter's native\n"
 		"                          frames, not as Python functions (Python frames\n"
 		"                          need unwind memory: --unwind-mem 0 turns them off)\n"
+		"      --user-stacks-only  no kernel frames: a sample taken in the kernel\n"
+		"                          keeps only the user stack that entered it (the\n"
+		"                          kernel's stack walk is most of such a sample's\n"
+		"                          cost)\n"
 		"      --max-mem MB        the agent's own memory (heap); above it the agent\n"
 		"                          forgets every process and stack and starts a new\n"
 		"                          session (default %u, 8-4096)\n"
@@ -337,6 +342,7 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "timeout", required_argument, NULL, 't' },
 		{ "unwind-mem", required_argument, NULL, 'U' },
 		{ "no-python", no_argument, NULL, 'P' },
+		{ "user-stacks-only", no_argument, NULL, 'k' },
 		{ "keep-privileges", no_argument, NULL, 'K' },
 		{ "no-fetch", no_argument, NULL, 'N' },
 		{ "fetch-budget", required_argument, NULL, 'B' },
@@ -407,6 +413,9 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 			break;
 		case 'P':
 			o->ao_no_python = 1;
+			break;
+		case 'k':
+			o->ao_user_stacks_only = 1;
 			break;
 		case 'C':
 			o->ao_tls.to_cert = optarg;
@@ -539,6 +548,7 @@ int main(int argc, char **argv)
 				       .so_npids = a.ag_o.ao_npids,
 				       .so_ringbuf_bytes = 0,
 				       .so_unwind_bytes = (size_t)a.ag_o.ao_unwind_mb << 20,
+				       .so_user_stacks_only = a.ag_o.ao_user_stacks_only,
 				       .so_fn = on_sample,
 				       .so_arg = &a };
 	memcpy(so.so_pids, a.ag_o.ao_pids, sizeof(so.so_pids));

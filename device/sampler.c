@@ -179,6 +179,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	       o->so_npids * sizeof(o->so_pids[0]));
 	s->sm_skel->rodata->target_npids = o->so_npids;
 	s->sm_skel->rodata->wakeup_bytes = rb_bytes / 2;
+	s->sm_skel->rodata->kernel_stacks = !o->so_user_stacks_only;
 	bpf_map__set_max_entries(s->sm_skel->maps.samples, rb_bytes);
 	rows = o->so_unwind_bytes / sizeof(struct fp_unwind_row);
 	bpf_map__set_max_entries(s->sm_skel->maps.unwind_rows, rows ? rows : 1);

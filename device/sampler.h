@@ -25,6 +25,7 @@ struct fp_sampler_opts {
 					   * command run by fleetprof record) */
 	size_t so_ringbuf_bytes;          /* 0: sized by frequency and CPU count */
 	size_t so_unwind_bytes;           /* memory for unwind table rows; 0: none */
+	int so_user_stacks_only;          /* no kernel stacks */
 	fp_sample_fn so_fn;
 	void *so_arg;
 };

@@ -13,6 +13,13 @@ same run.  `make bench` runs it as root.
    at once: BPF time per sample, agent memory and maps, wire bytes, how
    many intervals until stacks are whole; table size and compile time for
    libc and python3.
+3b. Kernel-mode samples (--only kernel): redis-server under
+   redis-benchmark next to deep (gcc -O2, user mode), one agent -p each
+   at 99 Hz, a third on redis-server with --user-stacks-only, a fourth on
+   an idle process (the filter's cost on other processes' ticks, taken
+   off the others): BPF time per sample of each process, their ratio,
+   the share of redis samples taken in the kernel, what its kernel stacks
+   cost, the agents' CPU in steady state.
 4. Python (Debian's python3.11, no frame pointers): a 30-deep recursion
    (tests/workload/pydeep.py) under the agent and, when installed,
    `py-spy record --nonblocking` at once: BPF time and CPU per sample, Python
@@ -39,6 +46,7 @@ some parts (footprint includes the 999 Hz throughput rows).
 """
 import argparse
 import glob
+import json
 import os
 import threading
 import re
@@ -352,6 +360,122 @@ def unwind_bench(args, tmp):
             "table_bytes": int(tables.group(1)) if tables else 0, "whole": whole,
             "rows_bytes": rows_bytes,
             "files": files}
+
+
+def bpf_enable_stats():
+    """A descriptor that keeps the kernel's BPF run-time accounting on while
+    it is open (BPF_ENABLE_STATS), whatever other runs do to the sysctl."""
+    import ctypes
+    nr = {"x86_64": 321, "aarch64": 280}[os.uname().machine]  # __NR_bpf
+    attr = ctypes.create_string_buffer(16)  # type 0: BPF_STATS_RUN_TIME
+    fd = ctypes.CDLL(None, use_errno=True).syscall(nr, 32, attr, len(attr))  # BPF_ENABLE_STATS
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
+    return fd
+
+
+def bpf_object_ids(pid, kind):
+    """{name: id} of the BPF programs or maps (kind "prog" or "map") process
+    pid holds descriptors of."""
+    ids = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != f"anon_inode:bpf-{kind}":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(l.split(":", 1) for l in f if ":" in l)
+        except OSError:
+            continue
+        i = int(info[f"{kind}_id"])
+        out = subprocess.run(["bpftool", kind, "show", "id", str(i), "-j"], capture_output=True, text=True)
+        ids[json.loads(out.stdout)["name"]] = i
+    return ids
+
+
+def sampler_figures(pid):
+    """(run ns, runs) of agent pid's fp_sample program, the kernel's figures,
+    and (samples, walks, walks to the root) from its counters map."""
+    progs, maps = bpf_object_ids(pid, "prog"), bpf_object_ids(pid, "map")
+    out = subprocess.run(["bpftool", "prog", "show", "id", str(progs["fp_sample"]), "-j"],
+                         capture_output=True, text=True)
+    prog = json.loads(out.stdout)
+    out = subprocess.run(["bpftool", "map", "dump", "id", str(maps["counters"]), "-j"],
+                         capture_output=True, text=True)
+    counts = {}
+    for e in json.loads(out.stdout):
+        k = e["formatted"]["key"] if "formatted" in e else int.from_bytes(bytes(int(x, 16) for x in e["key"]), "little")
+        vals = e["formatted"]["values"] if "formatted" in e else e["values"]
+        counts[k] = sum(v["value"] if isinstance(v["value"], int) else
+                        int.from_bytes(bytes(int(x, 16) for x in v["value"]), "little") for v in vals)
+    return prog.get("run_time_ns", 0), prog.get("run_cnt", 0), counts.get(0, 0), counts.get(4, 0), counts.get(5, 0)
+
+
+def kernel_bench(args, tmp):
+    """Kernel-mode samples: redis-server under redis-benchmark (most of its
+    samples in the kernel) next to deep (gcc -O2, 30 frames, user mode),
+    one agent -p on each, a third on redis-server with --user-stacks-only
+    and a fourth on an idle process, whose runs are what the filter costs
+    on the other processes' ticks (subtracted from the others').  Figures
+    over args.kernel_seconds after args.kernel_warmup (tables installed)."""
+    if not shutil.which("redis-server") or not shutil.which("redis-benchmark"):
+        return None
+    deep = f"{tmp}/kdeep"
+    subprocess.run(["gcc", "-O2", "-g", "tests/workload/deep.c", "-o", deep], check=True)
+    port = free_port()
+    procs, stats_fd = [], bpf_enable_stats()
+    symb, symb_redis = Symbolizer(args.build, f"{tmp}/kernel"), Symbolizer(args.build, f"{tmp}/kernel-redis")
+    try:
+        rs = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL)
+        procs.append(rs)
+        time.sleep(0.5)
+        procs.append(subprocess.Popen(["redis-benchmark", "-p", str(port), "-q", "-l", "-c", "50", "-d", "64",
+                                       "-t", "set,get"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        secs = args.kernel_warmup + args.kernel_seconds + 10
+        wl = subprocess.Popen([deep, str(secs)])
+        idle = subprocess.Popen(["sleep", str(secs)])
+        procs += [wl, idle]
+        agents = {}
+        for name, addr, pid, extra in (("redis", symb_redis.addr, rs.pid, ()),
+                                       ("redis-user-only", symb.addr, rs.pid, ("--user-stacks-only",)),
+                                       ("deep", symb.addr, wl.pid, ()), ("idle", symb.addr, idle.pid, ())):
+            agents[name] = subprocess.Popen(
+                [f"{args.build}/fleetprof-agent", "--server", addr, "-F", "99", "-p", str(pid), *extra],
+                stderr=subprocess.DEVNULL)
+        procs += agents.values()
+        time.sleep(args.kernel_warmup)
+        t0, wall0 = time.monotonic(), time.time()
+        before = {n: (sampler_figures(a.pid), cpu_ns(a.pid)) for n, a in agents.items()}
+        time.sleep(args.kernel_seconds)
+        after = {n: (sampler_figures(a.pid), cpu_ns(a.pid)) for n, a in agents.items()}
+        elapsed = time.monotonic() - t0
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGINT if p.args[0].endswith("fleetprof-agent") else signal.SIGTERM)
+        for p in procs:
+            p.wait()
+        os.close(stats_fd)
+        symb.stop()
+        symb_redis.stop()
+    d = {n: [y - x for x, y in zip(before[n][0], after[n][0])] + [after[n][1] - before[n][1]] for n in agents}
+    filter_ns = d["idle"][0] / max(1, d["idle"][1])
+    res = {"filter_ns": filter_ns, "elapsed": elapsed}
+    for n, (rt, runs, samples, walks, roots, cpu) in d.items():
+        res[n] = {"samples": samples, "gross_us": rt / max(1, samples) / 1e3,
+                  "us": (rt - (runs - samples) * filter_ns) / max(1, samples) / 1e3,
+                  "root_pct": 100 * roots / max(1, walks), "cpu_pct": 100 * cpu / 1e9 / elapsed}
+    # Samples of redis-server in the kernel (with kernel frames) and their
+    # kernel frames, from the symbolizer's profiles of the window.
+    kern = all_ = kframes = 0
+    for stack, n in folded_stacks(f"{tmp}/kernel-redis/out", since=wall0):
+        if stack.startswith("redis-server;"):
+            all_ += n
+            k = stack.count("_[k]")
+            kern += n if k else 0
+            kframes += k * n
+    res["kernel_pct"] = 100 * kern / max(1, all_)
+    res["kframes"] = kframes / max(1, kern)
+    return res
 
 
 PYDEEP = "tests/workload/pydeep.py"
@@ -728,6 +852,31 @@ def unwind_lines(args, uw):
     return lines
 
 
+def kernel_lines(args, kb):
+    if kb is None:
+        return ["Kernel-mode samples: redis-server or redis-benchmark missing (tools/install-deps.sh)"]
+    r, u, d = kb["redis"], kb["redis-user-only"], kb["deep"]
+    kstack = r["us"] - u["us"]
+    kshare = kb["kernel_pct"] / 100
+    row = lambda a, b, c="": f"{a:58} {b:>10} {c:>8}"
+    return [f"Kernel-mode samples: redis-server under redis-benchmark ({kb['kernel_pct']:.0f}% of its samples in "
+            f"the kernel, {kb['kframes']:.1f} kernel frames each) and deep (gcc -O2, 30 frames, user mode), "
+            f"one agent -p on each at 99 Hz, side by side, {args.kernel_seconds} s after {args.kernel_warmup} s:",
+            row("", "us/sample", "vs deep"),
+            row("BPF time per sample, deep", f"{d['us']:.2f}", "1.00x"),
+            row("BPF time per sample, redis-server (goal <= 1.5x deep)", f"{r['us']:.2f}", f"{r['us'] / d['us']:.2f}x"),
+            row("  the same, --user-stacks-only", f"{u['us']:.2f}", f"{u['us'] / d['us']:.2f}x"),
+            row("  its kernel stacks (the difference)", f"{kstack:.2f}", f"{kstack / d['us']:.2f}x"),
+            f"  per sample taken in the kernel {kstack / max(kshare, 1e-9):.2f} us, "
+            f"{kstack / max(kshare, 1e-9) / max(kb['kframes'], 1e-9):.2f} us per kernel frame "
+            f"(the kernel's own stack walk, bpf_get_stack)",
+            f"  (less the runs on other processes' ticks, {kb['filter_ns']:.0f} ns each, measured by an agent "
+            f"-p on an idle process; with them: deep {d['gross_us']:.2f}, redis-server {r['gross_us']:.2f} us)",
+            f"  walks to the root: redis-server {r['root_pct']:.0f}%, deep {d['root_pct']:.0f}%",
+            row("agent CPU, % of one core: redis-server's agent (goal <= 0.05)", f"{r['cpu_pct']:.4f}"),
+            row("  deep's agent", f"{d['cpu_pct']:.4f}")]
+
+
 def python_lines(args, py):
     d, m, st = py["deep"], py["daemons"], py["deep"]["steady"]
     n = max(1, d["samples"])
@@ -884,7 +1033,7 @@ def python_counter_text(c):
             f"lost: {c['rehello']}")
 
 
-PARTS = ("footprint", "symbolizer", "unwind", "encode", "python", "fleet")
+PARTS = ("footprint", "symbolizer", "unwind", "kernel", "encode", "python", "fleet")
 
 
 def main():
@@ -894,6 +1043,8 @@ def main():
     ap.add_argument("--throughput-seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--unwind-seconds", type=int, default=20)
+    ap.add_argument("--kernel-seconds", type=int, default=30)
+    ap.add_argument("--kernel-warmup", type=int, default=45)
     ap.add_argument("--python", default="/usr/bin/python3.11",
                     help="the interpreter of the Python part (default: Debian's python3.11)")
     ap.add_argument("--python-seconds", type=int, default=20)
@@ -921,6 +1072,8 @@ def main():
                 [f"{args.build}/bench/encode_bench"], capture_output=True, text=True).stdout.split())))
         if "unwind" in only:
             sections.append(unwind_lines(args, unwind_bench(args, tmp)))
+        if "kernel" in only:
+            sections.append(kernel_lines(args, kernel_bench(args, tmp)))
         if "python" in only:
             sections.append(python_lines(args, python_bench(args, tmp)))
         if "fleet" in only:

@@ -18,6 +18,12 @@
 #   fp-unwinds   the same for nofpfp, nofp.c built with frame pointers:
 #                the control, for the frame-pointer walk, symbols in the
 #                VM and this script
+#   kernel-stacks  tests/workload/syswork.c (pipe and loopback TCP round
+#                trips, no C library, gcc -O2): >= 50% of its samples have
+#                kernel frames, and >= 90% of those have its whole user
+#                stack from _start (the user registers found at the top of
+#                the kernel stack, where kernels with FRED keep them 16
+#                bytes lower, or through the IRQ stack in a softirq)
 #   agent-loads  fleetprof-agent, with its default unwind table memory,
 #                loads the program and samples nofp (no symbolizer: it
 #                only buffers)
@@ -84,6 +90,12 @@ if ! gcc -O2 -o "$TMP/nofp/nofp" tests/kernels/nofp.c 2> "$TMP/nofp.log" ||
 	fail setup "nofp does not build: $(head -c 300 "$TMP/nofp.log")"
 	exit 0
 fi
+# syswork: a kernel-mode workload, its own _start, no C library.
+if ! gcc -O2 -static -nostdlib -fno-pie -no-pie -fno-stack-protector -o "$TMP/nofp/syswork" \
+	tests/workload/syswork.c 2>> "$TMP/nofp.log"; then
+	fail setup "syswork does not build: $(head -c 300 "$TMP/nofp.log")"
+	exit 0
+fi
 # Without the interpreter the Python checks fail, the others still run.
 py_args=()
 py_missing=""
@@ -93,7 +105,7 @@ else
 	py_missing="$PYTHON missing on the host (apt-get install python3.11-minimal)"
 fi
 if ! tests/kernels/mkinitramfs.sh "${py_args[@]}" "$TMP/initramfs.cpio" "$FP" "$AGENT" \
-	"$TMP/nofp/nofp" "$TMP/nofp/nofpfp" > "$TMP/initramfs.log" 2>&1; then
+	"$TMP/nofp/nofp" "$TMP/nofp/nofpfp" "$TMP/nofp/syswork" > "$TMP/initramfs.log" 2>&1; then
 	fail setup "initramfs: $(tail -n 3 "$TMP/initramfs.log" | tr '\n' ' ')"
 	exit 0
 fi
@@ -141,6 +153,31 @@ unwound() {
 	END {
 		printf "chain_c samples %d, through main %d (%.1f%%)\n", leaf, ok, leaf ? 100 * ok / leaf : 0
 		exit !(leaf > 0 && ok * 10 >= leaf * 9)
+	}' "$1"
+}
+
+# kernel_whole FOLDED: checks that >= 50% of syswork's samples have kernel
+# frames and >= 90% of those have the whole user stack before them.
+# Prints the shares, softirq samples (net_rx_action) apart.
+kernel_whole() {
+	awk '
+	index($0, "syswork;") == 1 {
+		n = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
+		m = split(stack, f, ";"); user = f[1]; kernel = 0
+		for (i = 2; i <= m; i++) {
+			if (f[i] ~ /_\[k\]$/) { kernel = 1; break }
+			user = user ";" f[i]
+		}
+		all += n
+		if (!kernel) next
+		whole = user ~ /^syswork;_start;start_c;main;pump;through_(pipe|tcp);(transfer;)?sys$/
+		kern += n; if (whole) ok += n
+		else if (bad++ < 3) print "not whole: " $0 > "/dev/stderr"
+		if (index(stack, ";net_rx_action_[k]")) { soft += n; if (whole) sok += n }
+	}
+	END {
+		printf "samples %d, with kernel frames %d, whole %d (%.1f%%); in a softirq %d, whole %d\n", all, kern, ok, kern ? 100 * ok / kern : 0, soft, sok
+		exit !(kern > 0 && kern * 2 >= all && ok * 10 >= kern * 9)
 	}' "$1"
 }
 
@@ -286,6 +323,17 @@ for ver in $FPK_KERNELS; do
 			section "$serial" LOG "$c-fp" | tail -n 20 >&2
 		fi
 		summary+=("$rel $c: nofpfp (frame pointers): $shares")
+
+		# Kernel-mode samples: the user registers found, the walk from them.
+		section "$serial" FOLDED "$c-sys" > "$TMP/$T-sys.folded"
+		if shares=$(kernel_whole "$TMP/$T-sys.folded" 2> "$TMP/$T-sys.bad"); then
+			pass "$T:kernel-stacks"
+		else
+			fail "$T:kernel-stacks" "$shares"
+			cat "$TMP/$T-sys.bad" >&2
+			section "$serial" LOG "$c-sys" | tail -n 20 >&2
+		fi
+		summary+=("$rel $c: syswork (kernel mode): $shares")
 
 		# fleetprof-agent as deployed: its default unwind table memory
 		# (a large mmapable array; charged to RLIMIT_MEMLOCK before 5.11).
