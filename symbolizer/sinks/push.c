@@ -2,7 +2,7 @@
  * spool's records (pusher.h) oldest first.  It peeks the oldest record,
  * sends it with the HTTP client of httpc.h on a connection of its own (a
  * response body is read only when its Content-Length is within
- * pu_response_max) and deletes it unless the failure is worth a retry; a
+ * FP_PUSH_RESPONSE_MAX) and deletes it unless the failure is worth a retry; a
  * record that keeps failing is dropped after pu_max_attempts answered
  * attempts or once older than pu_max_age, so one request the destination
  * always refuses cannot hold up the queue. */
@@ -232,7 +232,7 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 			timeout = p->pu_timeout;
 	}
 	pthread_mutex_unlock(&p->pu_mu);
-	if ((rv = fp_httpc_transact(p->pu_http, req, res, timeout, p->pu_response_max, reached,
+	if ((rv = fp_httpc_transact(p->pu_http, req, res, timeout, FP_PUSH_RESPONSE_MAX, reached,
 				    &too_large))) {
 		snprintf(why, wlen, "%s: %s", p->pu_base,
 			 rv == NNG_ETIMEDOUT ? "timed out"
@@ -243,7 +243,7 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 	if (too_large >= 0) {
 		fp_warnx("push %s: %s answered %s with a body of %" PRId64
 			 " bytes, over the %zu-byte cap: not read",
-			 p->pu_name, p->pu_base, desc, too_large, p->pu_response_max);
+			 p->pu_name, p->pu_base, desc, too_large, (size_t)FP_PUSH_RESPONSE_MAX);
 		pthread_mutex_lock(&p->pu_mu);
 		p->pu_stats.ps_too_large++;
 		pthread_mutex_unlock(&p->pu_mu);
@@ -498,7 +498,6 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 	p->pu_timeout = o->po_timeout_ms ? o->po_timeout_ms : 20000;
 	p->pu_max_attempts = o->po_max_attempts ? o->po_max_attempts : FP_PUSH_MAX_ATTEMPTS;
 	p->pu_max_age = o->po_max_age_s ? o->po_max_age_s : FP_PUSH_MAX_AGE_S;
-	p->pu_response_max = o->po_response_max ? o->po_response_max : FP_PUSH_RESPONSE_MAX;
 	p->pu_seed = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)p;
 	if (!(p->pu_name = strdup(o->po_name)) || !(p->pu_base = strdup(o->po_url))) {
 		err = -ENOMEM;
