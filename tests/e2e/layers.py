@@ -55,7 +55,6 @@ KNOWN = {
     "folder symbolizer/symbols -> symbolizer/sinks": "debuginfod.c makes its cache with fp_mkdirs (sinks/files.h): a common/ utility",
     "cycle device/exchange device/main": "main.c and exchange.c call each other",
     "cycle symbolizer/elf/dwarf symbolizer/elf/elfsyms": "dwarf.c and elfsyms.c call each other",
-    "cycle symbolizer/sinks/push symbolizer/sinks/push_cli": "push.c calls push_cli.c's URL and header checks",
 }
 
 DIRS = ["bpf", "common", "device", "tools", "symbolizer"] + [
