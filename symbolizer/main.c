@@ -479,6 +479,7 @@ int main(int argc, char **argv)
 		metrics = (struct fp_metrics){ .mt_server = srv,
 					       .mt_listener = listener,
 					       .mt_resolver = r,
+					       .mt_upstream = chain.fc_upstream,
 					       .mt_pushers = pushers };
 		if (fp_http_start(&http, &ho))
 			goto cleanup;
@@ -516,7 +517,7 @@ int main(int argc, char **argv)
 	err = 0;
 cleanup:
 	/* Its handlers use the resolver, the store; /metrics the server, the
-	 * pushers and the listener. */
+	 * pushers, the listener and the debuginfod client. */
 	fp_http_stop(http);
 	fp_listen_close(listener);
 	fp_server_free(srv); /* the sinks of the last profiles run, pushers too */

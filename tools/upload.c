@@ -37,7 +37,6 @@ struct file {
 	char *fl_path;
 	char fl_hex[2 * FP_BUILD_ID_MAX + 1];
 	int fl_kinds;
-	uint64_t fl_size;
 };
 
 struct upload {
@@ -142,7 +141,7 @@ static int seen(struct upload *u, dev_t dev, ino_t ino)
 	return !added;
 }
 
-static int add_file(struct upload *u, const char *path, const struct stat *st)
+static int add_file(struct upload *u, const char *path)
 {
 	unsigned char magic[4];
 	struct fp_build_id id;
@@ -179,7 +178,6 @@ static int add_file(struct upload *u, const char *path, const struct stat *st)
 		return -ENOMEM;
 	fp_build_id_hex(&id, f->fl_hex);
 	f->fl_kinds = u->up_kind ? u->up_kind : kinds;
-	f->fl_size = (uint64_t)st->st_size;
 	u->up_nfiles++;
 	return 0;
 }
@@ -206,7 +204,7 @@ static int walk(struct upload *u, const char *path, int top)
 	if (seen(u, st.st_dev, st.st_ino))
 		return 0;
 	if (S_ISREG(st.st_mode))
-		return add_file(u, path, &st);
+		return add_file(u, path);
 	if (!(d = opendir(path))) {
 		errmsg(u, "skipping %s: %s", path, strerror(errno));
 		u->up_unreadable++;

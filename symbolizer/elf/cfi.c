@@ -492,25 +492,19 @@ static int collect(struct cfi_ctx *x, uint32_t si)
 			goto next_entry; /* a CIE: parsed when an FDE names it */
 		ce = kind == 0 ? cie_get(x, si, cie_off) : NULL;
 		if (!ce || read_encoded(x, sec, &c, ce->ce_cie.ci_fde_enc, &vstart) ||
-		    read_encoded(x, sec, &c, ce->ce_cie.ci_fde_enc & 0x0f, &vlen)) {
-			x->cx_stats.cs_skipped++;
+		    read_encoded(x, sec, &c, ce->ce_cie.ci_fde_enc & 0x0f, &vlen))
 			goto next_entry;
-		}
 		if (ce->ce_cie.ci_has_z) {
 			uint64_t zlen = rd_uleb(&c);
-			if (c.cu_bad || zlen > (uint64_t)(c.cu_end - c.cu_p)) {
-				x->cx_stats.cs_skipped++;
+			if (c.cu_bad || zlen > (uint64_t)(c.cu_end - c.cu_p))
 				goto next_entry;
-			}
 			c.cu_p += zlen;
 		}
 		if (!vlen)
 			goto next_entry;
 		s = seg_of(x, vstart, 1);
-		if (!s) {
-			x->cx_stats.cs_skipped++;
+		if (!s)
 			goto next_entry;
-		}
 		/* Clip to the segment: the table describes file-backed code. */
 		if (vlen > s->sg_filesz - (vstart - s->sg_vaddr))
 			vlen = s->sg_filesz - (vstart - s->sg_vaddr);

@@ -20,7 +20,6 @@
 
 struct fp_cfi_stats {
 	uint32_t cs_fdes;      /* FDEs that produced rows */
-	uint32_t cs_skipped;   /* FDEs dropped: malformed, unknown CIE, outside the code */
 	uint32_t cs_rows;      /* rows in the table */
 	uint32_t cs_invalid;   /* of them FP_UNWIND_INVALID */
 	uint64_t cs_cfi_bytes; /* bytes of .eh_frame and .debug_frame read */

@@ -922,8 +922,6 @@ int fp_dwarf_ingest(Elf *elf, uint64_t file_size, struct fp_symtab_builder *b,
 		dw_obj_fini(&o);
 		return err == -ENOMEM ? err : 0;
 	}
-	if (stats)
-		stats->ds_dwarf_bytes = o.do_stored;
 	iface.object = &o;
 	iface.methods = &dw_obj_methods;
 	if (dwarf_object_init_b(&iface, dw_ignore_error, NULL, DW_GROUPNUMBER_ANY, &dbg, &e) !=

@@ -11,14 +11,13 @@
 
 #include "symtab.h"
 
-/* What one ingest found (for tests and logs). */
+/* What one ingest found (the tests check it). */
 struct fp_dwarf_stats {
-	uint32_t ds_units;       /* compilation units walked */
-	uint32_t ds_sequences;   /* line table sequences added */
-	uint64_t ds_rows;        /* line rows read */
-	uint32_t ds_scopes;      /* functions and inlined calls with code */
-	uint32_t ds_inlined;     /* of which inlined calls */
-	uint64_t ds_dwarf_bytes; /* .debug_* sections, as stored in the file */
+	uint32_t ds_units;     /* compilation units walked */
+	uint32_t ds_sequences; /* line table sequences added */
+	uint64_t ds_rows;      /* line rows read */
+	uint32_t ds_scopes;    /* functions and inlined calls with code */
+	uint32_t ds_inlined;   /* of which inlined calls */
 };
 
 /* fp_dwarf_ingest: add the line tables (every .debug_line sequence

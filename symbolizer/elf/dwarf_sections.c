@@ -137,7 +137,6 @@ static void settle_section_size(struct dw_obj *o, struct dw_section *s)
 		s->ds_kind = DS_NONE;
 		return;
 	}
-	o->do_stored += rawsize;
 	if (s->ds_kind == DS_PLAIN)
 		s->ds_size = rawsize;
 	else
@@ -433,7 +432,6 @@ int dw_obj_init(struct dw_obj *o, Elf *elf, uint64_t file_size)
 	GElf_Ehdr eh;
 
 	memset(o, 0, sizeof(*o));
-	o->do_elf = elf;
 	o->do_file_size = file_size;
 	if (!gelf_getehdr(elf, &eh) || eh.e_type == ET_REL)
 		return -ENOENT;

@@ -48,13 +48,11 @@ struct dw_section {
 enum { DS_NONE, DS_PLAIN, DS_SHF, DS_ZDEBUG };
 
 struct dw_obj {
-	Elf *do_elf;
 	uint64_t do_file_size;
 	struct dw_section *do_secs;
 	size_t do_nsecs;
 	int do_msb, do_is64;
 	uint64_t do_inflated;                   /* bytes allocated for inflated sections */
-	uint64_t do_stored;                     /* .debug_* bytes in the file */
 	size_t do_addr, do_ranges, do_rnglists; /* section indexes, 0: none */
 };
 

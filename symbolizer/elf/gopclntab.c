@@ -593,7 +593,6 @@ int fp_gopclntab_ingest(const void *data, size_t len, uint64_t text, int what,
 		return err;
 	if (text)
 		p.pl_text = text;
-	s.gs_version = p.pl_version;
 	if ((what & FP_GOPCLNTAB_LINES) && p.pl_ncu) {
 		p.pl_files = calloc(p.pl_ncu, sizeof(*p.pl_files));
 		if (!p.pl_files)

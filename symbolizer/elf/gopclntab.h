@@ -18,7 +18,6 @@
 struct fp_symtab_builder;
 
 struct fp_gopclntab_stats {
-	uint32_t gs_version;   /* 116, 118 or 120; 0 until read */
 	uint32_t gs_functions; /* functions added */
 	uint32_t gs_sequences; /* line sequences added (one per function) */
 	uint32_t gs_inlined;   /* inlined call scopes added */

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,9 +93,9 @@ static int frame_labels(const struct fp_profile *p, struct buffer *b, size_t *of
 	return err;
 }
 
-int fp_folded_write(const struct fp_profile *p, FILE *f, int by_thread)
+int fp_folded_encode(const struct fp_profile *p, int by_thread, char **buf, size_t *len)
 {
-	struct buffer labels = { 0 }, text = { 0 };
+	struct buffer labels = { 0 }, text = { 0 }, out = { 0 };
 	size_t *label_offsets = NULL, *line_offsets = NULL;
 	struct line *lines = NULL;
 	size_t n = p->pr_nsamples;
@@ -125,13 +126,13 @@ int fp_folded_write(const struct fp_profile *p, FILE *f, int by_thread)
 		/* Frames are stored leaf first; folded stacks start at the root. */
 		for (uint32_t j = s->ps_nframes; !err && j-- > 0;) {
 			const char *label = labels.b_data + label_offsets[s->ps_frames[j]];
-			size_t len = strlen(label);
+			size_t label_len = strlen(label);
 
-			err = buffer_reserve(&text, len + 1);
+			err = buffer_reserve(&text, label_len + 1);
 			if (!err) {
 				text.b_data[text.b_len++] = ';';
-				memcpy(text.b_data + text.b_len, label, len);
-				text.b_len += len;
+				memcpy(text.b_data + text.b_len, label, label_len);
+				text.b_len += label_len;
 			}
 		}
 		if (!err)
@@ -148,19 +149,26 @@ int fp_folded_write(const struct fp_profile *p, FILE *f, int by_thread)
 
 	for (size_t i = 0; i < n;) {
 		uint64_t count = lines[i].l_count;
-		size_t j = i + 1;
+		size_t j = i + 1, tlen = strlen(lines[i].l_text);
 
 		while (j < n && !strcmp(lines[j].l_text, lines[i].l_text))
 			count += lines[j++].l_count;
-		if (fputs(lines[i].l_text, f) == EOF || fprintf(f, " %" PRIu64 "\n", count) < 0) {
-			err = -EIO;
+		/* " COUNT\n": 20 digits at most, and the final NUL. */
+		if ((err = buffer_reserve(&out, tlen + 23)))
 			goto out;
-		}
+		memcpy(out.b_data + out.b_len, lines[i].l_text, tlen);
+		out.b_len += tlen;
+		out.b_len += (size_t)snprintf(out.b_data + out.b_len, 23, " %" PRIu64 "\n", count);
 		i = j;
 	}
-	if (ferror(f))
-		err = -EIO;
+	if ((err = buffer_reserve(&out, 1)))
+		goto out;
+	out.b_data[out.b_len] = '\0';
+	*buf = out.b_data;
+	*len = out.b_len;
+	out.b_data = NULL;
 out:
+	free(out.b_data);
 	free(labels.b_data);
 	free(text.b_data);
 	free(label_offsets);

@@ -40,7 +40,6 @@ static void clear(struct fp_namestacks *nk)
 {
 	fp_intern_clear(nk->nk_names);
 	nk->nk_nframes = nk->nk_nstacks = 0;
-	nk->nk_total = 0;
 	nk->nk_type[0] = nk->nk_unit[0] = '\0';
 	nk->nk_format = NULL;
 }
@@ -123,7 +122,6 @@ static int push_stack(struct fp_namestacks *nk, size_t first, uint32_t process, 
 		.ns_process = process,
 		.ns_value = value,
 	};
-	nk->nk_total += value < 0 ? -(uint64_t)value : (uint64_t)value;
 	return 0;
 }
 

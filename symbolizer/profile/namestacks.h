@@ -44,7 +44,6 @@ struct fp_namestacks {
 	size_t nk_nframes, nk_frames_cap;
 	struct fp_namestack *nk_stacks;
 	size_t nk_nstacks, nk_stacks_cap;
-	uint64_t nk_total;     /* the sum of the values' magnitudes */
 	char nk_type[64];      /* what the values count: "samples", "cpu", ... */
 	char nk_unit[64];      /* and in what: "count", "nanoseconds", ... */
 	const char *nk_format; /* "pprof" or "folded" */

@@ -35,13 +35,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "intern.h"
 #include "otlp.h"
 #include "output.h"
-#include "files.h"
 #include "indexset.h"
 #include "otlp_profiles_service.pb-c.h"
 #include "vec.h"
@@ -1125,18 +1122,5 @@ int fp_otlp_encode(const struct fp_profile *p, const struct fp_otlp_resource *re
 out:
 	tree_free(&t);
 	encoder_free(&en);
-	return err;
-}
-
-int fp_otlp_write(const struct fp_profile *p, const struct fp_otlp_resource *res, const char *path)
-{
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int err = fp_otlp_encode(p, res, &buf, &len);
-
-	if (err)
-		return err;
-	err = fp_write_file(path, buf, len, 0);
-	free(buf);
 	return err;
 }

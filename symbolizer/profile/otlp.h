@@ -44,8 +44,4 @@ struct fp_otlp_resource {
 int fp_otlp_encode(const struct fp_profile *p, const struct fp_otlp_resource *res, uint8_t **buf,
 		   size_t *len);
 
-/* fp_otlp_write: the same bytes, uncompressed, in the file at path (written
- * beside it and renamed into place, mode 0644).  0 or a negative errno. */
-int fp_otlp_write(const struct fp_profile *p, const struct fp_otlp_resource *res, const char *path);
-
 #endif

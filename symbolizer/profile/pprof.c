@@ -1,5 +1,5 @@
 /* pprof.c: a profile as perftools.profiles.Profile (proto/pprof.proto),
- * plain or gzip'd as `go tool pprof` and Pyroscope expect.
+ * uncompressed: the sinks gzip it, as `go tool pprof` and Pyroscope expect.
  *
  * Representation choices:
  * - One Location per profile frame (id = frame index + 1), one Mapping per
@@ -23,17 +23,12 @@
  *   its pid, tid, thread, process and container as labels.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "indexset.h"
-#include "files.h"
 #include "intern.h"
 #include "output.h"
 #include "pprof.pb-c.h"
@@ -542,17 +537,4 @@ int fp_protobuf_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len)
 	*buf = out;
 	*len = size;
 	return 0;
-}
-
-int fp_pprof_write(const struct fp_profile *p, const char *path)
-{
-	uint8_t *buf;
-	size_t len;
-	int err = fp_pprof_encode(p, &buf, &len);
-
-	if (err)
-		return err;
-	err = fp_write_file(path, buf, len, 1);
-	free(buf);
-	return err;
 }

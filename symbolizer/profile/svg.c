@@ -653,10 +653,14 @@ static void put_document(FILE *f, struct graph *g, const char *title)
 		script);
 }
 
-int fp_svg_write(const struct fp_profile *p, FILE *f, const char *title, int by_thread)
+int fp_svg_encode(const struct fp_profile *p, const char *title, int by_thread, char **buf,
+		  size_t *len)
 {
 	struct graph g = { 0 };
 	uint32_t title_id;
+	char *text = NULL;
+	size_t text_len = 0;
+	FILE *f = NULL;
 	int err;
 
 	err = build(p, &g, by_thread);
@@ -668,11 +672,22 @@ int fp_svg_write(const struct fp_profile *p, FILE *f, const char *title, int by_
 		err = name_table(&g);
 	if (!err)
 		err = link_children(&g);
+	/* A stream in memory: the document is printed, then handed over. */
+	if (!err && !(f = open_memstream(&text, &text_len)))
+		err = -ENOMEM;
 	if (!err) {
 		put_document(f, &g, name_of(&g, title_id));
-		if (fflush(f) == EOF || ferror(f))
-			err = -EIO;
+		if (ferror(f))
+			err = -ENOMEM;
+		if (fclose(f) == EOF && !err)
+			err = -ENOMEM;
+		if (!err) {
+			*buf = text;
+			*len = text_len;
+			text = NULL;
+		}
 	}
+	free(text);
 	fp_intern_free(g.g_names);
 	free(g.g_name_ptrs);
 	free(g.g_scratch);

@@ -40,7 +40,7 @@
 #define DRAIN_MAX ((uint64_t)64 << 20)
 #define MISSING_MAX_BYTES ((uint64_t)8 << 20) /* 100,000 lines of 64 digits and CRLF */
 
-enum route { ROUTE_UPLOAD, ROUTE_MISSING, ROUTE_BUILDID, ROUTE_METRICS, NROUTES };
+enum route { ROUTE_UPLOAD, ROUTE_MISSING, ROUTE_BUILDID, ROUTE_METRICS };
 
 struct job {
 	struct job *jb_next;
@@ -60,7 +60,6 @@ struct fp_http {
 	struct fp_http_opts ht_o;
 	char *ht_token;
 	nng_http_server *ht_server;
-	nng_http_handler *ht_handlers[NROUTES];
 	int ht_started;
 	struct worker ht_workers[NWORKERS];
 	pthread_mutex_t ht_lock; /* the queue and the counters */
@@ -904,7 +903,7 @@ static void on_metrics(nng_aio *aio)
 	enqueue(aio, ROUTE_METRICS);
 }
 
-static int add_handler(struct fp_http *h, int i, const char *path, const char *method,
+static int add_handler(struct fp_http *h, const char *path, const char *method,
 		       void (*cb)(nng_aio *), int tree)
 {
 	nng_http_handler *hd;
@@ -920,8 +919,7 @@ static int add_handler(struct fp_http *h, int i, const char *path, const char *m
 		nng_http_handler_free(hd);
 		return rv;
 	}
-	h->ht_handlers[i] = hd; /* owned by the server from here on */
-	return 0;
+	return 0; /* hd is the server's from here on */
 }
 
 static int set_tls(struct fp_http *h)
@@ -1014,11 +1012,10 @@ int fp_http_start(struct fp_http **out, const struct fp_http_opts *o)
 		w->wk_started = 1;
 	}
 	if ((rv = nng_http_server_hold(&h->ht_server, u)) || (o->ho_tls && (rv = set_tls(h))) ||
-	    (rv = add_handler(h, ROUTE_UPLOAD, "/v1/upload", "POST", on_upload, 0)) ||
-	    (rv = add_handler(h, ROUTE_MISSING, "/v1/missing", "POST", on_missing, 0)) ||
-	    (rv = add_handler(h, ROUTE_BUILDID, "/buildid", "GET", on_buildid, 1)) ||
-	    (o->ho_metrics &&
-	     (rv = add_handler(h, ROUTE_METRICS, "/metrics", "GET", on_metrics, 0))))
+	    (rv = add_handler(h, "/v1/upload", "POST", on_upload, 0)) ||
+	    (rv = add_handler(h, "/v1/missing", "POST", on_missing, 0)) ||
+	    (rv = add_handler(h, "/buildid", "GET", on_buildid, 1)) ||
+	    (o->ho_metrics && (rv = add_handler(h, "/metrics", "GET", on_metrics, 0))))
 		goto fail;
 	if ((rv = nng_http_server_start(h->ht_server))) {
 		fp_warnx("cannot listen on %s (HTTP): %s", o->ho_addr, nng_strerror(rv));

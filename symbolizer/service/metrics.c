@@ -141,6 +141,18 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	    st.sv_ingest_ms / 1000);
 }
 
+static void upstream_metrics(FILE *f, struct fp_debuginfod *d)
+{
+	struct fp_debuginfod_stats st;
+
+	fp_debuginfod_stats(d, &st);
+	family(f, "debuginfod_fetches_total", "counter",
+	       "Build-IDs asked of the --debuginfod servers, by result.");
+	sample(f, "debuginfod_fetches_total", "result=\"fetched\"", st.ds_fetched);
+	sample(f, "debuginfod_fetches_total", "result=\"missing\"", st.ds_missed);
+	sample(f, "debuginfod_fetches_total", "result=\"failed\"", st.ds_failed);
+}
+
 static void listen_metrics(FILE *f, struct fp_listener *l)
 {
 	struct fp_listen_stats st;
@@ -306,6 +318,8 @@ int fp_metrics_render(const struct fp_metrics *m, struct fp_http *h, char **text
 		listen_metrics(f, m->mt_listener);
 	if (m->mt_resolver)
 		resolver_metrics(f, m->mt_resolver);
+	if (m->mt_upstream)
+		upstream_metrics(f, m->mt_upstream);
 	if (h)
 		http_metrics(f, h);
 	if (m->mt_pushers)

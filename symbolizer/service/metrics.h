@@ -2,7 +2,8 @@
  * format (version 0.0.4), served at GET /metrics by http.h.
  *
  * The text is rendered from the stats structs the modules keep anyway
- * (server.h, listen.h, resolver.h, http.h, push.h), each copied through its own
+ * (server.h, listen.h, resolver.h, debuginfod.h, http.h, push.h), each copied
+ * through its own
  * thread-safe stats call: this module keeps no counters of its own, and
  * http.c does not depend on it (fp_metrics_http is its fp_http_metrics_fn).
  * README.md lists every metric. */
@@ -10,6 +11,7 @@
 #define FP_METRICS_H
 
 #include <stddef.h>
+#include "debuginfod.h"
 #include "http.h"
 #include "listen.h"
 #include "push.h"
@@ -22,6 +24,7 @@ struct fp_metrics {
 	const struct fp_server *mt_server;
 	struct fp_listener *mt_listener;
 	const struct fp_resolver *mt_resolver;
+	struct fp_debuginfod *mt_upstream; /* the --debuginfod servers' client */
 	struct fp_push *const *mt_pushers; /* NULL-terminated */
 };
 

@@ -1,4 +1,6 @@
-/* files.c: directories, atomic writes, safe file names. */
+/* files.c: directories, atomic writes, safe file names, and the file sink.
+ * The encoders (output.h, otlp.h) turn a profile into bytes; the sinks put
+ * bytes into files, this one into the output tree. */
 #include "files.h"
 #include "gzip.h"
 #include "log.h"
@@ -42,8 +44,6 @@ int fp_mkdirs(const char *dir)
 	return 0;
 }
 
-typedef int (*write_fn)(const struct fp_profile *p, FILE *f, const char *title, int by_thread);
-
 /* open_beside: a new file beside path, named PATH.tmpXXXXXX with six
  * random characters, created with O_EXCL (mkstemp): nothing planted at a
  * guessable name is followed or overwritten.  Mode 0644: profiles are meant
@@ -77,50 +77,6 @@ static int commit_beside(char *tmp, const char *path, int err)
 		unlink(tmp);
 	free(tmp);
 	return err;
-}
-
-static int write_atomic(const char *path, write_fn fn, const struct fp_profile *p,
-			const char *title, int by_thread)
-{
-	char *tmp;
-	FILE *f;
-	int fd, err;
-
-	if ((fd = open_beside(path, &tmp)) < 0)
-		return fd;
-	if (!(f = fdopen(fd, "w"))) {
-		err = -errno;
-		close(fd);
-		return commit_beside(tmp, path, err);
-	}
-	err = fn(p, f, title, by_thread);
-	/* Synced before the rename, as fp_write_file does: after a crash the
-	 * name holds the whole profile, never an empty file. */
-	if (!err && (fflush(f) || fsync(fd)))
-		err = -errno;
-	if (fclose(f) && !err)
-		err = -errno;
-	return commit_beside(tmp, path, err);
-}
-
-static int folded_fn(const struct fp_profile *p, FILE *f, const char *title, int by_thread)
-{
-	return fp_folded_write(p, f, by_thread);
-}
-
-static int svg_fn(const struct fp_profile *p, FILE *f, const char *title, int by_thread)
-{
-	return fp_svg_write(p, f, title, by_thread);
-}
-
-int fp_write_folded(const struct fp_profile *p, const char *path, int by_thread)
-{
-	return write_atomic(path, folded_fn, p, NULL, by_thread);
-}
-
-int fp_write_svg(const struct fp_profile *p, const char *path, const char *title, int by_thread)
-{
-	return write_atomic(path, svg_fn, p, title, by_thread);
 }
 
 void fp_safe_name(const char *s, char *buf, size_t len)
@@ -182,6 +138,46 @@ int fp_write_file(const char *path, const void *buf, size_t len, int gzip)
 	return commit_beside(tmp, path, err);
 }
 
+/* The outputs of the layouts. */
+enum output {
+	OUT_FOLDED,
+	OUT_PPROF, /* gzip'd, as `go tool pprof` names .pb.gz */
+	OUT_OTLP,
+	OUT_SVG,
+};
+
+/* write_output: the output kind of p, encoded, as the file at path
+ * (fp_write_file).  0 or a negative errno. */
+static int write_output(const struct fp_files_sink *fs, const struct fp_profile *p,
+			enum output kind, const char *path)
+{
+	char *text = NULL;
+	uint8_t *bin = NULL;
+	size_t len = 0;
+	int err = -EINVAL;
+
+	switch (kind) {
+	case OUT_FOLDED:
+		err = fp_folded_encode(p, fs->fs_by_thread, &text, &len);
+		break;
+	case OUT_PPROF:
+		err = fp_pprof_encode(p, &bin, &len);
+		break;
+	case OUT_OTLP:
+		err = fp_otlp_encode(p, NULL, &bin, &len);
+		break;
+	case OUT_SVG:
+		err = fp_svg_encode(p, fs->fs_title ? fs->fs_title : "CPU", fs->fs_by_thread, &text,
+				    &len);
+		break;
+	}
+	if (!err)
+		err = fp_write_file(path, text ? (const void *)text : bin, len, kind == OUT_PPROF);
+	free(text);
+	free(bin);
+	return err;
+}
+
 static int write_intervals(const struct fp_files_sink *fs, const struct fp_profile *p,
 			   const struct fp_hello *hello, uint64_t seq, char *dir, size_t dlen)
 {
@@ -208,30 +204,34 @@ static int write_intervals(const struct fp_files_sink *fs, const struct fp_profi
 			 hello->fh_session);
 		return -EEXIST;
 	}
-	if ((err = fp_write_folded(p, path, fs->fs_by_thread)))
+	if ((err = write_output(fs, p, OUT_FOLDED, path)))
 		return err;
 	snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".pb.gz", dir, stamp, seq);
-	return fp_pprof_write(p, path);
+	return write_output(fs, p, OUT_PPROF, path);
 }
 
 static int write_record(const struct fp_files_sink *fs, const struct fp_profile *p)
 {
+	static const struct {
+		const char *name;
+		enum output kind;
+	} files[] = {
+		{ "profile.folded", OUT_FOLDED },
+		{ "profile.pb.gz", OUT_PPROF },
+		{ "profile.otlp.pb", OUT_OTLP },
+		{ "flame.svg", OUT_SVG },
+	};
 	char path[4300];
 	int err;
 
 	if ((err = fp_mkdirs(fs->fs_dir)))
 		return err;
-	snprintf(path, sizeof(path), "%s/profile.folded", fs->fs_dir);
-	if ((err = fp_write_folded(p, path, fs->fs_by_thread)))
-		return err;
-	snprintf(path, sizeof(path), "%s/profile.pb.gz", fs->fs_dir);
-	if ((err = fp_pprof_write(p, path)))
-		return err;
-	snprintf(path, sizeof(path), "%s/profile.otlp.pb", fs->fs_dir);
-	if ((err = fp_otlp_write(p, NULL, path)))
-		return err;
-	snprintf(path, sizeof(path), "%s/flame.svg", fs->fs_dir);
-	return fp_write_svg(p, path, fs->fs_title ? fs->fs_title : "CPU", fs->fs_by_thread);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", fs->fs_dir, files[i].name);
+		if ((err = write_output(fs, p, files[i].kind, path)))
+			return err;
+	}
+	return 0;
 }
 
 int fp_files_sink(void *arg, const struct fp_profile *p, const struct fp_hello *hello, uint64_t seq)

@@ -1,9 +1,11 @@
 /* files.h: writing output files safely: parent directories created, each
- * file written to a temporary name and renamed into place, so readers
- * never see half a profile.  The temporary name is PATH.tmpXXXXXX, six
- * random characters, created with O_EXCL: a file or symbolic link planted
- * at a guessed name is neither followed nor overwritten.  fp_files_sink is the pipeline's file output
- * (pipeline.h). */
+ * file written to a temporary name, synced and renamed into place, so
+ * readers never see half a profile, even after a crash.  The temporary
+ * name is PATH.tmpXXXXXX, six random characters, created with O_EXCL: a
+ * file or symbolic link planted at a guessed name is neither followed nor
+ * overwritten.  fp_files_sink is the pipeline's file output (pipeline.h):
+ * it has the encoders (output.h, otlp.h) make bytes and writes them with
+ * fp_write_file. */
 #ifndef FP_FILES_H
 #define FP_FILES_H
 
@@ -14,11 +16,6 @@
 
 /* fp_mkdirs: create dir and its parents (mode 0755).  0 or a negative errno. */
 int fp_mkdirs(const char *dir);
-
-/* fp_write_folded / fp_write_svg: the output.h writers, to a file at path.
- * 0 or a negative errno. */
-int fp_write_folded(const struct fp_profile *p, const char *path, int by_thread);
-int fp_write_svg(const struct fp_profile *p, const char *path, const char *title, int by_thread);
 
 /* fp_write_all: all of buf to fd, retrying short writes.  0 or a
  * negative errno. */

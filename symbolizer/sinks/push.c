@@ -2,7 +2,7 @@
  * spool's records (pusher.h) oldest first.  It peeks the oldest record,
  * sends it with the HTTP client of httpc.h on a connection of its own (a
  * response body is read only when its Content-Length is within
- * pu_response_max) and deletes it unless the failure is worth a retry; a
+ * FP_PUSH_RESPONSE_MAX) and deletes it unless the failure is worth a retry; a
  * record that keeps failing is dropped after pu_max_attempts answered
  * attempts or once older than pu_max_age, so one request the destination
  * always refuses cannot hold up the queue. */
@@ -232,7 +232,7 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 			timeout = p->pu_timeout;
 	}
 	pthread_mutex_unlock(&p->pu_mu);
-	if ((rv = fp_httpc_transact(p->pu_http, req, res, timeout, p->pu_response_max, reached,
+	if ((rv = fp_httpc_transact(p->pu_http, req, res, timeout, FP_PUSH_RESPONSE_MAX, reached,
 				    &too_large))) {
 		snprintf(why, wlen, "%s: %s", p->pu_base,
 			 rv == NNG_ETIMEDOUT ? "timed out"
@@ -243,7 +243,7 @@ static enum outcome send_record(struct fp_push *p, char *rec, size_t len, uint64
 	if (too_large >= 0) {
 		fp_warnx("push %s: %s answered %s with a body of %" PRId64
 			 " bytes, over the %zu-byte cap: not read",
-			 p->pu_name, p->pu_base, desc, too_large, p->pu_response_max);
+			 p->pu_name, p->pu_base, desc, too_large, (size_t)FP_PUSH_RESPONSE_MAX);
 		pthread_mutex_lock(&p->pu_mu);
 		p->pu_stats.ps_too_large++;
 		pthread_mutex_unlock(&p->pu_mu);
@@ -472,6 +472,71 @@ static void push_free(struct fp_push *p)
 	free(p);
 }
 
+/* The destinations and headers fp_push_start takes (push_cli.c checks
+ * the flags with them too). */
+int fp_push_url_check(const char *url)
+{
+	nng_url *u;
+	int ok;
+
+	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+		return -EINVAL;
+	if (nng_url_parse(&u, url))
+		return -EINVAL;
+	ok = u->u_hostname && u->u_hostname[0] && !(u->u_query && u->u_query[0]) &&
+	     !(u->u_fragment && u->u_fragment[0]);
+	nng_url_free(u);
+	return ok ? 0 : -EINVAL;
+}
+
+static int is_tchar(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+int fp_push_header_check(const char *h, const char **why)
+{
+	static const char *const reserved[] = { "Host",
+						"Content-Length",
+						"Content-Type",
+						"Content-Encoding",
+						"Transfer-Encoding",
+						"Connection" };
+	const char *colon = strchr(h, ':'), *v;
+	size_t nlen;
+
+	*why = NULL;
+	if (!colon) {
+		*why = "expected 'Name: value'";
+		return -EINVAL;
+	}
+	nlen = (size_t)(colon - h);
+	if (!nlen) {
+		*why = "empty header name";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < nlen; i++)
+		if (!is_tchar(h[i])) {
+			*why = "header name has a character outside A-Z a-z 0-9 !#$%&'*+-.^_`|~";
+			return -EINVAL;
+		}
+	for (v = colon + 1; *v; v++)
+		if (*v == '\r' || *v == '\n') {
+			*why = "header value contains CR or LF";
+			return -EINVAL;
+		} else if (((unsigned char)*v < 0x20 && *v != '\t') || *v == 0x7f) {
+			*why = "header value contains a control character";
+			return -EINVAL;
+		}
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(*reserved); i++)
+		if (strlen(reserved[i]) == nlen && !strncasecmp(h, reserved[i], nlen)) {
+			*why = "fleetprof sets this header itself";
+			return -EINVAL;
+		}
+	return 0;
+}
+
 int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 {
 	struct fp_push *p = calloc(1, sizeof(*p));
@@ -498,7 +563,6 @@ int fp_push_start(struct fp_push **out, const struct fp_push_opts *o)
 	p->pu_timeout = o->po_timeout_ms ? o->po_timeout_ms : 20000;
 	p->pu_max_attempts = o->po_max_attempts ? o->po_max_attempts : FP_PUSH_MAX_ATTEMPTS;
 	p->pu_max_age = o->po_max_age_s ? o->po_max_age_s : FP_PUSH_MAX_AGE_S;
-	p->pu_response_max = o->po_response_max ? o->po_response_max : FP_PUSH_RESPONSE_MAX;
 	p->pu_seed = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)p;
 	if (!(p->pu_name = strdup(o->po_name)) || !(p->pu_base = strdup(o->po_url))) {
 		err = -ENOMEM;

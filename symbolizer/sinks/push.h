@@ -27,7 +27,7 @@
  * po_max_age_s ago.  Any other answer outside 2xx is a permanent
  * failure: logged with the response body, counted, the file deleted.
  * A response body is read only when its Content-Length is at most
- * po_response_max (a longer one is counted, ps_too_large, and its status
+ * FP_PUSH_RESPONSE_MAX (a longer one is counted, ps_too_large, and its status
  * still decides; a chunked one is not read).  An
  * OTLP partial success (ExportProfilesServiceResponse.partial_success) is
  * logged and its rejected profiles counted, never retried.  Headers given
@@ -49,7 +49,7 @@ enum fp_push_format {
 #define FP_PUSH_MAX_HEADERS 32
 #define FP_PUSH_MAX_ATTEMPTS 10         /* default of po_max_attempts */
 #define FP_PUSH_MAX_AGE_S (24 * 3600)   /* default of po_max_age_s */
-#define FP_PUSH_RESPONSE_MAX (1u << 20) /* default of po_response_max */
+#define FP_PUSH_RESPONSE_MAX (1u << 20) /* bytes of a response body read, at most */
 
 struct fp_push_opts {
 	const char *po_name; /* for logs: "otlp", "pyroscope" */
@@ -65,7 +65,6 @@ struct fp_push_opts {
 	uint32_t po_timeout_ms;     /* per request; 0: 20000 */
 	uint32_t po_max_attempts;   /* 0: FP_PUSH_MAX_ATTEMPTS */
 	uint32_t po_max_age_s;      /* 0: FP_PUSH_MAX_AGE_S */
-	size_t po_response_max;     /* bytes of a response body read; 0: FP_PUSH_RESPONSE_MAX */
 };
 
 struct fp_push_stats {

@@ -10,77 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <nng/nng.h>
-
-/* ---- checks ---- */
-
-int fp_push_url_check(const char *url)
-{
-	nng_url *u;
-	int ok;
-
-	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
-		return -EINVAL;
-	if (nng_url_parse(&u, url))
-		return -EINVAL;
-	ok = u->u_hostname && u->u_hostname[0] && !(u->u_query && u->u_query[0]) &&
-	     !(u->u_fragment && u->u_fragment[0]);
-	nng_url_free(u);
-	return ok ? 0 : -EINVAL;
-}
-
-static int is_tchar(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-int fp_push_header_check(const char *h, const char **why)
-{
-	static const char *const reserved[] = { "Host",
-						"Content-Length",
-						"Content-Type",
-						"Content-Encoding",
-						"Transfer-Encoding",
-						"Connection" };
-	const char *colon = strchr(h, ':'), *v;
-	size_t nlen;
-
-	*why = NULL;
-	if (!colon) {
-		*why = "expected 'Name: value'";
-		return -EINVAL;
-	}
-	nlen = (size_t)(colon - h);
-	if (!nlen) {
-		*why = "empty header name";
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < nlen; i++)
-		if (!is_tchar(h[i])) {
-			*why = "header name has a character outside A-Z a-z 0-9 !#$%&'*+-.^_`|~";
-			return -EINVAL;
-		}
-	for (v = colon + 1; *v; v++)
-		if (*v == '\r' || *v == '\n') {
-			*why = "header value contains CR or LF";
-			return -EINVAL;
-		} else if (((unsigned char)*v < 0x20 && *v != '\t') || *v == 0x7f) {
-			*why = "header value contains a control character";
-			return -EINVAL;
-		}
-	for (size_t i = 0; i < sizeof(reserved) / sizeof(*reserved); i++)
-		if (strlen(reserved[i]) == nlen && !strncasecmp(h, reserved[i], nlen)) {
-			*why = "fleetprof sets this header itself";
-			return -EINVAL;
-		}
-	return 0;
-}
-
-/* ---- flags ---- */
 
 static int cli_error(const char *flag, const char *arg, const char *why)
 {

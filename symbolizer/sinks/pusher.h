@@ -40,7 +40,6 @@ struct fp_push {
 	uint32_t pu_backoff_min, pu_backoff_max, pu_timeout;
 	uint32_t pu_max_attempts; /* answered failures before a record is dropped */
 	int64_t pu_max_age;       /* seconds: a record failing when older is dropped */
-	size_t pu_response_max;   /* response bodies read, bytes */
 	struct fp_httpc *pu_http;
 	struct fp_spool *pu_spool;
 

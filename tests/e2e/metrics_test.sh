@@ -13,6 +13,7 @@ dead=$(free_port)
 addr=tcp://127.0.0.1:$port
 "$SYMB" --local-files --listen "$addr" --cache "$TMP/cache" --out "$TMP/out" --debug-dir "$TMP/debug" \
 	--http "127.0.0.1:$hport" --store "$TMP/store" --otlp-endpoint "http://127.0.0.1:$dead" \
+	--debuginfod "http://127.0.0.1:$dead" \
 	> "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
@@ -70,6 +71,9 @@ fi
 	'fleetprof_symbol_misses_total{source="debug_dir"}=1' \
 	'fleetprof_symbol_misses_total{source="local"}=1' \
 	'fleetprof_symbol_misses_total{source="fetch"}=1' \
+	'fleetprof_debuginfod_fetches_total{result="failed"}>=1' \
+	'fleetprof_debuginfod_fetches_total{result="fetched"}=0' \
+	'fleetprof_debuginfod_fetches_total{result="missing"}=0' \
 	'fleetprof_symbol_known_missing_total=9' \
 	'fleetprof_symbol_ingest_seconds_count=1' \
 	'fleetprof_symbol_ingest_seconds_sum>=0' \

@@ -1,14 +1,11 @@
-/* otlp_test.c: the OTLP Profiles writer (symbolizer/profile/otlp.c), decoded back with
+/* otlp_test.c: the OTLP Profiles encoder (symbolizer/profile/otlp.c), decoded back with
  * the protobuf-c code generated from proto/otlp_*.proto: table rules (zero
  * entries, no duplicates, indexes in range), resources per service, sample
  * attributes and values, frame types, build-IDs. */
 #include <errno.h>
 #include <stdio.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "otlp.h"
@@ -611,39 +608,6 @@ static void test_empty(void)
 	fp_profile_free(p);
 }
 
-static void test_write(void)
-{
-	uint32_t fr[F_N];
-	struct fp_profile *p = small_profile(fr);
-	char dir[256], path[PATH_MAX];
-	uint8_t *buf = NULL;
-	size_t len = 0;
-
-	CHECK(p != NULL);
-	if (!p || check_tmpdir(dir, sizeof(dir), "fp-otlp-test")) {
-		CHECK(0);
-		fp_profile_free(p);
-		return;
-	}
-	snprintf(path, sizeof(path), "%s/profile.otlp.pb", dir);
-	CHECK_EQ_INT(fp_otlp_write(p, &resource, path), 0);
-	CHECK_EQ_INT(fp_otlp_encode(p, &resource, &buf, &len), 0);
-
-	FILE *f = fopen(path, "rb");
-	uint8_t *got = malloc(len + 1);
-	size_t n = f && got ? fread(got, 1, len + 1, f) : 0;
-	CHECK(f && n == len && !memcmp(got, buf, len));
-	if (f)
-		fclose(f);
-	struct stat st;
-	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
-	free(got);
-	free(buf);
-	CHECK_EQ_INT(check_rmtree(dir), 0);
-	CHECK(fp_otlp_write(p, &resource, "/nonexistent-dir/x.pb") < 0);
-	fp_profile_free(p);
-}
-
 /* A larger profile: many samples sharing stacks and threads, so that every
  * table grows past its first allocation and deduplication does the work. */
 static void test_large(void)
@@ -804,7 +768,6 @@ int main(void)
 	RUN(test_encode);
 	RUN(test_host_and_no_labels);
 	RUN(test_empty);
-	RUN(test_write);
 	RUN(test_large);
 	RUN(test_python);
 	return CHECK_DONE();
