@@ -144,6 +144,8 @@ void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 	st->sv_fetch_deferred = ds.dv_deferred;
 	st->sv_fetch_retried = ds.dv_retried;
 	st->sv_fetch_given_up = ds.dv_given_up;
+	st->sv_fetch_started = ds.dv_started;
+	st->sv_fetch_cfi_started = ds.dv_cfi_started;
 	fp_pipeline_stats(s->sv_pipeline, &ps);
 	fp_resolver_stats(s->sv_resolver, &rs);
 	st->sv_profiles = ps.pp_profiles;
@@ -196,10 +198,16 @@ void fp_server_log_stats(const struct fp_server *s)
 	fp_devfetch_stats(s->sv_devfetch, &ds);
 	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_lock);
 	fp_info("symbols: tables built %" PRIu64 ", no source %" PRIu64 ", kallsyms stored %" PRIu64
-		"; from devices: started %" PRIu64 ", done %" PRIu64 ", failed %" PRIu64
-		" (%" PRIu64 " bytes)",
-		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started, ds.dv_done,
-		ds.dv_failed, ds.dv_bytes);
+		"; from devices: started %" PRIu64 " (%" PRIu64 " of CFI alone), done %" PRIu64
+		", failed %" PRIu64 " (%" PRIu64 " bytes)",
+		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started,
+		ds.dv_cfi_started, ds.dv_done, ds.dv_failed, ds.dv_bytes);
+	fp_info("unwind tables: compiled %" PRIu64 ", failed %" PRIu64
+		"; build-IDs with symbols and none now: searching %" PRIu64 ", device %" PRIu64
+		", no CFI %" PRIu64 ", compile failed %" PRIu64 ", frame pointers %" PRIu64,
+		rs.rs_unwind_compiled, rs.rs_unwind_failed, rs.rs_no_table[FP_UNWIND_SEARCHING],
+		rs.rs_no_table[FP_UNWIND_DEVICE], rs.rs_no_table[FP_UNWIND_NO_CFI],
+		rs.rs_no_table[FP_UNWIND_COMPILE_FAILED], rs.rs_no_table[FP_UNWIND_FRAME_POINTERS]);
 	fp_info("limits: refused hellos: new-session rate %" PRIu64 ", table full %" PRIu64
 		"; kallsyms nobody asked for %" PRIu64 " (stored already, dropped %" PRIu64
 		"); intervals from the future %" PRIu64 "; sessions over a limit %" PRIu64
@@ -493,12 +501,40 @@ static int batch_apply(struct fp_server *s, struct server_session *ss, const str
 	return err;
 }
 
+/* ask_cfi: the CFI that only the device of session ss may have for its
+ * tables (fp_session_cfi_wanted), asked for in r: first of the build-IDs
+ * whose frames p has (its stacks stop there now), then of the others.
+ * With sv_lock held.  0 or -ENOMEM. */
+static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host,
+		   const struct fp_profile *p, struct fp_reply *r)
+{
+	struct fp_build_id ids[FP_WIRE_MAX_RANGES];
+	uint8_t asked[FP_WIRE_MAX_RANGES] = { 0 };
+	size_t n = fp_session_cfi_wanted(ss->ss_session, ids, FP_WIRE_MAX_RANGES), i, k;
+	int err = 0;
+
+	for (k = 0; n && k < p->pr_nmappings && !err; k++)
+		for (i = 0; i < n && !err; i++)
+			if (!asked[i] && fp_build_id_eq(&ids[i], &p->pr_mappings[k].pm_build_id)) {
+				asked[i] = 1;
+				err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
+							   &r->fr_ranges, &r->fr_nranges);
+			}
+	for (i = 0; i < n && !err; i++)
+		if (!asked[i])
+			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
+						   &r->fr_ranges, &r->fr_nranges);
+	return err;
+}
+
 /* batch_end: with sv_lock held, after batch_apply's err: the rest of r,
  * the counters, the profile to the pipeline; ss is free again.  0 or a
  * negative errno (as batch_apply's). */
 static int batch_end(struct fp_server *s, struct server_session *ss, const struct fp_batch *b,
 		     struct fp_reply *r, struct fp_profile *p, int err)
 {
+	const char *host;
+	uint64_t hostkey;
 	size_t i;
 
 	ss->ss_busy = 0;
@@ -520,17 +556,17 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 	for (i = 0; i < r->fr_ntables; i++)
 		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
 	/* User files the profile names that no source had: ask their device. */
+	host = fp_session_hello(ss->ss_session)->fh_host ?: "";
+	hostkey = fp_hash(host, strlen(host));
 	for (i = 0; i < p->pr_nmappings && !err; i++) {
 		const struct fp_pmapping *m = &p->pr_mappings[i];
 		if (m->pm_kind == FP_MAP_USER && m->pm_build_id.fb_len &&
-		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id)) {
-			const char *host = fp_session_hello(ss->ss_session)->fh_host ?: "";
-
-			err = fp_devfetch_want(s->sv_devfetch, b->fb_session,
-					       fp_hash(host, strlen(host)), &m->pm_build_id,
-					       &r->fr_ranges, &r->fr_nranges);
-		}
+		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id))
+			err = fp_devfetch_want(s->sv_devfetch, b->fb_session, hostkey,
+					       &m->pm_build_id, &r->fr_ranges, &r->fr_nranges);
 	}
+	if (!err)
+		err = ask_cfi(s, ss, hostkey, p, r);
 	if (err) {
 		fp_profile_free(p);
 		return err;

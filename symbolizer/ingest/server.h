@@ -85,6 +85,8 @@ struct fp_server_stats {
 	uint64_t sv_fetch_deferred; /* ... not started for a bound */
 	uint64_t sv_fetch_retried;  /* ... started again after a device's failure */
 	uint64_t sv_fetch_given_up; /* build-IDs failed too often to ask again */
+	uint64_t sv_fetch_started;     /* device fetches started, of both kinds */
+	uint64_t sv_fetch_cfi_started; /* of them, of CFI alone (devfetch.h) */
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
 	uint64_t sv_pipeline_queue;       /* profiles waiting for their sinks now */
 	uint64_t sv_pipeline_bytes;       /* the heap they hold */

@@ -9,6 +9,15 @@
  *
  * Unwind tables (cfi.h) of the same files are compiled whenever a file
  * with CFI is ingested, and stored beside the symbols (symcache.h).
+ * Symbols and CFI are found independently: a detached debug file (the
+ * debug directory, debuginfod's debuginfo, an uploaded .debug) has the
+ * most symbols and no CFI (its .eh_frame is NOBITS), so the table of such
+ * a build-ID comes from another file: an executable (the store's,
+ * debuginfod's executable, the mapping's path with local files), or, when
+ * the host has none, a device's copy of its CFI sections
+ * (fp_resolver_unwind says -ENODATA; devfetch.h fetches it).  Why a
+ * build-ID with symbols has no table is kept per build-ID, counted
+ * (rs_no_table) and logged once per build-ID and reason.
  *
  * Threads.  Until fp_resolver_start, symbol work (parsing a file in the
  * isolated child, isolate.h; upstream look-ups through the fetch
@@ -33,10 +42,15 @@
 
 struct fp_resolver;
 
+/* What a fetch function is asked for: symbols (the file with the most,
+ * a debug file first) or CFI (a file with code: an executable or shared
+ * object; a debug file has none). */
+enum fp_fetch_what { FP_FETCH_SYMBOLS, FP_FETCH_CFI };
+
 /* A further source of files, tried after the debug directory and local
- * files: an fd open on a file that should have build-ID id (it is
- * checked), or a negative errno. */
-typedef int (*fp_fetch_fn)(const struct fp_build_id *id, void *arg);
+ * files: an fd open on a file for what (enum fp_fetch_what) that should
+ * have build-ID id (it is checked), or a negative errno. */
+typedef int (*fp_fetch_fn)(const struct fp_build_id *id, int what, void *arg);
 
 struct fp_resolver_opts {
 	const char *ro_cache_dir; /* LMDB directory (created if missing) */
@@ -99,15 +113,44 @@ int fp_resolver_add_file_async(struct fp_resolver *r, int fd, const struct fp_bu
  * *blob (malloc'd, the caller frees it), *len bytes.  When none is stored
  * yet, looks for a file with id's CFI once: at the paths noted for id
  * (fp_resolver_note_path, and the mappings fp_resolver_frame resolved)
- * when local files are allowed, in the debug directory, and through the
- * fetch function; later calls for an id that no source had return
- * -ENOENT at once, until a new path is noted or a file is added.  Safe
- * to call from any thread; the search forks a child per file (isolate.h).
- * After fp_resolver_start the search is queued instead and -EAGAIN
- * returned while it is queued or running.  0, -ENOENT (none stored and
- * no source has CFI for it), -EAGAIN, -ENOMEM or a negative errno. */
+ * when local files are allowed, in the debug directory
+ * (DEBUG_DIR/.build-id/xx/rest.debug, and rest: Fedora's link to the
+ * binary), and through the fetch function (FP_FETCH_CFI).  Safe to call
+ * from any thread; the search forks a child per file (isolate.h).  After
+ * fp_resolver_start the search is queued instead and -EAGAIN returned
+ * while it is queued or running; when the debug directory is the only
+ * source and its file has no CFI (it reads the section headers only),
+ * the answer is given at once.  When no source of this host has CFI,
+ * -ENODATA says that only a device's copy can give the table: the caller
+ * asks a device (devfetch.h), which tells what came of it
+ * (fp_resolver_cfi_device, fp_resolver_add_cfi_async); meanwhile
+ * -EAGAIN.  0, -EAGAIN (being searched or fetched: ask again), -ENODATA
+ * (ask a device), -ENOENT (none will come: no source has CFI, a device's
+ * copy included, or its table could not be compiled; until a new path is
+ * noted or a file is added), -ENOMEM or a negative errno. */
 int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
 		       size_t *len);
+
+/* What came of asking a device for id's CFI (devfetch.h). */
+enum fp_cfi_device {
+	FP_CFI_DEVICE_ASKED, /* a device is being asked */
+	FP_CFI_DEVICE_RETRY, /* that failed, or had no answer: another may be asked */
+	FP_CFI_DEVICE_NONE,  /* the device's file has no CFI, or no device will be asked */
+};
+
+/* fp_resolver_cfi_device: the device fetch of id's CFI (after -ENODATA)
+ * is in state what (enum fp_cfi_device).  Any thread. */
+void fp_resolver_cfi_device(struct fp_resolver *r, const struct fp_build_id *id, int what);
+
+/* fp_resolver_add_cfi_async: a device's copy of id's CFI sections, at fd
+ * (the resolver takes fd and closes it; its build-ID must be id): its
+ * unwind table is compiled and stored (as fp_resolver_add_file does,
+ * without its symbols, which the copy does not hold).  Before
+ * fp_resolver_start, in the caller's thread; after it, in a worker.  0
+ * (done, or queued), -ESTALE (another build-ID), -EAGAIN (queue full:
+ * nothing done, fd closed), -ENOENT (no CFI in it) or the error of the
+ * compile. */
+int fp_resolver_add_cfi_async(struct fp_resolver *r, int fd, const struct fp_build_id *id);
 
 /* fp_resolver_note_path: the file of user build-ID id was mapped at path
  * by process pid (0: unknown): where fp_resolver_unwind looks.  At most
@@ -168,6 +211,21 @@ enum fp_symbol_source {
  * "fetch"; NULL out of range. */
 const char *fp_symbol_source_name(int source);
 
+/* Why a build-ID with symbols has no unwind table to send. */
+enum fp_unwind_why {
+	FP_UNWIND_WHY_NONE,      /* it has one (or no symbols): not counted */
+	FP_UNWIND_SEARCHING,     /* the host's sources are being searched for its CFI */
+	FP_UNWIND_DEVICE,        /* none has CFI: a device is (to be) asked for it */
+	FP_UNWIND_NO_CFI,        /* no source has CFI, a device's copy included */
+	FP_UNWIND_COMPILE_FAILED, /* CFI found, its table could not be compiled */
+	FP_UNWIND_FRAME_POINTERS, /* a table, not needed: the code keeps frame pointers */
+	FP_UNWIND_WHY_COUNT,
+};
+
+/* fp_unwind_why_name: "searching", "device", "no_cfi", "compile_failed",
+ * "frame_pointers"; NULL for FP_UNWIND_WHY_NONE and out of range. */
+const char *fp_unwind_why_name(int why);
+
 struct fp_resolver_stats {
 	uint64_t rs_ingested; /* tables built from ELF files */
 	uint64_t rs_ingest_failed;
@@ -176,6 +234,11 @@ struct fp_resolver_stats {
 	uint64_t rs_unwind_failed;   /* files with CFI whose compile failed */
 	uint64_t rs_unwind_bytes;    /* bytes of the tables stored */
 	uint64_t rs_paths_refused;   /* not regular files (FIFO, device, link...) */
+	/* Build-IDs with symbols and no table, by enum fp_unwind_why: now (of
+	 * those fp_resolver_unwind was asked for), and how many times one
+	 * came to lack it for that reason. */
+	uint64_t rs_no_table[FP_UNWIND_WHY_COUNT];
+	uint64_t rs_no_table_total[FP_UNWIND_WHY_COUNT];
 	/* A look-up's first use of a build-ID asks the sources in order until
 	 * one has its table: a hit there, a miss at each one before. */
 	uint64_t rs_hits[FP_SOURCE_COUNT], rs_misses[FP_SOURCE_COUNT];

@@ -297,7 +297,7 @@ static void test_fetch_direct(void)
 	CHECK_EQ_INT(fp_debuginfod_open(&d, urls, 2, dcache), 0);
 	if (!d)
 		return;
-	fd = fp_debuginfod_fetch(&prog_id, d);
+	fd = fp_debuginfod_fetch(&prog_id, FP_FETCH_SYMBOLS, d);
 	CHECK(fd >= 0);
 	if (fd >= 0) {
 		CHECK(fp_elfnote_build_id(fd, &got) == 0 && fp_build_id_eq(&got, &prog_id));
@@ -311,7 +311,7 @@ static void test_fetch_direct(void)
 	if (!d)
 		return;
 	t0 = now();
-	fd = fp_debuginfod_fetch(&prog_id, d);
+	fd = fp_debuginfod_fetch(&prog_id, FP_FETCH_SYMBOLS, d);
 	CHECK(fd < 0);
 	CHECK(now() - t0 < 20);
 	if (fd >= 0)
