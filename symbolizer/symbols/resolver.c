@@ -1192,13 +1192,17 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 	struct fp_build_id id;
 	size_t len;
 	void *blob;
-	int err;
+	int err, table;
 
 	if ((err = fp_elfnote_build_id(fd, &id)))
 		return err;
-	ingest_unwind(r, fd, &id);
-	if ((err = fp_elf_symtab_isolated(fd, &blob, &len)))
-		return err;
+	table = ingest_unwind(r, fd, &id) == 0;
+	if ((err = fp_elf_symtab_isolated(fd, &blob, &len))) {
+		if (err != -ENOENT || !table)
+			return err;
+		*out = id; /* a stripped program: its CFI only */
+		return 0;
+	}
 	/* More symbols, lines and inline ranges make a larger table. */
 	if (len > cached_size(r, &id)) {
 		err = fp_symcache_put(r->rv_cache, &id, blob, len);

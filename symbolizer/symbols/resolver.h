@@ -96,9 +96,10 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
  * then a known version, then the eval loop's .cold part), then, all that
  * equal, more FDEs (a debug file, whose .eh_frame is NOBITS, never
  * replaces a stored table).  Clears the "no source had it" mark, so frames
- * of that build-ID resolve from the next look-up on.  Safe to call from
- * any thread.  0, -ENOENT (no build-ID or no symbols), -EINVAL (not ELF
- * or malformed) or a negative errno. */
+ * of that build-ID resolve from the next look-up on.  A file with CFI and
+ * no symbols (a stripped program) gives its table only.  Safe to call
+ * from any thread.  0, -ENOENT (no build-ID, or neither symbols nor a new
+ * table), -EINVAL (not ELF or malformed) or a negative errno. */
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *id);
 
 /* fp_resolver_add_file_async: fp_resolver_add_file of the file at fd
