@@ -679,9 +679,8 @@ static int next_stage_isolated(struct fetch *fe, struct fp_range **ranges, size_
 	if (!fp_build_id_match(&got.fe_id, &fe->fe_id) || got.fe_session != fe->fe_session ||
 	    got.fe_what != fe->fe_what || got.fe_want_cfi != fe->fe_want_cfi ||
 	    got.fe_cfi_secs > MAX_PENDING || got.fe_size != fe->fe_size ||
-	    got.fe_bytes < fe->fe_bytes ||
-	    got.fe_npending != plan->sp_nranges || got.fe_stage <= fe->fe_stage ||
-	    got.fe_stage > STAGE_VERSION)
+	    got.fe_bytes < fe->fe_bytes || got.fe_npending != plan->sp_nranges ||
+	    got.fe_stage <= fe->fe_stage || got.fe_stage > STAGE_VERSION)
 		goto out;
 	for (i = 0; i < plan->sp_nranges; i++) {
 		const struct fp_range *r = &plan->sp_ranges[i];

@@ -99,8 +99,8 @@ struct fp_devfetch_stats {
 	uint64_t dv_started, dv_done, dv_failed; /* fetches of both kinds */
 	uint64_t dv_cfi_started;                 /* of them, CFI fetches */
 	uint64_t dv_cfi_none;                    /* CFI fetches of files without CFI */
-	uint64_t dv_retried;  /* started again after a failure */
-	uint64_t dv_given_up; /* build-IDs no device is asked for any more */
+	uint64_t dv_retried;                     /* started again after a failure */
+	uint64_t dv_given_up;                    /* build-IDs no device is asked for any more */
 	uint64_t dv_bytes;
 	uint64_t dv_expired;  /* no answer in time */
 	uint64_t dv_deferred; /* not started now: a bound */

@@ -601,7 +601,8 @@ static int tables_scan(struct fp_session *s)
 			return -ENOMEM; /* retried: the build-ID stays interned */
 		if (added)
 			s->se_tables[idx] = (struct sess_table){
-				.tb_state = TABLE_PENDING, .tb_mapping = (uint32_t)s->se_tables_scanned
+				.tb_state = TABLE_PENDING,
+				.tb_mapping = (uint32_t)s->se_tables_scanned
 			};
 	}
 	return 0;

@@ -104,7 +104,8 @@ int fp_debuginfod_fetch(const struct fp_build_id *id, int what, void *arg)
 	if (fd >= 0)
 		fp_info("debuginfod: fetched %s (%s)", hex, path ? path : "");
 	else if (fd == -ENOENT)
-		fp_debug("debuginfod: no server has %s%s", what == FP_FETCH_CFI ? "the executable of " : "", hex);
+		fp_debug("debuginfod: no server has %s%s",
+			 what == FP_FETCH_CFI ? "the executable of " : "", hex);
 	else
 		fp_warnx("debuginfod: cannot fetch %s: %s", hex, strerror(-fd));
 	free(path);

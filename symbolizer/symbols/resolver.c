@@ -253,8 +253,9 @@ static struct unwind_hint *hint_find(struct fp_resolver *r, const struct fp_buil
 {
 	uint32_t idx;
 
-	return fp_intern_find(r->rv_hint_ids, id->fb_data, id->fb_len, &idx) == 0 ? &r->rv_hints[idx]
-										  : NULL;
+	return fp_intern_find(r->rv_hint_ids, id->fb_data, id->fb_len, &idx) == 0
+		       ? &r->rv_hints[idx]
+		       : NULL;
 }
 
 /* hint_for: id's hint, added when new (NULL when full or out of memory).
@@ -1055,8 +1056,8 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
  * (elfnote.h's bounded reader), so the common case, a Debian debug file
  * whose .eh_frame is NOBITS, is answered without a wait and the device is
  * asked in the same reply. */
-static int host_may_have_cfi(struct fp_resolver *r, const struct fp_build_id *id,
-			     const char *path, uint32_t pid)
+static int host_may_have_cfi(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
+			     uint32_t pid)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
 	int fd, has = 0;

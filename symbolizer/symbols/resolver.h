@@ -214,10 +214,10 @@ const char *fp_symbol_source_name(int source);
 
 /* Why a build-ID with symbols has no unwind table to send. */
 enum fp_unwind_why {
-	FP_UNWIND_WHY_NONE,      /* it has one (or no symbols): not counted */
-	FP_UNWIND_SEARCHING,     /* the host's sources are being searched for its CFI */
-	FP_UNWIND_DEVICE,        /* none has CFI: a device is (to be) asked for it */
-	FP_UNWIND_NO_CFI,        /* no source has CFI, a device's copy included */
+	FP_UNWIND_WHY_NONE,       /* it has one (or no symbols): not counted */
+	FP_UNWIND_SEARCHING,      /* the host's sources are being searched for its CFI */
+	FP_UNWIND_DEVICE,         /* none has CFI: a device is (to be) asked for it */
+	FP_UNWIND_NO_CFI,         /* no source has CFI, a device's copy included */
 	FP_UNWIND_COMPILE_FAILED, /* CFI found, its table could not be compiled */
 	FP_UNWIND_FRAME_POINTERS, /* a table, not needed: the code keeps frame pointers */
 	FP_UNWIND_WHY_COUNT,

@@ -382,7 +382,8 @@ static uint64_t symbol_offset(const char *path, const char *name)
 		Elf_Data *d;
 		GElf_Sym sym;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(d = elf_getdata(scn, NULL)))
 			continue;
 		for (i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++)
 			if (gelf_getsym(d, (int)i, &sym) &&
