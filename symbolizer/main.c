@@ -447,6 +447,7 @@ int main(int argc, char **argv)
 	if (chain.fc_store || chain.fc_upstream) {
 		ro.ro_fetch = fetch_chain;
 		ro.ro_fetch_arg = &chain;
+		ro.ro_fetch_remote = chain.fc_upstream != NULL;
 	}
 	if (fp_resolver_open(&r, &ro) || fp_server_alloc(&srv, r, out, ro.ro_cache_dir) ||
 	    fp_server_set_limits(srv, &limits))

@@ -81,6 +81,7 @@ struct fp_resolver {
 	int rv_proc_root;
 	fp_fetch_fn rv_fetch;
 	void *rv_fetch_arg;
+	int rv_fetch_remote;
 	pthread_mutex_t rv_lock;     /* rv_failed, rv_stats: uploads come from other threads */
 	struct fp_intern *rv_failed; /* build-IDs no source could provide */
 	struct pending_ksyms rv_pending[MAX_PENDING_KSYMS];
@@ -126,6 +127,7 @@ int fp_resolver_open(struct fp_resolver **out, const struct fp_resolver_opts *o)
 	r->rv_proc_root = o->ro_proc_root;
 	r->rv_fetch = o->ro_fetch;
 	r->rv_fetch_arg = o->ro_fetch_arg;
+	r->rv_fetch_remote = o->ro_fetch_remote;
 	pthread_mutex_init(&r->rv_lock, NULL);
 	{
 		pthread_condattr_t ca;
@@ -1048,32 +1050,45 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 	return failed ? -ENOEXEC : -ENOENT;
 }
 
+/* fd_has_cfi: whether the file at fd (closed here; a negative errno: no
+ * file) is id's and has CFI bytes. */
+static int fd_has_cfi(int fd, const struct fp_build_id *id)
+{
+	int has;
+
+	if (fd < 0)
+		return 0;
+	has = same_build(fd, id) == 0 && fp_cfi_has_cfi(fd);
+	close(fd);
+	return has;
+}
+
 /* host_may_have_cfi: whether a search of this host's sources may find
  * id's CFI.  Always when they include the mapped file (local files, a
- * container's) or the fetch function, whose answers take time (the
- * search is queued); when the debug directory is the only one, whether
- * its files for id have CFI bytes: only their section headers are read
- * (elfnote.h's bounded reader), so the common case, a Debian debug file
- * whose .eh_frame is NOBITS, is answered without a wait and the device is
- * asked in the same reply. */
+ * container's) or other hosts (a remote fetch function), whose answers
+ * take time (the search is queued); when they are only files the
+ * operator keeps (the debug directory, the store), whether those have
+ * CFI bytes: only their section headers are read (elfnote.h's bounded
+ * reader), so the common case, a Debian debug file whose .eh_frame is
+ * NOBITS, is answered without a wait and the device is asked in the same
+ * reply. */
 static int host_may_have_cfi(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
 			     uint32_t pid)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
-	int fd, has = 0;
+	int has = 0;
 	size_t i;
 
-	if ((r->rv_local_files && path) || (r->rv_proc_root && pid && path) || r->rv_fetch)
+	if ((r->rv_local_files && path) || (r->rv_proc_root && pid && path) ||
+	    (r->rv_fetch && r->rv_fetch_remote))
 		return 1;
 	fp_build_id_hex(id, hex);
-	for (i = 0; r->rv_debug_dir && i < 2 && !has; i++) {
-		if (fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex,
-				     debug_dir_suffixes[i]) ||
-		    (fd = open_regular(r, 0, file, PATH_OPERATOR)) < 0)
-			continue;
-		has = same_build(fd, id) == 0 && fp_cfi_has_cfi(fd);
-		close(fd);
-	}
+	for (i = 0; r->rv_debug_dir && i < 2 && !has; i++)
+		has = !fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex,
+					debug_dir_suffixes[i]) &&
+		      fd_has_cfi(open_regular(r, 0, file, PATH_OPERATOR), id);
+	if (!has && r->rv_fetch)
+		has = fd_has_cfi(r->rv_fetch(id, FP_FETCH_CFI, r->rv_fetch_arg), id);
 	return has;
 }
 

@@ -60,6 +60,7 @@ struct fp_resolver_opts {
 				     * are this host's (fleetprof record) */
 	fp_fetch_fn ro_fetch;     /* NULL: none (e.g. upstream debuginfod) */
 	void *ro_fetch_arg;
+	int ro_fetch_remote; /* ro_fetch asks other hosts (takes time) */
 };
 
 /* fp_resolver_open: 0 or a negative errno (cache cannot be opened). */
@@ -119,9 +120,10 @@ int fp_resolver_add_file_async(struct fp_resolver *r, int fd, const struct fp_bu
  * binary), and through the fetch function (FP_FETCH_CFI).  Safe to call
  * from any thread; the search forks a child per file (isolate.h).  After
  * fp_resolver_start the search is queued instead and -EAGAIN returned
- * while it is queued or running; when the debug directory is the only
- * source and its file has no CFI (it reads the section headers only),
- * the answer is given at once.  When no source of this host has CFI,
+ * while it is queued or running; when the only sources are local files
+ * the operator keeps (the debug directory, a local fetch function: the
+ * store) and none has CFI (their section headers are read), the answer
+ * is given at once.  When no source of this host has CFI,
  * -ENODATA says that only a device's copy can give the table: the caller
  * asks a device (devfetch.h), which tells what came of it
  * (fp_resolver_cfi_device, fp_resolver_add_cfi_async); meanwhile

@@ -214,6 +214,7 @@ static void test_resolves_through_upstream(void)
 	ro.ro_debug_dir = empty;
 	ro.ro_local_files = 1; /* the mapping's path does not exist */
 	ro.ro_fetch = fp_debuginfod_fetch;
+	ro.ro_fetch_remote = 1;
 	ro.ro_fetch_arg = d;
 	CHECK_EQ_INT(fp_resolver_open(&r, &ro), 0);
 	if (!r)

@@ -518,7 +518,8 @@ static void test_cfi_added_later(const struct split *sp)
  * symbols and the program for CFI, and counts what it was asked. */
 struct split_fetch {
 	const struct split *sf_split;
-	int sf_asked[2]; /* by enum fp_fetch_what */
+	int sf_no_program; /* has the debug file only */
+	int sf_asked[2];   /* by enum fp_fetch_what */
 };
 
 static int split_fetch(const struct fp_build_id *id, int what, void *arg)
@@ -528,6 +529,8 @@ static int split_fetch(const struct fp_build_id *id, int what, void *arg)
 	if (what < 0 || what > FP_FETCH_CFI || !fp_build_id_eq(id, &sf->sf_split->id))
 		return -ENOENT;
 	sf->sf_asked[what]++;
+	if (what == FP_FETCH_CFI && sf->sf_no_program)
+		return -ENOENT;
 	return open(what == FP_FETCH_CFI ? sf->sf_split->exe : sf->sf_split->dbg, O_RDONLY);
 }
 
@@ -539,7 +542,8 @@ static void test_cfi_from_fetch(const struct split *sp)
 	struct split_fetch sf = { .sf_split = sp };
 	struct fp_resolver_opts o = { .ro_cache_dir = cache,
 				      .ro_fetch = split_fetch,
-				      .ro_fetch_arg = &sf };
+				      .ro_fetch_arg = &sf,
+				      .ro_fetch_remote = 1 };
 	struct fp_resolver *r = NULL;
 	void *blob = NULL;
 	size_t len = 0;
@@ -558,6 +562,21 @@ static void test_cfi_from_fetch(const struct split *sp)
 	CHECK(resolves_hidden(r, sp));
 	CHECK_EQ_INT(sf.sf_asked[FP_FETCH_CFI], 1);
 	CHECK_EQ_INT(sf.sf_asked[FP_FETCH_SYMBOLS], 1);
+	fp_resolver_close(r);
+
+	/* A local fetch function (the store) without the program: asked at
+	 * once, in the caller's thread, and a device is wanted at once. */
+	snprintf(cache, sizeof(cache), "%s/cache-store", dir);
+	o.ro_fetch_remote = 0;
+	sf = (struct split_fetch){ .sf_split = sp, .sf_no_program = 1 };
+	CHECK_EQ_INT(fp_resolver_open(&r, &o), 0);
+	if (!r || fp_resolver_start(r, 2, 16)) {
+		CHECK(!"resolver");
+		fp_resolver_close(r);
+		return;
+	}
+	CHECK_EQ_INT(fp_resolver_unwind(r, &sp->id, &blob, &len), -ENODATA);
+	CHECK_EQ_INT(sf.sf_asked[FP_FETCH_CFI], 1);
 	fp_resolver_close(r);
 }
 
