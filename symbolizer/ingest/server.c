@@ -502,26 +502,31 @@ static int batch_apply(struct fp_server *s, struct server_session *ss, const str
 }
 
 /* ask_cfi: the CFI that only the device of session ss may have for its
- * tables (fp_session_cfi_wanted), asked for in r: first of the build-IDs
- * whose frames p has (its stacks stop there now), then of the others.
- * With sv_lock held.  0 or -ENOMEM. */
+ * tables (fp_session_cfi_wanted), asked for in r.  First that of the
+ * build-IDs whose frames p has (its stacks stop there now), but for those
+ * whose symbols no source has: the fetch of their symbols brings it
+ * (batch_end asks for the files p names).  Then, when no fetch of the
+ * session runs, that of the others, so that a device's budget goes to
+ * what its stacks need first.  With sv_lock held.  0 or -ENOMEM. */
 static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host,
 		   const struct fp_profile *p, struct fp_reply *r)
 {
 	struct fp_build_id ids[FP_WIRE_MAX_RANGES];
-	uint8_t asked[FP_WIRE_MAX_RANGES] = { 0 };
+	uint8_t named[FP_WIRE_MAX_RANGES] = { 0 };
 	size_t n = fp_session_cfi_wanted(ss->ss_session, ids, FP_WIRE_MAX_RANGES), i, k;
 	int err = 0;
 
-	for (k = 0; n && k < p->pr_nmappings && !err; k++)
-		for (i = 0; i < n && !err; i++)
-			if (!asked[i] && fp_build_id_eq(&ids[i], &p->pr_mappings[k].pm_build_id)) {
-				asked[i] = 1;
-				err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
-							   &r->fr_ranges, &r->fr_nranges);
-			}
+	for (k = 0; n && k < p->pr_nmappings; k++)
+		for (i = 0; i < n; i++)
+			named[i] |= fp_build_id_eq(&ids[i], &p->pr_mappings[k].pm_build_id);
 	for (i = 0; i < n && !err; i++)
-		if (!asked[i])
+		if (named[i] && !fp_resolver_missing(s->sv_resolver, &ids[i]))
+			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
+						   &r->fr_ranges, &r->fr_nranges);
+	if (!n || fp_devfetch_running(s->sv_devfetch, ss->ss_id))
+		return err;
+	for (i = 0; i < n && !err; i++)
+		if (!named[i])
 			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
 						   &r->fr_ranges, &r->fr_nranges);
 	return err;

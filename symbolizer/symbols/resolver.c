@@ -72,6 +72,7 @@ struct unwind_hint {
 	uint8_t uh_why;     /* enum fp_unwind_why */
 	uint8_t uh_symbols; /* its symbols are stored (as last seen) */
 	uint8_t uh_logged;  /* the reasons logged, bits 1 << why */
+	uint8_t uh_nofile;  /* this host has no file for it (host_may_have_cfi) */
 };
 
 struct fp_resolver {
@@ -389,8 +390,10 @@ static void symbols_stored(struct fp_resolver *r, const struct fp_build_id *id)
 	struct unwind_hint *h;
 
 	pthread_mutex_lock(&r->rv_lock);
-	if ((h = hint_find(r, id)) && !h->uh_symbols)
+	if ((h = hint_find(r, id)) && !h->uh_symbols) {
+		h->uh_nofile = 0;
 		why_set(r, id, h, h->uh_why, 1);
+	}
 	pthread_mutex_unlock(&r->rv_lock);
 }
 
@@ -939,7 +942,15 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 
 int fp_resolver_missing(struct fp_resolver *r, const struct fp_build_id *id)
 {
-	return failed_find(r, id);
+	struct unwind_hint *h;
+	int nofile;
+
+	if (failed_find(r, id))
+		return 1;
+	pthread_mutex_lock(&r->rv_lock);
+	nofile = (h = hint_find(r, id)) && h->uh_nofile;
+	pthread_mutex_unlock(&r->rv_lock);
+	return nofile;
 }
 
 /* cached_size: the size of id's stored table, 0 if none. */
@@ -1071,24 +1082,43 @@ static int fd_has_cfi(int fd, const struct fp_build_id *id)
  * CFI bytes: only their section headers are read (elfnote.h's bounded
  * reader), so the common case, a Debian debug file whose .eh_frame is
  * NOBITS, is answered without a wait and the device is asked in the same
- * reply. */
+ * reply.  *no_files: those sources have no file at all for id, so its
+ * symbols cannot come from them either (fp_resolver_missing). */
 static int host_may_have_cfi(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
-			     uint32_t pid)
+			     uint32_t pid, int *no_files)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
-	int has = 0;
+	struct fp_build_id trimmed = fp_build_id_trim(id);
+	int has = 0, files = 0, fd;
 	size_t i;
 
+	*no_files = 0;
 	if ((r->rv_local_files && path) || (r->rv_proc_root && pid && path) ||
 	    (r->rv_fetch && r->rv_fetch_remote))
 		return 1;
-	fp_build_id_hex(id, hex);
-	for (i = 0; r->rv_debug_dir && i < 2 && !has; i++)
-		has = !fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex,
-					debug_dir_suffixes[i]) &&
-		      fd_has_cfi(open_regular(r, 0, file, PATH_OPERATOR), id);
-	if (!has && r->rv_fetch)
-		has = fd_has_cfi(r->rv_fetch(id, FP_FETCH_CFI, r->rv_fetch_arg), id);
+	/* The debug file, Fedora's link to the binary, and the debug file
+	 * of the build-ID without the kernel's zero padding. */
+	for (i = 0; r->rv_debug_dir && i < 3 && !has; i++) {
+		if (i == 2 && fp_build_id_eq(&trimmed, id))
+			break;
+		fp_build_id_hex(i == 2 ? &trimmed : id, hex);
+		if (fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex,
+				     debug_dir_suffixes[i == 1]) ||
+		    (fd = open_regular(r, 0, file, PATH_OPERATOR)) < 0)
+			continue;
+		files++;
+		has = fd_has_cfi(fd, id);
+	}
+	if (!has && r->rv_fetch) {
+		fd = r->rv_fetch(id, FP_FETCH_CFI, r->rv_fetch_arg);
+		files += fd >= 0;
+		has = fd_has_cfi(fd, id);
+		if (!files && (fd = r->rv_fetch(id, FP_FETCH_SYMBOLS, r->rv_fetch_arg)) >= 0) {
+			files++;
+			close(fd);
+		}
+	}
+	*no_files = !files;
 	return has;
 }
 
@@ -1106,7 +1136,7 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 	struct unwind_hint *h;
 	char *path = NULL;
 	uint32_t pid = 0;
-	int err, symbols;
+	int err, symbols, no_files = 0;
 
 	err = fp_symcache_get_unwind(r->rv_cache, id, blob, len);
 	if (!err) {
@@ -1123,10 +1153,14 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 		return -ENOENT;
 	}
 	why_set(r, id, h, state_why(h->uh_state), symbols);
-	/* A symbols job is not waited for: the search for CFI runs beside
-	 * it (ingest_fd leaves the CFI to it), so that a device is asked as
-	 * soon as this host is known to have none. */
-	if (job_find(r, id, JOB_UNWIND) || job_find(r, id, JOB_FILE) || job_find(r, id, JOB_CFI))
+	/* A symbols job is waited for only when it reads the mapped file
+	 * (local files, a container's), which has CFI as often as not;
+	 * else the search for CFI runs beside it (ingest_fd leaves the CFI
+	 * to it), so that a device is asked as soon as this host is known
+	 * to have none. */
+	if (job_find(r, id, JOB_UNWIND) || job_find(r, id, JOB_FILE) || job_find(r, id, JOB_CFI) ||
+	    (job_find(r, id, JOB_SYMBOLS) && h->uh_path &&
+	     (r->rv_local_files || (r->rv_proc_root && h->uh_pid))))
 		err = -EAGAIN;
 	else if (h->uh_state == UNWIND_NOT_HERE)
 		err = -ENODATA;
@@ -1143,7 +1177,7 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 	if (err)
 		return err;
 	/* Searched once per source: the state remembers how it went. */
-	if (r->rv_nworkers && host_may_have_cfi(r, id, path, pid)) {
+	if (r->rv_nworkers && host_may_have_cfi(r, id, path, pid, &no_files)) {
 		/* Not queued (full): the next call tries again. */
 		err = queue_job(r, JOB_UNWIND, id, path, pid, -1);
 		free(path);
@@ -1151,6 +1185,12 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 	}
 	err = r->rv_nworkers ? -ENOENT : unwind_search(r, id, path, pid);
 	free(path);
+	if (no_files) {
+		pthread_mutex_lock(&r->rv_lock);
+		if ((h = hint_find(r, id)) && !h->uh_symbols)
+			h->uh_nofile = 1;
+		pthread_mutex_unlock(&r->rv_lock);
+	}
 	search_done(r, id, err);
 	if (err)
 		return err == -ENOEXEC ? -ENOENT : -ENODATA;
@@ -1382,6 +1422,18 @@ static void job_run(struct fp_resolver *r, struct resolver_job *j)
 	}
 }
 
+/* job_before: whether job a runs before b: first in, first out, but the
+ * searches of this host's symbol files last: their DWARF can take seconds
+ * to read, while the other jobs (a search for CFI, a device's copy) take
+ * one look-up or one compile, and bring the unwind tables that stacks
+ * wait for. */
+static int job_before(const struct resolver_job *a, const struct resolver_job *b)
+{
+	int sa = a->jb_kind == JOB_SYMBOLS, sb = b->jb_kind == JOB_SYMBOLS;
+
+	return sa != sb ? sb : a->jb_order < b->jb_order;
+}
+
 static void *worker_main(void *arg)
 {
 	struct fp_resolver *r = arg;
@@ -1398,7 +1450,7 @@ static void *worker_main(void *arg)
 			break;
 		for (i = 0; i < r->rv_njobs; i++)
 			if (r->rv_jobs[i].jb_state == JOB_QUEUED &&
-			    (!j || r->rv_jobs[i].jb_order < j->jb_order))
+			    (!j || job_before(&r->rv_jobs[i], j)))
 				j = &r->rv_jobs[i];
 		j->jb_state = JOB_RUNNING;
 		r->rv_nqueued--;

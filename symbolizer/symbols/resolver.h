@@ -25,7 +25,9 @@
  * fleetprof record and the tests want.  After it, that work runs in a
  * few background workers, fed by a bounded queue: fp_resolver_frame and
  * fp_resolver_unwind only read the cache and queue what is missing, so a
- * server thread that calls them never waits for a file.  A full queue
+ * server thread that calls them never waits for a file.  Jobs run first
+ * in, first out, but the searches for symbols (whose DWARF can take
+ * seconds) after the others (searches for CFI, devices' copies).  A full queue
  * drops the job and counts it (rs_queue_full); the next look-up of that
  * build-ID queues it again.  rv_lock guards everything the workers share
  * with callers: the queue, the failure memo, the path hints, the
@@ -169,7 +171,8 @@ struct fp_kfuncs;
 int fp_resolver_kfuncs(struct fp_resolver *r, const struct fp_build_id *id, struct fp_kfuncs *out);
 
 /* fp_resolver_missing: whether every source was tried for id and none had
- * it (until a file for it is added). */
+ * it, or, where the sources are files the operator keeps, none has a file
+ * for it (fp_resolver_unwind looked); until a file for it is added. */
 int fp_resolver_missing(struct fp_resolver *r, const struct fp_build_id *id);
 
 /* fp_resolver_has: whether a table for id is stored. */
