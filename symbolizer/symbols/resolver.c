@@ -644,23 +644,16 @@ static int same_build(int fd, const struct fp_build_id *id)
 	return err;
 }
 
-static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id, int kind);
-
 /* ingest_fd: a table from the ELF file open at fd if its build-ID is id;
- * its unwind table too, on the way, unless a search for it is queued or
- * running (it would compile the same CFI twice). */
+ * its unwind table too, on the way. */
 static int ingest_fd(struct fp_resolver *r, int fd, const struct fp_build_id *id, void **blob,
 		     size_t *len)
 {
-	int err = same_build(fd, id), searching;
+	int err = same_build(fd, id);
 
 	if (err)
 		return err;
-	pthread_mutex_lock(&r->rv_lock);
-	searching = job_find(r, id, JOB_UNWIND) != NULL;
-	pthread_mutex_unlock(&r->rv_lock);
-	if (!searching)
-		ingest_unwind(r, fd, id);
+	ingest_unwind(r, fd, id);
 	return fp_elf_symtab_isolated(fd, blob, len);
 }
 
@@ -1030,8 +1023,14 @@ static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, co
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
 	int err = -ENOENT, failed = 0;
-	size_t i;
+	size_t i, len;
+	void *blob;
 
+	/* The symbols' search (run first) took the table from its file. */
+	if (fp_symcache_get_unwind(r->rv_cache, id, &blob, &len) == 0) {
+		free(blob);
+		return 0;
+	}
 	if (r->rv_local_files && path)
 		err = unwind_try(r, 0, path, PATH_REPORTED, id);
 	failed |= compile_failed(err);
@@ -1130,6 +1129,8 @@ static void search_done(struct fp_resolver *r, const struct fp_build_id *id, int
 		state_set(r, id, err == -ENOEXEC ? UNWIND_FAILED : UNWIND_NOT_HERE);
 }
 
+static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id, int kind);
+
 int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
 		       size_t *len)
 {
@@ -1178,7 +1179,12 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 		return err;
 	/* Searched once per source: the state remembers how it went. */
 	if (r->rv_nworkers && host_may_have_cfi(r, id, path, pid, &no_files)) {
-		/* Not queued (full): the next call tries again. */
+		/* Other hosts: their symbols' file first (job_ready), queued
+		 * here if no frame asked for it yet: one download may hold
+		 * the CFI too.  Not queued (full): the next call tries
+		 * again. */
+		if (r->rv_fetch_remote && !symbols && !failed_find(r, id))
+			queue_job(r, JOB_SYMBOLS, id, path, pid, -1);
 		err = queue_job(r, JOB_UNWIND, id, path, pid, -1);
 		free(path);
 		return err == -ENOMEM ? err : -EAGAIN;
@@ -1434,6 +1440,17 @@ static int job_before(const struct resolver_job *a, const struct resolver_job *b
 	return sa != sb ? sb : a->jb_order < b->jb_order;
 }
 
+/* job_ready: whether queued job j may run now: with a remote fetch
+ * function, a search for CFI waits for the symbols' search of its
+ * build-ID, whose download may hold the CFI (an unstripped binary is a
+ * symbol service's debuginfo and executable both: one download, not
+ * two).  Called with rv_lock held. */
+static int job_ready(struct fp_resolver *r, const struct resolver_job *j)
+{
+	return j->jb_kind != JOB_UNWIND || !r->rv_fetch_remote ||
+	       !job_find(r, &j->jb_id, JOB_SYMBOLS);
+}
+
 static void *worker_main(void *arg)
 {
 	struct fp_resolver *r = arg;
@@ -1444,14 +1461,16 @@ static void *worker_main(void *arg)
 		uint64_t start, ms;
 		size_t i;
 
-		while (!r->rv_stop && !r->rv_nqueued)
-			pthread_cond_wait(&r->rv_work, &r->rv_lock);
-		if (r->rv_stop)
-			break;
-		for (i = 0; i < r->rv_njobs; i++)
-			if (r->rv_jobs[i].jb_state == JOB_QUEUED &&
+		for (i = 0; !r->rv_stop && r->rv_nqueued && i < r->rv_njobs; i++)
+			if (r->rv_jobs[i].jb_state == JOB_QUEUED && job_ready(r, &r->rv_jobs[i]) &&
 			    (!j || job_before(&r->rv_jobs[i], j)))
 				j = &r->rv_jobs[i];
+		if (r->rv_stop)
+			break;
+		if (!j) { /* none, or none ready: a job ends or comes */
+			pthread_cond_wait(&r->rv_work, &r->rv_lock);
+			continue;
+		}
 		j->jb_state = JOB_RUNNING;
 		r->rv_nqueued--;
 		r->rv_stats.rs_running++;
@@ -1470,6 +1489,7 @@ static void *worker_main(void *arg)
 		if (ms > r->rv_stats.rs_job_max_ms)
 			r->rv_stats.rs_job_max_ms = ms;
 		pthread_cond_broadcast(&r->rv_done);
+		pthread_cond_broadcast(&r->rv_work); /* one it held back may run */
 	}
 	pthread_mutex_unlock(&r->rv_lock);
 	return NULL;
