@@ -523,8 +523,6 @@ static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host
 		if (named[i] && !fp_resolver_missing(s->sv_resolver, &ids[i]))
 			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
 						   &r->fr_ranges, &r->fr_nranges);
-	if (!n || fp_devfetch_running(s->sv_devfetch, ss->ss_id))
-		return err;
 	for (i = 0; i < n && !err; i++)
 		if (!named[i])
 			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],

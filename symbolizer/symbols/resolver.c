@@ -73,6 +73,7 @@ struct unwind_hint {
 	uint8_t uh_symbols; /* its symbols are stored (as last seen) */
 	uint8_t uh_logged;  /* the reasons logged, bits 1 << why */
 	uint8_t uh_nofile;  /* this host has no file for it (host_may_have_cfi) */
+	uint8_t uh_seen;    /* a file's CFI (or its lack) was looked at (job_ready) */
 };
 
 struct fp_resolver {
@@ -599,6 +600,22 @@ static int eh_frame_nobits(int fd)
  * only fills the place of a missing table.  0, -ENOENT (no CFI, none in
  * its code, or nothing more than stored), -ENOEXEC (the compile failed:
  * malformed, too many rows...) or the error of the store. */
+/* cfi_seen: a file of id was looked at for CFI, and its table stored if
+ * it had one: a search held back behind the symbols' search of id need
+ * not wait for their DWARF (job_ready).  Returns err. */
+static int cfi_seen(struct fp_resolver *r, const struct fp_build_id *id, int err)
+{
+	struct unwind_hint *h;
+
+	pthread_mutex_lock(&r->rv_lock);
+	if ((h = hint_find(r, id)) && !h->uh_seen) {
+		h->uh_seen = 1;
+		pthread_cond_broadcast(&r->rv_work);
+	}
+	pthread_mutex_unlock(&r->rv_lock);
+	return err;
+}
+
 static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id *id)
 {
 	struct table_rank new_rank, old_rank;
@@ -607,13 +624,13 @@ static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id
 	int err, have_old;
 
 	if (!fp_cfi_has_cfi(fd))
-		return -ENOENT;
+		return cfi_seen(r, id, -ENOENT);
 	err = fp_cfi_compile_isolated(fd, &blob, &len);
 	if (err) {
 		pthread_mutex_lock(&r->rv_lock);
 		r->rv_stats.rs_unwind_failed++;
 		pthread_mutex_unlock(&r->rv_lock);
-		return err == -ENOENT ? err : -ENOEXEC;
+		return cfi_seen(r, id, err == -ENOENT ? err : -ENOEXEC);
 	}
 	new_rank = table_rank(blob, len);
 	have_old = stored_rank(r, id, &old_rank) == 0;
@@ -629,7 +646,7 @@ static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id
 		table_found(r, id, blob, len, 0);
 	}
 	free(blob);
-	return err;
+	return cfi_seen(r, id, err);
 }
 
 /* same_build: whether the ELF file at fd has build-ID id.  0 or -ESTALE
@@ -1442,13 +1459,17 @@ static int job_before(const struct resolver_job *a, const struct resolver_job *b
 
 /* job_ready: whether queued job j may run now: with a remote fetch
  * function, a search for CFI waits for the symbols' search of its
- * build-ID, whose download may hold the CFI (an unstripped binary is a
- * symbol service's debuginfo and executable both: one download, not
- * two).  Called with rv_lock held. */
+ * build-ID to have looked at its file's CFI (a download that may hold it:
+ * an unstripped binary is a symbol service's debuginfo and executable
+ * both, one download, not two), not for its DWARF.  Called with rv_lock
+ * held. */
 static int job_ready(struct fp_resolver *r, const struct resolver_job *j)
 {
-	return j->jb_kind != JOB_UNWIND || !r->rv_fetch_remote ||
-	       !job_find(r, &j->jb_id, JOB_SYMBOLS);
+	const struct unwind_hint *h;
+
+	if (j->jb_kind != JOB_UNWIND || !r->rv_fetch_remote || !job_find(r, &j->jb_id, JOB_SYMBOLS))
+		return 1;
+	return (h = hint_find(r, &j->jb_id)) && h->uh_seen;
 }
 
 static void *worker_main(void *arg)
