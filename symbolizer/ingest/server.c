@@ -505,9 +505,10 @@ static int batch_apply(struct fp_server *s, struct server_session *ss, const str
  * tables (fp_session_cfi_wanted), asked for in r.  First that of the
  * build-IDs whose frames p has (its stacks stop there now), but for those
  * whose symbols no source has: the fetch of their symbols brings it
- * (batch_end asks for the files p names).  Then, when no fetch of the
- * session runs, that of the others, so that a device's budget goes to
- * what its stacks need first.  With sv_lock held.  0 or -ENOMEM. */
+ * (batch_end asks for the files p names).  Then that of the others (a
+ * caller's file no stack reaches yet), after them in the reply, so that
+ * the agent, which answers in order, spends its budget on what the
+ * stacks name first.  With sv_lock held.  0 or -ENOMEM. */
 static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host,
 		   const struct fp_profile *p, struct fp_reply *r)
 {
