@@ -505,10 +505,13 @@ static int batch_apply(struct fp_server *s, struct server_session *ss, const str
  * tables (fp_session_cfi_wanted), asked for in r.  First that of the
  * build-IDs whose frames p has (its stacks stop there now), but for those
  * whose symbols no source has: the fetch of their symbols brings it
- * (batch_end asks for the files p names).  Then that of the others (a
- * caller's file no stack reaches yet), after them in the reply, so that
- * the agent, which answers in order, spends its budget on what the
- * stacks name first.  With sv_lock held.  0 or -ENOMEM. */
+ * (batch_end asks for the files p names).  Then that of at most
+ * CFI_AHEAD others (a caller's file no stack reaches yet: the program
+ * first, which the agent defines first), after them in the reply, so
+ * that the agent, which answers in order, spends its budget, and the
+ * symbolizer its workers, on what the stacks name first.  With sv_lock
+ * held.  0 or -ENOMEM. */
+#define CFI_AHEAD 2
 static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host,
 		   const struct fp_profile *p, struct fp_reply *r)
 {
@@ -524,7 +527,8 @@ static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host
 		if (named[i] && !fp_resolver_missing(s->sv_resolver, &ids[i]))
 			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
 						   &r->fr_ranges, &r->fr_nranges);
-	for (i = 0; i < n && !err; i++)
+	/* A fetch that starts asks for one range, the ELF header. */
+	for (i = 0, k = r->fr_nranges; i < n && !err && r->fr_nranges - k < CFI_AHEAD; i++)
 		if (!named[i])
 			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
 						   &r->fr_ranges, &r->fr_nranges);

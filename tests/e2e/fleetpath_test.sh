@@ -15,6 +15,9 @@
 #               later)
 #   executable  the same server with libc's executable too: CFI from its
 #               /executable, and the device is never asked for libc
+#   store       the symbolizer's store (--store) with libc's debug file
+#               and its executable, as uploads leave them: CFI from the
+#               store's executable, the device never asked for libc
 # and, for /metrics and the log, a symbolizer whose cache has libc's
 # symbols and no table, as a release without this change left it:
 #   upgrade     libc has symbols and waits for a device's CFI (counted,
@@ -249,4 +252,19 @@ check executable:device-not-asked-for-libc bash -c "! grep -qE \
 	'(CFI|symbols) of $LIBC_BID (fetched )?from the device|unwind table of $LIBC_BID .*asking a device' '$s'"
 check executable:server-sent-executable grep -q "GET /buildid/$LIBC_BID/executable 200" \
 	"$TMP/both.log"
+
+# --- 5. the store, with the uploads of libc's debug file and executable ----
+hex=$LIBC_BID
+mkdir -p "$TMP/store/store/.build-id/${hex:0:2}"
+cp "$LIBC_DEBUG" "$TMP/store/store/.build-id/${hex:0:2}/${hex:2}.debug"
+cp "$LIBC" "$TMP/store/store/.build-id/${hex:0:2}/${hex:2}"
+run store --debug-dir "$TMP/empty"
+whole store 3
+names store
+no_table_left store
+s=$TMP/store/symb.log
+check store:libc-symbols-from-store [ "$(metric "$TMP/store/metrics.end" \
+	'fleetprof_symbol_hits_total{source="fetch"}')" -ge 1 ]
+check store:device-not-asked-for-libc bash -c "! grep -qE \
+	'(CFI|symbols) of $LIBC_BID (fetched )?from the device|unwind table of $LIBC_BID .*asking a device' '$s'"
 tail -n 6 "$TMP/debugdir/symb.log" "$TMP/debugdir/agent.log" >&2
