@@ -254,17 +254,22 @@ void fp_devfetch_expire(struct fp_devfetch *f)
 	}
 }
 
+size_t fp_devfetch_running(const struct fp_devfetch *f, uint64_t session)
+{
+	size_t i, mine = 0;
+
+	for (i = 0; f->df_stats.dv_active && i < fp_intern_count(f->df_ids) && i < f->df_cap; i++)
+		mine += running(&f->df_fetches[i]) && f->df_fetches[i].fe_session == session;
+	return mine;
+}
+
 /* may_start: whether a fetch from session may start now, answering in a
  * reply that asks for n ranges already. */
 static int may_start(const struct fp_devfetch *f, uint64_t session, size_t n)
 {
-	size_t i, mine = 0;
-
 	if (n >= FP_WIRE_MAX_RANGES || f->df_stats.dv_active >= FP_DEVFETCH_ACTIVE)
 		return 0;
-	for (i = 0; i < fp_intern_count(f->df_ids) && i < f->df_cap; i++)
-		mine += running(&f->df_fetches[i]) && f->df_fetches[i].fe_session == session;
-	return mine < FP_DEVFETCH_PER_SESSION;
+	return fp_devfetch_running(f, session) < FP_DEVFETCH_PER_SESSION;
 }
 
 /* ask: queue [offset, offset + length) in pieces of at most FP_RANGE_MAX. */

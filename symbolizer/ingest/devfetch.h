@@ -82,6 +82,9 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
 int fp_devfetch_want_cfi(struct fp_devfetch *f, uint64_t session, uint64_t host,
 			 const struct fp_build_id *id, struct fp_range **ranges, size_t *n);
 
+/* fp_devfetch_running: how many fetches from session run now. */
+size_t fp_devfetch_running(const struct fp_devfetch *f, uint64_t session);
+
 /* fp_devfetch_data: an agent's answer.  Appends the next ranges to ask
  * for; when the file is complete, hands it to the resolver
  * (fp_resolver_add_file_async: ingested in a worker once the resolver

@@ -505,15 +505,16 @@ static int batch_apply(struct fp_server *s, struct server_session *ss, const str
  * tables (fp_session_cfi_wanted), asked for in r.  First that of the
  * build-IDs whose frames p has (its stacks stop there now), but for those
  * whose symbols no source has: the fetch of their symbols brings it
- * (batch_end asks for the files p names).  Then that of at most
- * CFI_AHEAD others (a caller's file no stack reaches yet: the program
- * first, which the agent defines first), after them in the reply, so
- * that the agent, which answers in order, spends its budget, and the
- * symbolizer its workers, on what the stacks name first.  With sv_lock
- * held.  0 or -ENOMEM. */
+ * (batch_end asks for the files p names).  Then, when no fetch of the
+ * session ran before this reply (idle: its device is not busy sending
+ * files), that of at most CFI_AHEAD others (a caller's file no stack
+ * reaches yet: the program first, which the agent defines first), after
+ * them in the reply, so that the agent, which answers in order, spends
+ * its budget, and the symbolizer its workers, on what the stacks name
+ * first.  With sv_lock held.  0 or -ENOMEM. */
 #define CFI_AHEAD 2
 static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host,
-		   const struct fp_profile *p, struct fp_reply *r)
+		   const struct fp_profile *p, int idle, struct fp_reply *r)
 {
 	struct fp_build_id ids[FP_WIRE_MAX_RANGES];
 	uint8_t named[FP_WIRE_MAX_RANGES] = { 0 };
@@ -528,7 +529,7 @@ static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host
 			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
 						   &r->fr_ranges, &r->fr_nranges);
 	/* A fetch that starts asks for one range, the ELF header. */
-	for (i = 0, k = r->fr_nranges; i < n && !err && r->fr_nranges - k < CFI_AHEAD; i++)
+	for (i = 0, k = r->fr_nranges; idle && i < n && !err && r->fr_nranges - k < CFI_AHEAD; i++)
 		if (!named[i])
 			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
 						   &r->fr_ranges, &r->fr_nranges);
@@ -544,6 +545,7 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 	const char *host;
 	uint64_t hostkey;
 	size_t i;
+	int idle;
 
 	ss->ss_busy = 0;
 	ss->ss_last_used = time(NULL);
@@ -564,6 +566,7 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 	for (i = 0; i < r->fr_ntables; i++)
 		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
 	/* User files the profile names that no source had: ask their device. */
+	idle = !fp_devfetch_running(s->sv_devfetch, b->fb_session);
 	host = fp_session_hello(ss->ss_session)->fh_host ?: "";
 	hostkey = fp_hash(host, strlen(host));
 	for (i = 0; i < p->pr_nmappings && !err; i++) {
@@ -574,7 +577,7 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 					       &m->pm_build_id, &r->fr_ranges, &r->fr_nranges);
 	}
 	if (!err)
-		err = ask_cfi(s, ss, hostkey, p, r);
+		err = ask_cfi(s, ss, hostkey, p, idle, r);
 	if (err) {
 		fp_profile_free(p);
 		return err;
