@@ -68,8 +68,8 @@ int fp_session_asked(const struct fp_session *s, const struct fp_build_id *id);
  * FP_TABLE_PART_MAX bytes and FP_TABLE_REPLY_MAX bytes in all; a table
  * larger than that goes on in the next replies.  A build-ID whose table
  * may still come (a search or a fetch under way, or CFI wanted from the
- * device: fp_session_cfi_wanted) is tried again at the next call.  The caller frees *parts
- * and their data.  0 or -ENOMEM. */
+ * device: fp_session_cfi_wanted) is tried again at the next call.  The
+ * caller frees *parts and their data.  0 or -ENOMEM. */
 int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
 		      size_t *n);
 
