@@ -149,15 +149,16 @@ static void usage(FILE *f)
 		"  -V, --version          print the version\n");
 }
 
-/* The sources after the debug directory and local files: the store's
- * debug file, the upstream servers, then the store's executable (last: a
- * stripped one has few symbols). */
+/* The sources after the debug directory and local files.  For symbols:
+ * the store's debug file, the upstream servers, then the store's
+ * executable (last: a stripped one has few symbols).  For CFI, files with
+ * code only: the store's executable, then the upstream servers'. */
 struct fetch_chain {
 	struct fp_store *fc_store;
 	struct fp_debuginfod *fc_upstream;
 };
 
-static int fetch_chain(const struct fp_build_id *id, void *arg)
+static int fetch_chain(const struct fp_build_id *id, int what, void *arg)
 {
 	struct fetch_chain *fc = arg;
 	char hex[2 * FP_BUILD_ID_MAX + 1];
@@ -165,11 +166,13 @@ static int fetch_chain(const struct fp_build_id *id, void *arg)
 	int fd = -ENOENT;
 
 	fp_build_id_hex(&trimmed, hex);
-	if (fc->fc_store)
+	if (fc->fc_store && what == FP_FETCH_SYMBOLS)
 		fd = fp_store_open_file(fc->fc_store, hex, FP_STORE_DEBUGINFO, NULL);
+	if (fd < 0 && fc->fc_store && what == FP_FETCH_CFI)
+		fd = fp_store_open_file(fc->fc_store, hex, FP_STORE_EXECUTABLE, NULL);
 	if (fd < 0 && fc->fc_upstream)
-		fd = fp_debuginfod_fetch(id, fc->fc_upstream);
-	if (fd < 0 && fc->fc_store)
+		fd = fp_debuginfod_fetch(id, what, fc->fc_upstream);
+	if (fd < 0 && fc->fc_store && what == FP_FETCH_SYMBOLS)
 		fd = fp_store_open_file(fc->fc_store, hex, FP_STORE_EXECUTABLE, NULL);
 	return fd;
 }
@@ -444,6 +447,7 @@ int main(int argc, char **argv)
 	if (chain.fc_store || chain.fc_upstream) {
 		ro.ro_fetch = fetch_chain;
 		ro.ro_fetch_arg = &chain;
+		ro.ro_fetch_remote = chain.fc_upstream != NULL;
 	}
 	if (fp_resolver_open(&r, &ro) || fp_server_alloc(&srv, r, out, ro.ro_cache_dir) ||
 	    fp_server_set_limits(srv, &limits))

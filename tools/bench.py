@@ -41,6 +41,15 @@ same run.  `make bench` runs it as root.
    symbolizer ingests: reply p99 meanwhile, and the time from that
    device's first batch to the first profile with librbd's names in it.
 
+6. The fleet path as deployed: redis-server under redis-benchmark, the
+   agent at -i 2 against a symbolizer without --local-files (libc's
+   symbols from /usr/lib/debug, its CFI from the device): the share of
+   redis-server's stacks that reach _start, from the third interval on.
+
+Every agent + symbolizer run here uses the fleet path (no --local-files:
+symbols from /usr/lib/debug and the devices); only `fleetprof loadgen`'s
+symbolizer reads local files, since its simulated devices cannot send any.
+
 Prints a table with ratios and writes it to BUILD/bench.txt.  --only runs
 some parts (footprint includes the 999 Hz throughput rows).
 """
@@ -120,11 +129,17 @@ def workload_iterations(workload, seconds):
 
 
 class Symbolizer:
-    def __init__(self, build, tmp):
+    """The fleet path as deployed: no --local-files (the devices' files
+    come from the debug directory, /usr/lib/debug, and the devices);
+    local_files for `fleetprof loadgen`, whose simulated devices cannot
+    send files."""
+
+    def __init__(self, build, tmp, local_files=False):
         self.addr = f"tcp://127.0.0.1:{free_port()}"
         self.proc = subprocess.Popen(
-            [f"{build}/fleetprof-symbolizer", "--local-files", "--listen", self.addr, "--cache", f"{tmp}/cache",
-             "--out", f"{tmp}/out"], stderr=subprocess.DEVNULL)
+            [f"{build}/fleetprof-symbolizer", *(["--local-files"] if local_files else []),
+             "--listen", self.addr, "--cache", f"{tmp}/cache", "--out", f"{tmp}/out"],
+            stderr=subprocess.DEVNULL)
         time.sleep(0.3)
 
     def stop(self):
@@ -932,6 +947,75 @@ def python_lines(args, py):
     return lines
 
 
+def whole_share(out_dir, process, first):
+    """Per interval (folded file, in order) the (whole, samples) of
+    process's samples whose outermost frame is _start or clone3 (glibc's
+    names), and the share of them from the first-th interval on."""
+    roots = {"_start", "clone3", "__clone3", "__GI___clone3"}
+    files = sorted(glob.glob(f"{out_dir}/*/*.folded"),
+                   key=lambda p: int(re.search(r"-(\d+)\.folded$", p).group(1)))
+    per = []
+    for path in files:
+        whole = total = 0
+        for line in open(path):
+            stack, _, n = line.rstrip().rpartition(" ")
+            frames = [f for f in stack.split(";") if not f.endswith("_[i]")]
+            if frames[0] == process:
+                total += int(n)
+                whole += int(n) if len(frames) > 1 and frames[1] in roots else 0
+        per.append((whole, total))
+    w, t = sum(x[0] for x in per[first - 1:]), sum(x[1] for x in per[first - 1:])
+    return per, 100.0 * w / t if t else float("nan")
+
+
+def fleetpath_run(args, d, local_files):
+    """redis-server under redis-benchmark, the agent (-i 2) on it, a fresh
+    symbolizer: how many of redis's stacks are whole, per interval."""
+    symb = Symbolizer(args.build, d, local_files)
+    port = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    bench = None
+    try:
+        for _ in range(50):
+            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        bench = subprocess.Popen(["redis-benchmark", "-p", str(port), "-q", "-n", "100000000", "-c", "20"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        agent = start_agent(args.build, symb.addr, 99, 2, redis.pid)
+        time.sleep(args.fleetpath_seconds)
+        _, log = stop_agent(agent)
+    finally:
+        for p in (bench, redis):
+            if p:
+                p.kill()
+                p.wait()
+        symb.stop()
+    per, share = whole_share(f"{d}/out", "redis-server", 3)
+    walks = re.search(r"stack walks: (\d+), (\d+) to the root", log)
+    return {"per": per, "share": share, "walks": tuple(int(x) for x in walks.groups()) if walks else (0, 0)}
+
+
+def fleetpath_bench(args, tmp):
+    """The fleet path as deployed, then, as the reference, a symbolizer
+    that reads the device's files itself (--local-files)."""
+    return {"deployed": fleetpath_run(args, f"{tmp}/fleetpath", False),
+            "local": fleetpath_run(args, f"{tmp}/fleetpath-local", True)}
+
+
+def fleetpath_lines(args, fl):
+    lines = [f"The fleet path: redis-server under redis-benchmark, agent -i 2, {args.fleetpath_seconds} s, "
+             "a fresh symbolizer each (libc's symbols from /usr/lib/debug)",
+             f"{'':44} {'whole from interval 3':>22} {'walks to the root':>18}  per interval"]
+    for name, key in (("as deployed (CFI from the device)", "deployed"),
+                      ("--local-files (reference)", "local")):
+        r = fl[key]
+        per = ", ".join(f"{100 * w // t}%" if t else "-" for w, t in r["per"])
+        lines.append(f"{name:44} {r['share']:>21.1f}% {r['walks'][1]:>8} of {r['walks'][0]:<7}  {per}")
+    return lines
+
+
 LIBRBD = "/usr/lib/x86_64-linux-gnu/librbd.so.1"
 
 
@@ -951,7 +1035,7 @@ def loadgen_summary(out):
 def fleet_run(args, tmp, name, devices, seconds, interval, extra=()):
     """One symbolizer (fresh cache and output) under `fleetprof loadgen`."""
     d = f"{tmp}/fleet-{name}"
-    symb = Symbolizer(args.build, d)
+    symb = Symbolizer(args.build, d, local_files=True)
     idle_kb = proc_status(symb.proc.pid, "RssAnon")
     cpu0 = cpu_ns(symb.proc.pid)
     t0 = time.monotonic()
@@ -1033,7 +1117,7 @@ def python_counter_text(c):
             f"lost: {c['rehello']}")
 
 
-PARTS = ("footprint", "symbolizer", "unwind", "kernel", "encode", "python", "fleet")
+PARTS = ("footprint", "symbolizer", "unwind", "kernel", "encode", "python", "fleet", "fleetpath")
 
 
 def main():
@@ -1051,6 +1135,7 @@ def main():
     ap.add_argument("--daemon-seconds", type=int, default=60)
     ap.add_argument("--daemon-only-seconds", type=int, default=600)
     ap.add_argument("--daemon-only-steady", type=int, default=180)
+    ap.add_argument("--fleetpath-seconds", type=int, default=20)
     ap.add_argument("--only", default=",".join(PARTS),
                     help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
     args = ap.parse_args()
@@ -1078,6 +1163,8 @@ def main():
             sections.append(python_lines(args, python_bench(args, tmp)))
         if "fleet" in only:
             sections.append(fleet_lines(fleet_bench(args, tmp)))
+        if "fleetpath" in only:
+            sections.append(fleetpath_lines(args, fleetpath_bench(args, tmp)))
     text = "\n\n".join("\n".join(s) for s in sections)
     print(text)
     with open(f"{args.build}/bench.txt", "w") as f:

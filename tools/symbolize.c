@@ -109,7 +109,7 @@ static int fetch(const char *url, const char *cache, const struct fp_build_id *i
 	snprintf(dir, sizeof(dir), "%s/debuginfod-client", cache);
 	if ((fd = fp_debuginfod_open(&d, urls, 1, dir)) < 0)
 		return fd;
-	fd = fp_debuginfod_fetch(id, d);
+	fd = fp_debuginfod_fetch(id, FP_FETCH_SYMBOLS, d);
 	fp_debuginfod_close(d);
 	return fd;
 }

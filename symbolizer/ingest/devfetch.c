@@ -28,7 +28,7 @@ enum fetch_stage {
 	STAGE_HEADER,   /* asked for the ELF header */
 	STAGE_TABLES,   /* section and program header tables */
 	STAGE_NAMES,    /* the section name table */
-	STAGE_SECTIONS, /* symbol tables and notes */
+	STAGE_SECTIONS, /* symbol tables and notes; or CFI and notes */
 	STAGE_VERSION,  /* a CPython interpreter's Py_Version, if any */
 	STAGE_DONE,
 	STAGE_FAILED,
@@ -43,8 +43,16 @@ struct fetch_history {
 	uint64_t fh_failed_ms;                     /* the last failure, CLOCK_MONOTONIC */
 };
 
+/* What a fetch is for: the symbols (and, within the budget, the CFI) of a
+ * file no source of the symbolizer has, or the CFI alone of one whose
+ * symbols are here or on their way. */
+enum fetch_what { FETCH_SYMBOLS, FETCH_CFI };
+
 struct fetch {
 	struct fp_build_id fe_id;
+	uint8_t fe_what;      /* enum fetch_what */
+	uint8_t fe_want_cfi;  /* FETCH_SYMBOLS: the CFI sections too */
+	uint32_t fe_cfi_secs; /* CFI sections asked for (STAGE_NAMES) */
 	uint64_t fe_session;
 	uint64_t fe_host; /* the session's host (fp_devfetch_want) */
 	struct fetch_history fe_history;
@@ -63,7 +71,7 @@ struct fetch {
 struct fp_devfetch {
 	struct fp_resolver *df_resolver;
 	char *df_tmpdir;
-	struct fp_intern *df_ids; /* build-ID -> df_fetches index */
+	struct fp_intern *df_ids; /* build-ID and what -> df_fetches index */
 	struct fetch *df_fetches;
 	size_t df_cap;
 	time_t df_expired_at; /* last fp_devfetch_expire scan */
@@ -74,6 +82,39 @@ struct fp_devfetch {
 static int running(const struct fetch *fe)
 {
 	return fe->fe_stage < STAGE_DONE;
+}
+
+/* fetch_key: the key of id's fetch for what in df_ids: the build-ID, then
+ * what; its length. */
+static size_t fetch_key(const struct fp_build_id *id, int what, uint8_t key[FP_BUILD_ID_MAX + 1])
+{
+	memcpy(key, id->fb_data, id->fb_len);
+	key[id->fb_len] = (uint8_t)what;
+	return (size_t)id->fb_len + 1;
+}
+
+/* fetch_find: id's fetch for what, or NULL. */
+static struct fetch *fetch_find(struct fp_devfetch *f, const struct fp_build_id *id, int what)
+{
+	uint8_t key[FP_BUILD_ID_MAX + 1];
+	uint32_t idx;
+
+	if (fp_intern_find(f->df_ids, key, fetch_key(id, what, key), &idx) || idx >= f->df_cap)
+		return NULL;
+	return &f->df_fetches[idx];
+}
+
+/* cfi_tell: what came of a CFI fetch, for the resolver (enum
+ * fp_cfi_device). */
+static void cfi_tell(struct fp_devfetch *f, const struct fetch *fe, int what)
+{
+	if (fe->fe_what == FETCH_CFI && f->df_resolver)
+		fp_resolver_cfi_device(f->df_resolver, &fe->fe_id, what);
+}
+
+static const char *noun(const struct fetch *fe)
+{
+	return fe->fe_what == FETCH_CFI ? "CFI" : "symbols";
 }
 
 /* fetch_end: a running fetch stops holding anything. */
@@ -168,14 +209,15 @@ static void fetch_fail(struct fp_devfetch *f, struct fetch *fe, const char *why)
 	fp_build_id_hex(&fe->fe_id, hex);
 	if (given_up(h)) {
 		f->df_stats.dv_given_up++;
-		fp_warnx("symbols of %s from the device: %s; failed %u times on %u hosts, "
+		fp_warnx("%s of %s from the device: %s; failed %u times on %u hosts, "
 			 "not asking again",
-			 hex, why, h->fh_attempts, h->fh_nhosts);
+			 noun(fe), hex, why, h->fh_attempts, h->fh_nhosts);
 	} else {
-		fp_warnx("symbols of %s from the device: %s; asking another host, or this one "
+		fp_warnx("%s of %s from the device: %s; asking another host, or this one "
 			 "in %llu s",
-			 hex, why, (unsigned long long)backoff_s(f, h));
+			 noun(fe), hex, why, (unsigned long long)backoff_s(f, h));
 	}
+	cfi_tell(f, fe, given_up(h) ? FP_CFI_DEVICE_NONE : FP_CFI_DEVICE_RETRY);
 }
 
 /* may_retry: whether a failed fetch may start again from a session of
@@ -204,24 +246,30 @@ void fp_devfetch_expire(struct fp_devfetch *f)
 		if (!running(fe) || now - fe->fe_last <= (time_t)f->df_timeout_s)
 			continue;
 		fp_build_id_hex(&fe->fe_id, hex);
-		fp_warnx("symbols of %s from the device: no answer in %u s; asking again later",
-			 hex, f->df_timeout_s);
+		fp_warnx("%s of %s from the device: no answer in %u s; asking again later",
+			 noun(fe), hex, f->df_timeout_s);
 		fetch_end(f, fe, STAGE_EXPIRED);
 		f->df_stats.dv_expired++;
+		cfi_tell(f, fe, FP_CFI_DEVICE_RETRY);
 	}
+}
+
+size_t fp_devfetch_running(const struct fp_devfetch *f, uint64_t session)
+{
+	size_t i, mine = 0;
+
+	for (i = 0; f->df_stats.dv_active && i < fp_intern_count(f->df_ids) && i < f->df_cap; i++)
+		mine += running(&f->df_fetches[i]) && f->df_fetches[i].fe_session == session;
+	return mine;
 }
 
 /* may_start: whether a fetch from session may start now, answering in a
  * reply that asks for n ranges already. */
 static int may_start(const struct fp_devfetch *f, uint64_t session, size_t n)
 {
-	size_t i, mine = 0;
-
 	if (n >= FP_WIRE_MAX_RANGES || f->df_stats.dv_active >= FP_DEVFETCH_ACTIVE)
 		return 0;
-	for (i = 0; i < fp_intern_count(f->df_ids) && i < f->df_cap; i++)
-		mine += running(&f->df_fetches[i]) && f->df_fetches[i].fe_session == session;
-	return mine < FP_DEVFETCH_PER_SESSION;
+	return fp_devfetch_running(f, session) < FP_DEVFETCH_PER_SESSION;
 }
 
 /* ask: queue [offset, offset + length) in pieces of at most FP_RANGE_MAX. */
@@ -249,15 +297,19 @@ static int ask(struct fetch *fe, uint64_t offset, uint64_t length, struct fp_ran
 	return 0;
 }
 
-int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
-		     const struct fp_build_id *id, struct fp_range **ranges, size_t *n)
+/* want: fp_devfetch_want for what (enum fetch_what). */
+static int want(struct fp_devfetch *f, uint64_t session, uint64_t host,
+		const struct fp_build_id *id, int what, struct fp_range **ranges, size_t *n)
 {
+	uint8_t key[FP_BUILD_ID_MAX + 1];
+	size_t klen = fetch_key(id, what, key);
 	struct fetch_history history = { 0 };
+	const struct fetch *other;
 	struct fetch *fe;
 	uint32_t idx;
-	int added, retry = 0;
+	int added, retry = 0, err;
 
-	if (fp_intern_find(f->df_ids, id->fb_data, id->fb_len, &idx) == 0) {
+	if (fp_intern_find(f->df_ids, key, klen, &idx) == 0) {
 		if (idx >= f->df_cap)
 			return 0; /* no memory for it once: ended */
 		fe = &f->df_fetches[idx];
@@ -269,16 +321,24 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
 		f->df_stats.dv_deferred++;
 		return 0;
 	}
-	if (!may_start(f, session, *n)) {
+	/* One fetch of a file at a time: an answer names the file, not the
+	 * fetch.  (A file's symbols fetch brings its CFI.) */
+	other = fetch_find(f, id, what == FETCH_CFI ? FETCH_SYMBOLS : FETCH_CFI);
+	if ((other && running(other)) || !may_start(f, session, *n)) {
 		f->df_stats.dv_deferred++;
 		return 0;
 	}
-	if (fp_intern_get(f->df_ids, id->fb_data, id->fb_len, &idx, &added))
+	if (fp_intern_get(f->df_ids, key, klen, &idx, &added))
 		return -ENOMEM;
 	if (fp_vec_reserve(&f->df_fetches, &f->df_cap, (size_t)idx + 1, sizeof(*f->df_fetches)))
 		return -ENOMEM; /* interned, never started: a gap (STAGE_FAILED) */
+	other = fetch_find(f, id, what == FETCH_CFI ? FETCH_SYMBOLS : FETCH_CFI); /* moved */
 	fe = &f->df_fetches[idx];
 	*fe = (struct fetch){ .fe_id = *id,
+			      .fe_what = (uint8_t)what,
+			      /* Not what a CFI fetch brought already. */
+			      .fe_want_cfi = what == FETCH_SYMBOLS &&
+					     !(other && other->fe_stage == STAGE_DONE),
 			      .fe_session = session,
 			      .fe_host = host,
 			      .fe_history = history,
@@ -289,9 +349,24 @@ int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
 		return -ENOMEM;
 	fe->fe_stage = STAGE_HEADER;
 	f->df_stats.dv_started++;
+	f->df_stats.dv_cfi_started += what == FETCH_CFI;
 	f->df_stats.dv_retried += retry;
 	f->df_stats.dv_active++;
-	return ask(fe, 0, sizeof(Elf64_Ehdr), ranges, n) == -ENOMEM ? -ENOMEM : 0;
+	err = ask(fe, 0, sizeof(Elf64_Ehdr), ranges, n) == -ENOMEM ? -ENOMEM : 0;
+	cfi_tell(f, fe, FP_CFI_DEVICE_ASKED);
+	return err;
+}
+
+int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
+		     const struct fp_build_id *id, struct fp_range **ranges, size_t *n)
+{
+	return want(f, session, host, id, FETCH_SYMBOLS, ranges, n);
+}
+
+int fp_devfetch_want_cfi(struct fp_devfetch *f, uint64_t session, uint64_t host,
+			 const struct fp_build_id *id, struct fp_range **ranges, size_t *n)
+{
+	return want(f, session, host, id, FETCH_CFI, ranges, n);
 }
 
 /* The sections worth fetching: symbols, their strings, notes (build-ID,
@@ -317,12 +392,27 @@ static int wanted_section(const char *name, const GElf_Shdr *sh)
 
 /* The sections an unwind table is compiled from (cfi.h), fetched when the
  * budget left after the symbols allows, so that the sparse copy yields the
- * table the whole file would. */
+ * table the whole file would; all a CFI fetch asks for, with the notes
+ * (the build-ID is checked) and, when the file has a .PyRuntime section
+ * (CPython 3.11 and later), the dynamic symbols, where pyinterp.h finds
+ * the interpreter for the table's trailer. */
 static int cfi_section(const char *name, const GElf_Shdr *sh)
 {
 	return name && sh->sh_type != SHT_NOBITS && sh->sh_size &&
 	       (!strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr") ||
 		!strcmp(name, ".debug_frame"));
+}
+
+/* cfi_fetch_section: besides the CFI sections (asked for after the
+ * others), what a CFI fetch asks for: notes, and the dynamic symbols of a
+ * CPython interpreter (python: the file has a .PyRuntime section). */
+static int cfi_fetch_section(const char *name, const GElf_Shdr *sh, int python)
+{
+	if (sh->sh_type == SHT_NOBITS || !sh->sh_size)
+		return 0;
+	if (sh->sh_type == SHT_NOTE)
+		return 1;
+	return python && name && (!strcmp(name, ".dynsym") || !strcmp(name, ".dynstr"));
 }
 
 /* mark_absent: make section i of the copy a NOBITS section, so that no
@@ -454,10 +544,22 @@ static int next_stage(struct fetch *fe, struct fp_range **ranges, size_t *n)
 		fe->fe_stage = STAGE_NAMES;
 		break;
 	}
-	case STAGE_NAMES:
+	case STAGE_NAMES: {
+		int python = 0;
+
 		if (elf_getshdrnum(elf, &shnum) || elf_getshdrstrndx(elf, &shstrndx)) {
 			err = -EINVAL;
 			break;
+		}
+		for (i = 1; i < shnum && fe->fe_what == FETCH_CFI; i++) {
+			Elf_Scn *scn = elf_getscn(elf, i);
+			GElf_Shdr sh;
+			const char *name;
+
+			if (scn && gelf_getshdr(scn, &sh) &&
+			    (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+			    !strcmp(name, ".PyRuntime"))
+				python = 1;
 		}
 		/* Symbols first, then CFI with what the budget leaves. */
 		for (i = 1; i < shnum && !err; i++) {
@@ -468,7 +570,8 @@ static int next_stage(struct fetch *fe, struct fp_range **ranges, size_t *n)
 			if (!scn || !gelf_getshdr(scn, &sh))
 				continue;
 			name = elf_strptr(elf, shstrndx, sh.sh_name);
-			if (wanted_section(name, &sh))
+			if (fe->fe_what == FETCH_CFI ? cfi_fetch_section(name, &sh, python)
+						     : wanted_section(name, &sh))
 				err = ask(fe, sh.sh_offset, sh.sh_size, ranges, n);
 			else if (!cfi_section(name, &sh) && i != shstrndx &&
 				 sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL)
@@ -481,14 +584,18 @@ static int next_stage(struct fetch *fe, struct fp_range **ranges, size_t *n)
 			if (!scn || !gelf_getshdr(scn, &sh) ||
 			    !cfi_section(elf_strptr(elf, shstrndx, sh.sh_name), &sh))
 				continue;
-			if (sh.sh_size <= FP_DEVFETCH_MAX_BYTES - fe->fe_bytes &&
-			    fe->fe_npending + sh.sh_size / FP_RANGE_MAX + 1 <= MAX_PENDING)
+			if ((fe->fe_what == FETCH_CFI || fe->fe_want_cfi) &&
+			    sh.sh_size <= FP_DEVFETCH_MAX_BYTES - fe->fe_bytes &&
+			    fe->fe_npending + sh.sh_size / FP_RANGE_MAX + 1 <= MAX_PENDING) {
 				err = ask(fe, sh.sh_offset, sh.sh_size, ranges, n);
-			else
+				fe->fe_cfi_secs++;
+			} else {
 				err = mark_absent(fe->fe_fd, &eh, i);
+			}
 		}
 		fe->fe_stage = STAGE_SECTIONS;
 		break;
+	}
 	case STAGE_SECTIONS:
 		err = ask_version(fe, elf, &eh, ranges, n);
 		fe->fe_stage = STAGE_VERSION;
@@ -575,9 +682,10 @@ static int next_stage_isolated(struct fetch *fe, struct fp_range **ranges, size_
 	got = plan->sp_fetch;
 	err = -EINVAL;
 	if (!fp_build_id_match(&got.fe_id, &fe->fe_id) || got.fe_session != fe->fe_session ||
-	    got.fe_size != fe->fe_size || got.fe_bytes < fe->fe_bytes ||
-	    got.fe_npending != plan->sp_nranges || got.fe_stage <= fe->fe_stage ||
-	    got.fe_stage > STAGE_VERSION)
+	    got.fe_what != fe->fe_what || got.fe_want_cfi != fe->fe_want_cfi ||
+	    got.fe_cfi_secs > MAX_PENDING || got.fe_size != fe->fe_size ||
+	    got.fe_bytes < fe->fe_bytes || got.fe_npending != plan->sp_nranges ||
+	    got.fe_stage <= fe->fe_stage || got.fe_stage > STAGE_VERSION)
 		goto out;
 	for (i = 0; i < plan->sp_nranges; i++) {
 		const struct fp_range *r = &plan->sp_ranges[i];
@@ -615,7 +723,15 @@ static int finish(struct fp_devfetch *f, struct fetch *fe)
 	if (err)
 		return err;
 	/* The resolver takes the file: a server's workers ingest it later. */
-	err = fp_resolver_add_file_async(f->df_resolver, fe->fe_fd, &fe->fe_id);
+	if (fe->fe_what == FETCH_CFI) {
+		err = fp_resolver_add_cfi_async(f->df_resolver, fe->fe_fd, &fe->fe_id);
+		/* Taken: what the CFI gives (a table, none, a compile
+		 * failure) is the resolver's to say. */
+		if (err != -EAGAIN && err != -ESTALE && err != -ENOMEM)
+			err = 0;
+	} else {
+		err = fp_resolver_add_file_async(f->df_resolver, fe->fe_fd, &fe->fe_id);
+	}
 	fe->fe_fd = -1;
 	if (err)
 		return err;
@@ -624,19 +740,27 @@ static int finish(struct fp_devfetch *f, struct fetch *fe)
 	return 0;
 }
 
+/* fetch_of: the fetch an answer for build-ID id is for: the running one
+ * (one at a time per file), else one that ran; NULL if none. */
+static struct fetch *fetch_of(struct fp_devfetch *f, const struct fp_build_id *id)
+{
+	struct fetch *sym = fetch_find(f, id, FETCH_SYMBOLS), *cfi = fetch_find(f, id, FETCH_CFI);
+
+	if (cfi && (running(cfi) || !sym))
+		return cfi;
+	return sym;
+}
+
 int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct fp_range **ranges,
 		     size_t *n)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1];
-	struct fetch *fe;
-	uint32_t idx;
+	struct fetch *fe = fetch_of(f, &d->fd_build_id);
 	size_t i;
 	int err;
 
-	if (fp_intern_find(f->df_ids, d->fd_build_id.fb_data, d->fd_build_id.fb_len, &idx) ||
-	    idx >= f->df_cap)
+	if (!fe)
 		return -EINVAL;
-	fe = &f->df_fetches[idx];
 	if (!running(fe))
 		return 0; /* late answers of a finished, failed or expired fetch */
 	if (d->fd_session != fe->fe_session)
@@ -677,6 +801,18 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 		return 0;
 	if (fe->fe_stage != STAGE_VERSION) {
 		err = next_stage_isolated(fe, ranges, n);
+		if (!err && fe->fe_what == FETCH_CFI && fe->fe_stage == STAGE_SECTIONS &&
+		    !fe->fe_cfi_secs) {
+			/* An answer: the file has no CFI (the notes asked
+			 * for with nothing else are not needed). */
+			fetch_end(f, fe, STAGE_DONE);
+			f->df_stats.dv_done++;
+			f->df_stats.dv_cfi_none++;
+			cfi_tell(f, fe, FP_CFI_DEVICE_NONE);
+			fp_build_id_hex(&fe->fe_id, hex);
+			fp_info("CFI of %s: the device's file has none", hex);
+			return 0;
+		}
 		if (!err && !fe->fe_npending && fe->fe_stage == STAGE_SECTIONS)
 			err = next_stage_isolated(fe, ranges,
 						  n); /* no sections: on to the version */
@@ -686,8 +822,7 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 			err = -EINVAL; /* nothing more to ask for, too early */
 		if (err)
 			fetch_fail(f, fe,
-				   err == -E2BIG ? "symbol sections too large"
-						 : "not a usable ELF file");
+				   err == -E2BIG ? "sections too large" : "not a usable ELF file");
 		if (err || fe->fe_npending)
 			return 0;
 	}
@@ -697,6 +832,6 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 			   err == -EAGAIN ? "the symbol workers' queue is full"
 					  : "the fetched sections hold no usable symbols");
 	else
-		fp_info("symbols of %s fetched from the device", hex);
+		fp_info("%s of %s fetched from the device", noun(fe), hex);
 	return 0;
 }

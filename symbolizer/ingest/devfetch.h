@@ -1,4 +1,4 @@
-/* devfetch.h: the last source of symbols, the device itself.
+/* devfetch.h: the last source of symbols and CFI, the device itself.
  *
  * When no other source has a build-ID's symbols, the symbolizer asks the
  * agent that reported it for parts of the file: first the ELF header, then
@@ -8,7 +8,16 @@
  * for a CPython interpreter, the few bytes of its Py_Version (its
  * version, for the table's trailer).  The agent copies the bytes; all
  * parsing happens here, on a sparse copy of the file, which is finally
- * ingested like an upload.  Each build-ID is fetched once for the whole
+ * ingested like an upload.  When the symbols are here (a detached debug
+ * file, whose CFI is NOBITS) or on their way, but no file of the
+ * symbolizer's host has the CFI (fp_resolver_unwind: -ENODATA), a CFI
+ * fetch asks only for what the table needs: the headers, the section
+ * names, the notes and the CFI sections (and, for a file with a
+ * .PyRuntime section, the dynamic symbols and Py_Version), never the
+ * symbol tables; its copy goes to fp_resolver_add_cfi_async, and what
+ * came of it to fp_resolver_cfi_device.  One fetch of a file runs at a
+ * time (an answer names the file, not the fetch); a symbols fetch after
+ * a CFI fetch skips the CFI.  Each build-ID is fetched once for the whole
  * fleet.  A failure (the agent cannot read it, the bytes make no sense) is
  * that device's, not the build-ID's, so that no one agent can keep a
  * build-ID from ever being fetched: it is asked again at once of another
@@ -67,6 +76,15 @@ void fp_devfetch_free(struct fp_devfetch *f);
 int fp_devfetch_want(struct fp_devfetch *f, uint64_t session, uint64_t host,
 		     const struct fp_build_id *id, struct fp_range **ranges, size_t *n);
 
+/* fp_devfetch_want_cfi: as fp_devfetch_want, a fetch of the CFI sections
+ * alone (above) of id, whose symbols some other source gives and whose
+ * CFI no source of the symbolizer has.  0 or -ENOMEM. */
+int fp_devfetch_want_cfi(struct fp_devfetch *f, uint64_t session, uint64_t host,
+			 const struct fp_build_id *id, struct fp_range **ranges, size_t *n);
+
+/* fp_devfetch_running: how many fetches from session run now. */
+size_t fp_devfetch_running(const struct fp_devfetch *f, uint64_t session);
+
 /* fp_devfetch_data: an agent's answer.  Appends the next ranges to ask
  * for; when the file is complete, hands it to the resolver
  * (fp_resolver_add_file_async: ingested in a worker once the resolver
@@ -81,9 +99,11 @@ int fp_devfetch_data(struct fp_devfetch *f, const struct fp_file_data *d, struct
 void fp_devfetch_expire(struct fp_devfetch *f);
 
 struct fp_devfetch_stats {
-	uint64_t dv_started, dv_done, dv_failed;
-	uint64_t dv_retried;  /* started again after a failure */
-	uint64_t dv_given_up; /* build-IDs no device is asked for any more */
+	uint64_t dv_started, dv_done, dv_failed; /* fetches of both kinds */
+	uint64_t dv_cfi_started;                 /* of them, CFI fetches */
+	uint64_t dv_cfi_none;                    /* CFI fetches of files without CFI */
+	uint64_t dv_retried;                     /* started again after a failure */
+	uint64_t dv_given_up;                    /* build-IDs no device is asked for any more */
 	uint64_t dv_bytes;
 	uint64_t dv_expired;  /* no answer in time */
 	uint64_t dv_deferred; /* not started now: a bound */

@@ -144,6 +144,8 @@ void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 	st->sv_fetch_deferred = ds.dv_deferred;
 	st->sv_fetch_retried = ds.dv_retried;
 	st->sv_fetch_given_up = ds.dv_given_up;
+	st->sv_fetch_started = ds.dv_started;
+	st->sv_fetch_cfi_started = ds.dv_cfi_started;
 	fp_pipeline_stats(s->sv_pipeline, &ps);
 	fp_resolver_stats(s->sv_resolver, &rs);
 	st->sv_profiles = ps.pp_profiles;
@@ -196,10 +198,16 @@ void fp_server_log_stats(const struct fp_server *s)
 	fp_devfetch_stats(s->sv_devfetch, &ds);
 	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_lock);
 	fp_info("symbols: tables built %" PRIu64 ", no source %" PRIu64 ", kallsyms stored %" PRIu64
-		"; from devices: started %" PRIu64 ", done %" PRIu64 ", failed %" PRIu64
-		" (%" PRIu64 " bytes)",
-		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started, ds.dv_done,
-		ds.dv_failed, ds.dv_bytes);
+		"; from devices: started %" PRIu64 " (%" PRIu64 " of CFI alone), done %" PRIu64
+		", failed %" PRIu64 " (%" PRIu64 " bytes)",
+		rs.rs_ingested, rs.rs_ingest_failed, rs.rs_ksyms_stored, ds.dv_started,
+		ds.dv_cfi_started, ds.dv_done, ds.dv_failed, ds.dv_bytes);
+	fp_info("unwind tables: compiled %" PRIu64 ", failed %" PRIu64
+		"; build-IDs with symbols and none now: searching %" PRIu64 ", device %" PRIu64
+		", no CFI %" PRIu64 ", compile failed %" PRIu64 ", frame pointers %" PRIu64,
+		rs.rs_unwind_compiled, rs.rs_unwind_failed, rs.rs_no_table[FP_UNWIND_SEARCHING],
+		rs.rs_no_table[FP_UNWIND_DEVICE], rs.rs_no_table[FP_UNWIND_NO_CFI],
+		rs.rs_no_table[FP_UNWIND_COMPILE_FAILED], rs.rs_no_table[FP_UNWIND_FRAME_POINTERS]);
 	fp_info("limits: refused hellos: new-session rate %" PRIu64 ", table full %" PRIu64
 		"; kallsyms nobody asked for %" PRIu64 " (stored already, dropped %" PRIu64
 		"); intervals from the future %" PRIu64 "; sessions over a limit %" PRIu64
@@ -493,13 +501,51 @@ static int batch_apply(struct fp_server *s, struct server_session *ss, const str
 	return err;
 }
 
+/* ask_cfi: the CFI that only the device of session ss may have for its
+ * tables (fp_session_cfi_wanted), asked for in r.  First that of the
+ * build-IDs whose frames p has (its stacks stop there now), but for those
+ * whose symbols no source has: the fetch of their symbols brings it
+ * (batch_end asks for the files p names).  Then, when no fetch of the
+ * session ran before this reply (idle: its device is not busy sending
+ * files), that of at most CFI_AHEAD others (a caller's file no stack
+ * reaches yet: the program first, which the agent defines first), after
+ * them in the reply, so that the agent, which answers in order, spends
+ * its budget, and the symbolizer its workers, on what the stacks name
+ * first.  With sv_lock held.  0 or -ENOMEM. */
+#define CFI_AHEAD 2
+static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host,
+		   const struct fp_profile *p, int idle, struct fp_reply *r)
+{
+	struct fp_build_id ids[FP_WIRE_MAX_RANGES];
+	uint8_t named[FP_WIRE_MAX_RANGES] = { 0 };
+	size_t n = fp_session_cfi_wanted(ss->ss_session, ids, FP_WIRE_MAX_RANGES), i, k;
+	int err = 0;
+
+	for (k = 0; n && k < p->pr_nmappings; k++)
+		for (i = 0; i < n; i++)
+			named[i] |= fp_build_id_eq(&ids[i], &p->pr_mappings[k].pm_build_id);
+	for (i = 0; i < n && !err; i++)
+		if (named[i] && !fp_resolver_missing(s->sv_resolver, &ids[i]))
+			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
+						   &r->fr_ranges, &r->fr_nranges);
+	/* A fetch that starts asks for one range, the ELF header. */
+	for (i = 0, k = r->fr_nranges; idle && i < n && !err && r->fr_nranges - k < CFI_AHEAD; i++)
+		if (!named[i])
+			err = fp_devfetch_want_cfi(s->sv_devfetch, ss->ss_id, host, &ids[i],
+						   &r->fr_ranges, &r->fr_nranges);
+	return err;
+}
+
 /* batch_end: with sv_lock held, after batch_apply's err: the rest of r,
  * the counters, the profile to the pipeline; ss is free again.  0 or a
  * negative errno (as batch_apply's). */
 static int batch_end(struct fp_server *s, struct server_session *ss, const struct fp_batch *b,
 		     struct fp_reply *r, struct fp_profile *p, int err)
 {
+	const char *host;
+	uint64_t hostkey;
 	size_t i;
+	int idle;
 
 	ss->ss_busy = 0;
 	ss->ss_last_used = time(NULL);
@@ -520,17 +566,18 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 	for (i = 0; i < r->fr_ntables; i++)
 		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
 	/* User files the profile names that no source had: ask their device. */
+	idle = !fp_devfetch_running(s->sv_devfetch, b->fb_session);
+	host = fp_session_hello(ss->ss_session)->fh_host ?: "";
+	hostkey = fp_hash(host, strlen(host));
 	for (i = 0; i < p->pr_nmappings && !err; i++) {
 		const struct fp_pmapping *m = &p->pr_mappings[i];
 		if (m->pm_kind == FP_MAP_USER && m->pm_build_id.fb_len &&
-		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id)) {
-			const char *host = fp_session_hello(ss->ss_session)->fh_host ?: "";
-
-			err = fp_devfetch_want(s->sv_devfetch, b->fb_session,
-					       fp_hash(host, strlen(host)), &m->pm_build_id,
-					       &r->fr_ranges, &r->fr_nranges);
-		}
+		    fp_resolver_missing(s->sv_resolver, &m->pm_build_id))
+			err = fp_devfetch_want(s->sv_devfetch, b->fb_session, hostkey,
+					       &m->pm_build_id, &r->fr_ranges, &r->fr_nranges);
 	}
+	if (!err)
+		err = ask_cfi(s, ss, hostkey, p, idle, r);
 	if (err) {
 		fp_profile_free(p);
 		return err;

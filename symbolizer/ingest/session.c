@@ -34,6 +34,7 @@ enum { TABLE_PENDING, TABLE_SENDING, TABLE_DONE };
 struct sess_table {
 	uint8_t tb_state;
 	uint8_t tb_noted;    /* its path was given to the resolver */
+	uint8_t tb_cfi;      /* its CFI is wanted from the device (fp_session_cfi_wanted) */
 	uint32_t tb_sent;    /* bytes sent (TABLE_SENDING) */
 	uint32_t tb_mapping; /* the first mapping with the build-ID */
 };
@@ -599,8 +600,10 @@ static int tables_scan(struct fp_session *s)
 				   sizeof(*s->se_tables)))
 			return -ENOMEM; /* retried: the build-ID stays interned */
 		if (added)
-			s->se_tables[idx] = (struct sess_table){ TABLE_PENDING, 0, 0,
-								 (uint32_t)s->se_tables_scanned };
+			s->se_tables[idx] = (struct sess_table){
+				.tb_state = TABLE_PENDING,
+				.tb_mapping = (uint32_t)s->se_tables_scanned
+			};
 	}
 	return 0;
 }
@@ -631,11 +634,14 @@ static int table_parts(struct fp_session *s, struct fp_resolver *r, uint32_t i,
 	if (!t->tb_noted && m->sm_path && m->sm_path[0] == '/')
 		fp_resolver_note_path(r, &id, m->sm_path, 0);
 	t->tb_noted = 1;
+	t->tb_cfi = 0;
 	if ((err = fp_resolver_unwind(r, &id, &blob, &blen))) {
-		/* Symbols but no table: the file has no CFI.  Neither yet: a
-		 * fetch from the device may bring it.  A search still running
-		 * (-EAGAIN): the next call asks again. */
-		if (err != -EAGAIN && fp_resolver_has(r, &id))
+		/* None will come (-ENOENT): done.  Not yet (-EAGAIN: being
+		 * searched or fetched; -ENODATA: no file of this host has
+		 * the CFI, ask the device; an error): the next call asks
+		 * again. */
+		t->tb_cfi = err == -ENODATA;
+		if (err == -ENOENT)
 			t->tb_state = TABLE_DONE;
 		return 0;
 	}
@@ -718,6 +724,23 @@ int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_tab
 	*parts = out;
 	*nparts = n;
 	return err;
+}
+
+size_t fp_session_cfi_wanted(const struct fp_session *s, struct fp_build_id *ids, size_t max)
+{
+	size_t i, n = 0, count = fp_intern_count(s->se_table_ids);
+
+	for (i = 0; i < count && i < s->se_tables_cap && n < max; i++) {
+		const void *key;
+		size_t klen;
+
+		if (s->se_tables[i].tb_state != TABLE_PENDING || !s->se_tables[i].tb_cfi)
+			continue;
+		key = fp_intern_key(s->se_table_ids, (uint32_t)i, &klen);
+		ids[n] = (struct fp_build_id){ .fb_len = (uint8_t)klen };
+		memcpy(ids[n++].fb_data, key, klen);
+	}
+	return n;
 }
 
 int fp_session_seen(const struct fp_session *s, uint64_t seq)

@@ -66,11 +66,18 @@ int fp_session_asked(const struct fp_session *s, const struct fp_build_id *id);
  * (fp_resolver_unwind) when the code needs one (fp_unwind_table_needed),
  * once per session, in parts (struct fp_table_part) of at most
  * FP_TABLE_PART_MAX bytes and FP_TABLE_REPLY_MAX bytes in all; a table
- * larger than that goes on in the next replies.  A build-ID whose file is
- * not here yet is tried again at the next call.  The caller frees *parts
- * and their data.  0 or -ENOMEM. */
+ * larger than that goes on in the next replies.  A build-ID whose table
+ * may still come (a search or a fetch under way, or CFI wanted from the
+ * device: fp_session_cfi_wanted) is tried again at the next call.  The
+ * caller frees *parts and their data.  0 or -ENOMEM. */
 int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
 		      size_t *n);
+
+/* fp_session_cfi_wanted: up to max build-IDs (into ids) whose tables the
+ * last fp_session_tables found waiting for CFI that only a device may
+ * have (fp_resolver_unwind: -ENODATA), for the caller to ask the agent
+ * (devfetch.h); their tables are sent once stored.  How many. */
+size_t fp_session_cfi_wanted(const struct fp_session *s, struct fp_build_id *ids, size_t max);
 
 /* fp_session_kfuncs: the kernel's function starts (fp_resolver_kfuncs)
  * for an agent whose hello takes them (FP_FEATURE_KFUNCS), once per

@@ -90,6 +90,12 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	    st.sv_session_limits);
 	one(f, "device_fetches", "gauge", "Symbol fetches from devices running now.",
 	    st.sv_fetch_active);
+	family(f, "device_fetches_started_total", "counter",
+	       "Fetches from devices started, by what they ask for: a file's symbols (and "
+	       "CFI), or only its CFI.");
+	sample(f, "device_fetches_started_total", "what=\"symbols\"",
+	       st.sv_fetch_started - st.sv_fetch_cfi_started);
+	sample(f, "device_fetches_started_total", "what=\"cfi\"", st.sv_fetch_cfi_started);
 	one(f, "device_fetches_expired_total", "counter",
 	    "Symbol fetches from devices ended for want of an answer.", st.sv_fetch_expired);
 	one(f, "device_fetches_deferred_total", "counter",
@@ -213,6 +219,18 @@ static void resolver_metrics(FILE *f, const struct fp_resolver *r)
 	    st.rs_unwind_failed);
 	one(f, "unwind_table_bytes_total", "counter", "Bytes of the unwind tables stored.",
 	    st.rs_unwind_bytes);
+	family(f, "unwind_tables_missing", "gauge",
+	       "Build-IDs with symbols and no unwind table to send, by reason.");
+	for (i = FP_UNWIND_WHY_NONE + 1; i < FP_UNWIND_WHY_COUNT; i++) {
+		label(source, sizeof(source), "reason", fp_unwind_why_name(i));
+		sample(f, "unwind_tables_missing", source, st.rs_no_table[i]);
+	}
+	family(f, "unwind_tables_missing_total", "counter",
+	       "Times a build-ID with symbols came to lack an unwind table, by reason.");
+	for (i = FP_UNWIND_WHY_NONE + 1; i < FP_UNWIND_WHY_COUNT; i++) {
+		label(source, sizeof(source), "reason", fp_unwind_why_name(i));
+		sample(f, "unwind_tables_missing_total", source, st.rs_no_table_total[i]);
+	}
 	one(f, "symbol_paths_refused_total", "counter",
 	    "Reported mapping paths not opened: not a regular file (FIFO, device, symbolic link).",
 	    st.rs_paths_refused);

@@ -75,7 +75,7 @@ void fp_debuginfod_close(struct fp_debuginfod *d)
 	free(d);
 }
 
-int fp_debuginfod_fetch(const struct fp_build_id *id, void *arg)
+int fp_debuginfod_fetch(const struct fp_build_id *id, int what, void *arg)
 {
 	struct fp_debuginfod *d = arg;
 	char hex[2 * FP_BUILD_ID_MAX + 1];
@@ -88,7 +88,9 @@ int fp_debuginfod_fetch(const struct fp_build_id *id, void *arg)
 		return -ENOENT;
 	fp_build_id_hex(&trimmed, hex);
 	pthread_mutex_lock(&d->dc_lock);
-	fd = debuginfod_find_debuginfo(d->dc_client, trimmed.fb_data, trimmed.fb_len, &path);
+	fd = what == FP_FETCH_CFI ? -ENOENT
+				  : debuginfod_find_debuginfo(d->dc_client, trimmed.fb_data,
+							      trimmed.fb_len, &path);
 	if (fd < 0)
 		fd = debuginfod_find_executable(d->dc_client, trimmed.fb_data, trimmed.fb_len,
 						&path);
@@ -102,7 +104,8 @@ int fp_debuginfod_fetch(const struct fp_build_id *id, void *arg)
 	if (fd >= 0)
 		fp_info("debuginfod: fetched %s (%s)", hex, path ? path : "");
 	else if (fd == -ENOENT)
-		fp_debug("debuginfod: no server has %s", hex);
+		fp_debug("debuginfod: no server has %s%s",
+			 what == FP_FETCH_CFI ? "the executable of " : "", hex);
 	else
 		fp_warnx("debuginfod: cannot fetch %s: %s", hex, strerror(-fd));
 	free(path);

@@ -1,7 +1,7 @@
 /* debuginfod.h: upstream debuginfod servers as a source of ELF files for
  * the resolver (its ro_fetch hook), through libdebuginfod.  A build-ID
  * that the debug directory and the local files lack is asked for as
- * debuginfo, then as an executable.  libdebuginfod keeps what it fetched
+ * debuginfo, then as an executable; its CFI, as an executable.  libdebuginfod keeps what it fetched
  * (and which build-IDs the servers did not have, for ten minutes) in its
  * own cache directory. */
 #ifndef FP_DEBUGINFOD_H
@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include "batch.h"
+#include "resolver.h" /* enum fp_fetch_what */
 
 struct fp_debuginfod;
 
@@ -31,10 +32,12 @@ int fp_debuginfod_open(struct fp_debuginfod **d, const char *const *urls, size_t
 void fp_debuginfod_close(struct fp_debuginfod *d);
 
 /* fp_debuginfod_fetch: an fp_fetch_fn (resolver.h) whose arg is a struct
- * fp_debuginfod: an fd open on the file for id, debuginfo first, or a
+ * fp_debuginfod: an fd open on the file for id, for symbols
+ * (FP_FETCH_SYMBOLS) debuginfo first, then the executable; for CFI
+ * (FP_FETCH_CFI) the executable only (a debuginfo file has no CFI); or a
  * negative errno (-ENOENT: no server has it).  Safe from any thread (one
  * query at a time). */
-int fp_debuginfod_fetch(const struct fp_build_id *id, void *arg);
+int fp_debuginfod_fetch(const struct fp_build_id *id, int what, void *arg);
 
 void fp_debuginfod_stats(struct fp_debuginfod *d, struct fp_debuginfod_stats *st);
 

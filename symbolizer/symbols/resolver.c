@@ -32,6 +32,7 @@ enum job_kind {
 	JOB_SYMBOLS, /* a build-ID's table from its sources */
 	JOB_UNWIND,  /* a build-ID's unwind table search */
 	JOB_FILE,    /* fp_resolver_add_file_async */
+	JOB_CFI,     /* fp_resolver_add_cfi_async */
 };
 
 enum job_state { JOB_FREE, JOB_QUEUED, JOB_RUNNING };
@@ -43,7 +44,7 @@ struct resolver_job {
 	struct fp_build_id jb_id;
 	char *jb_path; /* JOB_SYMBOLS, JOB_UNWIND: NULL if unknown */
 	uint32_t jb_pid;
-	int jb_fd; /* JOB_FILE: owned */
+	int jb_fd; /* JOB_FILE, JOB_CFI: owned */
 };
 
 struct pending_ksyms {
@@ -53,11 +54,26 @@ struct pending_ksyms {
 	struct fp_symtab_builder *pk_builder;
 };
 
-/* Where a build-ID's file was seen, for fp_resolver_unwind's search. */
+/* How a build-ID's unwind table search went (fp_resolver_unwind). */
+enum unwind_state {
+	UNWIND_UNSEARCHED, /* not yet, or a new place to look was noted */
+	UNWIND_NOT_HERE,   /* no source of this host has CFI: a device's copy is wanted */
+	UNWIND_DEVICE,     /* a device is being asked for it */
+	UNWIND_NO_CFI,     /* no source has CFI, a device's copy included */
+	UNWIND_FAILED,     /* CFI found, but its table could not be compiled */
+};
+
+/* Where a build-ID's file was seen, how its unwind table's search went,
+ * and why it has no table (the counts in rs_no_table). */
 struct unwind_hint {
 	char *uh_path; /* NULL: none known */
 	uint32_t uh_pid;
-	int uh_tried; /* searched, and no source had CFI */
+	uint8_t uh_state;   /* enum unwind_state */
+	uint8_t uh_why;     /* enum fp_unwind_why */
+	uint8_t uh_symbols; /* its symbols are stored (as last seen) */
+	uint8_t uh_logged;  /* the reasons logged, bits 1 << why */
+	uint8_t uh_nofile;  /* this host has no file for it (host_may_have_cfi) */
+	uint8_t uh_seen;    /* a file's CFI (or its lack) was looked at (job_ready) */
 };
 
 struct fp_resolver {
@@ -67,6 +83,7 @@ struct fp_resolver {
 	int rv_proc_root;
 	fp_fetch_fn rv_fetch;
 	void *rv_fetch_arg;
+	int rv_fetch_remote;
 	pthread_mutex_t rv_lock;     /* rv_failed, rv_stats: uploads come from other threads */
 	struct fp_intern *rv_failed; /* build-IDs no source could provide */
 	struct pending_ksyms rv_pending[MAX_PENDING_KSYMS];
@@ -112,6 +129,7 @@ int fp_resolver_open(struct fp_resolver **out, const struct fp_resolver_opts *o)
 	r->rv_proc_root = o->ro_proc_root;
 	r->rv_fetch = o->ro_fetch;
 	r->rv_fetch_arg = o->ro_fetch_arg;
+	r->rv_fetch_remote = o->ro_fetch_remote;
 	pthread_mutex_init(&r->rv_lock, NULL);
 	{
 		pthread_condattr_t ca;
@@ -232,6 +250,159 @@ static int failed_clear(struct fp_resolver *r, const struct fp_build_id *id)
 out:
 	pthread_mutex_unlock(&r->rv_lock);
 	return err;
+}
+
+/* hint_find: id's hint, or NULL.  Called with rv_lock held. */
+static struct unwind_hint *hint_find(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	uint32_t idx;
+
+	return fp_intern_find(r->rv_hint_ids, id->fb_data, id->fb_len, &idx) == 0
+		       ? &r->rv_hints[idx]
+		       : NULL;
+}
+
+/* hint_for: id's hint, added when new (NULL when full or out of memory).
+ * Called with rv_lock held. */
+static struct unwind_hint *hint_for(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	struct unwind_hint *h = hint_find(r, id);
+	uint32_t idx;
+	int added;
+
+	if (h)
+		return h;
+	if (fp_intern_count(r->rv_hint_ids) >= FP_RESOLVER_MAX_PATHS)
+		return NULL;
+	if (fp_vec_reserve(&r->rv_hints, &r->rv_hints_cap, fp_intern_count(r->rv_hint_ids) + 1,
+			   sizeof(*r->rv_hints)) ||
+	    fp_intern_get(r->rv_hint_ids, id->fb_data, id->fb_len, &idx, &added))
+		return NULL;
+	memset(&r->rv_hints[idx], 0, sizeof(r->rv_hints[idx]));
+	return &r->rv_hints[idx];
+}
+
+const char *fp_unwind_why_name(int why)
+{
+	static const char *const names[FP_UNWIND_WHY_COUNT] = {
+		[FP_UNWIND_SEARCHING] = "searching",
+		[FP_UNWIND_DEVICE] = "device",
+		[FP_UNWIND_NO_CFI] = "no_cfi",
+		[FP_UNWIND_COMPILE_FAILED] = "compile_failed",
+		[FP_UNWIND_FRAME_POINTERS] = "frame_pointers",
+	};
+
+	return why > 0 && why < FP_UNWIND_WHY_COUNT ? names[why] : NULL;
+}
+
+/* state_why: why a build-ID whose search is in state has no table. */
+static int state_why(int state)
+{
+	switch (state) {
+	case UNWIND_UNSEARCHED:
+		return FP_UNWIND_SEARCHING;
+	case UNWIND_NOT_HERE:
+	case UNWIND_DEVICE:
+		return FP_UNWIND_DEVICE;
+	case UNWIND_NO_CFI:
+		return FP_UNWIND_NO_CFI;
+	default:
+		return FP_UNWIND_COMPILE_FAILED;
+	}
+}
+
+/* why_set: the reason h (id's) has no table is why (FP_UNWIND_WHY_NONE: it
+ * has one), and whether its symbols are stored is symbols (< 0: as it
+ * was).  Build-IDs with symbols are counted by reason, and each reason is
+ * logged once per build-ID.  Called with rv_lock held. */
+static void why_set(struct fp_resolver *r, const struct fp_build_id *id, struct unwind_hint *h,
+		    int why, int symbols)
+{
+	static const char *const text[FP_UNWIND_WHY_COUNT] = {
+		[FP_UNWIND_SEARCHING] = "searching this host's sources for its CFI",
+		[FP_UNWIND_DEVICE] = "no source of this host has CFI: asking a device for it",
+		[FP_UNWIND_NO_CFI] = "no source has CFI, a device's copy included: its stacks stop "
+				     "there",
+		[FP_UNWIND_COMPILE_FAILED] = "its CFI could not be compiled: its stacks stop there",
+		[FP_UNWIND_FRAME_POINTERS] = "its code keeps frame pointers: no table needed",
+	};
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+	int was = h->uh_symbols ? h->uh_why : FP_UNWIND_WHY_NONE;
+
+	if (was)
+		r->rv_stats.rs_no_table[was]--;
+	h->uh_why = (uint8_t)why;
+	if (symbols >= 0)
+		h->uh_symbols = symbols != 0;
+	if (!h->uh_symbols || !why)
+		return;
+	r->rv_stats.rs_no_table[why]++;
+	if (why != was)
+		r->rv_stats.rs_no_table_total[why]++;
+	if (h->uh_logged & (1u << why))
+		return;
+	h->uh_logged |= (uint8_t)(1u << why);
+	fp_build_id_hex(id, hex);
+	if (why == FP_UNWIND_SEARCHING)
+		fp_debug("unwind table of %s (%s): %s", hex, h->uh_path ?: "path unknown",
+			 text[why]);
+	else if (why == FP_UNWIND_NO_CFI || why == FP_UNWIND_COMPILE_FAILED)
+		fp_warnx("unwind table of %s (%s): %s", hex, h->uh_path ?: "path unknown",
+			 text[why]);
+	else
+		fp_info("unwind table of %s (%s): %s", hex, h->uh_path ?: "path unknown",
+			text[why]);
+}
+
+/* state_set: id's search is in state now. */
+static void state_set(struct fp_resolver *r, const struct fp_build_id *id, int state)
+{
+	struct unwind_hint *h;
+
+	pthread_mutex_lock(&r->rv_lock);
+	if ((h = hint_for(r, id))) {
+		h->uh_state = (uint8_t)state;
+		why_set(r, id, h, state_why(state), -1);
+	}
+	pthread_mutex_unlock(&r->rv_lock);
+}
+
+/* table_found: id has the (checked) table blob: no reason to count, or,
+ * when the code keeps frame pointers, that one.  ask_symbols: whether its
+ * symbols may be looked up (not while this thread holds a read
+ * transaction of the cache). */
+static void table_found(struct fp_resolver *r, const struct fp_build_id *id, const void *blob,
+			size_t len, int ask_symbols)
+{
+	int needed = fp_unwind_table_needed(blob, len);
+	int symbols = !needed && ask_symbols ? fp_resolver_has(r, id) : -1;
+	struct unwind_hint *h;
+
+	pthread_mutex_lock(&r->rv_lock);
+	h = needed ? hint_find(r, id) : hint_for(r, id);
+	if (h)
+		why_set(r, id, h, needed ? FP_UNWIND_WHY_NONE : FP_UNWIND_FRAME_POINTERS, symbols);
+	pthread_mutex_unlock(&r->rv_lock);
+}
+
+/* symbols_stored: id's symbols are in the cache now. */
+static void symbols_stored(struct fp_resolver *r, const struct fp_build_id *id)
+{
+	struct unwind_hint *h;
+
+	pthread_mutex_lock(&r->rv_lock);
+	if ((h = hint_find(r, id)) && !h->uh_symbols) {
+		h->uh_nofile = 0;
+		why_set(r, id, h, h->uh_why, 1);
+	}
+	pthread_mutex_unlock(&r->rv_lock);
+}
+
+/* compile_failed: whether err, of ingest_unwind, says that a file's CFI
+ * could not be compiled (not that there was none, nor no file). */
+static int compile_failed(int err)
+{
+	return err == -ENOEXEC;
 }
 
 int fp_resolver_kfuncs(struct fp_resolver *r, const struct fp_build_id *id, struct fp_kfuncs *out)
@@ -426,8 +597,25 @@ static int eh_frame_nobits(int fd)
 /* ingest_unwind: compile and store the unwind table of the ELF file at fd
  * (whose build-ID is id) when it has CFI and says more than the stored
  * table (table_rank); a file whose .eh_frame is NOBITS (a debug file)
- * only fills the place of a missing table.  0, -ENOENT (no CFI, or
- * nothing more than stored), or the error of the compile or the store. */
+ * only fills the place of a missing table.  0, -ENOENT (no CFI, none in
+ * its code, or nothing more than stored), -ENOEXEC (the compile failed:
+ * malformed, too many rows...) or the error of the store. */
+/* cfi_seen: a file of id was looked at for CFI, and its table stored if
+ * it had one: a search held back behind the symbols' search of id need
+ * not wait for their DWARF (job_ready).  Returns err. */
+static int cfi_seen(struct fp_resolver *r, const struct fp_build_id *id, int err)
+{
+	struct unwind_hint *h;
+
+	pthread_mutex_lock(&r->rv_lock);
+	if ((h = hint_find(r, id)) && !h->uh_seen) {
+		h->uh_seen = 1;
+		pthread_cond_broadcast(&r->rv_work);
+	}
+	pthread_mutex_unlock(&r->rv_lock);
+	return err;
+}
+
 static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id *id)
 {
 	struct table_rank new_rank, old_rank;
@@ -436,13 +624,13 @@ static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id
 	int err, have_old;
 
 	if (!fp_cfi_has_cfi(fd))
-		return -ENOENT;
+		return cfi_seen(r, id, -ENOENT);
 	err = fp_cfi_compile_isolated(fd, &blob, &len);
 	if (err) {
 		pthread_mutex_lock(&r->rv_lock);
 		r->rv_stats.rs_unwind_failed++;
 		pthread_mutex_unlock(&r->rv_lock);
-		return err;
+		return cfi_seen(r, id, err == -ENOENT ? err : -ENOEXEC);
 	}
 	new_rank = table_rank(blob, len);
 	have_old = stored_rank(r, id, &old_rank) == 0;
@@ -455,9 +643,10 @@ static int ingest_unwind(struct fp_resolver *r, int fd, const struct fp_build_id
 		r->rv_stats.rs_unwind_compiled++;
 		r->rv_stats.rs_unwind_bytes += len;
 		pthread_mutex_unlock(&r->rv_lock);
+		table_found(r, id, blob, len, 0);
 	}
 	free(blob);
-	return err;
+	return cfi_seen(r, id, err);
 }
 
 /* same_build: whether the ELF file at fd has build-ID id.  0 or -ESTALE
@@ -642,7 +831,7 @@ static int ingest(struct fp_resolver *r, const struct fp_build_id *id, const cha
 		err = ingest_file(r, pid, path, PATH_REPORTED, id, blob, len);
 	}
 	if (err && r->rv_fetch) {
-		int fd = r->rv_fetch(id, r->rv_fetch_arg);
+		int fd = r->rv_fetch(id, FP_FETCH_SYMBOLS, r->rv_fetch_arg);
 		*asked |= 1u << (*hit = FP_SOURCE_FETCH);
 		if (fd >= 0) {
 			err = ingest_fd(r, fd, id, blob, len);
@@ -697,6 +886,8 @@ static int ingest_store(struct fp_resolver *r, const struct fp_build_id *id, con
 	/* Stored for every later look-up; the caller keeps using its copy. */
 	if ((err = fp_symcache_put(r->rv_cache, id, *blob, *len)))
 		fp_warnx("cannot store symbols in the cache: %s", strerror(-err));
+	else
+		symbols_stored(r, id);
 	return 0;
 }
 
@@ -761,7 +952,15 @@ static struct lookup_table *table_for(struct fp_lookup *l, uint8_t kind,
 
 int fp_resolver_missing(struct fp_resolver *r, const struct fp_build_id *id)
 {
-	return failed_find(r, id);
+	struct unwind_hint *h;
+	int nofile;
+
+	if (failed_find(r, id))
+		return 1;
+	pthread_mutex_lock(&r->rv_lock);
+	nofile = (h = hint_find(r, id)) && h->uh_nofile;
+	pthread_mutex_unlock(&r->rv_lock);
+	return nofile;
 }
 
 /* cached_size: the size of id's stored table, 0 if none. */
@@ -777,25 +976,6 @@ static size_t cached_size(struct fp_resolver *r, const struct fp_build_id *id)
 		len = t.st_len;
 	fp_symcache_end(txn);
 	return len;
-}
-
-/* hint_for: id's hint, added when new (NULL when full or out of memory).
- * Called with rv_lock held. */
-static struct unwind_hint *hint_for(struct fp_resolver *r, const struct fp_build_id *id)
-{
-	uint32_t idx;
-	int added;
-
-	if (fp_intern_find(r->rv_hint_ids, id->fb_data, id->fb_len, &idx) == 0)
-		return &r->rv_hints[idx];
-	if (fp_intern_count(r->rv_hint_ids) >= FP_RESOLVER_MAX_PATHS)
-		return NULL;
-	if (fp_vec_reserve(&r->rv_hints, &r->rv_hints_cap, fp_intern_count(r->rv_hint_ids) + 1,
-			   sizeof(*r->rv_hints)) ||
-	    fp_intern_get(r->rv_hint_ids, id->fb_data, id->fb_len, &idx, &added))
-		return NULL;
-	memset(&r->rv_hints[idx], 0, sizeof(r->rv_hints[idx]));
-	return &r->rv_hints[idx];
 }
 
 int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
@@ -816,7 +996,12 @@ int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, c
 			free(h->uh_path);
 			h->uh_path = copy;
 			h->uh_pid = pid;
-			h->uh_tried = 0;
+			/* A new place to look, where this host's files are
+			 * a source: search again (not while a device is
+			 * asked, nor after a compile failed). */
+			if ((r->rv_local_files || (r->rv_proc_root && pid)) &&
+			    (h->uh_state == UNWIND_NOT_HERE || h->uh_state == UNWIND_NO_CFI))
+				h->uh_state = UNWIND_UNSEARCHED;
 		} else {
 			err = -ENOMEM;
 		}
@@ -826,7 +1011,7 @@ int fp_resolver_note_path(struct fp_resolver *r, const struct fp_build_id *id, c
 }
 
 /* unwind_try: compile and store the table of the file at path if it is
- * id's and has CFI. */
+ * id's and has CFI.  As ingest_unwind, and the errors of open_regular. */
 static int unwind_try(struct fp_resolver *r, uint32_t pid, const char *path, int trust,
 		      const struct fp_build_id *id)
 {
@@ -841,34 +1026,124 @@ static int unwind_try(struct fp_resolver *r, uint32_t pid, const char *path, int
 	return err;
 }
 
-/* unwind_search: every source, in the order of the symbols' search, but
- * the mapped file first: a debug file rarely holds CFI. */
+/* The debug directory's names for a build-ID's files: its debug file, and
+ * (Fedora's layout) a link to the binary itself. */
+static const char *const debug_dir_suffixes[] = { ".debug", "" };
+
+/* unwind_search: every source of this host, in the order of the symbols'
+ * search, but the mapped file first (a debug file rarely holds CFI), and
+ * of the fetch function only files with code (FP_FETCH_CFI).  0 (a table
+ * is stored), -ENOEXEC (CFI was found but its table could not be
+ * compiled) or -ENOENT (no source has CFI). */
 static int unwind_search(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
 			 uint32_t pid)
 {
 	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
-	int err = -ENOENT;
+	int err = -ENOENT, failed = 0;
+	size_t i, len;
+	void *blob;
 
+	/* The symbols' search (run first) took the table from its file. */
+	if (fp_symcache_get_unwind(r->rv_cache, id, &blob, &len) == 0) {
+		free(blob);
+		return 0;
+	}
 	if (r->rv_local_files && path)
 		err = unwind_try(r, 0, path, PATH_REPORTED, id);
+	failed |= compile_failed(err);
 	if (err && r->rv_proc_root && pid && path)
 		err = unwind_try(r, pid, path, PATH_REPORTED, id);
-	if (err && r->rv_debug_dir) {
-		fp_build_id_hex(id, hex);
-		err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex, ".debug")
+	failed |= compile_failed(err);
+	fp_build_id_hex(id, hex);
+	for (i = 0; err && r->rv_debug_dir && i < 2; i++) {
+		err = fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex,
+				       debug_dir_suffixes[i])
 			      ? -ENOENT
 			      : unwind_try(r, 0, file, PATH_OPERATOR, id);
+		failed |= compile_failed(err);
 	}
 	if (err && r->rv_fetch) {
-		int fd = r->rv_fetch(id, r->rv_fetch_arg);
+		int fd = r->rv_fetch(id, FP_FETCH_CFI, r->rv_fetch_arg);
 		if (fd >= 0) {
 			err = same_build(fd, id);
 			if (!err)
 				err = ingest_unwind(r, fd, id);
+			failed |= compile_failed(err);
 			close(fd);
 		}
 	}
-	return err;
+	if (!err)
+		return 0;
+	return failed ? -ENOEXEC : -ENOENT;
+}
+
+/* fd_has_cfi: whether the file at fd (closed here; a negative errno: no
+ * file) is id's and has CFI bytes. */
+static int fd_has_cfi(int fd, const struct fp_build_id *id)
+{
+	int has;
+
+	if (fd < 0)
+		return 0;
+	has = same_build(fd, id) == 0 && fp_cfi_has_cfi(fd);
+	close(fd);
+	return has;
+}
+
+/* host_may_have_cfi: whether a search of this host's sources may find
+ * id's CFI.  Always when they include the mapped file (local files, a
+ * container's) or other hosts (a remote fetch function), whose answers
+ * take time (the search is queued); when they are only files the
+ * operator keeps (the debug directory, the store), whether those have
+ * CFI bytes: only their section headers are read (elfnote.h's bounded
+ * reader), so the common case, a Debian debug file whose .eh_frame is
+ * NOBITS, is answered without a wait and the device is asked in the same
+ * reply.  *no_files: those sources have no file at all for id, so its
+ * symbols cannot come from them either (fp_resolver_missing). */
+static int host_may_have_cfi(struct fp_resolver *r, const struct fp_build_id *id, const char *path,
+			     uint32_t pid, int *no_files)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1], file[4200];
+	struct fp_build_id trimmed = fp_build_id_trim(id);
+	int has = 0, files = 0, fd;
+	size_t i;
+
+	*no_files = 0;
+	if ((r->rv_local_files && path) || (r->rv_proc_root && pid && path) ||
+	    (r->rv_fetch && r->rv_fetch_remote))
+		return 1;
+	/* The debug file, Fedora's link to the binary, and the debug file
+	 * of the build-ID without the kernel's zero padding. */
+	for (i = 0; r->rv_debug_dir && i < 3 && !has; i++) {
+		if (i == 2 && fp_build_id_eq(&trimmed, id))
+			break;
+		fp_build_id_hex(i == 2 ? &trimmed : id, hex);
+		if (fp_build_id_path(file, sizeof(file), r->rv_debug_dir, hex,
+				     debug_dir_suffixes[i == 1]) ||
+		    (fd = open_regular(r, 0, file, PATH_OPERATOR)) < 0)
+			continue;
+		files++;
+		has = fd_has_cfi(fd, id);
+	}
+	if (!has && r->rv_fetch) {
+		fd = r->rv_fetch(id, FP_FETCH_CFI, r->rv_fetch_arg);
+		files += fd >= 0;
+		has = fd_has_cfi(fd, id);
+		if (!files && (fd = r->rv_fetch(id, FP_FETCH_SYMBOLS, r->rv_fetch_arg)) >= 0) {
+			files++;
+			close(fd);
+		}
+	}
+	*no_files = !files;
+	return has;
+}
+
+/* search_done: what id's search of this host's sources (unwind_search)
+ * found. */
+static void search_done(struct fp_resolver *r, const struct fp_build_id *id, int err)
+{
+	if (err) /* else stored: table_found did the rest */
+		state_set(r, id, err == -ENOEXEC ? UNWIND_FAILED : UNWIND_NOT_HERE);
 }
 
 static struct resolver_job *job_find(struct fp_resolver *r, const struct fp_build_id *id, int kind);
@@ -879,44 +1154,116 @@ int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void
 	struct unwind_hint *h;
 	char *path = NULL;
 	uint32_t pid = 0;
-	int err, tried;
+	int err, symbols, no_files = 0;
 
 	err = fp_symcache_get_unwind(r->rv_cache, id, blob, len);
+	if (!err) {
+		table_found(r, id, *blob, *len, 1);
+		return 0;
+	}
 	if (err != -ENOENT && err != -EINVAL)
 		return err;
-	/* Search once per source: the hint remembers that it was done. */
+	symbols = fp_resolver_has(r, id);
 	pthread_mutex_lock(&r->rv_lock);
-	if (job_find(r, id, -1)) {
-		pthread_mutex_unlock(&r->rv_lock);
-		return -EAGAIN;
-	}
 	h = hint_for(r, id);
-	tried = !h || h->uh_tried;
-	if (h && !tried) {
-		h->uh_tried = 1;
-		if (h->uh_path && !(path = strdup(h->uh_path)))
-			h->uh_tried = 0;
-		pid = h->uh_pid;
-	}
-	pthread_mutex_unlock(&r->rv_lock);
-	if (tried)
+	if (!h) { /* too many build-IDs to remember a search for */
+		pthread_mutex_unlock(&r->rv_lock);
 		return -ENOENT;
-	if (r->rv_nworkers) {
+	}
+	why_set(r, id, h, state_why(h->uh_state), symbols);
+	/* A symbols job is waited for only when it reads the mapped file
+	 * (local files, a container's), which has CFI as often as not;
+	 * else the search for CFI runs beside it (ingest_fd leaves the CFI
+	 * to it), so that a device is asked as soon as this host is known
+	 * to have none. */
+	if (job_find(r, id, JOB_UNWIND) || job_find(r, id, JOB_FILE) || job_find(r, id, JOB_CFI) ||
+	    (job_find(r, id, JOB_SYMBOLS) && h->uh_path &&
+	     (r->rv_local_files || (r->rv_proc_root && h->uh_pid))))
+		err = -EAGAIN;
+	else if (h->uh_state == UNWIND_NOT_HERE)
+		err = -ENODATA;
+	else if (h->uh_state == UNWIND_DEVICE)
+		err = -EAGAIN;
+	else if (h->uh_state != UNWIND_UNSEARCHED)
+		err = -ENOENT;
+	else if (h->uh_path && !(path = strdup(h->uh_path)))
+		err = -ENOMEM;
+	else
+		err = 0; /* search */
+	pid = h->uh_pid;
+	pthread_mutex_unlock(&r->rv_lock);
+	if (err)
+		return err;
+	/* Searched once per source: the state remembers how it went. */
+	if (r->rv_nworkers && host_may_have_cfi(r, id, path, pid, &no_files)) {
+		/* Other hosts: their symbols' file first (job_ready), queued
+		 * here if no frame asked for it yet: one download may hold
+		 * the CFI too.  Not queued (full): the next call tries
+		 * again. */
+		if (r->rv_fetch_remote && !symbols && !failed_find(r, id))
+			queue_job(r, JOB_SYMBOLS, id, path, pid, -1);
 		err = queue_job(r, JOB_UNWIND, id, path, pid, -1);
 		free(path);
-		if (err) { /* not searched: the next call tries again */
-			pthread_mutex_lock(&r->rv_lock);
-			if ((h = hint_for(r, id)))
-				h->uh_tried = 0;
-			pthread_mutex_unlock(&r->rv_lock);
-		}
-		return -EAGAIN;
+		return err == -ENOMEM ? err : -EAGAIN;
 	}
-	err = unwind_search(r, id, path, pid);
+	err = r->rv_nworkers ? -ENOENT : unwind_search(r, id, path, pid);
 	free(path);
+	if (no_files) {
+		pthread_mutex_lock(&r->rv_lock);
+		if ((h = hint_find(r, id)) && !h->uh_symbols)
+			h->uh_nofile = 1;
+		pthread_mutex_unlock(&r->rv_lock);
+	}
+	search_done(r, id, err);
 	if (err)
-		return -ENOENT;
-	return fp_symcache_get_unwind(r->rv_cache, id, blob, len);
+		return err == -ENOEXEC ? -ENOENT : -ENODATA;
+	return fp_resolver_unwind(r, id, blob, len);
+}
+
+void fp_resolver_cfi_device(struct fp_resolver *r, const struct fp_build_id *id, int what)
+{
+	static const uint8_t state[] = { [FP_CFI_DEVICE_ASKED] = UNWIND_DEVICE,
+					 [FP_CFI_DEVICE_RETRY] = UNWIND_NOT_HERE,
+					 [FP_CFI_DEVICE_NONE] = UNWIND_NO_CFI };
+
+	if (r && what >= 0 && what <= FP_CFI_DEVICE_NONE)
+		state_set(r, id, state[what]);
+}
+
+/* cfi_file: compile and store the table of a device's copy of id's CFI
+ * sections at fd (closed here), and what came of it.  As
+ * fp_resolver_add_cfi_async. */
+static int cfi_file(struct fp_resolver *r, int fd, const struct fp_build_id *id)
+{
+	char hex[2 * FP_BUILD_ID_MAX + 1];
+	void *blob;
+	size_t len;
+	int err = same_build(fd, id);
+
+	if (!err)
+		err = ingest_unwind(r, fd, id);
+	close(fd);
+	if (err == -ESTALE)
+		return err;
+	/* Nothing more than a stored table: that one stays. */
+	if (err == -ENOENT && fp_symcache_get_unwind(r->rv_cache, id, &blob, &len) == 0) {
+		free(blob);
+		err = 0;
+	}
+	if (err) {
+		state_set(r, id, compile_failed(err) ? UNWIND_FAILED : UNWIND_NO_CFI);
+	} else {
+		fp_build_id_hex(id, hex);
+		fp_info("unwind table of %s compiled from a device's copy of its CFI", hex);
+	}
+	return err;
+}
+
+int fp_resolver_add_cfi_async(struct fp_resolver *r, int fd, const struct fp_build_id *id)
+{
+	if (!r->rv_nworkers)
+		return cfi_file(r, fd, id);
+	return queue_job(r, JOB_CFI, id, NULL, 0, fd);
 }
 
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
@@ -924,13 +1271,17 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 	struct fp_build_id id;
 	size_t len;
 	void *blob;
-	int err;
+	int err, table;
 
 	if ((err = fp_elfnote_build_id(fd, &id)))
 		return err;
-	ingest_unwind(r, fd, &id);
-	if ((err = fp_elf_symtab_isolated(fd, &blob, &len)))
-		return err;
+	table = ingest_unwind(r, fd, &id) == 0;
+	if ((err = fp_elf_symtab_isolated(fd, &blob, &len))) {
+		if (err != -ENOENT || !table)
+			return err;
+		*out = id; /* a stripped program: its CFI only */
+		return 0;
+	}
 	/* More symbols, lines and inline ranges make a larger table. */
 	if (len > cached_size(r, &id)) {
 		err = fp_symcache_put(r->rv_cache, &id, blob, len);
@@ -945,6 +1296,7 @@ int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *out)
 		err = failed_clear(r, &id);
 	if (err)
 		return err;
+	symbols_stored(r, &id);
 	*out = id;
 	return 0;
 }
@@ -1072,7 +1424,7 @@ static void job_run(struct fp_resolver *r, struct resolver_job *j)
 			free(blob);
 		break;
 	case JOB_UNWIND:
-		unwind_search(r, &j->jb_id, j->jb_path, j->jb_pid);
+		search_done(r, &j->jb_id, unwind_search(r, &j->jb_id, j->jb_path, j->jb_pid));
 		break;
 	case JOB_FILE:
 		err = add_file_checked(r, j->jb_fd, &j->jb_id);
@@ -1082,7 +1434,42 @@ static void job_run(struct fp_resolver *r, struct resolver_job *j)
 			fp_warnx("cannot ingest the file fetched for %s: %s", hex, strerror(-err));
 		}
 		break;
+	case JOB_CFI:
+		err = cfi_file(r, j->jb_fd, &j->jb_id);
+		j->jb_fd = -1;
+		if (err && err != -ENOENT) {
+			fp_build_id_hex(&j->jb_id, hex);
+			fp_warnx("cannot compile the CFI fetched for %s: %s", hex, strerror(-err));
+		}
+		break;
 	}
+}
+
+/* job_before: whether job a runs before b: first in, first out, but the
+ * searches of this host's symbol files last: their DWARF can take seconds
+ * to read, while the other jobs (a search for CFI, a device's copy) take
+ * one look-up or one compile, and bring the unwind tables that stacks
+ * wait for. */
+static int job_before(const struct resolver_job *a, const struct resolver_job *b)
+{
+	int sa = a->jb_kind == JOB_SYMBOLS, sb = b->jb_kind == JOB_SYMBOLS;
+
+	return sa != sb ? sb : a->jb_order < b->jb_order;
+}
+
+/* job_ready: whether queued job j may run now: with a remote fetch
+ * function, a search for CFI waits for the symbols' search of its
+ * build-ID to have looked at its file's CFI (a download that may hold it:
+ * an unstripped binary is a symbol service's debuginfo and executable
+ * both, one download, not two), not for its DWARF.  Called with rv_lock
+ * held. */
+static int job_ready(struct fp_resolver *r, const struct resolver_job *j)
+{
+	const struct unwind_hint *h;
+
+	if (j->jb_kind != JOB_UNWIND || !r->rv_fetch_remote || !job_find(r, &j->jb_id, JOB_SYMBOLS))
+		return 1;
+	return (h = hint_find(r, &j->jb_id)) && h->uh_seen;
 }
 
 static void *worker_main(void *arg)
@@ -1095,14 +1482,16 @@ static void *worker_main(void *arg)
 		uint64_t start, ms;
 		size_t i;
 
-		while (!r->rv_stop && !r->rv_nqueued)
-			pthread_cond_wait(&r->rv_work, &r->rv_lock);
+		for (i = 0; !r->rv_stop && r->rv_nqueued && i < r->rv_njobs; i++)
+			if (r->rv_jobs[i].jb_state == JOB_QUEUED && job_ready(r, &r->rv_jobs[i]) &&
+			    (!j || job_before(&r->rv_jobs[i], j)))
+				j = &r->rv_jobs[i];
 		if (r->rv_stop)
 			break;
-		for (i = 0; i < r->rv_njobs; i++)
-			if (r->rv_jobs[i].jb_state == JOB_QUEUED &&
-			    (!j || r->rv_jobs[i].jb_order < j->jb_order))
-				j = &r->rv_jobs[i];
+		if (!j) { /* none, or none ready: a job ends or comes */
+			pthread_cond_wait(&r->rv_work, &r->rv_lock);
+			continue;
+		}
 		j->jb_state = JOB_RUNNING;
 		r->rv_nqueued--;
 		r->rv_stats.rs_running++;
@@ -1121,6 +1510,7 @@ static void *worker_main(void *arg)
 		if (ms > r->rv_stats.rs_job_max_ms)
 			r->rv_stats.rs_job_max_ms = ms;
 		pthread_cond_broadcast(&r->rv_done);
+		pthread_cond_broadcast(&r->rv_work); /* one it held back may run */
 	}
 	pthread_mutex_unlock(&r->rv_lock);
 	return NULL;
@@ -1169,7 +1559,8 @@ static void workers_stop(struct fp_resolver *r)
 		pthread_join(r->rv_workers[i], NULL);
 	for (i = 0; i < r->rv_njobs; i++) {
 		free(r->rv_jobs[i].jb_path);
-		if (r->rv_jobs[i].jb_state != JOB_FREE && r->rv_jobs[i].jb_kind == JOB_FILE)
+		if (r->rv_jobs[i].jb_state != JOB_FREE &&
+		    (r->rv_jobs[i].jb_kind == JOB_FILE || r->rv_jobs[i].jb_kind == JOB_CFI))
 			close(r->rv_jobs[i].jb_fd);
 	}
 	free(r->rv_jobs);

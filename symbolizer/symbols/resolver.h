@@ -9,6 +9,15 @@
  *
  * Unwind tables (cfi.h) of the same files are compiled whenever a file
  * with CFI is ingested, and stored beside the symbols (symcache.h).
+ * Symbols and CFI are found independently: a detached debug file (the
+ * debug directory, debuginfod's debuginfo, an uploaded .debug) has the
+ * most symbols and no CFI (its .eh_frame is NOBITS), so the table of such
+ * a build-ID comes from another file: an executable (the store's,
+ * debuginfod's executable, the mapping's path with local files), or, when
+ * the host has none, a device's copy of its CFI sections
+ * (fp_resolver_unwind says -ENODATA; devfetch.h fetches it).  Why a
+ * build-ID with symbols has no table is kept per build-ID, counted
+ * (rs_no_table) and logged once per build-ID and reason.
  *
  * Threads.  Until fp_resolver_start, symbol work (parsing a file in the
  * isolated child, isolate.h; upstream look-ups through the fetch
@@ -16,7 +25,9 @@
  * fleetprof record and the tests want.  After it, that work runs in a
  * few background workers, fed by a bounded queue: fp_resolver_frame and
  * fp_resolver_unwind only read the cache and queue what is missing, so a
- * server thread that calls them never waits for a file.  A full queue
+ * server thread that calls them never waits for a file.  Jobs run first
+ * in, first out, but the searches for symbols (whose DWARF can take
+ * seconds) after the others (searches for CFI, devices' copies).  A full queue
  * drops the job and counts it (rs_queue_full); the next look-up of that
  * build-ID queues it again.  rv_lock guards everything the workers share
  * with callers: the queue, the failure memo, the path hints, the
@@ -33,10 +44,15 @@
 
 struct fp_resolver;
 
+/* What a fetch function is asked for: symbols (the file with the most,
+ * a debug file first) or CFI (a file with code: an executable or shared
+ * object; a debug file has none). */
+enum fp_fetch_what { FP_FETCH_SYMBOLS, FP_FETCH_CFI };
+
 /* A further source of files, tried after the debug directory and local
- * files: an fd open on a file that should have build-ID id (it is
- * checked), or a negative errno. */
-typedef int (*fp_fetch_fn)(const struct fp_build_id *id, void *arg);
+ * files: an fd open on a file for what (enum fp_fetch_what) that should
+ * have build-ID id (it is checked), or a negative errno. */
+typedef int (*fp_fetch_fn)(const struct fp_build_id *id, int what, void *arg);
 
 struct fp_resolver_opts {
 	const char *ro_cache_dir; /* LMDB directory (created if missing) */
@@ -46,6 +62,7 @@ struct fp_resolver_opts {
 				     * are this host's (fleetprof record) */
 	fp_fetch_fn ro_fetch;     /* NULL: none (e.g. upstream debuginfod) */
 	void *ro_fetch_arg;
+	int ro_fetch_remote; /* ro_fetch asks other hosts (takes time) */
 };
 
 /* fp_resolver_open: 0 or a negative errno (cache cannot be opened). */
@@ -82,9 +99,10 @@ int fp_resolver_ksyms(struct fp_resolver *r, const struct fp_ksyms *part);
  * then a known version, then the eval loop's .cold part), then, all that
  * equal, more FDEs (a debug file, whose .eh_frame is NOBITS, never
  * replaces a stored table).  Clears the "no source had it" mark, so frames
- * of that build-ID resolve from the next look-up on.  Safe to call from
- * any thread.  0, -ENOENT (no build-ID or no symbols), -EINVAL (not ELF
- * or malformed) or a negative errno. */
+ * of that build-ID resolve from the next look-up on.  A file with CFI and
+ * no symbols (a stripped program) gives its table only.  Safe to call
+ * from any thread.  0, -ENOENT (no build-ID, or neither symbols nor a new
+ * table), -EINVAL (not ELF or malformed) or a negative errno. */
 int fp_resolver_add_file(struct fp_resolver *r, int fd, struct fp_build_id *id);
 
 /* fp_resolver_add_file_async: fp_resolver_add_file of the file at fd
@@ -99,15 +117,45 @@ int fp_resolver_add_file_async(struct fp_resolver *r, int fd, const struct fp_bu
  * *blob (malloc'd, the caller frees it), *len bytes.  When none is stored
  * yet, looks for a file with id's CFI once: at the paths noted for id
  * (fp_resolver_note_path, and the mappings fp_resolver_frame resolved)
- * when local files are allowed, in the debug directory, and through the
- * fetch function; later calls for an id that no source had return
- * -ENOENT at once, until a new path is noted or a file is added.  Safe
- * to call from any thread; the search forks a child per file (isolate.h).
- * After fp_resolver_start the search is queued instead and -EAGAIN
- * returned while it is queued or running.  0, -ENOENT (none stored and
- * no source has CFI for it), -EAGAIN, -ENOMEM or a negative errno. */
+ * when local files are allowed, in the debug directory
+ * (DEBUG_DIR/.build-id/xx/rest.debug, and rest: Fedora's link to the
+ * binary), and through the fetch function (FP_FETCH_CFI).  Safe to call
+ * from any thread; the search forks a child per file (isolate.h).  After
+ * fp_resolver_start the search is queued instead and -EAGAIN returned
+ * while it is queued or running; when the only sources are local files
+ * the operator keeps (the debug directory, a local fetch function: the
+ * store) and none has CFI (their section headers are read), the answer
+ * is given at once.  When no source of this host has CFI,
+ * -ENODATA says that only a device's copy can give the table: the caller
+ * asks a device (devfetch.h), which tells what came of it
+ * (fp_resolver_cfi_device, fp_resolver_add_cfi_async); meanwhile
+ * -EAGAIN.  0, -EAGAIN (being searched or fetched: ask again), -ENODATA
+ * (ask a device), -ENOENT (none will come: no source has CFI, a device's
+ * copy included, or its table could not be compiled; until a new path is
+ * noted or a file is added), -ENOMEM or a negative errno. */
 int fp_resolver_unwind(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
 		       size_t *len);
+
+/* What came of asking a device for id's CFI (devfetch.h). */
+enum fp_cfi_device {
+	FP_CFI_DEVICE_ASKED, /* a device is being asked */
+	FP_CFI_DEVICE_RETRY, /* that failed, or had no answer: another may be asked */
+	FP_CFI_DEVICE_NONE,  /* the device's file has no CFI, or no device will be asked */
+};
+
+/* fp_resolver_cfi_device: the device fetch of id's CFI (after -ENODATA)
+ * is in state what (enum fp_cfi_device).  Any thread. */
+void fp_resolver_cfi_device(struct fp_resolver *r, const struct fp_build_id *id, int what);
+
+/* fp_resolver_add_cfi_async: a device's copy of id's CFI sections, at fd
+ * (the resolver takes fd and closes it; its build-ID must be id): its
+ * unwind table is compiled and stored (as fp_resolver_add_file does,
+ * without its symbols, which the copy does not hold).  Before
+ * fp_resolver_start, in the caller's thread; after it, in a worker.  0
+ * (done, or queued), -ESTALE (another build-ID), -EAGAIN (queue full:
+ * nothing done, fd closed), -ENOENT (no CFI in it) or the error of the
+ * compile. */
+int fp_resolver_add_cfi_async(struct fp_resolver *r, int fd, const struct fp_build_id *id);
 
 /* fp_resolver_note_path: the file of user build-ID id was mapped at path
  * by process pid (0: unknown): where fp_resolver_unwind looks.  At most
@@ -123,7 +171,8 @@ struct fp_kfuncs;
 int fp_resolver_kfuncs(struct fp_resolver *r, const struct fp_build_id *id, struct fp_kfuncs *out);
 
 /* fp_resolver_missing: whether every source was tried for id and none had
- * it (until a file for it is added). */
+ * it, or, where the sources are files the operator keeps, none has a file
+ * for it (fp_resolver_unwind looked); until a file for it is added. */
 int fp_resolver_missing(struct fp_resolver *r, const struct fp_build_id *id);
 
 /* fp_resolver_has: whether a table for id is stored. */
@@ -168,6 +217,21 @@ enum fp_symbol_source {
  * "fetch"; NULL out of range. */
 const char *fp_symbol_source_name(int source);
 
+/* Why a build-ID with symbols has no unwind table to send. */
+enum fp_unwind_why {
+	FP_UNWIND_WHY_NONE,       /* it has one (or no symbols): not counted */
+	FP_UNWIND_SEARCHING,      /* the host's sources are being searched for its CFI */
+	FP_UNWIND_DEVICE,         /* none has CFI: a device is (to be) asked for it */
+	FP_UNWIND_NO_CFI,         /* no source has CFI, a device's copy included */
+	FP_UNWIND_COMPILE_FAILED, /* CFI found, its table could not be compiled */
+	FP_UNWIND_FRAME_POINTERS, /* a table, not needed: the code keeps frame pointers */
+	FP_UNWIND_WHY_COUNT,
+};
+
+/* fp_unwind_why_name: "searching", "device", "no_cfi", "compile_failed",
+ * "frame_pointers"; NULL for FP_UNWIND_WHY_NONE and out of range. */
+const char *fp_unwind_why_name(int why);
+
 struct fp_resolver_stats {
 	uint64_t rs_ingested; /* tables built from ELF files */
 	uint64_t rs_ingest_failed;
@@ -176,6 +240,11 @@ struct fp_resolver_stats {
 	uint64_t rs_unwind_failed;   /* files with CFI whose compile failed */
 	uint64_t rs_unwind_bytes;    /* bytes of the tables stored */
 	uint64_t rs_paths_refused;   /* not regular files (FIFO, device, link...) */
+	/* Build-IDs with symbols and no table, by enum fp_unwind_why: now (of
+	 * those fp_resolver_unwind was asked for), and how many times one
+	 * came to lack it for that reason. */
+	uint64_t rs_no_table[FP_UNWIND_WHY_COUNT];
+	uint64_t rs_no_table_total[FP_UNWIND_WHY_COUNT];
 	/* A look-up's first use of a build-ID asks the sources in order until
 	 * one has its table: a hit there, a miss at each one before. */
 	uint64_t rs_hits[FP_SOURCE_COUNT], rs_misses[FP_SOURCE_COUNT];

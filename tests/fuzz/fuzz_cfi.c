@@ -4,8 +4,10 @@
  * uploaded or device-fetched file would be.  The seeds are small x86-64
  * shared objects (.eh_frame from GCC, .debug_frame, frame pointers) and
  * hand-built AArch64 files (frame records, remember/restore_state, an 'S'
- * CIE, an outermost frame) and a small CPython-like shared object
- * (symbols of an interpreter, Py_Version, a .cold part).  A table that
+ * CIE, an outermost frame), a small CPython-like shared object
+ * (symbols of an interpreter, Py_Version, a .cold part), and the sparse
+ * copy a CFI fetch from a device leaves of it (every section but the
+ * notes, the section names and the CFI marked NOBITS, their bytes zero).  A table that
  * compiles must pass fp_unwind_table_check, answer look-ups with a row at
  * or before the offset, and carry the CPython trailer exactly when
  * fp_pyinterp_find says the file holds an interpreter, with its answer.

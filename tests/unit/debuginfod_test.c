@@ -214,6 +214,7 @@ static void test_resolves_through_upstream(void)
 	ro.ro_debug_dir = empty;
 	ro.ro_local_files = 1; /* the mapping's path does not exist */
 	ro.ro_fetch = fp_debuginfod_fetch;
+	ro.ro_fetch_remote = 1;
 	ro.ro_fetch_arg = d;
 	CHECK_EQ_INT(fp_resolver_open(&r, &ro), 0);
 	if (!r)
@@ -297,7 +298,7 @@ static void test_fetch_direct(void)
 	CHECK_EQ_INT(fp_debuginfod_open(&d, urls, 2, dcache), 0);
 	if (!d)
 		return;
-	fd = fp_debuginfod_fetch(&prog_id, d);
+	fd = fp_debuginfod_fetch(&prog_id, FP_FETCH_SYMBOLS, d);
 	CHECK(fd >= 0);
 	if (fd >= 0) {
 		CHECK(fp_elfnote_build_id(fd, &got) == 0 && fp_build_id_eq(&got, &prog_id));
@@ -311,7 +312,7 @@ static void test_fetch_direct(void)
 	if (!d)
 		return;
 	t0 = now();
-	fd = fp_debuginfod_fetch(&prog_id, d);
+	fd = fp_debuginfod_fetch(&prog_id, FP_FETCH_SYMBOLS, d);
 	CHECK(fd < 0);
 	CHECK(now() - t0 < 20);
 	if (fd >= 0)

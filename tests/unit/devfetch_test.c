@@ -33,9 +33,50 @@ static char dir[256];
 /* How the played agent lies. */
 enum lie {
 	HONEST,
-	MOVED,  /* Py_Version's section header, asked again: another offset */
-	NOBITS, /* the same, NOBITS */
+	MOVED,   /* Py_Version's section header, asked again: another offset */
+	NOBITS,  /* the same, NOBITS */
+	BAD_CFI, /* .eh_frame's bytes: garbage */
+	NOT_ELF, /* the ELF header: garbage */
 };
+
+/* section_at: the file range of section name of the ELF file at path;
+ * 0, or -1 when there is none. */
+static int section_at(const char *path, const char *name, uint64_t *off, uint64_t *size)
+{
+	int fd = open(path, O_RDONLY), found = -1;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	if (fd < 0 || !(e = elf_begin(fd, ELF_C_READ, NULL))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (found && !elf_getshdrstrndx(e, &shstrndx) && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
+		    (n = elf_strptr(e, shstrndx, sh.sh_name)) && !strcmp(n, name)) {
+			*off = sh.sh_offset, *size = sh.sh_size;
+			found = 0;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return found;
+}
+
+/* overlaps: whether any of n ranges overlaps [off, off + size). */
+static int overlaps(const struct fp_range *r, size_t n, uint64_t off, uint64_t size)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i].fg_offset < off + size && off < r[i].fg_offset + r[i].fg_length)
+			return 1;
+	return 0;
+}
 
 /* lie_about: change the answer d when it is a lone section header (what
  * devfetch asks for Py_Version's section) of the file with header eh. */
@@ -54,26 +95,37 @@ static void lie_about(struct fp_file_data *d, const Elf64_Ehdr *eh, enum lie lie
 	memcpy(d->fd_data, &sh, sizeof(sh));
 }
 
-/* fetch: the file at path, fetched through a fresh devfetch into r, as
- * an agent would answer; the stats when done.  0 or -1. */
-static int fetch(struct fp_resolver *r, const char *path, enum lie lie,
-		 struct fp_devfetch_stats *st)
+/* What the played agent is asked for. */
+enum what { SYMBOLS, CFI };
+
+/* drive: a fetch of what of the file at path through f, answered as an
+ * agent would (lying as told); every range asked is appended to *all
+ * (realloc'd; *nall of them) when all is not NULL.  0 or -1. */
+static int drive(struct fp_devfetch *f, const char *path, enum what what, enum lie lie,
+		 struct fp_range **all, size_t *nall)
 {
 	struct fp_range *ranges = NULL, *asked;
-	struct fp_devfetch *f = NULL;
 	struct fp_build_id id;
 	size_t n = 0, nasked, i, rounds = 0;
+	uint64_t cfi_off = 0, cfi_size = 0;
 	Elf64_Ehdr eh;
 	struct stat sb;
 	int fd = open(path, O_RDONLY), err = 0;
 
+	section_at(path, ".eh_frame", &cfi_off, &cfi_size);
 	if (fd < 0 || fstat(fd, &sb) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    fp_elfnote_build_id(fd, &id) || fp_devfetch_alloc(&f, r, dir, FP_DEVFETCH_TIMEOUT, 1) ||
-	    fp_devfetch_want(f, 1, 1, &id, &ranges, &n)) {
+	    fp_elfnote_build_id(fd, &id) ||
+	    (what == CFI ? fp_devfetch_want_cfi : fp_devfetch_want)(f, 1, 1, &id, &ranges, &n)) {
 		err = -1;
 		goto out;
 	}
 	while (n && rounds++ < 16) {
+		struct fp_range *p = all ? realloc(*all, (*nall + n) * sizeof(*p)) : NULL;
+
+		if (p) {
+			memcpy(p + *nall, ranges, n * sizeof(*p));
+			*all = p, *nall += n;
+		}
 		asked = ranges, nasked = n;
 		ranges = NULL, n = 0;
 		for (i = 0; i < nasked && !err; i++) {
@@ -92,19 +144,37 @@ static int fetch(struct fp_resolver *r, const char *path, enum lie lie,
 			} else {
 				d.fd_len = (size_t)got;
 				lie_about(&d, &eh, lie);
+				if (lie == BAD_CFI && overlaps(&asked[i], 1, cfi_off, cfi_size))
+					memset(d.fd_data, 0xff, d.fd_len);
+				if (lie == NOT_ELF && !d.fd_offset)
+					memset(d.fd_data, 0, d.fd_len);
 				err = fp_devfetch_data(f, &d, &ranges, &n) ? -1 : 0;
 			}
 			free(d.fd_data);
 		}
 		free(asked);
 	}
-	fp_devfetch_stats(f, st);
 out:
 	free(ranges);
-	fp_devfetch_free(f);
 	if (fd >= 0)
 		close(fd);
 	return err || n ? -1 : 0;
+}
+
+/* fetch: the file at path, fetched through a fresh devfetch into r, as
+ * an agent would answer; the stats when done.  0 or -1. */
+static int fetch(struct fp_resolver *r, const char *path, enum lie lie,
+		 struct fp_devfetch_stats *st)
+{
+	struct fp_devfetch *f = NULL;
+	int err = fp_devfetch_alloc(&f, r, dir, FP_DEVFETCH_TIMEOUT, 1) ? -1 : 0;
+
+	if (!err)
+		err = drive(f, path, SYMBOLS, lie, NULL, NULL);
+	if (f)
+		fp_devfetch_stats(f, st);
+	fp_devfetch_free(f);
+	return err;
 }
 
 /* check_fetched: fetch path into a fresh cache; the stored table must be
@@ -373,8 +443,196 @@ out:
 	CHECK_EQ_INT(check_rmtree(tmp), 0);
 }
 
+/* cfi_fetch: a CFI fetch of path into a fresh resolver (cache under dir,
+ * sub), lying as told: the resolver, devfetch (to go on with), the stats
+ * and every range asked; the caller frees them.  0 or -1. */
+static int cfi_fetch(const char *path, const char *sub, enum lie lie, struct fp_resolver **r,
+		     struct fp_devfetch **f, struct fp_devfetch_stats *st, struct fp_range **all,
+		     size_t *nall)
+{
+	char cache[PATH_MAX];
+	struct fp_resolver_opts o = { .ro_cache_dir = cache };
+	int err;
+
+	snprintf(cache, sizeof(cache), "%s/%s", dir, sub);
+	*r = NULL, *f = NULL, *all = NULL, *nall = 0;
+	if (fp_resolver_open(r, &o) || fp_devfetch_alloc(f, *r, dir, FP_DEVFETCH_TIMEOUT, 1))
+		return -1;
+	err = drive(*f, path, CFI, lie, all, nall);
+	fp_devfetch_stats(*f, st);
+	return err;
+}
+
+/* whole_table: the table of the whole file at path, *len bytes. */
+static void *whole_table(const char *path, struct fp_build_id *id, size_t *len)
+{
+	void *blob = NULL;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fp_elfnote_build_id(fd, id) || fp_cfi_compile(fd, &blob, len))
+		blob = NULL;
+	if (fd >= 0)
+		close(fd);
+	return blob;
+}
+
+/* A CFI fetch asks for the headers, the section names, the notes and the
+ * CFI sections: never the symbol tables, DWARF or code; its copy gives
+ * the whole file's table and no symbols.  A symbols fetch of the same
+ * file afterwards does not ask for the CFI again. */
+static void test_cfi_only(void)
+{
+	static const char *const never[] = { ".symtab",    ".strtab",     ".dynsym",
+					     ".dynstr",    ".debug_info", ".debug_line",
+					     ".debug_str", ".text",       ".rodata" };
+	char self[PATH_MAX];
+	struct fp_devfetch_stats st = { 0 };
+	struct fp_resolver *r = NULL;
+	struct fp_devfetch *f = NULL;
+	struct fp_range *all = NULL;
+	struct fp_build_id id;
+	uint64_t off, size;
+	size_t nall = 0, len = 0, glen = 0, i, absent = 0;
+	void *full, *got = NULL;
+
+	CHECK(!check_tmpdir(dir, sizeof(dir), "devfetch_cfi"));
+	CHECK(realpath("/proc/self/exe", self) != NULL);
+	full = whole_table(self, &id, &len);
+	CHECK(full != NULL);
+	CHECK_EQ_INT(cfi_fetch(self, "cache", HONEST, &r, &f, &st, &all, &nall), 0);
+	CHECK_EQ_INT(st.dv_cfi_started, 1);
+	CHECK_EQ_INT(st.dv_done, 1);
+	CHECK_EQ_INT(st.dv_failed, 0);
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		if (section_at(self, never[i], &off, &size)) {
+			absent++;
+			continue;
+		}
+		if (overlaps(all, nall, off, size)) {
+			fprintf(stderr, "  the CFI fetch asked for bytes of %s\n", never[i]);
+			check_failures++;
+		}
+	}
+	CHECK(absent < 3); /* .symtab, .strtab, .dynsym, .text... are there */
+	CHECK(!section_at(self, ".eh_frame", &off, &size) && overlaps(all, nall, off, size));
+	CHECK(!section_at(self, ".eh_frame_hdr", &off, &size) && overlaps(all, nall, off, size));
+	printf("  CFI fetch of %s: %zu ranges, %llu bytes\n", self, nall,
+	       (unsigned long long)st.dv_bytes);
+	CHECK_EQ_INT(r ? fp_resolver_unwind(r, &id, &got, &glen) : -1, 0);
+	CHECK(full && got && glen == len && !memcmp(got, full, len));
+	CHECK(r && !fp_resolver_has(r, &id)); /* a CFI copy gives no symbols */
+	free(got);
+	/* Then the symbols: not the CFI again. */
+	free(all);
+	all = NULL, nall = 0;
+	CHECK_EQ_INT(f ? drive(f, self, SYMBOLS, HONEST, &all, &nall) : -1, 0);
+	CHECK(!section_at(self, ".symtab", &off, &size) && overlaps(all, nall, off, size));
+	CHECK(!section_at(self, ".eh_frame", &off, &size) && !overlaps(all, nall, off, size));
+	CHECK(r && fp_resolver_has(r, &id));
+	free(all);
+	free(full);
+	fp_devfetch_free(f);
+	fp_resolver_close(r);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
+}
+
+/* A CPython interpreter (a .PyRuntime section): the CFI fetch also takes
+ * its dynamic symbols and Py_Version, for the table's trailer. */
+static void test_cfi_python(void)
+{
+	const char *py = "/usr/bin/python3.11";
+	struct fp_devfetch_stats st = { 0 };
+	struct fp_resolver *r = NULL;
+	struct fp_devfetch *f = NULL;
+	struct fp_range *all = NULL;
+	struct fp_build_id id;
+	uint64_t off, size;
+	size_t nall = 0, len = 0, glen = 0;
+	void *full, *got = NULL;
+
+	if (access(py, R_OK)) {
+		printf("  %s not installed: skipped\n", py);
+		return;
+	}
+	CHECK(!check_tmpdir(dir, sizeof(dir), "devfetch_cfipy"));
+	full = whole_table(py, &id, &len);
+	CHECK(full && fp_unwind_table_cpython(full, len));
+	CHECK_EQ_INT(cfi_fetch(py, "cache", HONEST, &r, &f, &st, &all, &nall), 0);
+	CHECK(!section_at(py, ".dynsym", &off, &size) && overlaps(all, nall, off, size));
+	CHECK(!section_at(py, ".text", &off, &size) && !overlaps(all, nall, off, size));
+	CHECK_EQ_INT(r ? fp_resolver_unwind(r, &id, &got, &glen) : -1, 0);
+	CHECK(full && got && glen == len && !memcmp(got, full, len));
+	free(got);
+	free(all);
+	free(full);
+	fp_devfetch_free(f);
+	fp_resolver_close(r);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
+}
+
+/* What a device sends is not trusted: garbage CFI is counted (a compile
+ * failure) and final for that build-ID, a copy that is not ELF fails the
+ * fetch (another device may be asked), a file without CFI is an answer
+ * (none for good); none of them is fatal. */
+static void test_cfi_bad_answers(void)
+{
+	char self[PATH_MAX], nocfi[PATH_MAX], cmd[3 * PATH_MAX];
+	struct fp_devfetch_stats st = { 0 };
+	struct fp_resolver_stats rs;
+	struct fp_resolver *r = NULL;
+	struct fp_devfetch *f = NULL;
+	struct fp_range *all = NULL;
+	struct fp_build_id id;
+	size_t nall = 0, len = 0;
+	void *blob = NULL;
+
+	CHECK(!check_tmpdir(dir, sizeof(dir), "devfetch_cfibad"));
+	CHECK(realpath("/proc/self/exe", self) != NULL);
+	free(whole_table(self, &id, &len));
+
+	CHECK_EQ_INT(cfi_fetch(self, "bad", BAD_CFI, &r, &f, &st, &all, &nall), 0);
+	CHECK_EQ_INT(st.dv_done, 1);
+	if (r) {
+		fp_resolver_stats(r, &rs);
+		CHECK_EQ_INT(rs.rs_unwind_failed, 1);
+		CHECK_EQ_INT(rs.rs_unwind_compiled, 0);
+		CHECK_EQ_INT(fp_resolver_unwind(r, &id, &blob, &len), -ENOENT);
+	}
+	free(all);
+	fp_devfetch_free(f);
+	fp_resolver_close(r);
+
+	CHECK_EQ_INT(cfi_fetch(self, "notelf", NOT_ELF, &r, &f, &st, &all, &nall), 0);
+	CHECK_EQ_INT(st.dv_failed, 1);
+	CHECK_EQ_INT(st.dv_done, 0);
+	CHECK_EQ_INT(r ? fp_resolver_unwind(r, &id, &blob, &len) : -1, -ENODATA);
+	free(all);
+	fp_devfetch_free(f);
+	fp_resolver_close(r);
+
+	snprintf(nocfi, sizeof(nocfi), "%s/nocfi", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr %s %s", self,
+		 nocfi);
+	if (system(cmd) != 0) {
+		printf("  no objcopy: the file without CFI skipped\n");
+	} else {
+		CHECK_EQ_INT(cfi_fetch(nocfi, "nocfi-cache", HONEST, &r, &f, &st, &all, &nall), 0);
+		CHECK_EQ_INT(st.dv_cfi_none, 1);
+		CHECK_EQ_INT(st.dv_failed, 0);
+		CHECK_EQ_INT(r ? fp_resolver_unwind(r, &id, &blob, &len) : -1, -ENOENT);
+		free(all);
+		fp_devfetch_free(f);
+		fp_resolver_close(r);
+	}
+	CHECK_EQ_INT(check_rmtree(dir), 0);
+}
+
 int main(void)
 {
+	RUN(test_cfi_only);
+	RUN(test_cfi_python);
+	RUN(test_cfi_bad_answers);
 	RUN(test_python);
 	RUN(test_bounds);
 	RUN(test_retry);

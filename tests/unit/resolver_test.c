@@ -10,6 +10,7 @@
  */
 #include "check.h"
 #include "cfi.h"
+#include "cli.h"
 #include "elfnote.h"
 #include "resolver.h"
 #include "unwind_table.h"
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BUILD_ID "0x5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed"
@@ -300,7 +302,7 @@ static void test_unsafe_paths(void)
 	signal(SIGALRM, stalled);
 	/* Each path as a local file, then each as a container's. */
 	for (i = 0, container = 0; container < 2; i = (i + 1) % npaths, container += i == 0) {
-		int refused = paths[i] != plain, want_err = refused ? -ENOENT : 0;
+		int refused = paths[i] != plain, want_err = refused ? -ENODATA : 0;
 		uint32_t pid = container ? (uint32_t)getpid() : 0;
 		struct fp_resolved res;
 		struct fp_lookup *l;
@@ -339,9 +341,318 @@ static void test_unsafe_paths(void)
 	CHECK_EQ_INT(check_rmtree(tmp), 0);
 }
 
+/* A program whose symbols and CFI live in different files: its detached
+ * debug file has the symbols (a static function among them) and a NOBITS
+ * .eh_frame; the stripped program has the CFI and no .symtab. */
+static const char prog_src[] =
+	"#include <stdlib.h>\n"
+	"__attribute__((noinline)) static int hidden_work(volatile int *p, int n) {\n"
+	"	int s = 0;\n"
+	"	for (int i = 0; i < n; i++) s += p[i % 4] * i;\n"
+	"	return s; }\n"
+	"int main(int argc, char **argv) { volatile int v[4] = { argc, 2, 3, 4 };\n"
+	"	return hidden_work(v, atoi(argv[0])) & 1; }\n";
+
+struct split {
+	char exe[PATH_MAX], dbg[PATH_MAX], debug_dir[PATH_MAX];
+	struct fp_build_id id;
+	uint64_t hidden; /* hidden_work's file offset */
+	void *table;     /* the stripped program's own table */
+	size_t table_len;
+};
+
+/* symbol_offset: the file offset of symbol name in the ELF file at path
+ * (through its PT_LOAD); 0 if not found. */
+static uint64_t symbol_offset(const char *path, const char *name)
+{
+	uint64_t off = 0;
+	Elf_Scn *scn = NULL;
+	size_t nph, i;
+	Elf *e;
+	int fd = open(path, O_RDONLY);
+
+	elf_version(EV_CURRENT);
+	if (fd < 0 || !(e = elf_begin(fd, ELF_C_READ, NULL))) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while (!off && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Sym sym;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++)
+			if (gelf_getsym(d, (int)i, &sym) &&
+			    !strcmp(elf_strptr(e, sh.sh_link, sym.st_name) ?: "", name))
+				off = sym.st_value;
+	}
+	if (off && !elf_getphdrnum(e, &nph)) {
+		for (i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    off >= ph.p_vaddr && off < ph.p_vaddr + ph.p_filesz) {
+				off = off - ph.p_vaddr + ph.p_offset;
+				break;
+			}
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return off;
+}
+
+/* split_build: the program, its debug file (also in a debug directory's
+ * .build-id tree) and the stripped program, in dir.  0 or -1. */
+static int split_build(struct split *sp)
+{
+	char csrc[PATH_MAX], full[PATH_MAX], cmd[8 * PATH_MAX], hex[2 * FP_BUILD_ID_MAX + 1];
+	FILE *f;
+	int fd, err;
+
+	snprintf(csrc, sizeof(csrc), "%s/prog.c", dir);
+	snprintf(full, sizeof(full), "%s/prog", dir);
+	snprintf(sp->exe, sizeof(sp->exe), "%s/prog.stripped", dir);
+	snprintf(sp->dbg, sizeof(sp->dbg), "%s/prog.debug", dir);
+	if (!(f = fopen(csrc, "w")))
+		return -1;
+	fputs(prog_src, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "cc -O2 -g -fomit-frame-pointer -Wl,--build-id -o %s %s 2>/dev/null && "
+		 "objcopy --only-keep-debug %s %s && strip -o %s %s",
+		 full, csrc, full, sp->dbg, sp->exe, full);
+	if (system(cmd) != 0)
+		return -1;
+	sp->hidden = symbol_offset(full, "hidden_work");
+	if ((fd = open(sp->exe, O_RDONLY)) < 0)
+		return -1;
+	err = fp_elfnote_build_id(fd, &sp->id) || fp_cfi_compile(fd, &sp->table, &sp->table_len);
+	close(fd);
+	if (err || !sp->hidden)
+		return -1;
+	fp_build_id_hex(&sp->id, hex);
+	snprintf(sp->debug_dir, sizeof(sp->debug_dir), "%s/debug", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/.build-id/%.2s && cp %s %s/.build-id/%.2s/%s.debug",
+		 sp->debug_dir, hex, sp->dbg, sp->debug_dir, hex, hex + 2);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* resolves_hidden: whether r names the split program's hidden_work (a
+ * static function only the debug file knows); waits for the workers. */
+static int resolves_hidden(struct fp_resolver *r, const struct split *sp)
+{
+	struct fp_resolved res = { 0 };
+	struct fp_lookup *l = NULL;
+	int ok, tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		if (fp_resolver_begin(r, &l))
+			return 0;
+		fp_resolver_frame(l, FP_MAP_USER, &sp->id, "/usr/bin/prog", 0, sp->hidden, &res);
+		ok = res.rs_function && !strcmp(res.rs_function, "hidden_work");
+		fp_resolver_end(l);
+		if (ok)
+			return 1;
+		fp_resolver_wait(r, &sp->id, fp_now_ns(CLOCK_MONOTONIC) + 30000000000ull);
+	}
+	return 0;
+}
+
+/* unwind_settled: fp_resolver_unwind of id once no job for it runs. */
+static int unwind_settled(struct fp_resolver *r, const struct fp_build_id *id, void **blob,
+			  size_t *len)
+{
+	fp_resolver_wait(r, id, fp_now_ns(CLOCK_MONOTONIC) + 30000000000ull);
+	return fp_resolver_unwind(r, id, blob, len);
+}
+
+static int same_table(const void *blob, size_t len, const struct split *sp)
+{
+	return blob && len == sp->table_len && !memcmp(blob, sp->table, len);
+}
+
+/* Symbols from the debug file, CFI from the program added later: the table
+ * is compiled and stored, the debug file's symbols stay, and why the
+ * build-ID had no table is counted while it had none. */
+static void test_cfi_added_later(const struct split *sp)
+{
+	char cache[PATH_MAX];
+	struct fp_resolver_opts o = { .ro_cache_dir = cache, .ro_debug_dir = sp->debug_dir };
+	struct fp_resolver_stats st;
+	struct fp_resolver *r = NULL;
+	struct fp_build_id got;
+	void *blob = NULL;
+	size_t len = 0;
+	int fd;
+
+	snprintf(cache, sizeof(cache), "%s/cache-later", dir);
+	CHECK_EQ_INT(fp_resolver_open(&r, &o), 0);
+	if (!r)
+		return;
+	CHECK(resolves_hidden(r, sp)); /* from the debug directory */
+	/* Its .eh_frame is NOBITS: only a device's copy would do. */
+	CHECK_EQ_INT(fp_resolver_unwind(r, &sp->id, &blob, &len), -ENODATA);
+	fp_resolver_stats(r, &st);
+	CHECK_EQ_INT(st.rs_no_table[FP_UNWIND_DEVICE], 1);
+	CHECK_EQ_INT(st.rs_no_table_total[FP_UNWIND_DEVICE], 1);
+	if ((fd = open(sp->exe, O_RDONLY)) >= 0) {
+		CHECK_EQ_INT(fp_resolver_add_file(r, fd, &got), 0);
+		close(fd);
+	}
+	CHECK_EQ_INT(fp_resolver_unwind(r, &sp->id, &blob, &len), 0);
+	CHECK(same_table(blob, len, sp));
+	free(blob);
+	CHECK(resolves_hidden(r, sp)); /* the stripped program did not replace them */
+	fp_resolver_stats(r, &st);
+	CHECK_EQ_INT(st.rs_no_table[FP_UNWIND_DEVICE], 0);
+	CHECK_EQ_INT(st.rs_no_table_total[FP_UNWIND_DEVICE], 1);
+	fp_resolver_close(r);
+}
+
+/* A fetch function (a store, debuginfod) that has the debug file for
+ * symbols and the program for CFI, and counts what it was asked. */
+struct split_fetch {
+	const struct split *sf_split;
+	int sf_no_program; /* has the debug file only */
+	int sf_asked[2];   /* by enum fp_fetch_what */
+};
+
+static int split_fetch(const struct fp_build_id *id, int what, void *arg)
+{
+	struct split_fetch *sf = arg;
+
+	if (what < 0 || what > FP_FETCH_CFI || !fp_build_id_eq(id, &sf->sf_split->id))
+		return -ENOENT;
+	sf->sf_asked[what]++;
+	if (what == FP_FETCH_CFI && sf->sf_no_program)
+		return -ENOENT;
+	return open(what == FP_FETCH_CFI ? sf->sf_split->exe : sf->sf_split->dbg, O_RDONLY);
+}
+
+/* With workers: the CFI search asks the fetch function for a file with
+ * code, the symbols' search for the debug file first.  (One worker: a
+ * fork while another thread holds ASan's allocator lock can leave the
+ * isolated child stuck, isolate.c.) */
+static void test_cfi_from_fetch(const struct split *sp)
+{
+	char cache[PATH_MAX];
+	struct split_fetch sf = { .sf_split = sp };
+	struct fp_resolver_opts o = { .ro_cache_dir = cache,
+				      .ro_fetch = split_fetch,
+				      .ro_fetch_arg = &sf,
+				      .ro_fetch_remote = 1 };
+	struct fp_resolver *r = NULL;
+	void *blob = NULL;
+	size_t len = 0;
+
+	snprintf(cache, sizeof(cache), "%s/cache-fetch", dir);
+	CHECK_EQ_INT(fp_resolver_open(&r, &o), 0);
+	if (!r || fp_resolver_start(r, 1, 16)) {
+		CHECK(!"resolver");
+		fp_resolver_close(r);
+		return;
+	}
+	CHECK_EQ_INT(fp_resolver_unwind(r, &sp->id, &blob, &len), -EAGAIN); /* queued */
+	CHECK_EQ_INT(unwind_settled(r, &sp->id, &blob, &len), 0);
+	CHECK(same_table(blob, len, sp));
+	free(blob);
+	CHECK(resolves_hidden(r, sp));
+	CHECK_EQ_INT(sf.sf_asked[FP_FETCH_CFI], 1);
+	CHECK_EQ_INT(sf.sf_asked[FP_FETCH_SYMBOLS], 1);
+	fp_resolver_close(r);
+
+	/* A local fetch function (the store) without the program: asked at
+	 * once, in the caller's thread, and a device is wanted at once. */
+	snprintf(cache, sizeof(cache), "%s/cache-store", dir);
+	o.ro_fetch_remote = 0;
+	sf = (struct split_fetch){ .sf_split = sp, .sf_no_program = 1 };
+	CHECK_EQ_INT(fp_resolver_open(&r, &o), 0);
+	if (!r || fp_resolver_start(r, 1, 16)) {
+		CHECK(!"resolver");
+		fp_resolver_close(r);
+		return;
+	}
+	CHECK_EQ_INT(fp_resolver_unwind(r, &sp->id, &blob, &len), -ENODATA);
+	CHECK_EQ_INT(sf.sf_asked[FP_FETCH_CFI], 1);
+	fp_resolver_close(r);
+}
+
+/* With workers and the debug directory as the only source: the device is
+ * wanted at once (no search queued), and what comes of asking it moves
+ * the answer: asked (wait), failed (ask again), its copy (the table), or
+ * a file without CFI (none, for good). */
+static void test_cfi_from_device(const struct split *sp)
+{
+	char cache[PATH_MAX];
+	struct fp_resolver_opts o = { .ro_cache_dir = cache, .ro_debug_dir = sp->debug_dir };
+	struct fp_build_id other = { .fb_len = 20, .fb_data = { 0xee, 0x17 } };
+	struct fp_resolver_stats st;
+	struct fp_resolver *r = NULL;
+	void *blob = NULL;
+	size_t len = 0;
+	int fd;
+
+	snprintf(cache, sizeof(cache), "%s/cache-device", dir);
+	CHECK_EQ_INT(fp_resolver_open(&r, &o), 0);
+	if (!r || fp_resolver_start(r, 1, 16)) {
+		CHECK(!"resolver");
+		fp_resolver_close(r);
+		return;
+	}
+	CHECK(resolves_hidden(r, sp));
+	CHECK_EQ_INT(fp_resolver_unwind(r, &sp->id, &blob, &len), -ENODATA);
+	fp_resolver_stats(r, &st);
+	CHECK_EQ_INT(st.rs_queued, 1); /* the symbols' job only */
+	fp_resolver_cfi_device(r, &sp->id, FP_CFI_DEVICE_ASKED);
+	CHECK_EQ_INT(fp_resolver_unwind(r, &sp->id, &blob, &len), -EAGAIN);
+	fp_resolver_cfi_device(r, &sp->id, FP_CFI_DEVICE_RETRY);
+	CHECK_EQ_INT(fp_resolver_unwind(r, &sp->id, &blob, &len), -ENODATA);
+	fp_resolver_cfi_device(r, &sp->id, FP_CFI_DEVICE_ASKED);
+	fp_resolver_stats(r, &st);
+	CHECK_EQ_INT(st.rs_no_table[FP_UNWIND_DEVICE], 1);
+	/* A copy of another file is refused. */
+	if ((fd = open(sp->dbg, O_RDONLY)) >= 0)
+		CHECK_EQ_INT(fp_resolver_add_cfi_async(r, fd, &other), 0); /* queued */
+	if ((fd = open(sp->exe, O_RDONLY)) >= 0)
+		CHECK_EQ_INT(fp_resolver_add_cfi_async(r, fd, &sp->id), 0);
+	CHECK_EQ_INT(unwind_settled(r, &sp->id, &blob, &len), 0);
+	CHECK(same_table(blob, len, sp));
+	free(blob);
+	fp_resolver_stats(r, &st);
+	CHECK_EQ_INT(st.rs_no_table[FP_UNWIND_DEVICE], 0);
+	/* No file here (the copy of another file was not taken), and the
+	 * device's has no CFI: none, for good. */
+	CHECK_EQ_INT(unwind_settled(r, &other, &blob, &len), -ENODATA);
+	fp_resolver_cfi_device(r, &other, FP_CFI_DEVICE_NONE);
+	CHECK_EQ_INT(fp_resolver_unwind(r, &other, &blob, &len), -ENOENT);
+	fp_resolver_close(r);
+}
+
+static void test_cfi_elsewhere(void)
+{
+	struct split sp = { 0 };
+
+	CHECK(!check_tmpdir(dir, sizeof(dir), "resolver_split"));
+	if (split_build(&sp)) {
+		printf("  no compiler, objcopy or strip: skipped\n");
+	} else {
+		test_cfi_added_later(&sp);
+		test_cfi_from_fetch(&sp);
+		test_cfi_from_device(&sp);
+	}
+	free(sp.table);
+	CHECK_EQ_INT(check_rmtree(dir), 0);
+}
+
 int main(void)
 {
 	RUN(test_preference);
 	RUN(test_unsafe_paths);
+	RUN(test_cfi_elsewhere);
 	return CHECK_DONE();
 }

@@ -1,13 +1,17 @@
 /* session_test.c: a session's definitions (session.h): batches that refer
  * to what earlier ones defined, every way a reference can fail, a batch
- * taken whole or not at all, and the profile made from the trie; unwind tables sent one at a time. */
+ * taken whole or not at all, and the profile made from the trie; unwind
+ * tables sent one at a time, and those waiting for a device's CFI. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "elfnote.h"
 #include "session.h"
 #include "symcache.h"
 #include "unwind.h"
@@ -444,6 +448,77 @@ static void test_tables_one_at_a_time(void)
 	fp_session_free(s);
 }
 
+/* A table whose CFI no file here has waits for the device: listed by
+ * fp_session_cfi_wanted (until a device is asked), sent once a device's
+ * copy gives it; one whose device has no CFI is never listed again nor
+ * sent. */
+static void test_tables_wait_for_cfi(void)
+{
+	const char *libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+	struct fp_mapping maps[2] = {
+		{ .fm_id = 1,
+		  .fm_kind = FP_MAP_USER,
+		  .fm_path = "/usr/lib/x86_64-linux-gnu/libc.so.6" },
+		{ .fm_id = 2,
+		  .fm_kind = FP_MAP_USER,
+		  .fm_build_id = { .fb_len = 20, .fb_data = { 0xc3, 0xf1 } },
+		  .fm_path = "/usr/lib/libnocfi.so" },
+	};
+	struct fp_batch b = batch_of(1, NULL, 0);
+	struct fp_build_id ids[4];
+	struct fp_session *s = NULL;
+	struct fp_table_part *tp;
+	size_t n, i, sent = 0;
+	int fd = open(libc, O_RDONLY);
+
+	if (fd < 0 || fp_elfnote_build_id(fd, &maps[0].fm_build_id)) {
+		printf("  no %s: skipped\n", libc);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	b.fb_nmappings = 2, b.fb_mappings = maps;
+	CHECK_EQ_INT(fp_session_alloc(&s, &hello), 0);
+	if (!s || fp_session_apply(s, &b)) {
+		CHECK(!"session");
+		goto out;
+	}
+	/* No debug directory, no local files: only the device has CFI. */
+	CHECK_EQ_INT(fp_session_tables(s, resolver, &tp, &n), 0);
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(fp_session_cfi_wanted(s, ids, 4), 2);
+	CHECK(fp_build_id_eq(&ids[0], &maps[0].fm_build_id));
+	CHECK(fp_build_id_eq(&ids[1], &maps[1].fm_build_id));
+	CHECK_EQ_INT(fp_session_cfi_wanted(s, ids, 1), 1); /* at most max */
+	/* Asked; the other's device file has none. */
+	fp_resolver_cfi_device(resolver, &maps[0].fm_build_id, FP_CFI_DEVICE_ASKED);
+	fp_resolver_cfi_device(resolver, &maps[1].fm_build_id, FP_CFI_DEVICE_NONE);
+	CHECK_EQ_INT(fp_session_tables(s, resolver, &tp, &n), 0);
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(fp_session_cfi_wanted(s, ids, 4), 0);
+	/* The device's copy (here, the file itself) gives the table. */
+	CHECK_EQ_INT(fp_resolver_add_cfi_async(resolver, fd, &maps[0].fm_build_id), 0);
+	fd = -1;
+	for (int call = 0; call < 4; call++) {
+		CHECK_EQ_INT(fp_session_tables(s, resolver, &tp, &n), 0);
+		for (i = 0; i < n; i++) {
+			CHECK(fp_build_id_eq(&tp[i].tp_build_id, &maps[0].fm_build_id));
+			sent += tp[i].tp_len;
+			CHECK_EQ_INT(tp[i].tp_total, tp[0].tp_total);
+			if (sent == tp[i].tp_total)
+				sent = (size_t)-1; /* whole */
+			free(tp[i].tp_data);
+		}
+		free(tp);
+	}
+	CHECK(sent == (size_t)-1);
+	CHECK_EQ_INT(fp_session_cfi_wanted(s, ids, 4), 0);
+out:
+	if (fd >= 0)
+		close(fd);
+	fp_session_free(s);
+}
+
 int main(void)
 {
 	struct fp_resolver_opts ro = { .ro_cache_dir = tmpdir };
@@ -462,6 +537,7 @@ int main(void)
 	RUN(test_asked);
 	RUN(test_kfuncs_once);
 	RUN(test_tables_one_at_a_time);
+	RUN(test_tables_wait_for_cfi);
 	fp_resolver_close(resolver);
 	if (check_rmtree(tmpdir))
 		fprintf(stderr, "session_test: cannot remove %s\n", tmpdir);
