@@ -71,7 +71,8 @@ struct lg_stats {
 	uint64_t st_batches, st_hellos, st_ksyms, st_files;
 	uint64_t st_replies; /* replies and timeouts of the devices measured */
 	uint64_t st_rejected, st_need_hello, st_timeouts, st_errors;
-	uint64_t st_busy; /* batches a busy symbolizer did not take */
+	uint64_t st_busy;        /* batches a busy symbolizer did not take */
+	uint64_t st_table_bytes; /* unwind table bytes received */
 	uint64_t st_connects, st_reconnects, st_resets;
 	uint64_t st_inflight;              /* requests sent and not answered */
 	uint64_t st_hist[FP_HIST_BUCKETS]; /* reply latency, microseconds */
@@ -127,6 +128,8 @@ struct loadgen {
 	const char *lg_server;
 	uint32_t lg_ndevices, lg_seconds, lg_rate, lg_nstacks, lg_churn, lg_interval_s;
 	uint32_t lg_timeout_ms;
+	uint32_t lg_spread_s; /* devices start spread over this (--spread) */
+	int lg_early;         /* the first batch right after the hello (--early) */
 	struct lg_mapping lg_maps[LG_MAX_KNOWN + LG_PROCESSES + 2];
 	size_t lg_nmaps, lg_nknown; /* [0, nknown): readable; then unknown; then kernel */
 	size_t lg_kernel;           /* index of the kernel mapping */
@@ -623,6 +626,8 @@ static int take_reply(struct loadgen *lg, struct lg_device *d, const struct fp_r
 		add(&lg->lg_st.st_files, 1);
 		break;
 	}
+	for (size_t i = 0; i < r->fr_ntables; i++)
+		add(&lg->lg_st.st_table_bytes, r->fr_tables[i].tp_len);
 	if (r->fr_nwant)
 		d->dv_want_ksyms = 1;
 	if (r->fr_nranges && d->dv_nranges + r->fr_nranges <= 1024 &&
@@ -916,6 +921,7 @@ static void loadgen_usage(FILE *f)
 		"                         [--rate SAMPLES_PER_S] [--stacks K]\n"
 		"                         [--churn NEW_STACKS_PER_S] [--interval SECONDS]\n"
 		"                         [--timeout SECONDS] [--map-file FILE]\n"
+		"                         [--spread SECONDS] [--early]\n"
 		"\n"
 		"Simulates N devices, each with its own connection, session, host name,\n"
 		"threads and stack trie, sending a hello and then one batch per interval\n"
@@ -932,7 +938,12 @@ static void loadgen_usage(FILE *f)
 		"  -i, --interval SECONDS   one batch per device per interval (default 10)\n"
 		"  -t, --timeout SECONDS    wait for a reply this long (default 5)\n"
 		"  -m, --map-file FILE      device 0 also maps this ELF file (by its build-ID\n"
-		"                           and path); its replies are reported apart\n",
+		"                           and path); its replies are reported apart\n"
+		"      --spread SECONDS     devices start spread over this long (default: the\n"
+		"                           interval; 0: all at once)\n"
+		"      --early              a device's first batch goes as soon as its hello\n"
+		"                           is answered, as an agent's does when it reads new\n"
+		"                           files (then one per interval)\n",
 		LG_MAX_DEVICES);
 }
 
@@ -948,6 +959,8 @@ int fp_cmd_loadgen(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "map-file", required_argument, NULL, 'm' },
+		{ "spread", required_argument, NULL, 'S' },
+		{ "early", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -961,7 +974,10 @@ int fp_cmd_loadgen(int argc, char **argv)
 	size_t b;
 	int c, err, ret = 1;
 
-	lg = (struct loadgen){ .lg_rate = 200, .lg_nstacks = 100, .lg_interval_s = 10 };
+	lg = (struct loadgen){ .lg_rate = 200,
+			       .lg_nstacks = 100,
+			       .lg_interval_s = 10,
+			       .lg_spread_s = UINT32_MAX };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:n:d:r:k:c:i:t:m:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -1000,6 +1016,13 @@ int fp_cmd_loadgen(int argc, char **argv)
 		case 'm':
 			mapfile = optarg;
 			break;
+		case 'S':
+			if (fp_parse_u32(prog, "--spread", optarg, 0, 3600, &lg.lg_spread_s))
+				return 2;
+			break;
+		case 'E':
+			lg.lg_early = 1;
+			break;
 		case 'h':
 			loadgen_usage(stdout);
 			return 0;
@@ -1022,6 +1045,8 @@ int fp_cmd_loadgen(int argc, char **argv)
 		return 2;
 	}
 	lg.lg_timeout_ms = timeout_s * 1000;
+	if (lg.lg_spread_s == UINT32_MAX)
+		lg.lg_spread_s = lg.lg_interval_s;
 	if (lg_setup(&lg, mapfile) || raise_nofile(lg.lg_ndevices))
 		goto out;
 	if (!(lg.lg_devs = calloc(lg.lg_ndevices, sizeof(*lg.lg_devs)))) {
@@ -1043,11 +1068,12 @@ int fp_cmd_loadgen(int argc, char **argv)
 			goto stop;
 		}
 		/* Devices start spread over one interval, as a fleet's do. */
-		offset = rng_below(&d->dv_rng, (uint64_t)lg.lg_interval_s * 1000000000ull);
+		offset = rng_below(&d->dv_rng, (uint64_t)lg.lg_spread_s * 1000000000ull);
 		if (lg.lg_mapfile >= 0 && i == 0)
 			offset = 0; /* its first batch is due one interval from now */
 		d->dv_mapfile_pending = lg.lg_mapfile >= 0 && i == 0;
-		d->dv_due_ns = start + offset + (uint64_t)lg.lg_interval_s * 1000000000ull;
+		d->dv_due_ns = start + offset +
+			       (lg.lg_early ? 0 : (uint64_t)lg.lg_interval_s * 1000000000ull);
 		d->dv_last_ns = fp_now_ns(CLOCK_REALTIME) + offset;
 		sleep_until(d, start + offset);
 	}
@@ -1102,13 +1128,14 @@ stop:
 	       " p50_ms=%s p99_ms=%s max_ms=%s rejected=%" PRIu64 " busy=%" PRIu64
 	       " need_hello=%" PRIu64 " reconnects=%" PRIu64 " timeouts=%" PRIu64
 	       " unanswered=%" PRIu64 " errors=%" PRIu64 " resets=%" PRIu64
-	       " kallsyms_sent=%" PRIu64 " file_answers=%" PRIu64 "%s%s\n",
+	       " kallsyms_sent=%" PRIu64 " file_answers=%" PRIu64 " table_bytes=%" PRIu64 "%s%s\n",
 	       lg.lg_ndevices, secs, lg.lg_st.st_offered, lg.lg_st.st_accepted,
 	       (double)lg.lg_st.st_accepted / secs, lg.lg_st.st_batches, lg.lg_st.st_hellos,
 	       lg.lg_st.st_replies, p50, p99, max, lg.lg_st.st_rejected, lg.lg_st.st_busy,
 	       lg.lg_st.st_need_hello, lg.lg_st.st_reconnects, lg.lg_st.st_timeouts,
 	       lg.lg_st.st_inflight, lg.lg_st.st_errors, lg.lg_st.st_resets, lg.lg_st.st_ksyms,
-	       lg.lg_st.st_files, lg.lg_mapfile >= 0 ? " map_file_ms=" : "",
+	       lg.lg_st.st_files, lg.lg_st.st_table_bytes,
+	       lg.lg_mapfile >= 0 ? " map_file_ms=" : "",
 	       lg.lg_mapfile >= 0 ? (lg.lg_st.st_mapfile_us ? mf : "none") : "");
 out:
 	free(lg.lg_devs);
