@@ -8,9 +8,11 @@
 #include "collector.h"
 #include "cpython.h"
 #include "failover.h"
+#include "intern.h"
 #include "kernel.h"
 #include "ring.h"
 #include "sampler.h"
+#include "table_cache.h"
 #include "tls.h"
 #include "unwind_maps.h"
 #include "uplink.h"
@@ -33,6 +35,15 @@
 #define MAX_SERVERS 16
 #define FAILOVER_AFTER_DEFAULT 3
 #define FAILBACK_DEFAULT_S 300
+/* Whole stacks from the first seconds: an interval closes early (at most
+ * every EARLY_GAP_MS) when a process maps files whose unwind tables the
+ * agent does not hold, or when the symbolizer says more tables are to
+ * come; EARLY_DELAY_MS lets the mappings read together go in one batch.
+ * While the symbolizer is still compiling, it is asked again after
+ * EARLY_RETRY_MS, doubling up to the interval. */
+#define EARLY_GAP_MS 250
+#define EARLY_DELAY_MS 20
+#define EARLY_RETRY_MS 250
 
 struct agent_opts {
 	const char *ao_servers[MAX_SERVERS]; /* in order of preference */
@@ -43,14 +54,16 @@ struct agent_opts {
 	uint32_t ao_interval_s;
 	uint32_t ao_pids[FP_TARGET_PIDS]; /* -p, the first ao_npids */
 	uint32_t ao_npids;
-	uint32_t ao_buffer;        /* intervals kept while the server is away */
-	uint32_t ao_timeout_ms;    /* for one reply */
-	uint32_t ao_unwind_mb;     /* unwind table rows in BPF maps */
-	int ao_no_python;          /* leave CPython's eval loop as native frames */
-	int ao_keep_privileges;    /* stay root, without the seccomp filter */
-	uint32_t ao_fetch_kb;      /* file bytes sent per interval; 0: --no-fetch */
-	uint32_t ao_max_mem_mb;    /* heap above which the agent starts over */
-	struct fp_tls_opts ao_tls; /* for tls+tcp:// servers */
+	uint32_t ao_buffer;         /* intervals kept while the server is away */
+	uint32_t ao_timeout_ms;     /* for one reply */
+	uint32_t ao_unwind_mb;      /* unwind table rows in BPF maps */
+	int ao_no_python;           /* leave CPython's eval loop as native frames */
+	int ao_keep_privileges;     /* stay root, without the seccomp filter */
+	uint32_t ao_fetch_kb;       /* file bytes sent per interval; 0: --no-fetch */
+	uint32_t ao_max_mem_mb;     /* heap above which the agent starts over */
+	const char *ao_table_cache; /* directory of the table cache */
+	uint32_t ao_table_cache_mb; /* its bound; 0: off */
+	struct fp_tls_opts ao_tls;  /* for tls+tcp:// servers */
 	size_t ao_nlabels;
 	char *ao_label_keys[64];
 	char *ao_label_values[64];
@@ -64,7 +77,16 @@ struct agent {
 	struct fp_uplink *ag_uplink; /* to ag_addr, one of ag_o.ao_servers */
 	const char *ag_addr;
 	struct fp_failover ag_fo;
-	struct fp_unwind *ag_unwind; /* NULL with --unwind-mem 0 */
+	struct fp_unwind *ag_unwind;      /* NULL with --unwind-mem 0 */
+	struct fp_table_cache *ag_tables; /* held tables, on disk unless off; with ag_unwind */
+	/* Build-IDs of files mapped without a table this session: the early
+	 * interval that names them is asked for once. */
+	struct fp_intern *ag_tables_asked;
+	uint64_t ag_early_ns;        /* CLOCK_MONOTONIC: an early cut due; 0: none */
+	uint64_t ag_last_cut_ns;     /* CLOCK_MONOTONIC of the last cut */
+	uint32_t ag_retry_ms;        /* the next wait for tables being compiled */
+	uint64_t ag_early_cuts;      /* intervals closed early */
+	uint64_t ag_cache_installed; /* tables installed from the table cache */
 	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
 	struct fp_hello ag_hello;
 	int ag_hello_ok;
@@ -103,8 +125,12 @@ extern volatile sig_atomic_t agent_exiting;
  * the collector forgets what the peer knew when the hello is answered. */
 void agent_new_session(struct agent *a);
 /* agent_pump: sample for up to timeout_ms; close the interval when it is
- * due. */
+ * due, or when an early cut is. */
 void agent_pump(struct agent *a, int timeout_ms);
+/* agent_want_cut: close the interval in delay_ms (EARLY_GAP_MS after the
+ * last cut at the soonest), unless the regular cut comes first: the
+ * symbolizer hears of new files, or is asked for more tables, now. */
+void agent_want_cut(struct agent *a, uint32_t delay_ms);
 
 /* exchange.c */
 /* agent_send: flush the buffer to the server the failover state names,

@@ -213,6 +213,30 @@ static void agent_answer_ranges(struct agent *a)
 		close(fd);
 }
 
+static int installed(const struct fp_build_id *id, void *arg)
+{
+	return fp_unwind_has(arg, id);
+}
+
+/* hello_encode: the hello, naming the tables the agent holds now. */
+static int hello_encode(struct agent *a, char **buf, size_t *len)
+{
+	struct fp_held_table *held = NULL;
+	int err;
+
+	if (a->ag_tables && (held = malloc(FP_HELD_TABLES_MAX * sizeof(*held))))
+		a->ag_hello.fh_nheld = fp_table_cache_held(a->ag_tables, installed, a->ag_unwind,
+							   held, FP_HELD_TABLES_MAX);
+	a->ag_hello.fh_held = held;
+	err = fp_wire_encode_hello(&a->ag_hello, buf, len);
+	if (!err && a->ag_hello.fh_nheld)
+		fp_debug("hello: %zu unwind tables held", a->ag_hello.fh_nheld);
+	a->ag_hello.fh_held = NULL;
+	a->ag_hello.fh_nheld = 0;
+	free(held);
+	return err;
+}
+
 static int agent_hello(struct agent *a)
 {
 	struct fp_reply r = { 0 };
@@ -220,7 +244,7 @@ static int agent_hello(struct agent *a)
 	char *buf;
 	int err;
 
-	if ((err = fp_wire_encode_hello(&a->ag_hello, &buf, &len)))
+	if ((err = hello_encode(a, &buf, &len)))
 		return err;
 	if ((err = agent_call(a, buf, len, &r)))
 		return err;
@@ -245,7 +269,9 @@ static int agent_hello(struct agent *a)
 }
 
 /* Unwind tables the symbolizer sent: install them, then tell the BPF
- * program which processes they serve. */
+ * program which processes they serve.  More to come: asked for at once
+ * when this reply brought some, else (being compiled) after a wait that
+ * doubles up to the interval. */
 static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 {
 	size_t i;
@@ -260,6 +286,17 @@ static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 	}
 	if (added)
 		fp_collector_remap(a->ag_collector);
+	if (!a->ag_unwind || !r->fr_tables_pending) {
+		a->ag_retry_ms = 0;
+	} else if (r->fr_ntables) {
+		a->ag_retry_ms = 0;
+		agent_want_cut(a, 0);
+	} else {
+		a->ag_retry_ms = a->ag_retry_ms ? 2 * a->ag_retry_ms : EARLY_RETRY_MS;
+		if (a->ag_retry_ms > a->ag_o.ao_interval_s * 1000)
+			a->ag_retry_ms = a->ag_o.ao_interval_s * 1000;
+		agent_want_cut(a, a->ag_retry_ms);
+	}
 }
 
 /* The kernel's function starts the symbolizer sent (once per session):

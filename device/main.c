@@ -9,6 +9,7 @@
 #include "kfuncs.h"
 #include "log.h"
 #include "privilege.h"
+#include "unwind_table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +66,135 @@ static uint64_t heap_bytes(void)
 	return (uint64_t)kb << 10;
 }
 
+void agent_want_cut(struct agent *a, uint32_t delay_ms)
+{
+	uint64_t when = fp_now_ns(CLOCK_MONOTONIC) + delay_ms * 1000000ull,
+		 soonest = a->ag_last_cut_ns + EARLY_GAP_MS * 1000000ull;
+
+	if (when < soonest)
+		when = soonest;
+	if (when >= a->ag_next_cut_ns)
+		return; /* the regular cut comes first */
+	if (!a->ag_early_ns || when < a->ag_early_ns)
+		a->ag_early_ns = when;
+}
+
+/* cache_install: install id's table from the table cache.  0, -EINVAL
+ * (the file, or the table for the BPF maps, was bad: dropped), or another
+ * negative errno. */
+static int cache_install(struct agent *a, const struct fp_build_id *id)
+{
+	uint32_t flags = 0;
+	size_t len;
+	void *blob;
+	int rows = fp_unwind_function_rows(a->ag_unwind), err;
+
+	if ((err = fp_table_cache_load(a->ag_tables, id, &blob, &len, &flags)))
+		return err;
+	/* As the session it came from said (fp_unwind_set_function_rows). */
+	fp_unwind_set_function_rows(a->ag_unwind, flags & FP_TABLE_CACHE_FUNCTION_ROWS);
+	err = fp_unwind_add(a->ag_unwind, id, blob, len);
+	fp_unwind_set_function_rows(a->ag_unwind, rows);
+	free(blob);
+	if (err == -EINVAL) /* for another architecture: never of use here */
+		fp_table_cache_drop(a->ag_tables, id);
+	return err;
+}
+
+/* table_from_cache: install id's table from the table cache.  0 when it
+ * is installed now.  A file found bad was named in this session's hello
+ * as held: the symbolizer would not send its table, so a new session
+ * says hello without it. */
+static int table_from_cache(struct agent *a, const struct fp_build_id *id)
+{
+	int err;
+
+	if (!fp_table_cache_has(a->ag_tables, id))
+		return -ENOENT;
+	err = cache_install(a, id);
+	if (err == -EINVAL && a->ag_hello_ok && !fp_table_cache_has(a->ag_tables, id)) {
+		fp_warnx("a table this session's hello named as held was bad: new session");
+		agent_new_session(a);
+	}
+	if (!err)
+		a->ag_cache_installed++;
+	return err;
+}
+
+/* agent_on_maps: a process's mappings were read.  Tables the agent lacks
+ * come from its table cache; for files it has none of, the symbolizer is
+ * told at once (an early interval, once a session per file), so that
+ * their tables come in its reply, not one interval later.  Then the BPF
+ * program learns which of the process's mappings have tables. */
+static void agent_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
+{
+	struct agent *a = arg;
+	int want = 0, added;
+	uint32_t idx;
+
+	for (size_t i = 0; i < pm->pm_nvmas; i++) {
+		const struct fp_vma *v = &pm->pm_vmas[i];
+
+		if (v->fv_build_id_state != 1 || v->fv_path[0] != '/' ||
+		    fp_unwind_has(a->ag_unwind, &v->fv_build_id) ||
+		    !table_from_cache(a, &v->fv_build_id))
+			continue;
+		if (!fp_intern_get(a->ag_tables_asked, v->fv_build_id.fb_data,
+				   v->fv_build_id.fb_len, &idx, &added) &&
+		    added)
+			want = 1;
+	}
+	if (want)
+		agent_want_cut(a, EARLY_DELAY_MS);
+	if (a->ag_python)
+		fp_python_on_maps(pid, pm, a->ag_python);
+	else
+		fp_unwind_on_maps(pid, pm, a->ag_unwind);
+}
+
+/* agent_table_installed: a table from the symbolizer was installed: kept
+ * on disk for the next agent, and named in the next hellos. */
+static void agent_table_installed(const struct fp_build_id *id, const void *blob, size_t len,
+				  int function_rows, void *arg)
+{
+	struct agent *a = arg;
+	int err = fp_table_cache_store(a->ag_tables, id, blob, len,
+				       function_rows ? FP_TABLE_CACHE_FUNCTION_ROWS : 0);
+
+	if (err && err != -E2BIG)
+		fp_debug("unwind table not kept on disk: %s", strerror(-err));
+}
+
+/* tables_open: the table cache: --table-cache, unless off or unusable
+ * (then in memory only, which a hello still lists). */
+static int tables_open(struct agent *a)
+{
+	const char *dir = a->ag_o.ao_table_cache_mb ? a->ag_o.ao_table_cache : NULL;
+	int err = dir ? fp_table_cache_open(&a->ag_tables, dir,
+					    (uint64_t)a->ag_o.ao_table_cache_mb << 20)
+		      : -ENOENT;
+
+	if (dir && err)
+		fp_warnx("table cache off: %s: %s (unwind tables come from the symbolizer after "
+			 "each start)",
+			 dir,
+			 err == -EPERM ? "not the agent's own directory (its owner must be the "
+					 "agent's user, and no one else may write it)"
+				       : strerror(-err));
+	if (err && (err = fp_table_cache_open(&a->ag_tables, NULL, 0)))
+		return err;
+	if (!err && dir && fp_table_cache_dir(a->ag_tables)) {
+		struct fp_table_cache_stats st;
+		fp_table_cache_stats(a->ag_tables, &st);
+		fp_info("table cache %s: %" PRIu64 " tables (%" PRIu64 " bytes, at most %u MB)",
+			dir, st.tc_files, st.tc_bytes, a->ag_o.ao_table_cache_mb);
+	}
+	if ((err = fp_intern_alloc(&a->ag_tables_asked)))
+		return err;
+	fp_unwind_set_installed_fn(a->ag_unwind, agent_table_installed, a);
+	return 0;
+}
+
 static int collector_open(struct agent *a)
 {
 	int err = fp_collector_alloc(&a->ag_collector, "/proc", "/var/lib/docker", &a->ag_kernel);
@@ -72,12 +202,10 @@ static int collector_open(struct agent *a)
 	if (err)
 		return err;
 	fp_collector_set_known_fn(a->ag_collector, on_known, a);
-	if (a->ag_python) {
-		fp_collector_set_maps_fn(a->ag_collector, fp_python_on_maps, a->ag_python);
+	if (a->ag_python)
 		fp_collector_set_pycode_fn(a->ag_collector, fp_python_read_code, a->ag_python);
-	} else if (a->ag_unwind) {
-		fp_collector_set_maps_fn(a->ag_collector, fp_unwind_on_maps, a->ag_unwind);
-	}
+	if (a->ag_unwind)
+		fp_collector_set_maps_fn(a->ag_collector, agent_on_maps, a);
 	if (a->ag_unwind)
 		fp_collector_set_fold_fn(a->ag_collector, fp_unwind_fold, a->ag_unwind);
 	if (a->ag_kfuncs.kf_n)
@@ -90,6 +218,8 @@ void agent_new_session(struct agent *a)
 	a->ag_session++;
 	a->ag_hello.fh_session = a->ag_session;
 	a->ag_hello_ok = 0;
+	if (a->ag_tables_asked)
+		fp_intern_clear(a->ag_tables_asked); /* each file is named again */
 }
 
 /* Over the memory budget: forget every process, thread, stack and path,
@@ -137,6 +267,8 @@ static void agent_cut(struct agent *a)
 	struct fp_interval iv, old;
 
 	agent_budget(a);
+	a->ag_last_cut_ns = fp_now_ns(CLOCK_MONOTONIC);
+	a->ag_early_ns = 0;
 	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
 		fp_warnx("out of memory closing interval %" PRIu64, a->ag_seq);
 		return;
@@ -160,14 +292,37 @@ static void agent_cut(struct agent *a)
 
 void agent_pump(struct agent *a, int timeout_ms)
 {
-	int n = fp_sampler_poll(a->ag_sampler, timeout_ms);
+	uint64_t now = fp_now_ns(CLOCK_MONOTONIC);
+	int n;
 
-	if (n < 0 && n != -EINTR)
+	/* Not past an early cut that is due. */
+	if (a->ag_early_ns && a->ag_early_ns < now + (uint64_t)timeout_ms * 1000000ull)
+		timeout_ms = a->ag_early_ns > now ? (int)((a->ag_early_ns - now) / 1000000) : 0;
+	if ((n = fp_sampler_poll(a->ag_sampler, timeout_ms)) < 0 && n != -EINTR)
 		fp_warnx("ring buffer: %s", strerror(-n));
-	if (fp_now_ns(CLOCK_MONOTONIC) >= a->ag_next_cut_ns) {
+	now = fp_now_ns(CLOCK_MONOTONIC);
+	if (now >= a->ag_next_cut_ns) {
 		agent_cut(a);
 		a->ag_next_cut_ns += (uint64_t)a->ag_o.ao_interval_s * 1000000000ull;
+	} else if (a->ag_early_ns && now >= a->ag_early_ns) {
+		agent_cut(a);
+		a->ag_early_cuts++;
 	}
+}
+
+/* agent_log_tables: the table cache's counters, at exit. */
+static void agent_log_tables(struct agent *a)
+{
+	struct fp_table_cache_stats st;
+	const char *dir = fp_table_cache_dir(a->ag_tables);
+
+	fp_table_cache_stats(a->ag_tables, &st);
+	fp_info("table cache %s: %" PRIu64 " tables installed from it; %" PRIu64 " files (%" PRIu64
+		" bytes), %" PRIu64 " read, %" PRIu64 " written, %" PRIu64
+		" bad (removed), %" PRIu64 " removed past the bound, %" PRIu64 " errors; %" PRIu64
+		" intervals closed early",
+		dir ? dir : "off", a->ag_cache_installed, st.tc_files, st.tc_bytes, st.tc_loaded,
+		st.tc_stored, st.tc_bad, st.tc_evicted, st.tc_errors, a->ag_early_cuts);
 }
 
 /* What the benchmark reads: wire bytes, BPF cost and memory. */
@@ -234,6 +389,7 @@ static void log_footprint(struct agent *a)
 			us.us_parts_again, us.us_procs, us.us_procs_full, us.us_procs_swept);
 		if (a->ag_python)
 			fp_python_log(a->ag_python, c);
+		agent_log_tables(a);
 	}
 }
 
@@ -246,6 +402,7 @@ static void usage(FILE *f)
 		"                       [--failback SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
 		"                       [--no-python] [--fetch-budget KB | --no-fetch]\n"
 		"                       [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]\n"
+		"                       [--table-cache DIR] [--table-cache-mb MB]\n"
 		"                       [--keep-privileges] [-v] [--syslog]\n"
 		"\n"
 		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
@@ -289,6 +446,12 @@ static void usage(FILE *f)
 		"                          waits for the next intervals; the last range of\n"
 		"                          an interval may overrun it, by at most 1 MiB)\n"
 		"      --no-fetch          never send file bytes (the symbolizer is told no)\n"
+		"      --table-cache DIR   keep the unwind tables received in DIR, the agent's\n"
+		"                          own (mode 0700), so that a restarted agent walks\n"
+		"                          whole stacks at once and is sent none again\n"
+		"                          (default %s)\n"
+		"      --table-cache-mb MB at most MB of tables there, the least recently used\n"
+		"                          removed first (default %u, 0-%u; 0: off)\n"
 		"      --keep-privileges   stay root with every capability and no seccomp\n"
 		"                          filter (by default, once the BPF program is\n"
 		"                          attached, the agent keeps CAP_BPF, CAP_SYS_PTRACE,\n"
@@ -299,7 +462,8 @@ static void usage(FILE *f)
 		"  -h, --help              this help\n"
 		"  -V, --version           print the version\n",
 		MAX_SERVERS, FAILOVER_AFTER_DEFAULT, FAILBACK_DEFAULT_S, FP_UNWIND_MEM_DEFAULT_MB,
-		MAX_MEM_DEFAULT_MB, FETCH_KB_DEFAULT);
+		MAX_MEM_DEFAULT_MB, FETCH_KB_DEFAULT, FP_TABLE_CACHE_DIR_DEFAULT,
+		FP_TABLE_CACHE_MB_DEFAULT, FP_TABLE_CACHE_MB_MAX);
 }
 
 /* servers_valid: whether nng takes every --server address (the reason is
@@ -346,6 +510,8 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "tls-cert", required_argument, NULL, 'C' },
 		{ "tls-key", required_argument, NULL, 'Y' },
 		{ "tls-ca", required_argument, NULL, 'A' },
+		{ "table-cache", required_argument, NULL, 'T' },
+		{ "table-cache-mb", required_argument, NULL, 'X' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "syslog", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -419,6 +585,19 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 			break;
 		case 'K':
 			o->ao_keep_privileges = 1;
+			break;
+		case 'T':
+			if (!*optarg) {
+				fprintf(stderr,
+					"fleetprof-agent: --table-cache: empty directory\n");
+				return 2;
+			}
+			o->ao_table_cache = optarg;
+			break;
+		case 'X':
+			if (fp_parse_u32("fleetprof-agent", "table-cache-mb", optarg, 0,
+					 FP_TABLE_CACHE_MB_MAX, &o->ao_table_cache_mb))
+				return 2;
 			break;
 		case 'N':
 			o->ao_fetch_kb = 0;
@@ -494,7 +673,9 @@ int main(int argc, char **argv)
 				     .ao_max_mem_mb = MAX_MEM_DEFAULT_MB,
 				     .ao_fetch_kb = FETCH_KB_DEFAULT,
 				     .ao_failover_after = FAILOVER_AFTER_DEFAULT,
-				     .ao_failback_s = FAILBACK_DEFAULT_S } };
+				     .ao_failback_s = FAILBACK_DEFAULT_S,
+				     .ao_table_cache = FP_TABLE_CACHE_DIR_DEFAULT,
+				     .ao_table_cache_mb = FP_TABLE_CACHE_MB_DEFAULT } };
 	struct fp_sampler_opts so = { 0 };
 	char host[256] = "";
 	uint64_t now, last_setup_failures = 0;
@@ -526,7 +707,7 @@ int main(int argc, char **argv)
 		.fh_agent_version = FP_VERSION,
 		.fh_frequency = a.ag_o.ao_frequency,
 		.fh_ncpus = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN),
-		.fh_features = FP_FEATURE_KFUNCS,
+		.fh_features = FP_FEATURE_KFUNCS | FP_FEATURE_HELD_TABLES,
 		.fh_nlabels = a.ag_o.ao_nlabels,
 		.fh_label_keys = a.ag_o.ao_label_keys,
 		.fh_label_values = a.ag_o.ao_label_values,
@@ -544,13 +725,19 @@ int main(int argc, char **argv)
 	memcpy(so.so_pids, a.ag_o.ao_pids, sizeof(so.so_pids));
 	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
 		goto cleanup;
-	if (a.ag_o.ao_unwind_mb && (err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)))
+	if (a.ag_o.ao_unwind_mb &&
+	    ((err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)) || (err = tables_open(&a))))
 		goto cleanup;
 	if (a.ag_unwind && !a.ag_o.ao_no_python &&
 	    (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind, "/proc")))
 		goto cleanup;
 	if ((err = collector_open(&a)))
 		goto cleanup;
+	/* The processes of -p: their mappings now, so that their tables are
+	 * installed (from the table cache) or asked for before they are
+	 * sampled much, not at their first sample. */
+	for (i = 0; a.ag_unwind && i < a.ag_o.ao_npids; i++)
+		fp_collector_adopt(a.ag_collector, a.ag_o.ao_pids[i]);
 	/* Root's work is done: what remains needs five capabilities.  Before
 	 * nng starts its threads, which inherit what is left. */
 	if (!a.ag_o.ao_keep_privileges && (err = fp_privilege_drop())) {
@@ -643,6 +830,8 @@ cleanup:
 	fp_collector_free(a.ag_collector);
 	fp_python_free(a.ag_python);
 	fp_unwind_free(a.ag_unwind);
+	fp_table_cache_close(a.ag_tables);
+	fp_intern_free(a.ag_tables_asked);
 	fp_sampler_close(a.ag_sampler);
 	fp_uplink_close(a.ag_uplink);
 	agent_session_asks_fini(&a);

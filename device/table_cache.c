@@ -32,7 +32,8 @@ struct tc_header {
 	uint32_t th_len;      /* bytes of the table after the header */
 	uint8_t th_build_id_len;
 	uint8_t th_build_id[FP_BUILD_ID_MAX];
-	uint8_t th_pad[7];
+	uint8_t th_flags; /* FP_TABLE_CACHE_* */
+	uint8_t th_pad[6];
 };
 _Static_assert(sizeof(struct tc_header) == 48, "the header is 48 bytes on disk");
 
@@ -158,6 +159,8 @@ static const char *header_check(const struct tc_header *h, uint64_t size,
 		return "the build-ID inside is not the file's";
 	if (h->th_len > FP_TABLE_MAX || size != sizeof(*h) + (uint64_t)h->th_len)
 		return "its size is not the header's";
+	if (h->th_flags & ~FP_TABLE_CACHE_FUNCTION_ROWS)
+		return "unknown flags";
 	return NULL;
 }
 
@@ -319,7 +322,7 @@ const char *fp_table_cache_dir(const struct fp_table_cache *c)
 }
 
 int fp_table_cache_load(struct fp_table_cache *c, const struct fp_build_id *id, void **out,
-			size_t *out_len)
+			size_t *out_len, uint32_t *flags)
 {
 	struct tc_entry *e = entry(c, id, 0);
 	const char *why = NULL;
@@ -373,6 +376,7 @@ int fp_table_cache_load(struct fp_table_cache *c, const struct fp_build_id *id, 
 	c->c_stats.tc_loaded++;
 	*out = blob;
 	*out_len = h.th_len;
+	*flags = h.th_flags;
 	return 0;
 }
 
@@ -393,13 +397,15 @@ static int write_all(int fd, const void *buf, size_t len)
 }
 
 /* write_file: e's table, whole under a temporary name, then renamed. */
-static int write_file(struct fp_table_cache *c, struct tc_entry *e, const void *blob, size_t len)
+static int write_file(struct fp_table_cache *c, struct tc_entry *e, const void *blob, size_t len,
+		      uint32_t flags)
 {
 	struct tc_header h = { .th_magic = TC_MAGIC,
 			       .th_version = TC_VERSION,
 			       .th_table_id = e->te_table_id,
 			       .th_len = (uint32_t)len,
-			       .th_build_id_len = e->te_id.fb_len };
+			       .th_build_id_len = e->te_id.fb_len,
+			       .th_flags = (uint8_t)(flags & FP_TABLE_CACHE_FUNCTION_ROWS) };
 	char name[64], tmp[64];
 	int fd, err;
 
@@ -422,7 +428,7 @@ static int write_file(struct fp_table_cache *c, struct tc_entry *e, const void *
 }
 
 int fp_table_cache_store(struct fp_table_cache *c, const struct fp_build_id *id, const void *blob,
-			 size_t len)
+			 size_t len, uint32_t flags)
 {
 	uint64_t tid = fp_unwind_table_id(id, blob, len), fsize = sizeof(struct tc_header) + len;
 	struct tc_entry *e = entry(c, id, 1);
@@ -448,7 +454,7 @@ int fp_table_cache_store(struct fp_table_cache *c, const struct fp_build_id *id,
 			unlink_file(c, e); /* an older version */
 		return -E2BIG;
 	}
-	if ((err = write_file(c, e, blob, len))) {
+	if ((err = write_file(c, e, blob, len, flags))) {
 		static int logged;
 		c->c_stats.tc_errors++;
 		if (!logged++)

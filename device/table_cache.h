@@ -3,8 +3,8 @@
  * hello names what it holds (HELLO key 11) so that none is sent again.
  *
  * On disk, one file per build-ID, DIR/HEX.table: a 48-byte header (magic
- * "FPTC", version 1, the table's id, its length and the build-ID, in the
- * host's byte order) and the table (bpf/unwind.h).  A file is written
+ * "FPTC", version 1, the table's id, its length, the build-ID and flags,
+ * in the host's byte order) and the table (bpf/unwind.h).  A file is written
  * whole under a temporary name, then renamed over the old one: a reader
  * finds the old table or the new, never part of one.  Past max_bytes, the
  * least recently used files go first; a file's modification time is its
@@ -35,6 +35,8 @@
 #define FP_TABLE_CACHE_DIR_DEFAULT "/var/cache/fleetprof-agent"
 #define FP_TABLE_CACHE_MB_DEFAULT 64
 #define FP_TABLE_CACHE_MB_MAX 65536
+/* What a file says of its table, besides its bytes. */
+#define FP_TABLE_CACHE_FUNCTION_ROWS 1 /* compiled with a row at each function's start */
 
 struct fp_table_cache;
 
@@ -61,19 +63,20 @@ void fp_table_cache_close(struct fp_table_cache *c);
 const char *fp_table_cache_dir(const struct fp_table_cache *c);
 
 /* fp_table_cache_load: the table of id from disk, checked, in *blob
- * (malloc'd: the caller frees it) of *len bytes; the file becomes the most
- * recently used.  0, -ENOENT (none on disk), -EINVAL (a check failed: the
- * file was removed), -ENOMEM or the errno of a read. */
+ * (malloc'd: the caller frees it) of *len bytes, its FP_TABLE_CACHE_*
+ * flags in *flags; the file becomes the most recently used.  0, -ENOENT
+ * (none on disk), -EINVAL (a check failed: the file was removed), -ENOMEM
+ * or the errno of a read. */
 int fp_table_cache_load(struct fp_table_cache *c, const struct fp_build_id *id, void **blob,
-			size_t *len);
+			size_t *len, uint32_t *flags);
 
 /* fp_table_cache_store: id's table (blob, len bytes, checked by the
- * caller: installed) is held; written to disk, replacing an older
+ * caller: installed; with FP_TABLE_CACHE_* flags) is held; written to disk, replacing an older
  * version, when there is a directory, and files removed past the bound.
  * 0, -E2BIG (larger than the bound: held in memory only), -ENOMEM or the
  * errno of a write (counted in tc_errors; still held in memory). */
 int fp_table_cache_store(struct fp_table_cache *c, const struct fp_build_id *id, const void *blob,
-			 size_t len);
+			 size_t len, uint32_t flags);
 
 /* fp_table_cache_drop: forget id's table, and remove its file (the BPF
  * maps refused it, say). */

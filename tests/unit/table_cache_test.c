@@ -20,6 +20,7 @@
 #define HDR 48 /* the file header */
 
 static char tmpdir[64];
+static uint32_t flags; /* what the last load said of its table */
 
 static struct fp_build_id bid(uint8_t b)
 {
@@ -88,8 +89,8 @@ static void test_roundtrip(void)
 	CHECK_EQ_INT(fp_table_cache_open(&c, dir, 1 << 20), 0);
 	if (!c || !t)
 		return;
-	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &got_len), -ENOENT);
-	CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len), 0);
+	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &got_len, &flags), -ENOENT);
+	CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len, FP_TABLE_CACHE_FUNCTION_ROWS), 0);
 	path_of(dir, &a, path, sizeof(path));
 	CHECK_EQ_INT(file_size(path), HDR + (long)len);
 	fp_table_cache_close(c);
@@ -101,9 +102,10 @@ static void test_roundtrip(void)
 	CHECK_EQ_INT(fp_table_cache_held(c, NULL, NULL, held, 4), 1);
 	CHECK(fp_build_id_eq(&held[0].ht_build_id, &a));
 	CHECK(held[0].ht_id == fp_unwind_table_id(&a, t, len));
-	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &got_len), 0);
+	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &got_len, &flags), 0);
 	CHECK_EQ_INT(got_len, len);
 	CHECK(got && !memcmp(got, t, len));
+	CHECK_EQ_INT(flags, FP_TABLE_CACHE_FUNCTION_ROWS);
 	fp_table_cache_stats(c, &st);
 	CHECK_EQ_INT(st.tc_loaded, 1);
 	CHECK_EQ_INT(st.tc_files, 1);
@@ -130,14 +132,14 @@ static void test_bound_lru(void)
 	CHECK_EQ_INT(fp_table_cache_open(&c, dir, 2 * (HDR + len) + 10), 0);
 	if (!c || !t)
 		return;
-	CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len), 0);
+	CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len, 0), 0);
 	usleep(2000);
-	CHECK_EQ_INT(fp_table_cache_store(c, &b, t, len), 0);
+	CHECK_EQ_INT(fp_table_cache_store(c, &b, t, len, 0), 0);
 	usleep(2000);
-	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &l2), 0); /* a is used again */
+	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &l2, &flags), 0); /* a is used again */
 	free(got);
 	usleep(2000);
-	CHECK_EQ_INT(fp_table_cache_store(c, &d, t, len), 0);
+	CHECK_EQ_INT(fp_table_cache_store(c, &d, t, len, 0), 0);
 	CHECK(fp_table_cache_has(c, &a));
 	CHECK(!fp_table_cache_has(c, &b));
 	CHECK(fp_table_cache_has(c, &d));
@@ -154,7 +156,7 @@ static void test_bound_lru(void)
 		/* reopened under a bound smaller than one file: none stays */
 		fp_table_cache_stats(c, &st);
 		CHECK_EQ_INT(st.tc_files, 0);
-		CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len), -E2BIG);
+		CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len, 0), -E2BIG);
 		fp_table_cache_close(c);
 	}
 	free(t);
@@ -206,7 +208,7 @@ static void test_corrupt_files(void)
 	CHECK_EQ_INT(fp_table_cache_open(&c, dir, 1 << 20), 0);
 	if (!c || !t)
 		return;
-	CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len), 0);
+	CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len, 0), 0);
 	fp_table_cache_close(c);
 	file = read_raw(dir, &a, &flen);
 	CHECK(file && flen == HDR + len);
@@ -251,9 +253,11 @@ static void test_corrupt_files(void)
 	CHECK_EQ_INT(st.tc_bad, 4); /* b, e, g, h: at the scan */
 	CHECK(!fp_table_cache_has(c, &b) && !fp_table_cache_has(c, &e) &&
 	      !fp_table_cache_has(c, &g) && !fp_table_cache_has(c, &h));
-	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &glen), -EINVAL); /* the flipped bit */
-	CHECK_EQ_INT(fp_table_cache_load(c, &f, &got, &glen), -EINVAL); /* not well-formed */
-	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &glen), -ENOENT); /* gone */
+	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &glen, &flags),
+		     -EINVAL); /* the flipped bit */
+	CHECK_EQ_INT(fp_table_cache_load(c, &f, &got, &glen, &flags),
+		     -EINVAL); /* not well-formed */
+	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &glen, &flags), -ENOENT); /* gone */
 	CHECK(got == NULL);
 	fp_table_cache_stats(c, &st);
 	CHECK_EQ_INT(st.tc_bad, 6);
@@ -306,7 +310,7 @@ static void test_random_files(void)
 	for (i = 0; i < 64; i++) {
 		struct fp_build_id id = bid((uint8_t)(i + 1));
 		got = NULL;
-		CHECK(fp_table_cache_load(c, &id, &got, &glen) != 0);
+		CHECK(fp_table_cache_load(c, &id, &got, &glen, &flags) != 0);
 		CHECK(got == NULL);
 	}
 	fp_table_cache_stats(c, &st);
@@ -363,9 +367,9 @@ static void test_memory_only(void)
 	if (!c || !t)
 		return;
 	CHECK(fp_table_cache_dir(c) == NULL);
-	CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len), 0);
-	CHECK_EQ_INT(fp_table_cache_store(c, &b, t, len), 0);
-	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &glen), -ENOENT);
+	CHECK_EQ_INT(fp_table_cache_store(c, &a, t, len, 0), 0);
+	CHECK_EQ_INT(fp_table_cache_store(c, &b, t, len, 0), 0);
+	CHECK_EQ_INT(fp_table_cache_load(c, &a, &got, &glen, &flags), -ENOENT);
 	CHECK(!fp_table_cache_has(c, &a));
 	CHECK_EQ_INT(fp_table_cache_held(c, NULL, NULL, held, 2), 0);
 	CHECK_EQ_INT(fp_table_cache_held(c, installed_a, NULL, held, 2), 1);
@@ -393,7 +397,7 @@ static void test_held_order(void)
 		return;
 	for (i = 1; i <= 3; i++) {
 		struct fp_build_id id = bid((uint8_t)i);
-		CHECK_EQ_INT(fp_table_cache_store(c, &id, t, len), 0);
+		CHECK_EQ_INT(fp_table_cache_store(c, &id, t, len, 0), 0);
 		usleep(1000);
 	}
 	CHECK_EQ_INT(fp_table_cache_held(c, NULL, NULL, held, 2), 2);
