@@ -202,6 +202,11 @@ struct fp_table_part {
 
 #define FP_TABLE_PART_MAX (1u << 20)
 #define FP_TABLE_REPLY_MAX (4u << 20)
+/* Parts a reply may carry: FP_TABLE_REPLY_PARTS to an agent whose hello
+ * has FP_FEATURE_HELD_TABLES (small tables need not wait for the next
+ * reply), else FP_TABLE_REPLY_PARTS_OLD (what its decoder takes). */
+#define FP_TABLE_REPLY_PARTS 64
+#define FP_TABLE_REPLY_PARTS_OLD (FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX)
 #define FP_TABLE_MAX \
 	(16u + 8u * (1u << 23) + 32u) /* header + FP_UNWIND_MAX_ROWS rows
 						   * + the CPython trailer */

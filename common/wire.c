@@ -21,10 +21,10 @@
 #define WIRE_MAX_DEPTH 8     /* nested containers; ours go 4 deep */
 #define WIRE_MAX_STRING 4096 /* bytes, excluding the terminating NUL */
 #define WIRE_MAX_LABELS 64
-#define WIRE_MAX_KSYMS 1000000 /* symbols per FP_MSG_KSYMS message */
-#define WIRE_MAX_WANT 4096     /* build-IDs per reply */
-#define WIRE_MAX_TABLE_PARTS (FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX) /* per reply */
-#define WIRE_NONE (-1) /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
+#define WIRE_MAX_KSYMS 1000000                    /* symbols per FP_MSG_KSYMS message */
+#define WIRE_MAX_WANT 4096                        /* build-IDs per reply */
+#define WIRE_MAX_TABLE_PARTS FP_TABLE_REPLY_PARTS /* per reply */
+#define WIRE_NONE (-1)                            /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
 #define WIRE_ZONE_CHUNK 8192
 
 /* Body keys.  Never renumber: add new keys at the end. */

@@ -725,6 +725,10 @@ int main(int argc, char **argv)
 	memcpy(so.so_pids, a.ag_o.ao_pids, sizeof(so.so_pids));
 	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
 		goto cleanup;
+	/* The first interval starts with sampling (an early cut may come
+	 * before its end). */
+	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) +
+			   (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	if (a.ag_o.ao_unwind_mb &&
 	    ((err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)) || (err = tables_open(&a))))
 		goto cleanup;
@@ -753,8 +757,6 @@ int main(int argc, char **argv)
 		: a.ag_o.ao_npids == 1 ? "one process"
 				       : "the processes of -p",
 		a.ag_addr, a.ag_o.ao_interval_s);
-	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) +
-			   (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	agent_budget(&a);
 
 	while (!agent_exiting) {

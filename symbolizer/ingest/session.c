@@ -731,7 +731,9 @@ int fp_session_kfuncs(struct fp_session *s, struct fp_resolver *r, struct fp_kfu
 int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_tablestore *ts,
 		      struct fp_session_tables *out)
 {
-	size_t budget = out->stb_budget, max = FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX, k;
+	size_t budget = out->stb_budget, k,
+	       max = s->se_hello.fh_features & FP_FEATURE_HELD_TABLES ? FP_TABLE_REPLY_PARTS
+								      : FP_TABLE_REPLY_PARTS_OLD;
 	uint32_t i, count, sending;
 	int err = tables_scan(s);
 

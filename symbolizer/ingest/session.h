@@ -79,7 +79,9 @@ struct fp_session_tables {
  * (fp_unwind_table_needed), once per session, unless the hello said the
  * agent holds that very table (HELLO key 11: same build-ID and id); in
  * parts (struct fp_table_part, pointing into ts's copy) of at most
- * FP_TABLE_PART_MAX bytes and t->stb_budget bytes in all; a table larger
+ * FP_TABLE_PART_MAX bytes and t->stb_budget bytes in all, at most
+ * FP_TABLE_REPLY_PARTS of them (FP_TABLE_REPLY_PARTS_OLD to an agent
+ * without FP_FEATURE_HELD_TABLES); a table larger
  * than that goes on in the next replies (from its start again, should ts
  * hold a new version by then).  A build-ID whose file is not here yet is
  * tried again at the next call.  0 or -ENOMEM. */
