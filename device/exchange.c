@@ -34,13 +34,16 @@ static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *r
 	free(buf);
 	if (err)
 		return err;
+	/* A reply usually comes within a millisecond or two: polled each
+	 * millisecond, not each 5, it is taken when it comes (an agent just
+	 * started waits for its first tables so). */
 	for (;;) {
 		err = fp_uplink_poll(a->ag_uplink, reply);
 		if (err != -EAGAIN)
 			return err;
 		if (fp_now_ns(CLOCK_MONOTONIC) >= deadline)
 			return -ETIMEDOUT;
-		agent_pump(a, 5);
+		agent_pump(a, 1);
 	}
 }
 
@@ -286,6 +289,9 @@ static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 	}
 	if (added)
 		fp_collector_remap(a->ag_collector);
+	if (r->fr_ntables || r->fr_tables_pending)
+		fp_debug("unwind tables: %zu parts received, %" PRIu32 " tables to come",
+			 r->fr_ntables, r->fr_tables_pending);
 	if (!a->ag_unwind || !r->fr_tables_pending) {
 		a->ag_retry_ms = 0;
 	} else if (r->fr_ntables) {

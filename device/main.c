@@ -144,8 +144,8 @@ static void agent_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
 		    added)
 			want = 1;
 	}
-	if (want)
-		agent_want_cut(a, EARLY_DELAY_MS);
+	if (want) /* at start, -p processes are read at once: no need to wait */
+		agent_want_cut(a, a->ag_seq ? EARLY_DELAY_MS : 0);
 	if (a->ag_python)
 		fp_python_on_maps(pid, pm, a->ag_python);
 	else
@@ -266,7 +266,6 @@ static void agent_cut(struct agent *a)
 	uint64_t bpf[FP_CNT_MAX];
 	struct fp_interval iv, old;
 
-	agent_budget(a);
 	a->ag_last_cut_ns = fp_now_ns(CLOCK_MONOTONIC);
 	a->ag_early_ns = 0;
 	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
@@ -302,6 +301,7 @@ void agent_pump(struct agent *a, int timeout_ms)
 		fp_warnx("ring buffer: %s", strerror(-n));
 	now = fp_now_ns(CLOCK_MONOTONIC);
 	if (now >= a->ag_next_cut_ns) {
+		agent_budget(a); /* per --interval: early cuts do not refill it */
 		agent_cut(a);
 		a->ag_next_cut_ns += (uint64_t)a->ag_o.ao_interval_s * 1000000000ull;
 	} else if (a->ag_early_ns && now >= a->ag_early_ns) {
@@ -803,6 +803,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Stop: the last partial interval goes out too, if the server is there. */
+	agent_budget(&a);
 	agent_cut(&a);
 	a.ag_o.ao_timeout_ms = a.ag_o.ao_timeout_ms < 3000 ? a.ag_o.ao_timeout_ms : 3000;
 	agent_exiting = 0;

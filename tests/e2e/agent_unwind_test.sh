@@ -25,7 +25,8 @@ PIDS+=($symb)
 sleep 0.5
 "$TMP/nofp" 30 & wl=$!
 PIDS+=($wl)
-"$AGENT" --server "$addr" --interval 1 -p "$wl" -v > "$TMP/agent.log" 2>&1 &
+"$AGENT" --server "$addr" --interval 1 -p "$wl" --table-cache "$TMP/tables" -v \
+	> "$TMP/agent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 sleep 9
