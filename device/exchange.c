@@ -261,9 +261,13 @@ static int agent_hello(struct agent *a)
 	agent_session_asks_fini(a);
 	a->ag_hello_ok = 1;
 	a->ag_features = r.fr_features & FP_FEATURES_KNOWN;
-	if (a->ag_unwind)
+	if (a->ag_unwind) {
 		fp_unwind_set_function_rows(a->ag_unwind,
 					    a->ag_features & FP_FEATURE_FUNCTION_ROWS);
+		/* Sent a table it holds: a new version of it. */
+		fp_unwind_set_resent_replaces(a->ag_unwind,
+					      a->ag_features & FP_FEATURE_HELD_TABLES);
+	}
 	fp_info("connected to %s (session %016" PRIx64 ")", a->ag_addr, a->ag_session);
 	agent_queue_wants(a, &r);
 	agent_send_ksyms(a);

@@ -69,6 +69,17 @@ static void file_name(const struct fp_build_id *id, const char *prefix, char *bu
 	snprintf(buf, len, "%s%s%s", prefix, hex, TC_SUFFIX);
 }
 
+/* temp_name: where id's file is written before it is renamed: named for
+ * this process too, so that two agents sharing the directory (a test
+ * host) do not write into one file. */
+static void temp_name(const struct fp_build_id *id, char *buf, size_t len)
+{
+	char hex[FP_BUILD_ID_HEX_SIZE];
+
+	fp_build_id_hex(id, hex);
+	snprintf(buf, len, "%s%s.%d%s", TC_TEMP_PREFIX, hex, (int)getpid(), TC_SUFFIX);
+}
+
 /* entry: id's entry, made (empty) when new; NULL on ENOMEM or past
  * TC_ENTRIES_MAX. */
 static struct tc_entry *entry(struct fp_table_cache *c, const struct fp_build_id *id, int make)
@@ -406,12 +417,12 @@ static int write_file(struct fp_table_cache *c, struct tc_entry *e, const void *
 			       .th_len = (uint32_t)len,
 			       .th_build_id_len = e->te_id.fb_len,
 			       .th_flags = (uint8_t)(flags & FP_TABLE_CACHE_FUNCTION_ROWS) };
-	char name[64], tmp[64];
+	char name[64], tmp[80];
 	int fd, err;
 
 	memcpy(h.th_build_id, e->te_id.fb_data, e->te_id.fb_len);
 	file_name(&e->te_id, "", name, sizeof(name));
-	file_name(&e->te_id, TC_TEMP_PREFIX, tmp, sizeof(tmp));
+	temp_name(&e->te_id, tmp, sizeof(tmp));
 	fd = openat(c->c_dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;

@@ -49,6 +49,7 @@ struct fp_unwind {
 	struct fp_build_id u_again_id;
 	fp_unwind_installed_fn u_installed_fn;
 	void *u_installed_arg;
+	int u_resent_replaces; /* fp_unwind_set_resent_replaces */
 };
 
 int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
@@ -142,6 +143,11 @@ void fp_unwind_set_function_rows(struct fp_unwind *u, int on)
 int fp_unwind_function_rows(const struct fp_unwind *u)
 {
 	return u->u_function_rows;
+}
+
+void fp_unwind_set_resent_replaces(struct fp_unwind *u, int on)
+{
+	u->u_resent_replaces = !!on;
 }
 
 void fp_unwind_set_installed_fn(struct fp_unwind *u, fp_unwind_installed_fn fn, void *arg)
@@ -293,7 +299,7 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 		if (u->u_part_buf)
 			u->u_stats.us_parts_dropped++; /* the last one never finished */
 		part_drop(u);
-		if (fp_unwind_has(u, &p->tp_build_id)) {
+		if (!u->u_resent_replaces && fp_unwind_has(u, &p->tp_build_id)) {
 			/* sent again in a new session: its later parts too */
 			u->u_again_id = p->tp_build_id;
 			u->u_stats.us_parts_again++;

@@ -51,8 +51,7 @@ struct fp_server {
 	double sv_tokens;      /* new sessions allowed now */
 	uint64_t sv_tokens_at; /* fp_mono_ms when sv_tokens was last filled */
 	/* Unwind table bytes replies may carry now: sl_table_mb_s a second,
-	 * at most a second's worth at once; a reply takes its share before it
-	 * is built and gives back what it did not use. */
+	 * at most a second's worth at once (table_budget). */
 	double sv_table_tokens;
 	uint64_t sv_table_tokens_at;
 	struct fp_server_stats sv_stats;
@@ -448,14 +447,16 @@ static void reply_written(struct fp_server *s, struct server_session *ss, struct
  * apply b to; 0 when r is the whole reply; -EBUSY (a batch of the same
  * session is being applied: no reply, the agent sends it again) or
  * -ENOMEM. */
-/* table_budget: the table bytes a reply may carry now, taken from the
- * token bucket (with sv_lock held); batch_end gives back what it did not
- * use.  Less than a tenth of a part is not worth a reply's while. */
+/* table_budget: the table bytes a reply may carry now, what the token
+ * bucket holds (with sv_lock held).  Not taken yet: batch_end takes what
+ * the reply used (the bucket may go below 0 by what the replies being
+ * built at once used, and refills from there), so that the many batches
+ * that carry no table hold nothing back from those that do.  Less than a
+ * tenth of a part is not worth a reply's while. */
 static size_t table_budget(struct fp_server *s)
 {
 	double rate = (double)s->sv_limits.sl_table_mb_s * (1 << 20);
 	uint64_t now = fp_mono_ms();
-	size_t take;
 
 	s->sv_table_tokens += (double)(now - s->sv_table_tokens_at) / 1000 * rate;
 	if (s->sv_table_tokens > rate)
@@ -463,10 +464,8 @@ static size_t table_budget(struct fp_server *s)
 	s->sv_table_tokens_at = now;
 	if (s->sv_table_tokens < FP_TABLE_PART_MAX / 10)
 		return 0;
-	take = s->sv_table_tokens >= FP_TABLE_REPLY_MAX ? FP_TABLE_REPLY_MAX
+	return s->sv_table_tokens >= FP_TABLE_REPLY_MAX ? FP_TABLE_REPLY_MAX
 							: (size_t)s->sv_table_tokens;
-	s->sv_table_tokens -= (double)take;
-	return take;
 }
 
 static int batch_begin(struct fp_server *s, const char *peer, const struct fp_batch *b,
@@ -555,8 +554,7 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 
 	for (i = 0; i < r->fr_ntables; i++)
 		used += r->fr_tables[i].tp_len;
-	if (t->stb_budget > used)
-		s->sv_table_tokens += (double)(t->stb_budget - used);
+	s->sv_table_tokens -= (double)used;
 	s->sv_stats.sv_tables_held += t->stb_held;
 	s->sv_stats.sv_table_held_bytes += t->stb_held_bytes;
 	ss->ss_busy = 0;
