@@ -87,6 +87,8 @@ struct agent {
 	uint32_t ag_retry_ms;        /* the next wait for tables being compiled */
 	uint64_t ag_early_cuts;      /* intervals closed early */
 	uint64_t ag_cache_installed; /* tables installed from the table cache */
+	uint64_t ag_sampling_ns;     /* CLOCK_MONOTONIC when sampling began */
+	int ag_first_table_logged;
 	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
 	struct fp_hello ag_hello;
 	int ag_hello_ok;
@@ -127,6 +129,9 @@ void agent_new_session(struct agent *a);
 /* agent_pump: sample for up to timeout_ms; close the interval when it is
  * due, or when an early cut is. */
 void agent_pump(struct agent *a, int timeout_ms);
+/* agent_first_tables: log, once, how long after sampling began the first
+ * unwind tables were installed, and where they came from. */
+void agent_first_tables(struct agent *a, const char *from);
 /* agent_want_cut: close the interval in delay_ms (EARLY_GAP_MS after the
  * last cut at the soonest), unless the regular cut comes first: the
  * symbolizer hears of new files, or is asked for more tables, now. */

@@ -291,8 +291,10 @@ static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 			fp_debug("unwind table not installed: %s", strerror(-err));
 		added |= err > 0;
 	}
-	if (added)
+	if (added) {
 		fp_collector_remap(a->ag_collector);
+		agent_first_tables(a, "the symbolizer");
+	}
 	if (r->fr_ntables || r->fr_tables_pending)
 		fp_debug("unwind tables: %zu parts received, %" PRIu32 " tables to come",
 			 r->fr_ntables, r->fr_tables_pending);

@@ -66,6 +66,15 @@ static uint64_t heap_bytes(void)
 	return (uint64_t)kb << 10;
 }
 
+void agent_first_tables(struct agent *a, const char *from)
+{
+	if (a->ag_first_table_logged)
+		return;
+	a->ag_first_table_logged = 1;
+	fp_info("first unwind tables installed %" PRIu64 " ms after sampling began, from %s",
+		(fp_now_ns(CLOCK_MONOTONIC) - a->ag_sampling_ns) / 1000000, from);
+}
+
 void agent_want_cut(struct agent *a, uint32_t delay_ms)
 {
 	uint64_t when = fp_now_ns(CLOCK_MONOTONIC) + delay_ms * 1000000ull,
@@ -116,8 +125,10 @@ static int table_from_cache(struct agent *a, const struct fp_build_id *id)
 		fp_warnx("a table this session's hello named as held was bad: new session");
 		agent_new_session(a);
 	}
-	if (!err)
+	if (!err) {
 		a->ag_cache_installed++;
+		agent_first_tables(a, "the table cache");
+	}
 	return err;
 }
 
@@ -727,8 +738,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	/* The first interval starts with sampling (an early cut may come
 	 * before its end). */
-	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) +
-			   (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
+	a.ag_sampling_ns = fp_now_ns(CLOCK_MONOTONIC);
+	a.ag_next_cut_ns = a.ag_sampling_ns + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	if (a.ag_o.ao_unwind_mb &&
 	    ((err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)) || (err = tables_open(&a))))
 		goto cleanup;

@@ -110,6 +110,7 @@ echo "no table cache: $w of $t samples whole in the first $SECS s" >&2
 sent=$(sed -n 's/.*unwind table bytes sent \([0-9]*\).*/\1/p' "$TMP/nocache/symb.log" | tail -n 1)
 got=$(received nocache)
 echo "no table cache: tables sent $sent, received $got" >&2
+grep 'first unwind tables' "$TMP/nocache/agent.log" >&2
 check nocache:samples test "$t" -ge 100
 check nocache:whole test $((w * 100)) -ge $((t * 95))
 check nocache:tables-received test "${got:-0}" -gt 100000
@@ -126,7 +127,7 @@ agent cached "$SECS" --table-cache "$TMP/tables"
 read -r w t < <(whole cached)
 got=$(received cached)
 echo "table cache: $w of $t samples whole in the first $SECS s, $got bytes of tables received" >&2
-grep 'table cache\|unwind tables' "$TMP/cached/agent.log" >&2
+grep "table cache\|unwind tables\|first unwind tables" "$TMP/cached/agent.log" >&2
 grep 'the agent held them' "$TMP/cached/symb.log" >&2
 check cached:samples test "$t" -ge 100
 check cached:whole test $((w * 100)) -ge $((t * 95))
