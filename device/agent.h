@@ -1,7 +1,8 @@
-/* agent.h: the agent's state, shared by its two halves: main.c (flags,
- * start-up, sampling, intervals, the memory budget) and exchange.c (the
- * exchanges with the symbolizer).  One thread runs both: nothing here is
- * locked. */
+/* agent.h: the agent's state, shared by its parts: main.c (flags,
+ * start-up, sampling, intervals, the memory budget), exchange.c (the
+ * exchanges with the symbolizer) and tables.c (its unwind tables: the
+ * table cache, and asking for what it lacks at once).  One thread runs them
+ * all: nothing here is locked. */
 #ifndef FP_AGENT_H
 #define FP_AGENT_H
 
@@ -129,13 +130,25 @@ void agent_new_session(struct agent *a);
 /* agent_pump: sample for up to timeout_ms; close the interval when it is
  * due, or when an early cut is. */
 void agent_pump(struct agent *a, int timeout_ms);
-/* agent_first_tables: log, once, how long after sampling began the first
- * unwind tables were installed, and where they came from. */
-void agent_first_tables(struct agent *a, const char *from);
 /* agent_want_cut: close the interval in delay_ms (EARLY_GAP_MS after the
  * last cut at the soonest), unless the regular cut comes first: the
  * symbolizer hears of new files, or is asked for more tables, now. */
 void agent_want_cut(struct agent *a, uint32_t delay_ms);
+
+/* tables.c */
+/* agent_tables_open: the table cache (--table-cache; in memory only when
+ * it is off or unusable, which is logged) and the installed-table hook.
+ * 0 or -ENOMEM. */
+int agent_tables_open(struct agent *a);
+/* agent_tables_on_maps: the collector's maps hook: the tables a process's
+ * files need from the table cache, an early interval for those the agent
+ * has none of, then the process's list for the BPF program. */
+void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg);
+/* agent_tables_log: the table cache's counters, at exit. */
+void agent_tables_log(struct agent *a);
+/* agent_first_tables: log, once, how long after sampling began the first
+ * unwind tables were installed, and where they came from. */
+void agent_first_tables(struct agent *a, const char *from);
 
 /* exchange.c */
 /* agent_send: flush the buffer to the server the failover state names,

@@ -9,7 +9,6 @@
 #include "kfuncs.h"
 #include "log.h"
 #include "privilege.h"
-#include "unwind_table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,15 +65,6 @@ static uint64_t heap_bytes(void)
 	return (uint64_t)kb << 10;
 }
 
-void agent_first_tables(struct agent *a, const char *from)
-{
-	if (a->ag_first_table_logged)
-		return;
-	a->ag_first_table_logged = 1;
-	fp_info("first unwind tables installed %" PRIu64 " ms after sampling began, from %s",
-		(fp_now_ns(CLOCK_MONOTONIC) - a->ag_sampling_ns) / 1000000, from);
-}
-
 void agent_want_cut(struct agent *a, uint32_t delay_ms)
 {
 	uint64_t when = fp_now_ns(CLOCK_MONOTONIC) + delay_ms * 1000000ull,
@@ -88,124 +78,6 @@ void agent_want_cut(struct agent *a, uint32_t delay_ms)
 		a->ag_early_ns = when;
 }
 
-/* cache_install: install id's table from the table cache.  0, -EINVAL
- * (the file, or the table for the BPF maps, was bad: dropped), or another
- * negative errno. */
-static int cache_install(struct agent *a, const struct fp_build_id *id)
-{
-	uint32_t flags = 0;
-	size_t len;
-	void *blob;
-	int rows = fp_unwind_function_rows(a->ag_unwind), err;
-
-	if ((err = fp_table_cache_load(a->ag_tables, id, &blob, &len, &flags)))
-		return err;
-	/* As the session it came from said (fp_unwind_set_function_rows). */
-	fp_unwind_set_function_rows(a->ag_unwind, flags & FP_TABLE_CACHE_FUNCTION_ROWS);
-	err = fp_unwind_add(a->ag_unwind, id, blob, len);
-	fp_unwind_set_function_rows(a->ag_unwind, rows);
-	free(blob);
-	if (err == -EINVAL) /* for another architecture: never of use here */
-		fp_table_cache_drop(a->ag_tables, id);
-	return err;
-}
-
-/* table_from_cache: install id's table from the table cache.  0 when it
- * is installed now.  A file found bad was named in this session's hello
- * as held: the symbolizer would not send its table, so a new session
- * says hello without it. */
-static int table_from_cache(struct agent *a, const struct fp_build_id *id)
-{
-	int err;
-
-	if (!fp_table_cache_has(a->ag_tables, id))
-		return -ENOENT;
-	err = cache_install(a, id);
-	if (err == -EINVAL && a->ag_hello_ok && !fp_table_cache_has(a->ag_tables, id)) {
-		fp_warnx("a table this session's hello named as held was bad: new session");
-		agent_new_session(a);
-	}
-	if (!err) {
-		a->ag_cache_installed++;
-		agent_first_tables(a, "the table cache");
-	}
-	return err;
-}
-
-/* agent_on_maps: a process's mappings were read.  Tables the agent lacks
- * come from its table cache; for files it has none of, the symbolizer is
- * told at once (an early interval, once a session per file), so that
- * their tables come in its reply, not one interval later.  Then the BPF
- * program learns which of the process's mappings have tables. */
-static void agent_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
-{
-	struct agent *a = arg;
-	int want = 0, added;
-	uint32_t idx;
-
-	for (size_t i = 0; i < pm->pm_nvmas; i++) {
-		const struct fp_vma *v = &pm->pm_vmas[i];
-
-		if (v->fv_build_id_state != 1 || v->fv_path[0] != '/' ||
-		    fp_unwind_has(a->ag_unwind, &v->fv_build_id) ||
-		    !table_from_cache(a, &v->fv_build_id))
-			continue;
-		if (!fp_intern_get(a->ag_tables_asked, v->fv_build_id.fb_data,
-				   v->fv_build_id.fb_len, &idx, &added) &&
-		    added)
-			want = 1;
-	}
-	if (want) /* at start, -p processes are read at once: no need to wait */
-		agent_want_cut(a, a->ag_seq ? EARLY_DELAY_MS : 0);
-	if (a->ag_python)
-		fp_python_on_maps(pid, pm, a->ag_python);
-	else
-		fp_unwind_on_maps(pid, pm, a->ag_unwind);
-}
-
-/* agent_table_installed: a table from the symbolizer was installed: kept
- * on disk for the next agent, and named in the next hellos. */
-static void agent_table_installed(const struct fp_build_id *id, const void *blob, size_t len,
-				  int function_rows, void *arg)
-{
-	struct agent *a = arg;
-	int err = fp_table_cache_store(a->ag_tables, id, blob, len,
-				       function_rows ? FP_TABLE_CACHE_FUNCTION_ROWS : 0);
-
-	if (err && err != -E2BIG)
-		fp_debug("unwind table not kept on disk: %s", strerror(-err));
-}
-
-/* tables_open: the table cache: --table-cache, unless off or unusable
- * (then in memory only, which a hello still lists). */
-static int tables_open(struct agent *a)
-{
-	const char *dir = a->ag_o.ao_table_cache_mb ? a->ag_o.ao_table_cache : NULL;
-	int err = dir ? fp_table_cache_open(&a->ag_tables, dir,
-					    (uint64_t)a->ag_o.ao_table_cache_mb << 20)
-		      : -ENOENT;
-
-	if (dir && err)
-		fp_warnx("table cache off: %s: %s (unwind tables come from the symbolizer after "
-			 "each start)",
-			 dir,
-			 err == -EPERM ? "not the agent's own directory (its owner must be the "
-					 "agent's user, and no one else may write it)"
-				       : strerror(-err));
-	if (err && (err = fp_table_cache_open(&a->ag_tables, NULL, 0)))
-		return err;
-	if (!err && dir && fp_table_cache_dir(a->ag_tables)) {
-		struct fp_table_cache_stats st;
-		fp_table_cache_stats(a->ag_tables, &st);
-		fp_info("table cache %s: %" PRIu64 " tables (%" PRIu64 " bytes, at most %u MB)",
-			dir, st.tc_files, st.tc_bytes, a->ag_o.ao_table_cache_mb);
-	}
-	if ((err = fp_intern_alloc(&a->ag_tables_asked)))
-		return err;
-	fp_unwind_set_installed_fn(a->ag_unwind, agent_table_installed, a);
-	return 0;
-}
-
 static int collector_open(struct agent *a)
 {
 	int err = fp_collector_alloc(&a->ag_collector, "/proc", "/var/lib/docker", &a->ag_kernel);
@@ -216,7 +88,7 @@ static int collector_open(struct agent *a)
 	if (a->ag_python)
 		fp_collector_set_pycode_fn(a->ag_collector, fp_python_read_code, a->ag_python);
 	if (a->ag_unwind)
-		fp_collector_set_maps_fn(a->ag_collector, agent_on_maps, a);
+		fp_collector_set_maps_fn(a->ag_collector, agent_tables_on_maps, a);
 	if (a->ag_unwind)
 		fp_collector_set_fold_fn(a->ag_collector, fp_unwind_fold, a->ag_unwind);
 	if (a->ag_kfuncs.kf_n)
@@ -321,21 +193,6 @@ void agent_pump(struct agent *a, int timeout_ms)
 	}
 }
 
-/* agent_log_tables: the table cache's counters, at exit. */
-static void agent_log_tables(struct agent *a)
-{
-	struct fp_table_cache_stats st;
-	const char *dir = fp_table_cache_dir(a->ag_tables);
-
-	fp_table_cache_stats(a->ag_tables, &st);
-	fp_info("table cache %s: %" PRIu64 " tables installed from it; %" PRIu64 " files (%" PRIu64
-		" bytes), %" PRIu64 " read, %" PRIu64 " written, %" PRIu64
-		" bad (removed), %" PRIu64 " removed past the bound, %" PRIu64 " errors; %" PRIu64
-		" intervals closed early",
-		dir ? dir : "off", a->ag_cache_installed, st.tc_files, st.tc_bytes, st.tc_loaded,
-		st.tc_stored, st.tc_bad, st.tc_evicted, st.tc_errors, a->ag_early_cuts);
-}
-
 /* What the benchmark reads: wire bytes, BPF cost and memory. */
 static void log_footprint(struct agent *a)
 {
@@ -400,7 +257,7 @@ static void log_footprint(struct agent *a)
 			us.us_parts_again, us.us_procs, us.us_procs_full, us.us_procs_swept);
 		if (a->ag_python)
 			fp_python_log(a->ag_python, c);
-		agent_log_tables(a);
+		agent_tables_log(a);
 	}
 }
 
@@ -741,7 +598,7 @@ int main(int argc, char **argv)
 	a.ag_sampling_ns = fp_now_ns(CLOCK_MONOTONIC);
 	a.ag_next_cut_ns = a.ag_sampling_ns + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	if (a.ag_o.ao_unwind_mb &&
-	    ((err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)) || (err = tables_open(&a))))
+	    ((err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)) || (err = agent_tables_open(&a))))
 		goto cleanup;
 	if (a.ag_unwind && !a.ag_o.ao_no_python &&
 	    (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind, "/proc")))
