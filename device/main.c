@@ -605,11 +605,6 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if ((err = collector_open(&a)))
 		goto cleanup;
-	/* The processes of -p: their mappings now, so that their tables are
-	 * installed (from the table cache) or asked for before they are
-	 * sampled much, not at their first sample. */
-	for (i = 0; a.ag_unwind && i < a.ag_o.ao_npids; i++)
-		fp_collector_adopt(a.ag_collector, a.ag_o.ao_pids[i]);
 	/* Root's work is done: what remains needs five capabilities.  Before
 	 * nng starts its threads, which inherit what is left. */
 	if (!a.ag_o.ao_keep_privileges && (err = fp_privilege_drop())) {
@@ -620,6 +615,12 @@ int main(int argc, char **argv)
 	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0], &a.ag_o.ao_tls)))
 		goto cleanup;
 	a.ag_addr = a.ag_o.ao_servers[0];
+	/* The processes of -p: their mappings now, so that their tables are
+	 * installed (from the table cache) or asked for before they are
+	 * sampled much, not at their first sample; while the connection to
+	 * the symbolizer is being made. */
+	for (i = 0; a.ag_unwind && i < a.ag_o.ao_npids; i++)
+		fp_collector_adopt(a.ag_collector, a.ag_o.ao_pids[i]);
 	fp_info("sampling at %u Hz (%s), sending to %s every %u s", a.ag_o.ao_frequency,
 		a.ag_o.ao_npids == 0   ? "every process"
 		: a.ag_o.ao_npids == 1 ? "one process"
