@@ -891,7 +891,9 @@ def tables_fleet(args, tmp, name, extra, runs):
                              "--devices", "1000", "--seconds", "30", "--warm", *extra],
                             capture_output=True, text=True)
         symb.stop()
-        out.append(loadgen_summary(lg.stdout + lg.stderr))
+        if "loadgen: devices=" not in lg.stdout:
+            sys.exit(f"bench: loadgen failed: {lg.stderr.strip()}")
+        out.append(loadgen_summary(lg.stdout))
     return out
 
 

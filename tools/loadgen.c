@@ -915,9 +915,11 @@ static int lg_warm_up(struct loadgen *lg)
 	nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, FP_WIRE_MAX_MESSAGE);
 	nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, 30000);
 	nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-	if (nng_dial(sock, lg->lg_server, NULL, 0)) {
+	/* In the background, as the devices dial: a symbolizer starting up is
+	 * waited for (the first reply's timeout). */
+	if (nng_dial(sock, lg->lg_server, NULL, NNG_FLAG_NONBLOCK)) {
 		nng_close(sock);
-		return -ECONNREFUSED;
+		return -EINVAL;
 	}
 	h.fh_session = fp_now_ns(CLOCK_REALTIME);
 	for (i = 0; i < lg->lg_nknown; i++)
