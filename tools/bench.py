@@ -33,6 +33,14 @@ same run.  `make bench` runs it as root.
    second while device 0 names librbd.so.1, whose 137 MB debug file the
    symbolizer ingests: reply p99 meanwhile, and the time from that
    device's first batch to the first profile with librbd's names in it.
+6. Unwind tables at fleet scale (`--only tables`): 1,000 loadgen devices
+   whose files' tables the symbolizer compiled before they start, taking
+   them (table bytes per session) or holding them already (their hellos
+   say so: none is sent), three runs each in turn, reply p99; then an
+   agent restarted on redis-server against a symbolizer that has its
+   tables (run without --local-files): the share of whole stacks in its
+   first 2 s of sampling and the table bytes it received, with its table
+   cache off and on.
 
 Prints a table with ratios and writes it to BUILD/bench.txt.  --only runs
 some parts (footprint includes the 999 Hz throughput rows).
@@ -1006,7 +1014,7 @@ def python_counter_text(c):
             f"lost: {c['rehello']}")
 
 
-PARTS = ("footprint", "symbolizer", "unwind", "encode", "python", "fleet")
+PARTS = ("footprint", "symbolizer", "unwind", "encode", "python", "fleet", "tables")
 
 
 def main():
@@ -1047,6 +1055,7 @@ def main():
             sections.append(python_lines(args, python_bench(args, tmp)))
         if "fleet" in only:
             sections.append(fleet_lines(fleet_bench(args, tmp)))
+        if "tables" in only:
             sections.append(tables_lines(tables_bench(args, tmp)))
     text = "\n\n".join("\n".join(s) for s in sections)
     print(text)
