@@ -138,22 +138,24 @@ static void bad_file(struct fp_table_cache *c, struct tc_entry *e, const char *w
 }
 
 /* evict: the least recently used files until the rest fit the bound;
- * keep is spared (NULL: none). */
-static void evict(struct fp_table_cache *c, const struct tc_entry *keep)
+ * the entry at index keep is spared (SIZE_MAX: none). */
+static void evict(struct fp_table_cache *c, size_t keep)
 {
 	size_t i, n = fp_intern_count(c->c_ids);
 
+	if (n > c->c_entries_cap)
+		n = c->c_entries_cap;
 	while (c->c_stats.tc_bytes > c->c_max_bytes) {
-		struct tc_entry *victim = NULL;
+		size_t victim = SIZE_MAX;
 
-		for (i = 0; i < n && i < c->c_entries_cap; i++) {
-			struct tc_entry *e = &c->c_entries[i];
-			if (e->te_on_disk && e != keep && (!victim || e->te_used < victim->te_used))
-				victim = e;
-		}
-		if (!victim)
+		for (i = 0; i < n; i++)
+			if (c->c_entries[i].te_on_disk && i != keep &&
+			    (victim == SIZE_MAX ||
+			     c->c_entries[i].te_used < c->c_entries[victim].te_used))
+				victim = i;
+		if (victim == SIZE_MAX)
 			return;
-		unlink_file(c, victim);
+		unlink_file(c, &c->c_entries[victim]);
 		c->c_stats.tc_evicted++;
 	}
 }
@@ -309,7 +311,7 @@ int fp_table_cache_open(struct fp_table_cache **out, const char *dir, uint64_t m
 		while ((de = readdir(d)))
 			scan_one(c, de->d_name);
 		closedir(d);
-		evict(c, NULL);
+		evict(c, SIZE_MAX);
 	}
 	*out = c;
 	return 0;
@@ -485,7 +487,7 @@ int fp_table_cache_store(struct fp_table_cache *c, const struct fp_build_id *id,
 	c->c_stats.tc_files++;
 	c->c_stats.tc_bytes += fsize;
 	c->c_stats.tc_stored++;
-	evict(c, e);
+	evict(c, (size_t)(e - c->c_entries));
 	return 0;
 }
 

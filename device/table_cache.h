@@ -33,8 +33,8 @@
 #include "batch.h"
 
 #define FP_TABLE_CACHE_DIR_DEFAULT "/var/cache/fleetprof-agent"
-#define FP_TABLE_CACHE_MB_DEFAULT 64
-#define FP_TABLE_CACHE_MB_MAX 65536
+#define FP_TABLE_CACHE_MB_DEFAULT 64u
+#define FP_TABLE_CACHE_MB_MAX 65536u
 /* What a file says of its table, besides its bytes. */
 #define FP_TABLE_CACHE_FUNCTION_ROWS 1 /* compiled with a row at each function's start */
 
