@@ -396,18 +396,39 @@ static struct fp_unwind_header *big_table(size_t *len)
 	return h;
 }
 
+/* Six files with small tables (one row each), build-IDs 0xc0 to 0xc5. */
+#define SMALL_TABLES 6
+static struct fp_mapping small_maps[SMALL_TABLES];
+
 static int put_big_tables(void)
 {
 	size_t len;
 	struct fp_unwind_header *h = big_table(&len);
+	struct {
+		struct fp_unwind_header h;
+		struct fp_unwind_row r;
+	} small = { .h = { .uh_magic = FP_UNWIND_MAGIC,
+			   .uh_version = FP_UNWIND_VERSION,
+			   .uh_arch = FP_UNWIND_ARCH_X86_64,
+			   .uh_nrows = 1 },
+		    .r = { .ur_pc = 0, .ur_cfa = 8 } };
 	struct fp_symcache *c = NULL;
 	int err = -ENOMEM, i;
 
 	if (!h)
 		return err;
+	for (i = 0; i < SMALL_TABLES; i++)
+		small_maps[i] = (struct fp_mapping){ .fm_id = 10 + (uint32_t)i,
+						     .fm_kind = FP_MAP_USER,
+						     .fm_build_id = { .fb_len = 20,
+								      .fb_data = { (uint8_t)(0xc0 + i) } },
+						     .fm_path = "/usr/lib/libsmall.so" };
 	if (!(err = fp_symcache_open(&c, tmpdir))) {
 		for (i = 0; i < 2 && !err; i++)
 			err = fp_symcache_put_unwind(c, &big_maps[i].fm_build_id, h, len);
+		for (i = 0; i < SMALL_TABLES && !err; i++)
+			err = fp_symcache_put_unwind(c, &small_maps[i].fm_build_id, &small,
+						     sizeof(small));
 		fp_symcache_close(c);
 	}
 	free(h);
@@ -556,6 +577,35 @@ static void test_tables_held(void)
 	fp_session_free(s);
 }
 
+/* Parts a reply carries: at most four to an agent from before feature 16
+ * (its decoder refuses more), up to 64 to one that has it, so that a
+ * process's small tables come in one reply. */
+static void test_parts_per_reply(void)
+{
+	static const uint64_t features[2] = { 0, FP_FEATURE_HELD_TABLES };
+	static const size_t want[2] = { FP_TABLE_REPLY_PARTS_OLD, SMALL_TABLES };
+	struct fp_batch b = batch_of(1, NULL, 0);
+	int k;
+
+	b.fb_nmappings = SMALL_TABLES, b.fb_mappings = small_maps;
+	for (k = 0; k < 2; k++) {
+		struct fp_session_tables t = { .stb_budget = FP_TABLE_REPLY_MAX };
+		struct fp_hello h = hello;
+		struct fp_session *s = NULL;
+
+		h.fh_features = features[k];
+		CHECK_EQ_INT(fp_session_alloc(&s, &h), 0);
+		if (!s)
+			return;
+		CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+		CHECK_EQ_INT(fp_session_tables(s, resolver, store, &t), 0);
+		CHECK_EQ_INT(t.stb_nparts, want[k]);
+		CHECK_EQ_INT(t.stb_pending, SMALL_TABLES - want[k]);
+		fp_reply_fini(&(struct fp_reply){ .fr_tables = t.stb_parts, .fr_ntables = t.stb_nparts });
+		fp_session_free(s);
+	}
+}
+
 int main(void)
 {
 	struct fp_resolver_opts ro = { .ro_cache_dir = tmpdir };
@@ -576,6 +626,7 @@ int main(void)
 	RUN(test_tables_one_at_a_time);
 	RUN(test_tables_budget);
 	RUN(test_tables_held);
+	RUN(test_parts_per_reply);
 	fp_tablestore_free(store);
 	fp_resolver_close(resolver);
 	if (check_rmtree(tmpdir))
