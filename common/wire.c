@@ -192,6 +192,21 @@ static void enc_init(struct enc *e)
 	msgpack_packer_init(&e->e_pk, e, enc_write);
 }
 
+/* enc_reserve: room for n bytes in all, allocated at once: a reply of
+ * 4 MiB of table parts grown by doubling from 8 KiB was reallocated and
+ * copied ten times over. */
+static void enc_reserve(struct enc *e, size_t n)
+{
+	char *p;
+
+	if (n > FP_WIRE_MAX_MESSAGE)
+		n = FP_WIRE_MAX_MESSAGE;
+	if (n <= e->e_sb.alloc || !(p = realloc(e->e_sb.data, n)))
+		return; /* the buffer grows as it goes, as without */
+	e->e_sb.data = p;
+	e->e_sb.alloc = n;
+}
+
 static void enc_fail(struct enc *e, int err)
 {
 	if (!e->e_err)
@@ -729,6 +744,12 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	if (r->fr_kfuncs.kf_n && !kfuncs_ok(&r->fr_kfuncs))
 		return -EINVAL;
 	enc_init(&e);
+	if (r->fr_ntables) {
+		size_t n = 1024;
+		for (i = 0; i < r->fr_ntables; i++)
+			n += r->fr_tables[i].tp_len + 40; /* bin header, build-ID, offsets */
+		enc_reserve(&e, n);
+	}
 	enc_envelope(&e, FP_MSG_REPLY,
 		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0) +
 			     (r->fr_ntables > 0) + (r->fr_features != 0) +

@@ -46,6 +46,14 @@
 #define EARLY_DELAY_MS 20
 #define EARLY_RETRY_MS 250
 
+/* A table received and installed, to be written to the table cache. */
+struct unwritten_table {
+	struct fp_build_id ut_id;
+	void *ut_blob; /* owned */
+	size_t ut_len;
+	uint32_t ut_flags; /* FP_TABLE_CACHE_* */
+};
+
 struct agent_opts {
 	const char *ao_servers[MAX_SERVERS]; /* in order of preference */
 	size_t ao_nservers;
@@ -83,12 +91,14 @@ struct agent {
 	/* Build-IDs of files mapped without a table this session: the early
 	 * interval that names them is asked for once. */
 	struct fp_intern *ag_tables_asked;
-	uint64_t ag_early_ns;        /* CLOCK_MONOTONIC: an early cut due; 0: none */
-	uint64_t ag_last_cut_ns;     /* CLOCK_MONOTONIC of the last cut */
-	uint32_t ag_retry_ms;        /* the next wait for tables being compiled */
-	uint64_t ag_early_cuts;      /* intervals closed early */
-	uint64_t ag_cache_installed; /* tables installed from the table cache */
-	uint64_t ag_sampling_ns;     /* CLOCK_MONOTONIC when sampling began */
+	uint64_t ag_early_ns;                 /* CLOCK_MONOTONIC: an early cut due; 0: none */
+	uint64_t ag_last_cut_ns;              /* CLOCK_MONOTONIC of the last cut */
+	uint32_t ag_retry_ms;                 /* the next wait for tables being compiled */
+	uint64_t ag_early_cuts;               /* intervals closed early */
+	uint64_t ag_cache_installed;          /* tables installed from the table cache */
+	struct unwritten_table *ag_unwritten; /* installed, not yet on disk */
+	size_t ag_nunwritten, ag_unwritten_cap;
+	uint64_t ag_sampling_ns; /* CLOCK_MONOTONIC when sampling began */
 	int ag_first_table_logged;
 	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
 	struct fp_hello ag_hello;
@@ -144,6 +154,11 @@ int agent_tables_open(struct agent *a);
  * files need from the table cache, an early interval for those the agent
  * has none of, then the process's list for the BPF program. */
 void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg);
+/* agent_tables_write: the tables received since the last call, to the
+ * table cache (after the BPF program was told of them). */
+void agent_tables_write(struct agent *a);
+/* agent_tables_close: the last writes, and everything freed. */
+void agent_tables_close(struct agent *a);
 /* agent_tables_log: the table cache's counters, at exit. */
 void agent_tables_log(struct agent *a);
 /* agent_first_tables: log, once, how long after sampling began the first

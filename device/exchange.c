@@ -24,13 +24,17 @@
 static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *reply)
 {
 	uint64_t deadline = fp_now_ns(CLOCK_MONOTONIC) + a->ag_o.ao_timeout_ms * 1000000ull;
-	int err;
+	int err, wait = 1;
 
 	/* No connection yet (the dialer is still retrying): keep sampling and
-	 * try again until the deadline. */
+	 * try again until the deadline, after 1 ms, then 2, 4 ... 20: a
+	 * connection being made (at start) is used as soon as it is up, one
+	 * that does not come costs 50 wake-ups a second. */
 	while ((err = fp_uplink_send(a->ag_uplink, buf, len)) == -ETIMEDOUT &&
-	       fp_now_ns(CLOCK_MONOTONIC) < deadline)
-		agent_pump(a, 20);
+	       fp_now_ns(CLOCK_MONOTONIC) < deadline) {
+		agent_pump(a, wait);
+		wait = wait < 10 ? 2 * wait : 20;
+	}
 	free(buf);
 	if (err)
 		return err;
@@ -295,6 +299,7 @@ static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 		fp_collector_remap(a->ag_collector);
 		agent_first_tables(a, "the symbolizer");
 	}
+	agent_tables_write(a);
 	if (r->fr_ntables || r->fr_tables_pending)
 		fp_debug("unwind tables: %zu parts received, %" PRIu32 " tables to come",
 			 r->fr_ntables, r->fr_tables_pending);

@@ -702,8 +702,7 @@ cleanup:
 	fp_collector_free(a.ag_collector);
 	fp_python_free(a.ag_python);
 	fp_unwind_free(a.ag_unwind);
-	fp_table_cache_close(a.ag_tables);
-	fp_intern_free(a.ag_tables_asked);
+	agent_tables_close(&a);
 	fp_sampler_close(a.ag_sampler);
 	fp_uplink_close(a.ag_uplink);
 	agent_session_asks_fini(&a);

@@ -6,6 +6,7 @@
 #include "agent.h"
 #include "cli.h"
 #include "log.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -97,17 +98,45 @@ void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
 		fp_unwind_on_maps(pid, pm, a->ag_unwind);
 }
 
-/* agent_table_installed: a table from the symbolizer was installed: kept
- * on disk for the next agent, and named in the next hellos. */
+/* agent_table_installed: a table from the symbolizer was installed: to be
+ * kept on disk for the next agent, and named in the next hellos.  Written
+ * by agent_tables_write, once the BPF program walks with it: hashing and
+ * writing a process's tables (2 MB for redis-server's) took longer than
+ * receiving them. */
 static void agent_table_installed(const struct fp_build_id *id, const void *blob, size_t len,
 				  int function_rows, void *arg)
 {
 	struct agent *a = arg;
-	int err = fp_table_cache_store(a->ag_tables, id, blob, len,
-				       function_rows ? FP_TABLE_CACHE_FUNCTION_ROWS : 0);
+	struct unwritten_table *t;
 
-	if (err && err != -E2BIG)
-		fp_debug("unwind table not kept on disk: %s", strerror(-err));
+	if (fp_vec_reserve(&a->ag_unwritten, &a->ag_unwritten_cap, a->ag_nunwritten + 1,
+			   sizeof(*a->ag_unwritten)))
+		return; /* not kept: it comes from the symbolizer again */
+	t = &a->ag_unwritten[a->ag_nunwritten];
+	if (!(t->ut_blob = malloc(len)))
+		return;
+	memcpy(t->ut_blob, blob, len);
+	t->ut_id = *id;
+	t->ut_len = len;
+	t->ut_flags = function_rows ? FP_TABLE_CACHE_FUNCTION_ROWS : 0;
+	a->ag_nunwritten++;
+}
+
+void agent_tables_write(struct agent *a)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < a->ag_nunwritten; i++) {
+		struct unwritten_table *t = &a->ag_unwritten[i];
+
+		err = fp_table_cache_store(a->ag_tables, &t->ut_id, t->ut_blob, t->ut_len,
+					   t->ut_flags);
+		if (err && err != -E2BIG)
+			fp_debug("unwind table not kept on disk: %s", strerror(-err));
+		free(t->ut_blob);
+	}
+	a->ag_nunwritten = 0;
 }
 
 /* agent_tables_open: the table cache: --table-cache, unless off or unusable
@@ -138,6 +167,14 @@ int agent_tables_open(struct agent *a)
 		return err;
 	fp_unwind_set_installed_fn(a->ag_unwind, agent_table_installed, a);
 	return 0;
+}
+
+void agent_tables_close(struct agent *a)
+{
+	agent_tables_write(a);
+	free(a->ag_unwritten);
+	fp_table_cache_close(a->ag_tables);
+	fp_intern_free(a->ag_tables_asked);
 }
 
 void agent_tables_log(struct agent *a)

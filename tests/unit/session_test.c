@@ -418,11 +418,12 @@ static int put_big_tables(void)
 	if (!h)
 		return err;
 	for (i = 0; i < SMALL_TABLES; i++)
-		small_maps[i] = (struct fp_mapping){ .fm_id = 10 + (uint32_t)i,
-						     .fm_kind = FP_MAP_USER,
-						     .fm_build_id = { .fb_len = 20,
-								      .fb_data = { (uint8_t)(0xc0 + i) } },
-						     .fm_path = "/usr/lib/libsmall.so" };
+		small_maps[i] = (struct fp_mapping){
+			.fm_id = 10 + (uint32_t)i,
+			.fm_kind = FP_MAP_USER,
+			.fm_build_id = { .fb_len = 20, .fb_data = { (uint8_t)(0xc0 + i) } },
+			.fm_path = "/usr/lib/libsmall.so"
+		};
 	if (!(err = fp_symcache_open(&c, tmpdir))) {
 		for (i = 0; i < 2 && !err; i++)
 			err = fp_symcache_put_unwind(c, &big_maps[i].fm_build_id, h, len);
@@ -601,7 +602,8 @@ static void test_parts_per_reply(void)
 		CHECK_EQ_INT(fp_session_tables(s, resolver, store, &t), 0);
 		CHECK_EQ_INT(t.stb_nparts, want[k]);
 		CHECK_EQ_INT(t.stb_pending, SMALL_TABLES - want[k]);
-		fp_reply_fini(&(struct fp_reply){ .fr_tables = t.stb_parts, .fr_ntables = t.stb_nparts });
+		fp_reply_fini(
+			&(struct fp_reply){ .fr_tables = t.stb_parts, .fr_ntables = t.stb_nparts });
 		fp_session_free(s);
 	}
 }
