@@ -91,11 +91,14 @@ struct agent {
 	/* Build-IDs of files mapped without a table this session: the early
 	 * interval that names them is asked for once. */
 	struct fp_intern *ag_tables_asked;
-	uint64_t ag_early_ns;                 /* CLOCK_MONOTONIC: an early cut due; 0: none */
-	uint64_t ag_last_cut_ns;              /* CLOCK_MONOTONIC of the last cut */
-	uint32_t ag_retry_ms;                 /* the next wait for tables being compiled */
-	uint64_t ag_early_cuts;               /* intervals closed early */
-	uint64_t ag_cache_installed;          /* tables installed from the table cache */
+	uint64_t ag_early_ns;             /* CLOCK_MONOTONIC: an early cut due; 0: none */
+	uint64_t ag_last_cut_ns;          /* CLOCK_MONOTONIC of the last cut */
+	uint32_t ag_retry_ms;             /* the next wait for tables being compiled */
+	uint64_t ag_early_cuts;           /* intervals closed early */
+	uint64_t ag_cache_installed;      /* tables installed from the table cache */
+	struct fp_intern *ag_cache_reads; /* build-ID -> ag_cache_read_ns index */
+	uint64_t *ag_cache_read_ns;       /* CLOCK_MONOTONIC of its last read */
+	size_t ag_cache_read_cap;
 	struct unwritten_table *ag_unwritten; /* installed, not yet on disk */
 	size_t ag_nunwritten, ag_unwritten_cap;
 	uint64_t ag_sampling_ns; /* CLOCK_MONOTONIC when sampling began */

@@ -23,6 +23,8 @@ void agent_first_tables(struct agent *a, const char *from)
 		(fp_now_ns(CLOCK_MONOTONIC) - a->ag_sampling_ns) / 1000000, from);
 }
 
+#define CACHE_REREAD_NS (60 * 1000000000ull)
+
 /* cache_install: install id's table from the table cache.  0, -EINVAL
  * (the file, or the table for the BPF maps, was bad: dropped), or another
  * negative errno. */
@@ -51,10 +53,22 @@ static int cache_install(struct agent *a, const struct fp_build_id *id)
  * says hello without it. */
 static int table_from_cache(struct agent *a, const struct fp_build_id *id)
 {
-	int err;
+	uint64_t now = fp_now_ns(CLOCK_MONOTONIC);
+	uint32_t idx;
+	int err, added;
 
 	if (!fp_table_cache_has(a->ag_tables, id))
 		return -ENOENT;
+	/* Once a minute per table at most: when the processes' tables do not
+	 * fit --unwind-mem, each installed from the cache evicts another, and
+	 * every remap would read them all again. */
+	if (fp_intern_get(a->ag_cache_reads, id->fb_data, id->fb_len, &idx, &added) ||
+	    fp_vec_reserve_zeroed(&a->ag_cache_read_ns, &a->ag_cache_read_cap, (size_t)idx + 1,
+				  sizeof(*a->ag_cache_read_ns)))
+		return -ENOMEM;
+	if (!added && now - a->ag_cache_read_ns[idx] < CACHE_REREAD_NS)
+		return -EAGAIN;
+	a->ag_cache_read_ns[idx] = now;
 	err = cache_install(a, id);
 	if (err == -EINVAL && a->ag_hello_ok && !fp_table_cache_has(a->ag_tables, id)) {
 		fp_warnx("a table this session's hello named as held was bad: new session");
@@ -163,7 +177,8 @@ int agent_tables_open(struct agent *a)
 		fp_info("table cache %s: %" PRIu64 " tables (%" PRIu64 " bytes, at most %u MB)",
 			dir, st.tc_files, st.tc_bytes, a->ag_o.ao_table_cache_mb);
 	}
-	if ((err = fp_intern_alloc(&a->ag_tables_asked)))
+	if ((err = fp_intern_alloc(&a->ag_tables_asked)) ||
+	    (err = fp_intern_alloc(&a->ag_cache_reads)))
 		return err;
 	fp_unwind_set_installed_fn(a->ag_unwind, agent_table_installed, a);
 	return 0;
@@ -173,6 +188,8 @@ void agent_tables_close(struct agent *a)
 {
 	agent_tables_write(a);
 	free(a->ag_unwritten);
+	fp_intern_free(a->ag_cache_reads);
+	free(a->ag_cache_read_ns);
 	fp_table_cache_close(a->ag_tables);
 	fp_intern_free(a->ag_tables_asked);
 }
