@@ -81,8 +81,8 @@ static int table_from_cache(struct agent *a, const struct fp_build_id *id)
 	return err;
 }
 
-/* agent_tables_on_maps: a process's mappings were read.  Tables the agent lacks
- * come from its table cache; for files it has none of, the symbolizer is
+/* agent_tables_on_maps: a process's mappings were read.  Tables the agent
+ * lacks come from its table cache; for files it has none of, the symbolizer is
  * told at once (an early interval, once a session per file), so that
  * their tables come in its reply, not one interval later.  Then the BPF
  * program learns which of the process's mappings have tables. */
@@ -114,9 +114,8 @@ void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
 
 /* agent_table_installed: a table from the symbolizer was installed: to be
  * kept on disk for the next agent, and named in the next hellos.  Written
- * by agent_tables_write, once the BPF program walks with it: hashing and
- * writing a process's tables (2 MB for redis-server's) took longer than
- * receiving them. */
+ * by agent_tables_write, once the BPF program walks with it, so that
+ * hashing and writing them (2 MB for redis-server's) does not delay that. */
 static void agent_table_installed(const struct fp_build_id *id, const void *blob, size_t len,
 				  int function_rows, void *arg)
 {
