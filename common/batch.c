@@ -21,9 +21,12 @@ int fp_hello_copy(struct fp_hello *d, const struct fp_hello *h)
 	d->fh_agent_version = dup_or_empty(h->fh_agent_version);
 	d->fh_label_keys = calloc(h->fh_nlabels + 1, sizeof(char *));
 	d->fh_label_values = calloc(h->fh_nlabels + 1, sizeof(char *));
+	d->fh_held = calloc(h->fh_nheld + 1, sizeof(*d->fh_held));
 	if (!d->fh_host || !d->fh_boot_id || !d->fh_kernel_release || !d->fh_agent_version ||
-	    !d->fh_label_keys || !d->fh_label_values)
+	    !d->fh_label_keys || !d->fh_label_values || !d->fh_held)
 		goto fail;
+	if (h->fh_nheld)
+		memcpy(d->fh_held, h->fh_held, h->fh_nheld * sizeof(*d->fh_held));
 	for (i = 0; i < h->fh_nlabels; i++) {
 		d->fh_label_keys[i] = dup_or_empty(h->fh_label_keys[i]);
 		d->fh_label_values[i] = dup_or_empty(h->fh_label_values[i]);
@@ -52,6 +55,7 @@ void fp_hello_fini(struct fp_hello *h)
 	}
 	free(h->fh_label_keys);
 	free(h->fh_label_values);
+	free(h->fh_held);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -106,8 +110,12 @@ void fp_reply_fini(struct fp_reply *r)
 	free(r->fr_error);
 	free(r->fr_want);
 	free(r->fr_ranges);
-	for (size_t i = 0; i < r->fr_ntables; i++)
-		free(r->fr_tables[i].tp_data);
+	for (size_t i = 0; i < r->fr_ntables; i++) {
+		if (r->fr_tables[i].tp_release)
+			r->fr_tables[i].tp_release(r->fr_tables[i].tp_release_arg);
+		else
+			free(r->fr_tables[i].tp_data);
+	}
 	free(r->fr_tables);
 	fp_kfuncs_fini(&r->fr_kfuncs);
 	memset(r, 0, sizeof(*r));

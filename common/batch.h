@@ -99,6 +99,15 @@ struct fp_lost {
 	uint64_t fl_samples_dropped; /* samples inside those dropped batches */
 };
 
+/* An unwind table an agent holds already (HELLO key 11): installed, or
+ * in its table cache; ht_id names its version (fp_unwind_table_id). */
+struct fp_held_table {
+	struct fp_build_id ht_build_id; /* not empty */
+	uint64_t ht_id;
+};
+
+#define FP_HELD_TABLES_MAX 4096 /* per hello */
+
 struct fp_hello {
 	uint64_t fh_session; /* random, chosen at agent start */
 	char *fh_host;
@@ -112,6 +121,8 @@ struct fp_hello {
 	size_t fh_nlabels;
 	char **fh_label_keys; /* owned arrays of owned strings */
 	char **fh_label_values;
+	size_t fh_nheld;               /* <= FP_HELD_TABLES_MAX */
+	struct fp_held_table *fh_held; /* owned; tables the agent holds (HELLO key 11) */
 };
 
 struct fp_batch {
@@ -181,11 +192,21 @@ struct fp_table_part {
 	uint32_t tp_offset; /* of this part in the whole table */
 	uint32_t tp_total;  /* the whole table's bytes, <= FP_TABLE_MAX */
 	uint32_t tp_len;    /* 1..FP_TABLE_PART_MAX */
-	uint8_t *tp_data;   /* owned */
+	uint8_t *tp_data;   /* owned (freed by fp_reply_fini), unless tp_release */
+	/* A part that borrows its bytes (the symbolizer's tables, shared by
+	 * its sessions): fp_reply_fini calls tp_release(tp_release_arg)
+	 * instead of freeing tp_data. */
+	void (*tp_release)(void *arg);
+	void *tp_release_arg;
 };
 
 #define FP_TABLE_PART_MAX (1u << 20)
 #define FP_TABLE_REPLY_MAX (4u << 20)
+/* Parts a reply may carry: FP_TABLE_REPLY_PARTS to an agent whose hello
+ * has FP_FEATURE_HELD_TABLES (small tables need not wait for the next
+ * reply), else FP_TABLE_REPLY_PARTS_OLD (what its decoder takes). */
+#define FP_TABLE_REPLY_PARTS 64
+#define FP_TABLE_REPLY_PARTS_OLD (FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX)
 #define FP_TABLE_MAX \
 	(16u + 8u * (1u << 23) + 32u) /* header + FP_UNWIND_MAX_ROWS rows
 						   * + the CPython trailer */
@@ -209,9 +230,15 @@ enum fp_feature {
 	 * fp_kfuncs).  Both ways: the symbolizer sends them only to an agent
 	 * whose hello (fh_features) has the bit, and announces it too. */
 	FP_FEATURE_KFUNCS = 8,
+	/* HELLO key 11 and REPLY key 11.  In a hello: the agent lists the
+	 * tables it holds (none, maybe) and reads the tables still to come.
+	 * In the reply to it: the symbolizer sends no table the hello lists
+	 * with the same id, and says how many are still to come. */
+	FP_FEATURE_HELD_TABLES = 16,
 };
 #define FP_FEATURES_KNOWN \
-	(FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS | FP_FEATURE_KFUNCS)
+	(FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS | FP_FEATURE_KFUNCS | \
+	 FP_FEATURE_HELD_TABLES)
 
 /* The kernel's function starts, from the kallsyms table the symbolizer
  * resolves the kernel's frames with (PROTOCOL.md section 6): offsets from
@@ -244,6 +271,9 @@ struct fp_reply {
 	uint64_t fr_written;        /* the session's intervals up to this seq are
 				     * through the sinks; 0: none yet */
 	struct fp_kfuncs fr_kfuncs; /* kf_n 0: none (to agents with FP_FEATURE_KFUNCS) */
+	uint32_t fr_tables_pending; /* tables the session is still to get: more
+				     * than this reply held, or being compiled
+				     * (REPLY key 11; to FP_FEATURE_HELD_TABLES) */
 };
 
 /* fp_pycode_free: free c and what it owns; NULL is fine. */

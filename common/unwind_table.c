@@ -1,4 +1,5 @@
 #include "unwind_table.h"
+#include "fileid.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -66,4 +67,20 @@ const struct fp_unwind_cpython *fp_unwind_table_cpython(const void *blob, size_t
 	return (const struct fp_unwind_cpython *)((const char *)(h + 1) +
 						  (size_t)h->uh_nrows *
 							  sizeof(struct fp_unwind_row));
+}
+
+uint64_t fp_unwind_table_id(const struct fp_build_id *id, const void *blob, size_t len)
+{
+	/* Public: ids name versions of a table, they do not guard anything. */
+	static const uint8_t key[16] = "fleetprof-table";
+	const void *bufs[2] = { id->fb_data, blob };
+	size_t lens[2] = { id->fb_len, len };
+	uint8_t out[8];
+	uint64_t v = 0;
+	int i;
+
+	fp_siphash(key, bufs, lens, 2, out, sizeof(out));
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | out[i];
+	return v;
 }

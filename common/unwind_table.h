@@ -6,6 +6,8 @@
 #define FP_UNWIND_TABLE_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include "buildid.h"
 #include "unwind.h"
 
 /* fp_unwind_table_check: 0 when blob is a well-formed table of this
@@ -31,5 +33,12 @@ int fp_unwind_table_needed(const void *blob, size_t len);
  * FP_UNWIND_F_CPYTHON, or len is not that of a table with the trailer.
  * It checks the length only: check the table first. */
 const struct fp_unwind_cpython *fp_unwind_table_cpython(const void *blob, size_t len);
+
+/* fp_unwind_table_id: the id of the table blob of build-ID id:
+ * SipHash-2-4 with 64-bit output (fileid.h's fp_siphash) under a fixed
+ * public key, of id's bytes and then the table's.  The symbolizer and the
+ * agent compute it alike from the same bytes: a table's version, which the
+ * agent names in its hello (HELLO key 11) and keys its table cache by. */
+uint64_t fp_unwind_table_id(const struct fp_build_id *id, const void *blob, size_t len);
 
 #endif

@@ -21,10 +21,10 @@
 #define WIRE_MAX_DEPTH 8     /* nested containers; ours go 4 deep */
 #define WIRE_MAX_STRING 4096 /* bytes, excluding the terminating NUL */
 #define WIRE_MAX_LABELS 64
-#define WIRE_MAX_KSYMS 1000000 /* symbols per FP_MSG_KSYMS message */
-#define WIRE_MAX_WANT 4096     /* build-IDs per reply */
-#define WIRE_MAX_TABLE_PARTS (FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX) /* per reply */
-#define WIRE_NONE (-1) /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
+#define WIRE_MAX_KSYMS 1000000                    /* symbols per FP_MSG_KSYMS message */
+#define WIRE_MAX_WANT 4096                        /* build-IDs per reply */
+#define WIRE_MAX_TABLE_PARTS FP_TABLE_REPLY_PARTS /* per reply */
+#define WIRE_NONE (-1)                            /* FP_MAPPING_NONE, FP_NODE_NONE on the wire */
 #define WIRE_ZONE_CHUNK 8192
 
 /* Body keys.  Never renumber: add new keys at the end. */
@@ -39,6 +39,7 @@ enum {
 	HELLO_NCPUS = 8,
 	HELLO_LABELS = 9,
 	HELLO_FEATURES = 10,
+	HELLO_HELD = 11,
 	HELLO_NKEYS
 };
 
@@ -80,6 +81,7 @@ enum {
 	REPLY_WRITTEN = 8,
 	REPLY_KFUNCS_BUILD_ID = 9,
 	REPLY_KFUNCS = 10,
+	REPLY_TABLES_PENDING = 11,
 	REPLY_NKEYS
 };
 
@@ -98,6 +100,7 @@ enum {
 #define COUNT_WIDTH 3 /* thread, node, count */
 #define RANGE_WIDTH 3 /* build_id, offset, length */
 #define TABLE_WIDTH 4 /* build_id, offset, total, data */
+#define HELD_WIDTH 2  /* build_id, table id */
 
 /* Minimum lengths of the array records; later revisions may append. */
 #define MAPPING_FIELDS 4    /* id, kind, build_id, path */
@@ -187,6 +190,21 @@ static void enc_init(struct enc *e)
 	memset(e, 0, sizeof(*e));
 	msgpack_sbuffer_init(&e->e_sb);
 	msgpack_packer_init(&e->e_pk, e, enc_write);
+}
+
+/* enc_reserve: room for n bytes in all, allocated at once: a reply of
+ * 4 MiB of table parts grown by doubling from 8 KiB was reallocated and
+ * copied ten times over. */
+static void enc_reserve(struct enc *e, size_t n)
+{
+	char *p;
+
+	if (n > FP_WIRE_MAX_MESSAGE)
+		n = FP_WIRE_MAX_MESSAGE;
+	if (n <= e->e_sb.alloc || !(p = realloc(e->e_sb.data, n)))
+		return; /* the buffer grows as it goes, as without */
+	e->e_sb.data = p;
+	e->e_sb.alloc = n;
 }
 
 static void enc_fail(struct enc *e, int err)
@@ -285,10 +303,15 @@ int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len)
 	size_t i;
 
 	if (h->fh_nlabels > WIRE_MAX_LABELS ||
-	    (h->fh_nlabels && (!h->fh_label_keys || !h->fh_label_values)))
+	    (h->fh_nlabels && (!h->fh_label_keys || !h->fh_label_values)) ||
+	    h->fh_nheld > FP_HELD_TABLES_MAX || (h->fh_nheld && !h->fh_held))
 		return -EINVAL;
+	for (i = 0; i < h->fh_nheld; i++)
+		if (!h->fh_held[i].ht_build_id.fb_len)
+			return -EINVAL;
 	enc_init(&e);
-	enc_envelope(&e, FP_MSG_HELLO, 8 + (h->fh_nlabels > 0) + (h->fh_features != 0));
+	enc_envelope(&e, FP_MSG_HELLO,
+		     8 + (h->fh_nlabels > 0) + (h->fh_features != 0) + (h->fh_nheld > 0));
 	enc_key(&e, HELLO_SESSION);
 	enc_uint(&e, h->fh_session);
 	enc_key(&e, HELLO_HOST);
@@ -316,6 +339,14 @@ int fp_wire_encode_hello(const struct fp_hello *h, char **buf, size_t *len)
 	if (h->fh_features) {
 		enc_key(&e, HELLO_FEATURES);
 		enc_uint(&e, h->fh_features);
+	}
+	if (h->fh_nheld) {
+		enc_key(&e, HELLO_HELD);
+		enc_array(&e, HELD_WIDTH * h->fh_nheld);
+		for (i = 0; i < h->fh_nheld; i++) {
+			enc_build_id(&e, &h->fh_held[i].ht_build_id);
+			enc_uint(&e, h->fh_held[i].ht_id);
+		}
 	}
 	return enc_finish(&e, buf, len);
 }
@@ -713,10 +744,17 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	if (r->fr_kfuncs.kf_n && !kfuncs_ok(&r->fr_kfuncs))
 		return -EINVAL;
 	enc_init(&e);
+	if (r->fr_ntables) {
+		size_t n = 1024;
+		for (i = 0; i < r->fr_ntables; i++)
+			n += r->fr_tables[i].tp_len + 40; /* bin header, build-ID, offsets */
+		enc_reserve(&e, n);
+	}
 	enc_envelope(&e, FP_MSG_REPLY,
 		     2 + (r->fr_error != NULL) + (r->fr_nwant > 0) + (r->fr_nranges > 0) +
 			     (r->fr_ntables > 0) + (r->fr_features != 0) +
-			     (r->fr_has_written != 0) + 2 * (r->fr_kfuncs.kf_n > 0));
+			     (r->fr_has_written != 0) + 2 * (r->fr_kfuncs.kf_n > 0) +
+			     (r->fr_tables_pending != 0));
 	enc_key(&e, REPLY_STATUS);
 	enc_uint(&e, r->fr_status);
 	enc_key(&e, REPLY_SEQ);
@@ -762,6 +800,10 @@ int fp_wire_encode_reply(const struct fp_reply *r, char **buf, size_t *len)
 	}
 	if (r->fr_kfuncs.kf_n)
 		enc_kfuncs(&e, &r->fr_kfuncs);
+	if (r->fr_tables_pending) {
+		enc_key(&e, REPLY_TABLES_PENDING);
+		enc_uint(&e, r->fr_tables_pending);
+	}
 	return enc_finish(&e, buf, len);
 }
 
@@ -1191,6 +1233,31 @@ static int alloc_array(size_t n, size_t size, void **out)
 	return 0;
 }
 
+/* held_from_obj: HELLO key 11, the tables the agent holds. */
+static int held_from_obj(const msgpack_object *o, struct fp_hello *h)
+{
+	const msgpack_object *a;
+	size_t n, i;
+	void *p;
+	int err;
+
+	if ((err = obj_tuples(o, HELD_WIDTH, FP_HELD_TABLES_MAX, &a, &n)) ||
+	    (err = alloc_array(n, sizeof(struct fp_held_table), &p)))
+		return err;
+	h->fh_held = p;
+	h->fh_nheld = n;
+	for (i = 0; i < n; i++) {
+		struct fp_held_table *t = &h->fh_held[i];
+
+		if ((err = obj_build_id(&a[HELD_WIDTH * i], &t->ht_build_id)) ||
+		    (err = obj_u64(&a[HELD_WIDTH * i + 1], &t->ht_id)))
+			return err;
+		if (!t->ht_build_id.fb_len)
+			return FP_WIRE_EFIELD;
+	}
+	return 0;
+}
+
 static int hello_from_body(const msgpack_object *body, struct fp_hello *h)
 {
 	const msgpack_object *f[HELLO_NKEYS], *labels;
@@ -1207,7 +1274,8 @@ static int hello_from_body(const msgpack_object *body, struct fp_hello *h)
 	    (err = obj_strdup(f[HELLO_AGENT_VERSION], &h->fh_agent_version)) ||
 	    (err = obj_u32(f[HELLO_FREQUENCY], &h->fh_frequency)) ||
 	    (err = obj_u32(f[HELLO_NCPUS], &h->fh_ncpus)) ||
-	    (f[HELLO_FEATURES] && (err = obj_u64(f[HELLO_FEATURES], &h->fh_features))))
+	    (f[HELLO_FEATURES] && (err = obj_u64(f[HELLO_FEATURES], &h->fh_features))) ||
+	    (f[HELLO_HELD] && (err = held_from_obj(f[HELLO_HELD], h))))
 		return err;
 	if (!f[HELLO_LABELS])
 		return 0;
@@ -1775,6 +1843,9 @@ static int reply_from_body(const msgpack_object *body, struct fp_reply *r)
 		return FP_WIRE_EFIELD;
 	r->fr_status = (uint8_t)status;
 	if (f[REPLY_FEATURES] && (err = obj_u64(f[REPLY_FEATURES], &r->fr_features)))
+		return err;
+	if (f[REPLY_TABLES_PENDING] &&
+	    (err = obj_u32(f[REPLY_TABLES_PENDING], &r->fr_tables_pending)))
 		return err;
 	if (f[REPLY_ERROR] && (err = obj_strdup(f[REPLY_ERROR], &r->fr_error)))
 		return err;

@@ -1,16 +1,19 @@
-/* agent.h: the agent's state, shared by its two halves: main.c (flags,
- * start-up, sampling, intervals, the memory budget) and exchange.c (the
- * exchanges with the symbolizer).  One thread runs both: nothing here is
- * locked. */
+/* agent.h: the agent's state, shared by its parts: main.c (flags,
+ * start-up, sampling, intervals, the memory budget), exchange.c (the
+ * exchanges with the symbolizer) and tables.c (its unwind tables: the
+ * table cache, and asking for what it lacks at once).  One thread runs them
+ * all: nothing here is locked. */
 #ifndef FP_AGENT_H
 #define FP_AGENT_H
 
 #include "collector.h"
 #include "cpython.h"
 #include "failover.h"
+#include "intern.h"
 #include "kernel.h"
 #include "ring.h"
 #include "sampler.h"
+#include "table_cache.h"
 #include "tls.h"
 #include "unwind_maps.h"
 #include "uplink.h"
@@ -33,6 +36,23 @@
 #define MAX_SERVERS 16
 #define FAILOVER_AFTER_DEFAULT 3
 #define FAILBACK_DEFAULT_S 300
+/* Whole stacks from the first seconds: an interval closes early (at most
+ * every EARLY_GAP_MS) when a process maps files whose unwind tables the
+ * agent does not hold, or when the symbolizer says more tables are to
+ * come; EARLY_DELAY_MS lets the mappings read together go in one batch.
+ * While the symbolizer is still compiling, it is asked again after
+ * EARLY_RETRY_MS, doubling up to the interval. */
+#define EARLY_GAP_MS 250
+#define EARLY_DELAY_MS 20
+#define EARLY_RETRY_MS 250
+
+/* A table received and installed, to be written to the table cache. */
+struct unwritten_table {
+	struct fp_build_id ut_id;
+	void *ut_blob; /* owned */
+	size_t ut_len;
+	uint32_t ut_flags; /* FP_TABLE_CACHE_* */
+};
 
 struct agent_opts {
 	const char *ao_servers[MAX_SERVERS]; /* in order of preference */
@@ -43,15 +63,17 @@ struct agent_opts {
 	uint32_t ao_interval_s;
 	uint32_t ao_pids[FP_TARGET_PIDS]; /* -p, the first ao_npids */
 	uint32_t ao_npids;
-	uint32_t ao_buffer;        /* intervals kept while the server is away */
-	uint32_t ao_timeout_ms;    /* for one reply */
-	uint32_t ao_unwind_mb;     /* unwind table rows in BPF maps */
-	int ao_no_python;          /* leave CPython's eval loop as native frames */
-	int ao_user_stacks_only;   /* no kernel stacks */
-	int ao_keep_privileges;    /* stay root, without the seccomp filter */
-	uint32_t ao_fetch_kb;      /* file bytes sent per interval; 0: --no-fetch */
-	uint32_t ao_max_mem_mb;    /* heap above which the agent starts over */
-	struct fp_tls_opts ao_tls; /* for tls+tcp:// servers */
+	uint32_t ao_buffer;         /* intervals kept while the server is away */
+	uint32_t ao_timeout_ms;     /* for one reply */
+	uint32_t ao_unwind_mb;      /* unwind table rows in BPF maps */
+	int ao_no_python;           /* leave CPython's eval loop as native frames */
+	int ao_user_stacks_only;    /* no kernel stacks */
+	int ao_keep_privileges;     /* stay root, without the seccomp filter */
+	uint32_t ao_fetch_kb;       /* file bytes sent per interval; 0: --no-fetch */
+	uint32_t ao_max_mem_mb;     /* heap above which the agent starts over */
+	const char *ao_table_cache; /* directory of the table cache */
+	uint32_t ao_table_cache_mb; /* its bound; 0: off */
+	struct fp_tls_opts ao_tls;  /* for tls+tcp:// servers */
 	size_t ao_nlabels;
 	char *ao_label_keys[64];
 	char *ao_label_values[64];
@@ -65,7 +87,23 @@ struct agent {
 	struct fp_uplink *ag_uplink; /* to ag_addr, one of ag_o.ao_servers */
 	const char *ag_addr;
 	struct fp_failover ag_fo;
-	struct fp_unwind *ag_unwind; /* NULL with --unwind-mem 0 */
+	struct fp_unwind *ag_unwind;      /* NULL with --unwind-mem 0 */
+	struct fp_table_cache *ag_tables; /* held tables, on disk unless off; with ag_unwind */
+	/* Build-IDs of files mapped without a table this session: the early
+	 * interval that names them is asked for once. */
+	struct fp_intern *ag_tables_asked;
+	uint64_t ag_early_ns;             /* CLOCK_MONOTONIC: an early cut due; 0: none */
+	uint64_t ag_last_cut_ns;          /* CLOCK_MONOTONIC of the last cut */
+	uint32_t ag_retry_ms;             /* the next wait for tables being compiled */
+	uint64_t ag_early_cuts;           /* intervals closed early */
+	uint64_t ag_cache_installed;      /* tables installed from the table cache */
+	struct fp_intern *ag_cache_reads; /* build-ID -> ag_cache_read_ns index */
+	uint64_t *ag_cache_read_ns;       /* CLOCK_MONOTONIC of its last read */
+	size_t ag_cache_read_cap;
+	struct unwritten_table *ag_unwritten; /* installed, not yet on disk */
+	size_t ag_nunwritten, ag_unwritten_cap;
+	uint64_t ag_sampling_ns; /* CLOCK_MONOTONIC when sampling began */
+	int ag_first_table_logged;
 	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
 	struct fp_hello ag_hello;
 	int ag_hello_ok;
@@ -104,8 +142,32 @@ extern volatile sig_atomic_t agent_exiting;
  * the collector forgets what the peer knew when the hello is answered. */
 void agent_new_session(struct agent *a);
 /* agent_pump: sample for up to timeout_ms; close the interval when it is
- * due. */
+ * due, or when an early cut is. */
 void agent_pump(struct agent *a, int timeout_ms);
+/* agent_want_cut: close the interval in delay_ms (EARLY_GAP_MS after the
+ * last cut at the soonest), unless the regular cut comes first: the
+ * symbolizer hears of new files, or is asked for more tables, now. */
+void agent_want_cut(struct agent *a, uint32_t delay_ms);
+
+/* tables.c */
+/* agent_tables_open: the table cache (--table-cache; in memory only when
+ * it is off or unusable, which is logged) and the installed-table hook.
+ * 0 or -ENOMEM. */
+int agent_tables_open(struct agent *a);
+/* agent_tables_on_maps: the collector's maps hook: the tables a process's
+ * files need from the table cache, an early interval for those the agent
+ * has none of, then the process's list for the BPF program. */
+void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg);
+/* agent_tables_write: the tables received since the last call, to the
+ * table cache (after the BPF program was told of them). */
+void agent_tables_write(struct agent *a);
+/* agent_tables_close: the last writes, and everything freed. */
+void agent_tables_close(struct agent *a);
+/* agent_tables_log: the table cache's counters, at exit. */
+void agent_tables_log(struct agent *a);
+/* agent_first_tables: log, once, how long after sampling began the first
+ * unwind tables were installed, and where they came from. */
+void agent_first_tables(struct agent *a, const char *from);
 
 /* exchange.c */
 /* agent_send: flush the buffer to the server the failover state names,

@@ -24,23 +24,30 @@
 static int agent_call(struct agent *a, char *buf, size_t len, struct fp_reply *reply)
 {
 	uint64_t deadline = fp_now_ns(CLOCK_MONOTONIC) + a->ag_o.ao_timeout_ms * 1000000ull;
-	int err;
+	int err, wait = 1;
 
 	/* No connection yet (the dialer is still retrying): keep sampling and
-	 * try again until the deadline. */
+	 * try again until the deadline, after 1 ms, then 2, 4 ... 20: a
+	 * connection being made (at start) is used as soon as it is up, one
+	 * that does not come costs 50 wake-ups a second. */
 	while ((err = fp_uplink_send(a->ag_uplink, buf, len)) == -ETIMEDOUT &&
-	       fp_now_ns(CLOCK_MONOTONIC) < deadline)
-		agent_pump(a, 20);
+	       fp_now_ns(CLOCK_MONOTONIC) < deadline) {
+		agent_pump(a, wait);
+		wait = wait < 10 ? 2 * wait : 20;
+	}
 	free(buf);
 	if (err)
 		return err;
+	/* A reply usually comes within a millisecond or two: polled each
+	 * millisecond, not each 5, it is taken when it comes (an agent just
+	 * started waits for its first tables so). */
 	for (;;) {
 		err = fp_uplink_poll(a->ag_uplink, reply);
 		if (err != -EAGAIN)
 			return err;
 		if (fp_now_ns(CLOCK_MONOTONIC) >= deadline)
 			return -ETIMEDOUT;
-		agent_pump(a, 5);
+		agent_pump(a, 1);
 	}
 }
 
@@ -213,6 +220,30 @@ static void agent_answer_ranges(struct agent *a)
 		close(fd);
 }
 
+static int installed(const struct fp_build_id *id, void *arg)
+{
+	return fp_unwind_has(arg, id);
+}
+
+/* hello_encode: the hello, naming the tables the agent holds now. */
+static int hello_encode(struct agent *a, char **buf, size_t *len)
+{
+	struct fp_held_table *held = NULL;
+	int err;
+
+	if (a->ag_tables && (held = malloc(FP_HELD_TABLES_MAX * sizeof(*held))))
+		a->ag_hello.fh_nheld = fp_table_cache_held(a->ag_tables, installed, a->ag_unwind,
+							   held, FP_HELD_TABLES_MAX);
+	a->ag_hello.fh_held = held;
+	err = fp_wire_encode_hello(&a->ag_hello, buf, len);
+	if (!err && a->ag_hello.fh_nheld)
+		fp_debug("hello: %zu unwind tables held", a->ag_hello.fh_nheld);
+	a->ag_hello.fh_held = NULL;
+	a->ag_hello.fh_nheld = 0;
+	free(held);
+	return err;
+}
+
 static int agent_hello(struct agent *a)
 {
 	struct fp_reply r = { 0 };
@@ -220,7 +251,7 @@ static int agent_hello(struct agent *a)
 	char *buf;
 	int err;
 
-	if ((err = fp_wire_encode_hello(&a->ag_hello, &buf, &len)))
+	if ((err = hello_encode(a, &buf, &len)))
 		return err;
 	if ((err = agent_call(a, buf, len, &r)))
 		return err;
@@ -234,9 +265,13 @@ static int agent_hello(struct agent *a)
 	agent_session_asks_fini(a);
 	a->ag_hello_ok = 1;
 	a->ag_features = r.fr_features & FP_FEATURES_KNOWN;
-	if (a->ag_unwind)
+	if (a->ag_unwind) {
 		fp_unwind_set_function_rows(a->ag_unwind,
 					    a->ag_features & FP_FEATURE_FUNCTION_ROWS);
+		/* Sent a table it holds: a new version of it. */
+		fp_unwind_set_resent_replaces(a->ag_unwind,
+					      a->ag_features & FP_FEATURE_HELD_TABLES);
+	}
 	fp_info("connected to %s (session %016" PRIx64 ")", a->ag_addr, a->ag_session);
 	agent_queue_wants(a, &r);
 	agent_send_ksyms(a);
@@ -245,7 +280,9 @@ static int agent_hello(struct agent *a)
 }
 
 /* Unwind tables the symbolizer sent: install them, then tell the BPF
- * program which processes they serve. */
+ * program which processes they serve.  More to come: asked for at once
+ * when this reply brought some, else (being compiled) after a wait that
+ * doubles up to the interval. */
 static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 {
 	size_t i;
@@ -258,8 +295,25 @@ static void agent_take_tables(struct agent *a, const struct fp_reply *r)
 			fp_debug("unwind table not installed: %s", strerror(-err));
 		added |= err > 0;
 	}
-	if (added)
+	if (added) {
 		fp_collector_remap(a->ag_collector);
+		agent_first_tables(a, "the symbolizer");
+	}
+	agent_tables_write(a);
+	if (r->fr_ntables || r->fr_tables_pending)
+		fp_debug("unwind tables: %zu parts received, %" PRIu32 " tables to come",
+			 r->fr_ntables, r->fr_tables_pending);
+	if (!a->ag_unwind || !r->fr_tables_pending) {
+		a->ag_retry_ms = 0;
+	} else if (r->fr_ntables) {
+		a->ag_retry_ms = 0;
+		agent_want_cut(a, 0);
+	} else {
+		a->ag_retry_ms = a->ag_retry_ms ? 2 * a->ag_retry_ms : EARLY_RETRY_MS;
+		if (a->ag_retry_ms > a->ag_o.ao_interval_s * 1000)
+			a->ag_retry_ms = a->ag_o.ao_interval_s * 1000;
+		agent_want_cut(a, a->ag_retry_ms);
+	}
 }
 
 /* The kernel's function starts the symbolizer sent (once per session):

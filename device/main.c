@@ -65,6 +65,19 @@ static uint64_t heap_bytes(void)
 	return (uint64_t)kb << 10;
 }
 
+void agent_want_cut(struct agent *a, uint32_t delay_ms)
+{
+	uint64_t when = fp_now_ns(CLOCK_MONOTONIC) + delay_ms * 1000000ull,
+		 soonest = a->ag_last_cut_ns + EARLY_GAP_MS * 1000000ull;
+
+	if (when < soonest)
+		when = soonest;
+	if (when >= a->ag_next_cut_ns)
+		return; /* the regular cut comes first */
+	if (!a->ag_early_ns || when < a->ag_early_ns)
+		a->ag_early_ns = when;
+}
+
 static int collector_open(struct agent *a)
 {
 	int err = fp_collector_alloc(&a->ag_collector, "/proc", "/var/lib/docker", &a->ag_kernel);
@@ -72,12 +85,10 @@ static int collector_open(struct agent *a)
 	if (err)
 		return err;
 	fp_collector_set_known_fn(a->ag_collector, on_known, a);
-	if (a->ag_python) {
-		fp_collector_set_maps_fn(a->ag_collector, fp_python_on_maps, a->ag_python);
+	if (a->ag_python)
 		fp_collector_set_pycode_fn(a->ag_collector, fp_python_read_code, a->ag_python);
-	} else if (a->ag_unwind) {
-		fp_collector_set_maps_fn(a->ag_collector, fp_unwind_on_maps, a->ag_unwind);
-	}
+	if (a->ag_unwind)
+		fp_collector_set_maps_fn(a->ag_collector, agent_tables_on_maps, a);
 	if (a->ag_unwind)
 		fp_collector_set_fold_fn(a->ag_collector, fp_unwind_fold, a->ag_unwind);
 	if (a->ag_kfuncs.kf_n)
@@ -90,6 +101,8 @@ void agent_new_session(struct agent *a)
 	a->ag_session++;
 	a->ag_hello.fh_session = a->ag_session;
 	a->ag_hello_ok = 0;
+	if (a->ag_tables_asked)
+		fp_intern_clear(a->ag_tables_asked); /* each file is named again */
 }
 
 /* Over the memory budget: forget every process, thread, stack and path,
@@ -136,7 +149,8 @@ static void agent_cut(struct agent *a)
 	uint64_t bpf[FP_CNT_MAX];
 	struct fp_interval iv, old;
 
-	agent_budget(a);
+	a->ag_last_cut_ns = fp_now_ns(CLOCK_MONOTONIC);
+	a->ag_early_ns = 0;
 	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
 		fp_warnx("out of memory closing interval %" PRIu64, a->ag_seq);
 		return;
@@ -160,13 +174,22 @@ static void agent_cut(struct agent *a)
 
 void agent_pump(struct agent *a, int timeout_ms)
 {
-	int n = fp_sampler_poll(a->ag_sampler, timeout_ms);
+	uint64_t now = fp_now_ns(CLOCK_MONOTONIC);
+	int n;
 
-	if (n < 0 && n != -EINTR)
+	/* Not past an early cut that is due. */
+	if (a->ag_early_ns && a->ag_early_ns < now + (uint64_t)timeout_ms * 1000000ull)
+		timeout_ms = a->ag_early_ns > now ? (int)((a->ag_early_ns - now) / 1000000) : 0;
+	if ((n = fp_sampler_poll(a->ag_sampler, timeout_ms)) < 0 && n != -EINTR)
 		fp_warnx("ring buffer: %s", strerror(-n));
-	if (fp_now_ns(CLOCK_MONOTONIC) >= a->ag_next_cut_ns) {
+	now = fp_now_ns(CLOCK_MONOTONIC);
+	if (now >= a->ag_next_cut_ns) {
+		agent_budget(a); /* per --interval: early cuts do not refill it */
 		agent_cut(a);
 		a->ag_next_cut_ns += (uint64_t)a->ag_o.ao_interval_s * 1000000000ull;
+	} else if (a->ag_early_ns && now >= a->ag_early_ns) {
+		agent_cut(a);
+		a->ag_early_cuts++;
 	}
 }
 
@@ -234,6 +257,7 @@ static void log_footprint(struct agent *a)
 			us.us_parts_again, us.us_procs, us.us_procs_full, us.us_procs_swept);
 		if (a->ag_python)
 			fp_python_log(a->ag_python, c);
+		agent_tables_log(a);
 	}
 }
 
@@ -247,6 +271,7 @@ static void usage(FILE *f)
 		"                       [--no-python] [--user-stacks-only]\n"
 		"                       [--fetch-budget KB | --no-fetch]\n"
 		"                       [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]\n"
+		"                       [--table-cache DIR] [--table-cache-mb MB]\n"
 		"                       [--keep-privileges] [-v] [--syslog]\n"
 		"\n"
 		"Samples user and kernel stacks on every CPU with eBPF and sends them,\n"
@@ -294,6 +319,12 @@ static void usage(FILE *f)
 		"                          waits for the next intervals; the last range of\n"
 		"                          an interval may overrun it, by at most 1 MiB)\n"
 		"      --no-fetch          never send file bytes (the symbolizer is told no)\n"
+		"      --table-cache DIR   keep the unwind tables received in DIR, the agent's\n"
+		"                          own (mode 0700), so that a restarted agent walks\n"
+		"                          whole stacks at once and is sent none again\n"
+		"                          (default %s)\n"
+		"      --table-cache-mb MB at most MB of tables there, the least recently used\n"
+		"                          removed first (default %u, 0-%u; 0: off)\n"
 		"      --keep-privileges   stay root with every capability and no seccomp\n"
 		"                          filter (by default, once the BPF program is\n"
 		"                          attached, the agent keeps CAP_BPF, CAP_SYS_PTRACE,\n"
@@ -304,7 +335,8 @@ static void usage(FILE *f)
 		"  -h, --help              this help\n"
 		"  -V, --version           print the version\n",
 		MAX_SERVERS, FAILOVER_AFTER_DEFAULT, FAILBACK_DEFAULT_S, FP_UNWIND_MEM_DEFAULT_MB,
-		MAX_MEM_DEFAULT_MB, FETCH_KB_DEFAULT);
+		MAX_MEM_DEFAULT_MB, FETCH_KB_DEFAULT, FP_TABLE_CACHE_DIR_DEFAULT,
+		FP_TABLE_CACHE_MB_DEFAULT, FP_TABLE_CACHE_MB_MAX);
 }
 
 /* servers_valid: whether nng takes every --server address (the reason is
@@ -352,6 +384,8 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "tls-cert", required_argument, NULL, 'C' },
 		{ "tls-key", required_argument, NULL, 'Y' },
 		{ "tls-ca", required_argument, NULL, 'A' },
+		{ "table-cache", required_argument, NULL, 'T' },
+		{ "table-cache-mb", required_argument, NULL, 'X' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "syslog", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -429,6 +463,19 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		case 'K':
 			o->ao_keep_privileges = 1;
 			break;
+		case 'T':
+			if (!*optarg) {
+				fprintf(stderr,
+					"fleetprof-agent: --table-cache: empty directory\n");
+				return 2;
+			}
+			o->ao_table_cache = optarg;
+			break;
+		case 'X':
+			if (fp_parse_u32("fleetprof-agent", "table-cache-mb", optarg, 0,
+					 FP_TABLE_CACHE_MB_MAX, &o->ao_table_cache_mb))
+				return 2;
+			break;
 		case 'N':
 			o->ao_fetch_kb = 0;
 			break;
@@ -503,7 +550,9 @@ int main(int argc, char **argv)
 				     .ao_max_mem_mb = MAX_MEM_DEFAULT_MB,
 				     .ao_fetch_kb = FETCH_KB_DEFAULT,
 				     .ao_failover_after = FAILOVER_AFTER_DEFAULT,
-				     .ao_failback_s = FAILBACK_DEFAULT_S } };
+				     .ao_failback_s = FAILBACK_DEFAULT_S,
+				     .ao_table_cache = FP_TABLE_CACHE_DIR_DEFAULT,
+				     .ao_table_cache_mb = FP_TABLE_CACHE_MB_DEFAULT } };
 	struct fp_sampler_opts so = { 0 };
 	char host[256] = "";
 	uint64_t now, last_setup_failures = 0;
@@ -535,7 +584,7 @@ int main(int argc, char **argv)
 		.fh_agent_version = FP_VERSION,
 		.fh_frequency = a.ag_o.ao_frequency,
 		.fh_ncpus = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN),
-		.fh_features = FP_FEATURE_KFUNCS,
+		.fh_features = FP_FEATURE_KFUNCS | FP_FEATURE_HELD_TABLES,
 		.fh_nlabels = a.ag_o.ao_nlabels,
 		.fh_label_keys = a.ag_o.ao_label_keys,
 		.fh_label_values = a.ag_o.ao_label_values,
@@ -554,7 +603,12 @@ int main(int argc, char **argv)
 	memcpy(so.so_pids, a.ag_o.ao_pids, sizeof(so.so_pids));
 	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
 		goto cleanup;
-	if (a.ag_o.ao_unwind_mb && (err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)))
+	/* The first interval starts with sampling (an early cut may come
+	 * before its end). */
+	a.ag_sampling_ns = fp_now_ns(CLOCK_MONOTONIC);
+	a.ag_next_cut_ns = a.ag_sampling_ns + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
+	if (a.ag_o.ao_unwind_mb &&
+	    ((err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)) || (err = agent_tables_open(&a))))
 		goto cleanup;
 	if (a.ag_unwind && !a.ag_o.ao_no_python &&
 	    (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind, "/proc")))
@@ -571,13 +625,17 @@ int main(int argc, char **argv)
 	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0], &a.ag_o.ao_tls)))
 		goto cleanup;
 	a.ag_addr = a.ag_o.ao_servers[0];
+	/* The processes of -p: their mappings now, so that their tables are
+	 * installed (from the table cache) or asked for before they are
+	 * sampled much, not at their first sample; while the connection to
+	 * the symbolizer is being made. */
+	for (i = 0; a.ag_unwind && i < a.ag_o.ao_npids; i++)
+		fp_collector_adopt(a.ag_collector, a.ag_o.ao_pids[i]);
 	fp_info("sampling at %u Hz (%s), sending to %s every %u s", a.ag_o.ao_frequency,
 		a.ag_o.ao_npids == 0   ? "every process"
 		: a.ag_o.ao_npids == 1 ? "one process"
 				       : "the processes of -p",
 		a.ag_addr, a.ag_o.ao_interval_s);
-	a.ag_next_cut_ns = fp_now_ns(CLOCK_MONOTONIC) +
-			   (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	agent_budget(&a);
 
 	while (!agent_exiting) {
@@ -624,6 +682,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Stop: the last partial interval goes out too, if the server is there. */
+	agent_budget(&a);
 	agent_cut(&a);
 	a.ag_o.ao_timeout_ms = a.ag_o.ao_timeout_ms < 3000 ? a.ag_o.ao_timeout_ms : 3000;
 	agent_exiting = 0;
@@ -653,6 +712,7 @@ cleanup:
 	fp_collector_free(a.ag_collector);
 	fp_python_free(a.ag_python);
 	fp_unwind_free(a.ag_unwind);
+	agent_tables_close(&a);
 	fp_sampler_close(a.ag_sampler);
 	fp_uplink_close(a.ag_uplink);
 	agent_session_asks_fini(&a);

@@ -45,6 +45,14 @@ static const int allowed[] = {
 	SYS_write,
 	SYS_writev,
 	SYS_ioctl,
+	/* the table cache: a file written, renamed over the old, its time
+	 * of use set, one removed */
+	SYS_renameat2,
+	SYS_unlinkat,
+	SYS_utimensat,
+#ifdef SYS_renameat
+	SYS_renameat,
+#endif
 #ifdef SYS_open
 	SYS_open,
 	SYS_stat,

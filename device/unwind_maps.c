@@ -47,6 +47,9 @@ struct fp_unwind {
 	uint32_t u_part_total, u_part_have;
 	/* A table installed already, sent again: its later parts are skipped. */
 	struct fp_build_id u_again_id;
+	fp_unwind_installed_fn u_installed_fn;
+	void *u_installed_arg;
+	int u_resent_replaces; /* fp_unwind_set_resent_replaces */
 };
 
 int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
@@ -135,6 +138,22 @@ int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id,
 void fp_unwind_set_function_rows(struct fp_unwind *u, int on)
 {
 	u->u_function_rows = !!on;
+}
+
+int fp_unwind_function_rows(const struct fp_unwind *u)
+{
+	return u->u_function_rows;
+}
+
+void fp_unwind_set_resent_replaces(struct fp_unwind *u, int on)
+{
+	u->u_resent_replaces = !!on;
+}
+
+void fp_unwind_set_installed_fn(struct fp_unwind *u, fp_unwind_installed_fn fn, void *arg)
+{
+	u->u_installed_fn = fn;
+	u->u_installed_arg = arg;
 }
 
 int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *start, void *arg)
@@ -280,7 +299,7 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 		if (u->u_part_buf)
 			u->u_stats.us_parts_dropped++; /* the last one never finished */
 		part_drop(u);
-		if (fp_unwind_has(u, &p->tp_build_id)) {
+		if (!u->u_resent_replaces && fp_unwind_has(u, &p->tp_build_id)) {
 			/* sent again in a new session: its later parts too */
 			u->u_again_id = p->tp_build_id;
 			u->u_stats.us_parts_again++;
@@ -316,6 +335,9 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 	if (u->u_part_have < u->u_part_total)
 		return 0;
 	err = fp_unwind_add(u, &u->u_part_id, u->u_part_buf, u->u_part_total);
+	if (!err && u->u_installed_fn)
+		u->u_installed_fn(&u->u_part_id, u->u_part_buf, u->u_part_total, u->u_function_rows,
+				  u->u_installed_arg);
 	part_drop(u);
 	return err ? err : 1;
 }

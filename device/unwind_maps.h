@@ -61,9 +61,30 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
  * installed (fp_unwind_add) when its last part arrives.  The parts of a
  * table already installed are skipped and counted (us_parts_again); one
  * larger than the whole budget, and a part that does not follow the
- * previous one are dropped and counted.  1 when a table was
+ * previous one are dropped and counted (unless
+ * fp_unwind_set_resent_replaces).  1 when a table was
  * installed, 0 when none was, or a negative errno from fp_unwind_add. */
 int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p);
+
+/* A table assembled from a symbolizer's parts (fp_unwind_take_part) was
+ * installed: blob (len bytes, valid during the call) is the whole table,
+ * installed with function rows or not (fp_unwind_set_function_rows). */
+typedef void (*fp_unwind_installed_fn)(const struct fp_build_id *id, const void *blob, size_t len,
+				       int function_rows, void *arg);
+
+/* fp_unwind_set_installed_fn: install that hook (default: none; the agent
+ * keeps the tables on disk with it). */
+void fp_unwind_set_installed_fn(struct fp_unwind *u, fp_unwind_installed_fn fn, void *arg);
+
+/* fp_unwind_set_resent_replaces: whether a table sent for a build-ID that
+ * has one installed replaces it (on: the symbolizer sends only tables the
+ * agent does not hold in that version, FP_FEATURE_HELD_TABLES), or is
+ * skipped (off, the default: older symbolizers send every table again in
+ * each session). */
+void fp_unwind_set_resent_replaces(struct fp_unwind *u, int on);
+
+/* fp_unwind_function_rows: what fp_unwind_set_function_rows set last. */
+int fp_unwind_function_rows(const struct fp_unwind *u);
 
 /* fp_unwind_has: whether a table for id is installed. */
 int fp_unwind_has(const struct fp_unwind *u, const struct fp_build_id *id);

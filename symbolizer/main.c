@@ -45,6 +45,7 @@ enum {
 	OPT_IDLE_TIMEOUT,
 	OPT_MAX_QUEUED,
 	OPT_MAX_QUEUED_MB,
+	OPT_TABLE_RATE,
 };
 
 static void usage(FILE *f)
@@ -62,7 +63,7 @@ static void usage(FILE *f)
 		"                            [--listen-workers N] [--max-connections N]\n"
 		"                            [--idle-timeout SECONDS] [--max-sessions N]\n"
 		"                            [--new-sessions N] [--max-queued N]\n"
-		"                            [--max-queued-mb MB]\n"
+		"                            [--max-queued-mb MB] [--table-rate MB]\n"
 		"                            [--tls-cert FILE --tls-key FILE [--tls-ca FILE]\n"
 		"                             [--tls-require-client-cert yes|no]]\n"
 		"                            [--http-token-for-reads]\n"
@@ -100,6 +101,9 @@ static void usage(FILE *f)
 		"                         them again later (default and most 3840)\n"
 		"      --max-queued-mb MB the same bound in MiB of heap those profiles hold\n"
 		"                         (default 256, most 65536)\n"
+		"      --table-rate MB    unwind table MiB sent to agents a second, at most a\n"
+		"                         second's worth at once (default 256, 1-100000); agents\n"
+		"                         come back for the rest\n"
 		"\n"
 		"TLS (the agents' tls+tcp:// link, and HTTPS on --http):\n"
 		"      --tls-cert FILE    the symbolizer's certificate (PEM, chain after it)\n"
@@ -214,6 +218,7 @@ int main(int argc, char **argv)
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 		{ "max-queued", required_argument, NULL, OPT_MAX_QUEUED },
 		{ "max-queued-mb", required_argument, NULL, OPT_MAX_QUEUED_MB },
+		{ "table-rate", required_argument, NULL, OPT_TABLE_RATE },
 		{ "new-sessions", required_argument, NULL, OPT_NEW_SESSIONS },
 		{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
@@ -349,6 +354,11 @@ int main(int argc, char **argv)
 			if (fp_parse_u32("fleetprof-symbolizer", "--max-queued-mb", optarg, 1,
 					 FP_PIPELINE_BUSY_BYTES_MAX >> 20,
 					 &limits.sl_max_queued_mb))
+				return 2;
+			break;
+		case OPT_TABLE_RATE:
+			if (fp_parse_u32("fleetprof-symbolizer", "--table-rate", optarg, 1,
+					 FP_SERVER_TABLE_MB_S_MAX, &limits.sl_table_mb_s))
 				return 2;
 			break;
 		case OPT_NEW_SESSIONS:

@@ -40,6 +40,14 @@ same run.  `make bench` runs it as root.
    second while device 0 names librbd.so.1, whose 137 MB debug file the
    symbolizer ingests: reply p99 meanwhile, and the time from that
    device's first batch to the first profile with librbd's names in it.
+6. Unwind tables at fleet scale (`--only tables`): 1,000 loadgen devices
+   whose files' tables the symbolizer compiled before they start, taking
+   them (table bytes per session) or holding them already (their hellos
+   say so: none is sent), three runs each in turn, reply p99; then an
+   agent restarted on redis-server against a symbolizer that has its
+   tables (run without --local-files): the share of whole stacks in its
+   first 2 s of sampling and the table bytes it received, with its table
+   cache off and on.
 
 6. The fleet path as deployed: redis-server under redis-benchmark, the
    agent at -i 2 against a symbolizer without --local-files (libc's
@@ -147,12 +155,15 @@ class Symbolizer:
         self.proc.wait()
 
 
-def start_agent(build, addr, hz, interval, pid=None):
-    """pid: one process, a list of them (-p each), or None for all."""
+def start_agent(build, addr, hz, interval, pid=None, extra=("--table-cache-mb", "0")):
+    """pid: one process, a list of them (-p each), or None for all.  The
+    agent keeps no tables on disk unless extra says so: the figures are
+    those of a first contact, whatever earlier runs left."""
     pids = pid if isinstance(pid, list) else [pid] if pid else []
     return subprocess.Popen(
         [f"{build}/fleetprof-agent", "--server", addr, "-F", str(hz), "--interval", str(interval),
-         *[x for p in pids for x in ("-p", str(p))], "-v"], stderr=subprocess.PIPE, text=True)
+         *[x for p in pids for x in ("-p", str(p))], *extra, "-v"], stderr=subprocess.PIPE,
+        text=True)
 
 
 def bpf_stats(on):
@@ -1109,6 +1120,125 @@ def fleet_lines(fl):
     return lines
 
 
+def tables_fleet(args, tmp, name, extra, runs):
+    """loadgen --warm: 1,000 devices whose files have tables the symbolizer
+    compiled before they start (it reads them: --local-files), `runs`
+    times; each run's summary."""
+    out = []
+    for i in range(runs):
+        d = f"{tmp}/tables-{name}-{i}"
+        symb = Symbolizer(args.build, d)
+        lg = subprocess.run([f"{args.build}/fleetprof", "loadgen", "--server", symb.addr,
+                             "--devices", "1000", "--seconds", "30", "--warm", *extra],
+                            capture_output=True, text=True)
+        symb.stop()
+        if "loadgen: devices=" not in lg.stdout:
+            sys.exit(f"bench: loadgen failed: {lg.stderr.strip()}")
+        out.append(loadgen_summary(lg.stdout))
+    return out
+
+
+def restart_whole(out_dir):
+    """(whole, total) redis-server samples of a phase: whole when the stack
+    reaches _start or a thread's clone."""
+    whole = total = 0
+    for path in glob.glob(f"{out_dir}/*/*.folded"):
+        for line in open(path):
+            stack, _, n = line.rstrip().rpartition(" ")
+            if stack.startswith("redis-server;"):
+                total += int(n)
+                if re.search(r";(_start|[^;]*clone3?);", stack):
+                    whole += int(n)
+    return whole, total
+
+
+def tables_restart(args, tmp):
+    """An agent restarted against a symbolizer that has redis-server's
+    tables (in its cache, filled by a first session with --local-files;
+    the later ones run without, as deployed): the share of whole stacks in
+    its first 2 s of sampling and the table bytes it received, with its
+    table cache off, then on (a first run writes it)."""
+    if not shutil.which("redis-server") or not shutil.which("redis-benchmark"):
+        return None
+    rport = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(rport), "--save", "", "--appendonly",
+                              "no", "--io-threads", "2", "--io-threads-do-reads", "yes", "--dir",
+                              tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    bench = subprocess.Popen(["redis-benchmark", "-p", str(rport), "-q", "-l", "-c", "20", "-P",
+                              "4", "-d", "64", "--threads", "2", "-t", "set,get,incr,lpush"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    addr = f"tcp://127.0.0.1:{free_port()}"
+    res = {}
+    try:
+        for phase, local, secs, extra in (
+                ("warm", True, 6, ("--table-cache-mb", "0")),
+                ("off", False, 2, ("--table-cache-mb", "0")),
+                ("fill", False, 3, ("--table-cache", f"{tmp}/agent-tables")),
+                ("on", False, 2, ("--table-cache", f"{tmp}/agent-tables"))):
+            symb = subprocess.Popen(
+                [f"{args.build}/fleetprof-symbolizer", *(["--local-files"] if local else []),
+                 "--listen", addr, "--cache", f"{tmp}/restart-cache", "--out",
+                 f"{tmp}/restart-{phase}"], stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            agent = start_agent(args.build, addr, 299, 1, redis.pid, extra)
+            log = []
+            for line in agent.stderr:  # its first sample comes after this line
+                log.append(line)
+                if "sampling at" in line:
+                    break
+            time.sleep(secs)
+            _, rest = stop_agent(agent)
+            log = "".join(log) + rest
+            symb.send_signal(signal.SIGTERM)
+            symb.wait()
+            got = re.search(r"(\d+) bytes of unwind tables", log)
+            cached = re.search(r"(\d+) tables installed from it", log)
+            res[phase] = {"whole": restart_whole(f"{tmp}/restart-{phase}"),
+                          "received": int(got.group(1)) if got else -1,
+                          "from_cache": int(cached.group(1)) if cached else 0}
+    finally:
+        bench.kill()
+        redis.kill()
+        bench.wait()
+        redis.wait()
+    return res
+
+
+def tables_bench(args, tmp):
+    """Table traffic at fleet scale (issue 17): loadgen devices that take
+    their tables and devices whose hellos say they hold them, three runs
+    each in turn; and an agent restart with its table cache off and on."""
+    fleet = {"take": [], "hold": []}
+    for _ in range(3):
+        fleet["take"] += tables_fleet(args, tmp, "take", (), 1)
+        fleet["hold"] += tables_fleet(args, tmp, "hold", ("--hold-tables",), 1)
+    return {"fleet": fleet, "restart": tables_restart(args, tmp)}
+
+
+def tables_lines(tb):
+    lines = ["Unwind tables at fleet scale: 1,000 loadgen devices, their files' tables compiled "
+             "before they start (--warm), connecting at once, 30 s, three runs each in turn"]
+    lines.append(f"{'devices':<34} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'timeouts':>8} "
+                 f"{'table bytes/session':>20}")
+    for name, label in (("take", "take their tables"), ("hold", "hold them (--hold-tables)")):
+        for s in tb["fleet"][name]:
+            per = int(s["table_bytes"]) / max(int(s["hellos"]), 1)
+            lines.append(f"{label:<34} {float(s['p50_ms']):>8.1f} {float(s['p99_ms']):>8.1f} "
+                         f"{float(s['max_ms']):>8.1f} {s['timeouts']:>8} {per:>20.0f}")
+    lines.append("(goal: p99 < 100 ms; a device that holds its tables is sent none)")
+    r = tb["restart"]
+    if r is None:
+        lines.append("redis-server missing: no agent restart figures")
+        return lines
+    for phase, label in (("off", "table cache off"), ("on", "table cache on")):
+        w, t = r[phase]["whole"]
+        lines.append(f"agent restarted, {label}: {w} of {t} redis-server stacks whole in its first "
+                     f"2 s ({100 * w / max(t, 1):.1f}%, goal >= 95%), {r[phase]['received']} bytes "
+                     f"of unwind tables received, {r[phase]['from_cache']} tables from its cache")
+    return lines
+
+
 def python_counter_text(c):
     return (f"{c['procs']} processes, frames {c['frames']}, thread state not found "
             f"{c['no_thread']}, stacks disagreed {c['mismatch']}, unreadable mid-walk "
@@ -1117,7 +1247,7 @@ def python_counter_text(c):
             f"lost: {c['rehello']}")
 
 
-PARTS = ("footprint", "symbolizer", "unwind", "kernel", "encode", "python", "fleet", "fleetpath")
+PARTS = ("footprint", "symbolizer", "unwind", "kernel", "encode", "python", "fleet", "fleetpath", "tables")
 
 
 def main():
@@ -1165,6 +1295,8 @@ def main():
             sections.append(fleet_lines(fleet_bench(args, tmp)))
         if "fleetpath" in only:
             sections.append(fleetpath_lines(args, fleetpath_bench(args, tmp)))
+        if "tables" in only:
+            sections.append(tables_lines(tables_bench(args, tmp)))
     text = "\n\n".join("\n".join(s) for s in sections)
     print(text)
     with open(f"{args.build}/bench.txt", "w") as f:

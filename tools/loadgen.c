@@ -28,6 +28,7 @@
 #include "elfsyms.h"
 #include "hist.h"
 #include "indexset.h"
+#include "unwind_table.h"
 #include "vec.h"
 #include "wire.h"
 
@@ -54,8 +55,10 @@
 #define LG_THREADS_PER_PROC 4
 #define LG_MAX_NODES (1u << 16) /* per device; past it the device starts a new session */
 #define LG_MAX_DEPTH 48
-#define LG_KSYMS 512     /* symbols of the simulated kernel */
-#define LG_RETRY_MS 1000 /* after a refused hello */
+#define LG_KSYMS 512           /* symbols of the simulated kernel */
+#define LG_RETRY_MS 1000       /* after a refused hello */
+#define LG_TABLES_RETRY_MS 250 /* more tables to come: asked again (as the agent) */
+#define LG_WARM_S 60           /* the warm-up device's limit */
 
 
 static volatile sig_atomic_t lg_stop;
@@ -71,7 +74,8 @@ struct lg_stats {
 	uint64_t st_batches, st_hellos, st_ksyms, st_files;
 	uint64_t st_replies; /* replies and timeouts of the devices measured */
 	uint64_t st_rejected, st_need_hello, st_timeouts, st_errors;
-	uint64_t st_busy; /* batches a busy symbolizer did not take */
+	uint64_t st_busy;        /* batches a busy symbolizer did not take */
+	uint64_t st_table_bytes; /* unwind table bytes received */
 	uint64_t st_connects, st_reconnects, st_resets;
 	uint64_t st_inflight;              /* requests sent and not answered */
 	uint64_t st_hist[FP_HIST_BUCKETS]; /* reply latency, microseconds */
@@ -100,11 +104,13 @@ struct lg_device {
 	int dv_pipes; /* connections seen (pipe callback thread) */
 	uint64_t dv_rng;
 	uint64_t dv_session, dv_seq;
-	uint64_t dv_sent_ns; /* monotonic, when the request went out */
-	uint64_t dv_waiting; /* dv_sent_ns while a request waits, else 0; the
+	uint64_t dv_sent_ns;  /* monotonic, when the request went out */
+	uint64_t dv_waiting;  /* dv_sent_ns while a request waits, else 0; the
 				  * main thread cancels requests that wait too long */
-	uint64_t dv_due_ns;  /* monotonic, when the next interval closes */
-	uint64_t dv_last_ns; /* realtime end of the last batch */
+	uint64_t dv_due_ns;   /* monotonic, when the next interval closes */
+	uint64_t dv_early_ns; /* monotonic, an early close (tables to come); 0: none */
+	uint32_t dv_retry_ms; /* the next wait for tables being compiled */
+	uint64_t dv_last_ns;  /* realtime end of the last batch */
 	int dv_hello_ok, dv_defs_sent, dv_want_ksyms, dv_mapfile_pending;
 	uint64_t dv_mapfile_sent_ns;
 	nng_msg *dv_batch; /* encoded batch not acknowledged yet */
@@ -127,6 +133,13 @@ struct loadgen {
 	const char *lg_server;
 	uint32_t lg_ndevices, lg_seconds, lg_rate, lg_nstacks, lg_churn, lg_interval_s;
 	uint32_t lg_timeout_ms;
+	uint32_t lg_spread_s; /* devices start spread over this (--spread) */
+	int lg_early;         /* the first batch right after the hello (--early) */
+	int lg_warm;          /* a device takes every table before the others start */
+	int lg_hold;          /* the devices' hellos name those tables (--hold-tables) */
+	struct fp_held_table lg_held[LG_MAX_KNOWN];
+	size_t lg_nheld;
+	uint64_t lg_held_bytes;
 	struct lg_mapping lg_maps[LG_MAX_KNOWN + LG_PROCESSES + 2];
 	size_t lg_nmaps, lg_nknown; /* [0, nknown): readable; then unknown; then kernel */
 	size_t lg_kernel;           /* index of the kernel mapping */
@@ -359,9 +372,12 @@ static int send_hello(struct loadgen *lg, struct lg_device *d)
 			      .fh_agent_version = "fleetprof-loadgen " FP_VERSION,
 			      .fh_frequency = 99,
 			      .fh_ncpus = 4,
+			      .fh_features = FP_FEATURE_HELD_TABLES,
 			      .fh_nlabels = 1,
 			      .fh_label_keys = keys,
-			      .fh_label_values = values };
+			      .fh_label_values = values,
+			      .fh_nheld = lg->lg_hold ? lg->lg_nheld : 0,
+			      .fh_held = lg->lg_hold ? lg->lg_held : NULL };
 	size_t len;
 	char *buf;
 	int err;
@@ -489,7 +505,9 @@ static int encode_batch(struct loadgen *lg, struct lg_device *d, uint64_t start_
  * the agent's --max-mem does). */
 static int close_interval(struct loadgen *lg, struct lg_device *d)
 {
-	uint64_t now = fp_now_ns(CLOCK_REALTIME), dt = now - d->dv_last_ns, samples;
+	uint64_t now = fp_now_ns(CLOCK_REALTIME), samples;
+	/* An early first batch may close before the interval's planned start. */
+	uint64_t dt = now > d->dv_last_ns ? now - d->dv_last_ns : 0;
 	int err;
 
 	if (dt > 3600ull * 1000000000ull)
@@ -528,12 +546,15 @@ static void device_next(struct lg_device *d)
 
 	if (lg_stop)
 		return;
-	if (!d->dv_batch && now >= d->dv_due_ns) {
+	if (!d->dv_batch && (now >= d->dv_due_ns || (d->dv_early_ns && now >= d->dv_early_ns))) {
 		if ((err = close_interval(lg, d)))
 			goto fail;
-		d->dv_due_ns += (uint64_t)lg->lg_interval_s * 1000000000ull;
-		if (d->dv_due_ns < now)
-			d->dv_due_ns = now + (uint64_t)lg->lg_interval_s * 1000000000ull;
+		if (now >= d->dv_due_ns) {
+			d->dv_due_ns += (uint64_t)lg->lg_interval_s * 1000000000ull;
+			if (d->dv_due_ns < now)
+				d->dv_due_ns = now + (uint64_t)lg->lg_interval_s * 1000000000ull;
+		}
+		d->dv_early_ns = 0;
 	}
 	if (!d->dv_hello_ok)
 		err = send_hello(lg, d);
@@ -557,7 +578,8 @@ static void device_next(struct lg_device *d)
 		nng_ctx_send(d->dv_ctx, d->dv_aio);
 		return;
 	} else {
-		sleep_until(d, d->dv_due_ns);
+		sleep_until(d, d->dv_early_ns && d->dv_early_ns < d->dv_due_ns ? d->dv_early_ns
+									       : d->dv_due_ns);
 		return;
 	}
 	if (!err)
@@ -622,6 +644,19 @@ static int take_reply(struct loadgen *lg, struct lg_device *d, const struct fp_r
 	case REQ_FILE:
 		add(&lg->lg_st.st_files, 1);
 		break;
+	}
+	for (size_t i = 0; i < r->fr_ntables; i++)
+		add(&lg->lg_st.st_table_bytes, r->fr_tables[i].tp_len);
+	/* Tables to come: the next batch early, as the agent sends it. */
+	if (d->dv_req == REQ_BATCH && r->fr_tables_pending) {
+		d->dv_retry_ms = r->fr_ntables    ? LG_TABLES_RETRY_MS
+				 : d->dv_retry_ms ? 2 * d->dv_retry_ms
+						  : LG_TABLES_RETRY_MS;
+		if (d->dv_retry_ms > lg->lg_interval_s * 1000)
+			d->dv_retry_ms = lg->lg_interval_s * 1000;
+		d->dv_early_ns = fp_now_ns(CLOCK_MONOTONIC) + d->dv_retry_ms * 1000000ull;
+	} else if (d->dv_req == REQ_BATCH) {
+		d->dv_retry_ms = 0;
 	}
 	if (r->fr_nwant)
 		d->dv_want_ksyms = 1;
@@ -798,6 +833,134 @@ static int lg_setup(struct loadgen *lg, const char *mapfile)
 	return 0;
 }
 
+/* warm_call: one request of the warm-up device and its reply.  0 or a
+ * negative errno. */
+static int warm_call(nng_socket sock, char *buf, size_t len, struct fp_reply *r)
+{
+	nng_msg *m = NULL;
+	int rv;
+
+	rv = nng_msg_alloc(&m, 0);
+	if (!rv && (rv = nng_msg_append(m, buf, len)) == 0 && (rv = nng_sendmsg(sock, m, 0)) == 0)
+		m = NULL;
+	free(buf);
+	if (m)
+		nng_msg_free(m);
+	if (rv || (rv = nng_recvmsg(sock, &m, 0)))
+		return -EIO;
+	rv = fp_wire_decode_reply(nng_msg_body(m), nng_msg_len(m), r);
+	nng_msg_free(m);
+	return rv ? -EPROTO : 0;
+}
+
+/* A table the warm-up device receives, part by part. */
+struct warm_table {
+	struct fp_build_id wt_id;
+	uint8_t *wt_buf;
+	uint32_t wt_total, wt_have;
+};
+
+/* warm_take: a part into its table; a table complete is held from now
+ * on (its id in lg_held). */
+static void warm_take(struct loadgen *lg, struct warm_table *w, size_t *nw,
+		      const struct fp_table_part *p)
+{
+	struct warm_table *t = NULL;
+	size_t i;
+
+	for (i = 0; i < *nw; i++)
+		if (fp_build_id_eq(&w[i].wt_id, &p->tp_build_id))
+			t = &w[i];
+	if (!t && *nw < LG_MAX_KNOWN && p->tp_offset == 0) {
+		t = &w[(*nw)++];
+		*t = (struct warm_table){ .wt_id = p->tp_build_id, .wt_total = p->tp_total };
+		t->wt_buf = malloc(p->tp_total);
+	}
+	if (!t || !t->wt_buf || p->tp_offset != t->wt_have || p->tp_total != t->wt_total ||
+	    p->tp_len > t->wt_total - t->wt_have)
+		return;
+	memcpy(t->wt_buf + t->wt_have, p->tp_data, p->tp_len);
+	if ((t->wt_have += p->tp_len) < t->wt_total || lg->lg_nheld == LG_MAX_KNOWN)
+		return;
+	lg->lg_held[lg->lg_nheld++] = (struct fp_held_table){
+		t->wt_id, fp_unwind_table_id(&t->wt_id, t->wt_buf, t->wt_total)
+	};
+	lg->lg_held_bytes += t->wt_total;
+}
+
+/* lg_warm_up: one device, before the others, that maps every readable
+ * file and takes what the symbolizer sends, asking again while it says
+ * more tables are to come: the symbolizer has compiled them all when the
+ * devices start, and their ids are what --hold-tables devices name.  0,
+ * -ETIMEDOUT (tables still to come after LG_WARM_S) or a negative errno. */
+static int lg_warm_up(struct loadgen *lg)
+{
+	struct fp_mapping maps[LG_MAX_KNOWN];
+	struct warm_table w[LG_MAX_KNOWN];
+	struct fp_hello h = { .fh_host = "loadgen-warmup",
+			      .fh_boot_id = "warm",
+			      .fh_kernel_release = "6.1.0-loadgen-amd64",
+			      .fh_agent_version = "fleetprof-loadgen " FP_VERSION,
+			      .fh_frequency = 99,
+			      .fh_ncpus = 4,
+			      .fh_features = FP_FEATURE_HELD_TABLES };
+	uint64_t deadline = fp_now_ns(CLOCK_MONOTONIC) + LG_WARM_S * 1000000000ull, seq;
+	size_t nw = 0, i, len;
+	nng_socket sock;
+	int err = 0, pending = 1;
+	char *buf;
+
+	if (nng_req0_open(&sock))
+		return -EIO;
+	nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, FP_WIRE_MAX_MESSAGE);
+	nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, 30000);
+	nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	/* In the background, as the devices dial: a symbolizer starting up is
+	 * waited for (the first reply's timeout). */
+	if (nng_dial(sock, lg->lg_server, NULL, NNG_FLAG_NONBLOCK)) {
+		nng_close(sock);
+		return -EINVAL;
+	}
+	h.fh_session = fp_now_ns(CLOCK_REALTIME);
+	for (i = 0; i < lg->lg_nknown; i++)
+		maps[i] = (struct fp_mapping){ .fm_id = (uint32_t)i,
+					       .fm_kind = FP_MAP_USER,
+					       .fm_build_id = lg->lg_maps[i].lm_id,
+					       .fm_path = lg->lg_maps[i].lm_path };
+	if ((err = fp_wire_encode_hello(&h, &buf, &len)) == 0) {
+		struct fp_reply r;
+		if (!(err = warm_call(sock, buf, len, &r)))
+			err = r.fr_status == FP_REPLY_OK ? 0 : -EPROTO;
+		fp_reply_fini(&r);
+	}
+	for (seq = 1; !err && pending && fp_now_ns(CLOCK_MONOTONIC) < deadline; seq++) {
+		uint64_t now = fp_now_ns(CLOCK_REALTIME);
+		struct fp_batch b = { .fb_session = h.fh_session,
+				      .fb_seq = seq,
+				      .fb_start_ns = now,
+				      .fb_end_ns = now,
+				      .fb_period_ns = 1000000000ull / 99,
+				      .fb_nmappings = seq == 1 ? lg->lg_nknown : 0,
+				      .fb_mappings = maps };
+		struct fp_reply r;
+
+		if (seq > 1)
+			usleep(LG_TABLES_RETRY_MS * 1000);
+		if ((err = fp_wire_encode_batch(&b, &buf, &len)) ||
+		    (err = warm_call(sock, buf, len, &r)))
+			break;
+		for (i = 0; i < r.fr_ntables; i++)
+			warm_take(lg, w, &nw, &r.fr_tables[i]);
+		pending = r.fr_status == FP_REPLY_OK && (r.fr_seq != seq || r.fr_tables_pending);
+		err = r.fr_status == FP_REPLY_OK ? 0 : -EPROTO;
+		fp_reply_fini(&r);
+	}
+	for (i = 0; i < nw; i++)
+		free(w[i].wt_buf);
+	nng_close(sock);
+	return err ? err : pending ? -ETIMEDOUT : 0;
+}
+
 static int device_open(struct loadgen *lg, struct lg_device *d)
 {
 	int rv;
@@ -916,6 +1079,8 @@ static void loadgen_usage(FILE *f)
 		"                         [--rate SAMPLES_PER_S] [--stacks K]\n"
 		"                         [--churn NEW_STACKS_PER_S] [--interval SECONDS]\n"
 		"                         [--timeout SECONDS] [--map-file FILE]\n"
+		"                         [--spread SECONDS] [--early] [--warm]\n"
+		"                         [--hold-tables]\n"
 		"\n"
 		"Simulates N devices, each with its own connection, session, host name,\n"
 		"threads and stack trie, sending a hello and then one batch per interval\n"
@@ -933,6 +1098,18 @@ static void loadgen_usage(FILE *f)
 		"  -t, --timeout SECONDS    wait for a reply this long (default 5)\n"
 		"  -m, --map-file FILE      device 0 also maps this ELF file (by its build-ID\n"
 		"                           and path); its replies are reported apart\n"
+		"      --spread SECONDS     devices start spread over this long (default: the\n"
+		"                           interval; 0: all at once)\n"
+		"      --early              a device's first batch goes as soon as its hello\n"
+		"                           is answered, as an agent's does when it reads new\n"
+		"                           files (then one per interval)\n"
+		"      --warm               first, one device takes every unwind table the\n"
+		"                           symbolizer sends for the readable files, until it\n"
+		"                           says none is to come: the devices start with them\n"
+		"                           compiled\n"
+		"      --hold-tables        --warm, and every device's hello names those\n"
+		"                           tables as held (a restarted agent with its table\n"
+		"                           cache): none should be sent\n"
 		"  -h, --help               this help\n",
 		LG_MAX_DEVICES);
 }
@@ -949,6 +1126,10 @@ int fp_cmd_loadgen(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "map-file", required_argument, NULL, 'm' },
+		{ "spread", required_argument, NULL, 'S' },
+		{ "early", no_argument, NULL, 'E' },
+		{ "warm", no_argument, NULL, 'W' },
+		{ "hold-tables", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -962,7 +1143,10 @@ int fp_cmd_loadgen(int argc, char **argv)
 	size_t b;
 	int c, err, ret = 1;
 
-	lg = (struct loadgen){ .lg_rate = 200, .lg_nstacks = 100, .lg_interval_s = 10 };
+	lg = (struct loadgen){ .lg_rate = 200,
+			       .lg_nstacks = 100,
+			       .lg_interval_s = 10,
+			       .lg_spread_s = UINT32_MAX };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:n:d:r:k:c:i:t:m:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -1001,6 +1185,19 @@ int fp_cmd_loadgen(int argc, char **argv)
 		case 'm':
 			mapfile = optarg;
 			break;
+		case 'S':
+			if (fp_parse_u32(prog, "--spread", optarg, 0, 3600, &lg.lg_spread_s))
+				return 2;
+			break;
+		case 'E':
+			lg.lg_early = 1;
+			break;
+		case 'W':
+			lg.lg_warm = 1;
+			break;
+		case 'H':
+			lg.lg_warm = lg.lg_hold = 1;
+			break;
 		case 'h':
 			loadgen_usage(stdout);
 			return 0;
@@ -1023,8 +1220,19 @@ int fp_cmd_loadgen(int argc, char **argv)
 		return 2;
 	}
 	lg.lg_timeout_ms = timeout_s * 1000;
+	if (lg.lg_spread_s == UINT32_MAX)
+		lg.lg_spread_s = lg.lg_interval_s;
 	if (lg_setup(&lg, mapfile) || raise_nofile(lg.lg_ndevices))
 		goto out;
+	if (lg.lg_warm) {
+		uint64_t t0 = fp_now_ns(CLOCK_MONOTONIC);
+		if ((err = lg_warm_up(&lg))) {
+			fprintf(stderr, "%s: warm-up: %s\n", prog, strerror(-err));
+			goto out;
+		}
+		printf("loadgen: warm-up: %zu tables (%" PRIu64 " bytes) in %.1f s\n", lg.lg_nheld,
+		       lg.lg_held_bytes, (double)(fp_now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+	}
 	if (!(lg.lg_devs = calloc(lg.lg_ndevices, sizeof(*lg.lg_devs)))) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out;
@@ -1044,11 +1252,12 @@ int fp_cmd_loadgen(int argc, char **argv)
 			goto stop;
 		}
 		/* Devices start spread over one interval, as a fleet's do. */
-		offset = rng_below(&d->dv_rng, (uint64_t)lg.lg_interval_s * 1000000000ull);
+		offset = rng_below(&d->dv_rng, (uint64_t)lg.lg_spread_s * 1000000000ull);
 		if (lg.lg_mapfile >= 0 && i == 0)
 			offset = 0; /* its first batch is due one interval from now */
 		d->dv_mapfile_pending = lg.lg_mapfile >= 0 && i == 0;
-		d->dv_due_ns = start + offset + (uint64_t)lg.lg_interval_s * 1000000000ull;
+		d->dv_due_ns = start + offset +
+			       (lg.lg_early ? 0 : (uint64_t)lg.lg_interval_s * 1000000000ull);
 		d->dv_last_ns = fp_now_ns(CLOCK_REALTIME) + offset;
 		sleep_until(d, start + offset);
 	}
@@ -1103,13 +1312,15 @@ stop:
 	       " p50_ms=%s p99_ms=%s max_ms=%s rejected=%" PRIu64 " busy=%" PRIu64
 	       " need_hello=%" PRIu64 " reconnects=%" PRIu64 " timeouts=%" PRIu64
 	       " unanswered=%" PRIu64 " errors=%" PRIu64 " resets=%" PRIu64
-	       " kallsyms_sent=%" PRIu64 " file_answers=%" PRIu64 "%s%s\n",
+	       " kallsyms_sent=%" PRIu64 " file_answers=%" PRIu64 " table_bytes=%" PRIu64
+	       " held_tables=%zu%s%s\n",
 	       lg.lg_ndevices, secs, lg.lg_st.st_offered, lg.lg_st.st_accepted,
 	       (double)lg.lg_st.st_accepted / secs, lg.lg_st.st_batches, lg.lg_st.st_hellos,
 	       lg.lg_st.st_replies, p50, p99, max, lg.lg_st.st_rejected, lg.lg_st.st_busy,
 	       lg.lg_st.st_need_hello, lg.lg_st.st_reconnects, lg.lg_st.st_timeouts,
 	       lg.lg_st.st_inflight, lg.lg_st.st_errors, lg.lg_st.st_resets, lg.lg_st.st_ksyms,
-	       lg.lg_st.st_files, lg.lg_mapfile >= 0 ? " map_file_ms=" : "",
+	       lg.lg_st.st_files, lg.lg_st.st_table_bytes, lg.lg_hold ? lg.lg_nheld : 0,
+	       lg.lg_mapfile >= 0 ? " map_file_ms=" : "",
 	       lg.lg_mapfile >= 0 ? (lg.lg_st.st_mapfile_us ? mf : "none") : "");
 out:
 	free(lg.lg_devs);

@@ -9,11 +9,16 @@
 #include "vec.h"
 #include "wire.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -257,6 +262,57 @@ static void worker_cb(void *arg)
 	nng_ctx_recv(w->lw_ctx, w->lw_aio);
 }
 
+/* same_tcp_address: whether the bound socket address ss is nng's sa. */
+static int same_tcp_address(const struct sockaddr_storage *ss, const nng_sockaddr *sa)
+{
+	if (ss->ss_family == AF_INET && sa->s_family == NNG_AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		return in->sin_port == sa->s_in.sa_port && in->sin_addr.s_addr == sa->s_in.sa_addr;
+	}
+	if (ss->ss_family == AF_INET6 && sa->s_family == NNG_AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		return in6->sin6_port == sa->s_in6.sa_port &&
+		       !memcmp(&in6->sin6_addr, sa->s_in6.sa_addr, 16);
+	}
+	return 0;
+}
+
+/* listen_backlog: nng 1.5.2 listens with a backlog of 128 connections
+ * not yet accepted, which a fleet reconnecting at once (a symbolizer
+ * restart, agents started together) overflows: the kernel then drops
+ * the connections' handshakes, and each waits for its SYN to be sent
+ * again, 1 s later, then 3 s.  Linux lets listen() on a listening socket
+ * change its backlog; nng does not hand out the socket, so it is found
+ * by its address among ours.  The kernel caps it at net.core.somaxconn.
+ * 0, or -ENOENT (not TCP, or not found). */
+static int listen_backlog(struct fp_listener *l, int backlog)
+{
+	struct sockaddr_storage ss;
+	struct dirent *e;
+	nng_sockaddr sa;
+	socklen_t len;
+	int fd, on, err = -ENOENT;
+	DIR *d;
+
+	if (nng_listener_get_addr(l->ls_nng, NNG_OPT_LOCADDR, &sa) ||
+	    (sa.s_family != NNG_AF_INET && sa.s_family != NNG_AF_INET6) ||
+	    !(d = opendir("/proc/self/fd")))
+		return -ENOENT;
+	while (err && (e = readdir(d))) {
+		if (sscanf(e->d_name, "%d", &fd) != 1 || fd == dirfd(d))
+			continue;
+		len = sizeof(on);
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) || !on)
+			continue;
+		len = sizeof(ss);
+		if (getsockname(fd, (struct sockaddr *)&ss, &len) || !same_tcp_address(&ss, &sa))
+			continue;
+		err = listen(fd, backlog) ? -errno : 0;
+	}
+	closedir(d);
+	return err;
+}
+
 /* listener_create: nng's listener on addr, with TLS from tls for
  * tls+tcp:// (and only then). */
 static int listener_create(struct fp_listener *l, const char *addr, const struct fp_tls_opts *tls)
@@ -282,9 +338,15 @@ static int listener_create(struct fp_listener *l, const char *addr, const struct
 		nng_tls_config_free(cfg);
 		l->ls_identity = !tls->to_ca ? 0 : tls->to_require_client ? 2 : 1;
 	}
-	if (rv || (rv = nng_listener_start(l->ls_nng, 0)))
+	if (rv || (rv = nng_listener_start(l->ls_nng, 0))) {
 		fp_warnx("cannot listen on %s: %s", addr, nng_strerror(rv));
-	return rv;
+		return rv;
+	}
+	if (listen_backlog(l, FP_LISTEN_BACKLOG) == -ENOENT && strncmp(addr, "ipc://", 6))
+		fp_warnx("%s: could not raise the listen backlog to %d: connections made at "
+			 "once beyond 128 wait for their handshake again",
+			 addr, FP_LISTEN_BACKLOG);
+	return 0;
 }
 
 int fp_listen_open(struct fp_listener **out, struct fp_server *s, const char *addr,

@@ -37,6 +37,9 @@
 #define FP_LISTEN_CONNECTIONS_MAX 1000000
 #define FP_LISTEN_IDLE_DEFAULT_S 120
 #define FP_LISTEN_IDLE_MAX_S 86400
+/* Connections made and not yet accepted (listen(2)'s backlog; the kernel
+ * caps it at net.core.somaxconn): a fleet that reconnects at once. */
+#define FP_LISTEN_BACKLOG 4096
 
 /* Connections.  Ours: open now, and closed for a bound.  nng's: with
  * TLS, a handshake that fails (no client certificate when one is

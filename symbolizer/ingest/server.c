@@ -8,6 +8,7 @@
 #include "log.h"
 #include "pipeline.h"
 #include "session.h"
+#include "tablestore.h"
 #include "vec.h"
 #include "wire.h"
 
@@ -33,7 +34,8 @@ struct fp_server {
 	struct fp_server_limits sv_limits;
 	struct fp_resolver *sv_resolver;
 	struct fp_pipeline *sv_pipeline;
-	struct fp_files_sink sv_files; /* read by the sink workers only */
+	struct fp_tablestore *sv_tables; /* the unwind tables sessions send, shared */
+	struct fp_files_sink sv_files;   /* read by the sink workers only */
 	char *sv_out_dir;
 	/* Under sv_lock: */
 	pthread_mutex_t sv_lock;
@@ -48,6 +50,10 @@ struct fp_server {
 	size_t sv_index_cap;
 	double sv_tokens;      /* new sessions allowed now */
 	uint64_t sv_tokens_at; /* fp_mono_ms when sv_tokens was last filled */
+	/* Unwind table bytes replies may carry now: sl_table_mb_s a second,
+	 * at most a second's worth at once (table_budget). */
+	double sv_table_tokens;
+	uint64_t sv_table_tokens_at;
 	struct fp_server_stats sv_stats;
 };
 
@@ -62,15 +68,19 @@ int fp_server_alloc(struct fp_server **out, struct fp_resolver *r, const char *o
 	if (!s)
 		return -ENOMEM;
 	s->sv_resolver = r;
-	s->sv_limits = (struct fp_server_limits){ FP_SERVER_MAX_SESSIONS,
-						  FP_SERVER_NEW_SESSIONS_DEFAULT };
+	s->sv_limits = (struct fp_server_limits){
+		.sl_max_sessions = FP_SERVER_MAX_SESSIONS,
+		.sl_new_sessions_per_s = FP_SERVER_NEW_SESSIONS_DEFAULT,
+		.sl_table_mb_s = FP_SERVER_TABLE_MB_S_DEFAULT
+	};
 	s->sv_tokens = FP_SERVER_NEW_SESSIONS_DEFAULT;
-	s->sv_tokens_at = fp_mono_ms();
+	s->sv_tokens_at = s->sv_table_tokens_at = fp_mono_ms();
+	s->sv_table_tokens = (double)FP_SERVER_TABLE_MB_S_DEFAULT * (1 << 20);
 	pthread_mutex_init(&s->sv_lock, NULL);
 	if ((out_dir && !(s->sv_out_dir = strdup(out_dir))) || fp_intern_alloc(&s->sv_ids) ||
 	    fp_devfetch_alloc(&s->sv_devfetch, r, tmp_dir, FP_DEVFETCH_TIMEOUT,
 			      FP_DEVFETCH_RETRY_S) ||
-	    fp_pipeline_alloc(&s->sv_pipeline, &po)) {
+	    fp_tablestore_alloc(&s->sv_tables, r, 0) || fp_pipeline_alloc(&s->sv_pipeline, &po)) {
 		fp_server_free(s);
 		return -ENOMEM;
 	}
@@ -94,6 +104,7 @@ void fp_server_free(struct fp_server *s)
 	for (i = 0; i < s->sv_nsessions; i++)
 		fp_session_free(s->sv_sessions[i].ss_session);
 	fp_devfetch_free(s->sv_devfetch);
+	fp_tablestore_free(s->sv_tables);
 	fp_intern_free(s->sv_ids);
 	free(s->sv_index);
 	pthread_mutex_destroy(&s->sv_lock);
@@ -111,14 +122,18 @@ int fp_server_set_limits(struct fp_server *s, const struct fp_server_limits *l)
 	if (!l->sl_max_sessions || l->sl_max_sessions > FP_SERVER_MAX_SESSIONS ||
 	    !l->sl_new_sessions_per_s || l->sl_new_sessions_per_s > FP_SERVER_NEW_SESSIONS_MAX ||
 	    l->sl_max_queued > FP_PIPELINE_BUSY ||
-	    l->sl_max_queued_mb > FP_PIPELINE_BUSY_BYTES_MAX >> 20)
+	    l->sl_max_queued_mb > FP_PIPELINE_BUSY_BYTES_MAX >> 20 ||
+	    l->sl_table_mb_s > FP_SERVER_TABLE_MB_S_MAX)
 		return -EINVAL;
 	fp_pipeline_set_busy(s->sv_pipeline, l->sl_max_queued ? l->sl_max_queued : FP_PIPELINE_BUSY,
 			     l->sl_max_queued_mb ? (size_t)l->sl_max_queued_mb << 20
 						 : FP_PIPELINE_BUSY_BYTES_DEFAULT);
 	pthread_mutex_lock(&s->sv_lock);
 	s->sv_limits = *l;
+	if (!s->sv_limits.sl_table_mb_s)
+		s->sv_limits.sl_table_mb_s = FP_SERVER_TABLE_MB_S_DEFAULT;
 	s->sv_tokens = l->sl_new_sessions_per_s;
+	s->sv_table_tokens = (double)s->sv_limits.sl_table_mb_s * (1 << 20);
 	pthread_mutex_unlock(&s->sv_lock);
 	return 0;
 }
@@ -130,12 +145,16 @@ int fp_server_start(struct fp_server *s, uint32_t symbol_wait_ms)
 
 void fp_server_stats(const struct fp_server *s, struct fp_server_stats *st)
 {
+	struct fp_tablestore_stats ts;
 	struct fp_pipeline_stats ps;
 	struct fp_resolver_stats rs;
 	struct fp_devfetch_stats ds;
 
+	fp_tablestore_stats(s->sv_tables, &ts);
 	pthread_mutex_lock((pthread_mutex_t *)&s->sv_lock);
 	*st = s->sv_stats;
+	st->sv_table_mem_bytes = ts.ts_bytes;
+	st->sv_table_mem_reads = ts.ts_reads;
 	st->sv_sessions = s->sv_nsessions;
 	fp_devfetch_stats(s->sv_devfetch, &ds);
 	pthread_mutex_unlock((pthread_mutex_t *)&s->sv_lock);
@@ -185,6 +204,11 @@ void fp_server_log_stats(const struct fp_server *s)
 		t->sv_rejected_malformed, t->sv_rejected_version, t->sv_rejected_type,
 		t->sv_rejected_content, t->sv_rejected_host, t->sv_write_errors,
 		t->sv_agent_lost_samples, t->sv_file_parts, t->sv_table_bytes);
+	fp_info("unwind tables to agents: %" PRIu64
+		" bytes sent; not sent, the agent held them: %" PRIu64 " tables, %" PRIu64
+		" bytes; kept in memory %" PRIu64 " bytes, read %" PRIu64 " times",
+		t->sv_table_bytes, t->sv_tables_held, t->sv_table_held_bytes, t->sv_table_mem_bytes,
+		t->sv_table_mem_reads);
 	fp_info("pipeline: queued %" PRIu64 ", batches not taken (busy) %" PRIu64
 		", dropped %" PRIu64 ", backlogs drained %" PRIu64 ", waited for symbols %" PRIu64
 		" (%" PRIu64 " in vain); symbol workers: queued %" PRIu64 ", running %" PRIu64
@@ -431,8 +455,29 @@ static void reply_written(struct fp_server *s, struct server_session *ss, struct
  * apply b to; 0 when r is the whole reply; -EBUSY (a batch of the same
  * session is being applied: no reply, the agent sends it again) or
  * -ENOMEM. */
+/* table_budget: the table bytes a reply may carry now, what the token
+ * bucket holds (with sv_lock held).  Not taken yet: batch_end takes what
+ * the reply used (the bucket may go below 0 by what the replies being
+ * built at once used, and refills from there), so that the many batches
+ * that carry no table hold nothing back from those that do.  Less than a
+ * tenth of a part is not worth a reply's while. */
+static size_t table_budget(struct fp_server *s)
+{
+	double rate = (double)s->sv_limits.sl_table_mb_s * (1 << 20);
+	uint64_t now = fp_mono_ms();
+
+	s->sv_table_tokens += (double)(now - s->sv_table_tokens_at) / 1000 * rate;
+	if (s->sv_table_tokens > rate)
+		s->sv_table_tokens = rate;
+	s->sv_table_tokens_at = now;
+	if (s->sv_table_tokens < FP_TABLE_PART_MAX / 10)
+		return 0;
+	return s->sv_table_tokens >= FP_TABLE_REPLY_MAX ? FP_TABLE_REPLY_MAX
+							: (size_t)s->sv_table_tokens;
+}
+
 static int batch_begin(struct fp_server *s, const char *peer, const struct fp_batch *b,
-		       struct fp_reply *r, struct server_session **out)
+		       struct fp_reply *r, struct server_session **out, size_t *budget)
 {
 	struct server_session *ss;
 
@@ -470,6 +515,7 @@ static int batch_begin(struct fp_server *s, const char *peer, const struct fp_ba
 	}
 	ss->ss_busy = 1;
 	*out = ss;
+	*budget = table_budget(s);
 	return 1;
 }
 
@@ -478,7 +524,7 @@ static int batch_begin(struct fp_server *s, const char *peer, const struct fp_ba
  * (r's wants and tables).  0, -ESTALE or -E2BIG (start the session
  * over), -EINVAL (inconsistent definitions) or -ENOMEM. */
 static int batch_apply(struct fp_server *s, struct server_session *ss, const struct fp_batch *b,
-		       struct fp_reply *r, struct fp_profile **p)
+		       struct fp_reply *r, struct fp_profile **p, struct fp_session_tables *t)
 {
 	int err = fp_session_apply(ss->ss_session, b);
 
@@ -489,9 +535,13 @@ static int batch_apply(struct fp_server *s, struct server_session *ss, const str
 	if ((err = fp_session_profile(ss->ss_session, s->sv_resolver, b, p)))
 		return err;
 	fp_session_done(ss->ss_session, b->fb_seq);
-	if (!(err = fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant)))
-		err = fp_session_tables(ss->ss_session, s->sv_resolver, &r->fr_tables,
-					&r->fr_ntables);
+	if (!(err = fp_session_wants(ss->ss_session, s->sv_resolver, &r->fr_want, &r->fr_nwant)) &&
+	    !(err = fp_session_tables(ss->ss_session, s->sv_resolver, s->sv_tables, t))) {
+		r->fr_tables = t->stb_parts;
+		r->fr_ntables = t->stb_nparts;
+		if (fp_session_hello(ss->ss_session)->fh_features & FP_FEATURE_HELD_TABLES)
+			r->fr_tables_pending = t->stb_pending;
+	}
 	if (!err)
 		err = fp_session_kfuncs(ss->ss_session, s->sv_resolver, &r->fr_kfuncs);
 	if (err) {
@@ -540,13 +590,19 @@ static int ask_cfi(struct fp_server *s, struct server_session *ss, uint64_t host
  * the counters, the profile to the pipeline; ss is free again.  0 or a
  * negative errno (as batch_apply's). */
 static int batch_end(struct fp_server *s, struct server_session *ss, const struct fp_batch *b,
-		     struct fp_reply *r, struct fp_profile *p, int err)
+		     struct fp_reply *r, struct fp_profile *p, const struct fp_session_tables *t,
+		     int err)
 {
 	const char *host;
 	uint64_t hostkey;
-	size_t i;
+	size_t i, used = 0;
 	int idle;
 
+	for (i = 0; i < r->fr_ntables; i++)
+		used += r->fr_tables[i].tp_len;
+	s->sv_table_tokens -= (double)used;
+	s->sv_stats.sv_tables_held += t->stb_held;
+	s->sv_stats.sv_table_held_bytes += t->stb_held_bytes;
 	ss->ss_busy = 0;
 	ss->ss_last_used = time(NULL);
 	if (err == -E2BIG)
@@ -563,8 +619,7 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 	s->sv_stats.sv_agent_lost_samples = b->fb_lost.fl_samples + b->fb_lost.fl_samples_dropped;
 	for (i = 0; i < b->fb_ncounts; i++)
 		s->sv_stats.sv_samples += b->fb_counts[i].fc_count;
-	for (i = 0; i < r->fr_ntables; i++)
-		s->sv_stats.sv_table_bytes += r->fr_tables[i].tp_len;
+	s->sv_stats.sv_table_bytes += used;
 	/* User files the profile names that no source had: ask their device. */
 	idle = !fp_devfetch_running(s->sv_devfetch, b->fb_session);
 	host = fp_session_hello(ss->ss_session)->fh_host ?: "";
@@ -595,18 +650,19 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 static int server_batch(struct fp_server *s, const char *peer, const struct fp_batch *b,
 			struct fp_reply *r)
 {
+	struct fp_session_tables t = { 0 };
 	struct server_session *ss = NULL;
 	struct fp_profile *p = NULL;
 	int err;
 
 	pthread_mutex_lock(&s->sv_lock);
-	err = batch_begin(s, peer, b, r, &ss);
+	err = batch_begin(s, peer, b, r, &ss, &t.stb_budget);
 	pthread_mutex_unlock(&s->sv_lock);
 	if (err <= 0)
 		return err;
-	err = batch_apply(s, ss, b, r, &p);
+	err = batch_apply(s, ss, b, r, &p, &t);
 	pthread_mutex_lock(&s->sv_lock);
-	err = batch_end(s, ss, b, r, p, err);
+	err = batch_end(s, ss, b, r, p, &t, err);
 	pthread_mutex_unlock(&s->sv_lock);
 	return err;
 }

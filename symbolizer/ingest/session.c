@@ -37,6 +37,7 @@ struct sess_table {
 	uint8_t tb_cfi;      /* its CFI is wanted from the device (fp_session_cfi_wanted) */
 	uint32_t tb_sent;    /* bytes sent (TABLE_SENDING) */
 	uint32_t tb_mapping; /* the first mapping with the build-ID */
+	uint64_t tb_id;      /* the version being sent (TABLE_SENDING) */
 };
 
 struct sess_thread {
@@ -78,6 +79,8 @@ struct fp_session {
 	uint8_t se_kfuncs_done;         /* the kernel's function starts were sent (or cannot be) */
 	struct fp_intern *se_asked;     /* build-IDs whose kallsyms were asked for */
 	struct fp_intern *se_table_ids; /* build-ID -> index into se_tables */
+	struct fp_intern *se_held_ids;  /* build-ID -> index into se_held */
+	uint64_t *se_held;              /* the hello's table ids (HELLO key 11) */
 	struct sess_table *se_tables;
 	size_t se_tables_cap;
 	size_t se_tables_scanned; /* mappings looked at for tables */
@@ -134,8 +137,22 @@ int fp_session_alloc(struct fp_session **out, const struct fp_hello *h)
 	if (defs_init(&s->se_mappings, sizeof(struct sess_mapping)) ||
 	    defs_init(&s->se_threads, sizeof(struct sess_thread)) ||
 	    defs_init(&s->se_nodes, sizeof(struct sess_node)) ||
-	    fp_intern_alloc(&s->se_table_ids) || fp_intern_alloc(&s->se_asked))
+	    fp_intern_alloc(&s->se_table_ids) || fp_intern_alloc(&s->se_asked) ||
+	    fp_intern_alloc(&s->se_held_ids))
 		goto fail;
+	/* The tables the agent holds: the first entry of a build-ID counts. */
+	if (!(s->se_held = calloc(h->fh_nheld + 1, sizeof(*s->se_held))))
+		goto fail;
+	for (size_t i = 0; i < h->fh_nheld; i++) {
+		const struct fp_build_id *id = &h->fh_held[i].ht_build_id;
+		uint32_t idx;
+		int added;
+
+		if (fp_intern_get(s->se_held_ids, id->fb_data, id->fb_len, &idx, &added))
+			goto fail;
+		if (added)
+			s->se_held[idx] = h->fh_held[i].ht_id;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -163,6 +180,8 @@ void fp_session_free(struct fp_session *s)
 	fp_intern_free(s->se_threads.d_ids);
 	fp_intern_free(s->se_nodes.d_ids);
 	fp_intern_free(s->se_table_ids);
+	fp_intern_free(s->se_held_ids);
+	free(s->se_held);
 	fp_intern_free(s->se_asked);
 	free(s->se_tables);
 	free(s->se_mappings.d_items);
@@ -608,20 +627,30 @@ static int tables_scan(struct fp_session *s)
 	return 0;
 }
 
+/* held: whether the hello said the agent holds table t of id. */
+static int held(const struct fp_session *s, const struct fp_build_id *id,
+		const struct fp_stored_table *t)
+{
+	uint32_t idx;
+
+	return fp_intern_find(s->se_held_ids, id->fb_data, id->fb_len, &idx) == 0 &&
+	       s->se_held[idx] == t->st_id;
+}
+
 /* table_parts: the parts of table i that fit in what is left of a reply
- * (out, *n of max parts, *budget bytes), from where it was left off; one
- * table is sent at a time, so that a table larger than a part goes out
- * whole before the next begins.  0 or -ENOMEM. */
-static int table_parts(struct fp_session *s, struct fp_resolver *r, uint32_t i,
-		       struct fp_table_part *out, size_t *n, size_t max, size_t *budget)
+ * (out->stb_parts, of max, and *budget bytes), from where it was left
+ * off; one table is sent at a time, so that a table larger than a part
+ * goes out whole before the next begins.  0 or -ENOMEM. */
+static int table_parts(struct fp_session *s, struct fp_resolver *r, struct fp_tablestore *ts,
+		       uint32_t i, struct fp_session_tables *out, size_t max, size_t *budget)
 {
 	struct sess_table *t = &s->se_tables[i];
 	const struct sess_mapping *m;
+	struct fp_stored_table *st;
 	struct fp_build_id id = { 0 };
 	const void *key;
-	size_t klen, blen, part;
-	void *blob;
-	int err = 0;
+	size_t klen, part;
+	int err;
 
 	if (t->tb_state == TABLE_DONE)
 		return 0;
@@ -635,43 +664,58 @@ static int table_parts(struct fp_session *s, struct fp_resolver *r, uint32_t i,
 		fp_resolver_note_path(r, &id, m->sm_path, 0);
 	t->tb_noted = 1;
 	t->tb_cfi = 0;
-	if ((err = fp_resolver_unwind(r, &id, &blob, &blen))) {
+	if ((err = fp_tablestore_get(ts, &id, &st))) {
 		/* None will come (-ENOENT): done.  Not yet (-EAGAIN: being
 		 * searched or fetched; -ENODATA: no file of this host has
-		 * the CFI, ask the device; an error): the next call asks
-		 * again. */
+		 * the CFI, ask the device): still to come, and the next call
+		 * asks again, as it does after another error. */
 		t->tb_cfi = err == -ENODATA;
 		if (err == -ENOENT)
 			t->tb_state = TABLE_DONE;
-		return 0;
+		else if (err == -EAGAIN || err == -ENODATA)
+			out->stb_pending++;
+		return err == -ENOMEM ? err : 0;
 	}
-	if (!fp_unwind_table_needed(blob, blen) || blen > FP_TABLE_MAX || t->tb_sent >= blen) {
+	if (!st->st_needed || st->st_len > FP_TABLE_MAX) {
 		t->tb_state = TABLE_DONE;
-		free(blob);
+		fp_tablestore_put(st);
 		return 0;
 	}
-	while (t->tb_sent < blen && *n < max && *budget) {
-		part = blen - t->tb_sent;
+	if (t->tb_sent == 0 && held(s, &id, st)) {
+		t->tb_state = TABLE_DONE;
+		out->stb_held++;
+		out->stb_held_bytes += st->st_len;
+		fp_tablestore_put(st);
+		return 0;
+	}
+	if (t->tb_state == TABLE_SENDING && t->tb_id != st->st_id)
+		t->tb_sent = 0; /* a new version: from its start (the agent drops the rest) */
+	t->tb_id = st->st_id;
+	while (t->tb_sent < st->st_len && out->stb_nparts < max && *budget) {
+		part = st->st_len - t->tb_sent;
 		if (part > FP_TABLE_PART_MAX)
 			part = FP_TABLE_PART_MAX;
 		if (part > *budget)
 			part = *budget;
-		out[*n] = (struct fp_table_part){ .tp_build_id = id,
-						  .tp_offset = t->tb_sent,
-						  .tp_total = (uint32_t)blen,
-						  .tp_len = (uint32_t)part };
-		if (!(out[*n].tp_data = malloc(part))) {
-			err = -ENOMEM;
-			break;
-		}
-		memcpy(out[*n].tp_data, (const char *)blob + t->tb_sent, part);
-		(*n)++;
+		fp_tablestore_ref(st);
+		out->stb_parts[out->stb_nparts++] = (struct fp_table_part){
+			.tp_build_id = id,
+			.tp_offset = t->tb_sent,
+			.tp_total = (uint32_t)st->st_len,
+			.tp_len = (uint32_t)part,
+			.tp_data = (uint8_t *)st->st_blob + t->tb_sent,
+			.tp_release = fp_tablestore_release,
+			.tp_release_arg = st,
+		};
 		*budget -= part;
 		t->tb_sent += (uint32_t)part;
-		t->tb_state = t->tb_sent == blen ? TABLE_DONE : TABLE_SENDING;
 	}
-	free(blob);
-	return err;
+	/* Left off, or not begun for want of room: the next reply goes on. */
+	t->tb_state = t->tb_sent == st->st_len ? TABLE_DONE : TABLE_SENDING;
+	if (t->tb_state == TABLE_SENDING)
+		out->stb_pending++;
+	fp_tablestore_put(st);
+	return 0;
 }
 
 int fp_session_kfuncs(struct fp_session *s, struct fp_resolver *r, struct fp_kfuncs *out)
@@ -690,39 +734,52 @@ int fp_session_kfuncs(struct fp_session *s, struct fp_resolver *r, struct fp_kfu
 	return 0; /* sent, or a table that gives none (-EINVAL, -E2BIG): never */
 }
 
-int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
-		      size_t *nparts)
+int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_tablestore *ts,
+		      struct fp_session_tables *out)
 {
-	size_t budget = FP_TABLE_REPLY_MAX, n = 0, max = FP_TABLE_REPLY_MAX / FP_TABLE_PART_MAX;
-	struct fp_table_part *out;
+	size_t budget = out->stb_budget, k,
+	       max = s->se_hello.fh_features & FP_FEATURE_HELD_TABLES ? FP_TABLE_REPLY_PARTS
+								      : FP_TABLE_REPLY_PARTS_OLD;
 	uint32_t i, count, sending;
 	int err = tables_scan(s);
 
+	out->stb_parts = NULL;
+	out->stb_nparts = 0;
+	out->stb_pending = out->stb_held = 0;
+	out->stb_held_bytes = 0;
+	if (budget > FP_TABLE_REPLY_MAX)
+		budget = FP_TABLE_REPLY_MAX;
 	if (err)
 		return err;
-	if (!(out = calloc(max, sizeof(*out))))
+	if (!(out->stb_parts = calloc(max, sizeof(*out->stb_parts))))
 		return -ENOMEM;
 	count = (uint32_t)fp_intern_count(s->se_table_ids);
 	if (count > s->se_tables_cap)
 		count = (uint32_t)s->se_tables_cap;
-	/* A table left off in an earlier reply goes on first: the agent
-	 * takes the parts of one table at a time, in order. */
+	/* The table left off in an earlier reply goes on first: the agent
+	 * takes the parts of one table at a time, in order.  (Others may be
+	 * SENDING with nothing sent yet, for want of room.) */
 	for (sending = 0; sending < count; sending++)
-		if (s->se_tables[sending].tb_state == TABLE_SENDING)
+		if (s->se_tables[sending].tb_state == TABLE_SENDING &&
+		    s->se_tables[sending].tb_sent)
 			break;
-	if (sending < count)
-		err = table_parts(s, r, sending, out, &n, max, &budget);
-	for (i = 0; !err && i < count && n < max && budget; i++)
-		if (i != sending)
-			err = table_parts(s, r, i, out, &n, max, &budget);
-	if (err || !n) {
-		while (n)
-			free(out[--n].tp_data);
-		free(out);
-		out = NULL;
+	if (sending < count) {
+		err = table_parts(s, r, ts, sending, out, max, &budget);
+		if (s->se_tables[sending].tb_state == TABLE_SENDING)
+			budget = 0; /* not through: no other table may begin */
 	}
-	*parts = out;
-	*nparts = n;
+	/* Those without room in this reply are looked at all the same: one
+	 * the agent holds, or that needs none, is done with now. */
+	for (i = 0; !err && i < count; i++)
+		if (i != sending)
+			err = table_parts(s, r, ts, i, out, max, &budget);
+	if (err || !out->stb_nparts) {
+		for (k = 0; k < out->stb_nparts; k++)
+			fp_tablestore_put(out->stb_parts[k].tp_release_arg);
+		free(out->stb_parts);
+		out->stb_parts = NULL;
+		out->stb_nparts = 0;
+	}
 	return err;
 }
 

@@ -10,6 +10,7 @@
 #include "batch.h"
 #include "profile.h"
 #include "resolver.h"
+#include "tablestore.h"
 
 #define FP_SESSION_MAX_NODES (1u << 21)    /* stack trie nodes kept per session */
 #define FP_SESSION_MAX_MAPPINGS (1u << 16) /* mappings kept per session */
@@ -61,17 +62,33 @@ int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_buil
  * kallsyms of id: the only ones the server takes from it. */
 int fp_session_asked(const struct fp_session *s, const struct fp_build_id *id);
 
+/* What fp_session_tables gives one reply. */
+struct fp_session_tables {
+	size_t stb_budget; /* in: bytes this reply may carry (<= FP_TABLE_REPLY_MAX) */
+	struct fp_table_part *stb_parts; /* out: NULL when none; fp_reply_fini frees them */
+	size_t stb_nparts;
+	uint32_t stb_pending;    /* out: tables this session is still to get (parts left
+				 * over, or a search or compile under way) */
+	uint32_t stb_held;       /* out: tables found held by the agent at this call */
+	uint64_t stb_held_bytes; /* ... and their bytes, not sent */
+};
+
 /* fp_session_tables: the next parts of the unwind tables the agent needs:
  * for each distinct build-ID of the session's user mappings, its table
- * (fp_resolver_unwind) when the code needs one (fp_unwind_table_needed),
- * once per session, in parts (struct fp_table_part) of at most
- * FP_TABLE_PART_MAX bytes and FP_TABLE_REPLY_MAX bytes in all; a table
- * larger than that goes on in the next replies.  A build-ID whose table
- * may still come (a search or a fetch under way, or CFI wanted from the
- * device: fp_session_cfi_wanted) is tried again at the next call.  The
- * caller frees *parts and their data.  0 or -ENOMEM. */
-int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_table_part **parts,
-		      size_t *n);
+ * (from ts: kept in memory once for all sessions) when the code needs one
+ * (fp_unwind_table_needed), once per session, unless the hello said the
+ * agent holds that very table (HELLO key 11: same build-ID and id); in
+ * parts (struct fp_table_part, pointing into ts's copy) of at most
+ * FP_TABLE_PART_MAX bytes and t->stb_budget bytes in all, at most
+ * FP_TABLE_REPLY_PARTS of them (FP_TABLE_REPLY_PARTS_OLD to an agent
+ * without FP_FEATURE_HELD_TABLES); a table larger
+ * than that goes on in the next replies (from its start again, should ts
+ * hold a new version by then).  A build-ID whose table may still come (a
+ * search or a fetch under way, or CFI wanted from the device:
+ * fp_session_cfi_wanted) is tried again at the next call.  0 or
+ * -ENOMEM. */
+int fp_session_tables(struct fp_session *s, struct fp_resolver *r, struct fp_tablestore *ts,
+		      struct fp_session_tables *t);
 
 /* fp_session_cfi_wanted: up to max build-IDs (into ids) whose tables the
  * last fp_session_tables found waiting for CFI that only a device may

@@ -117,6 +117,14 @@ static void server_metrics(FILE *f, const struct fp_server *s)
 	    st.sv_file_parts);
 	one(f, "unwind_table_sent_bytes_total", "counter", "Unwind table bytes sent to agents.",
 	    st.sv_table_bytes);
+	one(f, "unwind_tables_held_total", "counter",
+	    "Unwind tables not sent: the agent's hello said it held them.", st.sv_tables_held);
+	one(f, "unwind_table_held_bytes_total", "counter",
+	    "Bytes of the unwind tables not sent: the agent's hello said it held them.",
+	    st.sv_table_held_bytes);
+	one(f, "unwind_table_memory_bytes", "gauge",
+	    "Bytes of unwind tables kept in memory, shared by the sessions that send them.",
+	    st.sv_table_mem_bytes);
 	one(f, "pipeline_queue", "gauge", "Interval profiles waiting for their sinks.",
 	    st.sv_pipeline_queue);
 	one(f, "pipeline_queued_bytes", "gauge",

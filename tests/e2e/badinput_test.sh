@@ -70,6 +70,12 @@ badflag agent-bad-second-server "$AGENT" --server tcp://127.0.0.1:1 --server bog
 badflag agent-too-many-servers "$AGENT" $(for i in $(seq 17); do echo --server tcp://127.0.0.1:$i; done)
 badflag agent-zero-failover-after "$AGENT" --server tcp://127.0.0.1:1 --failover-after 0
 badflag agent-bad-failback "$AGENT" --server tcp://127.0.0.1:1 --failback -1
+badflag agent-table-cache-mb-over "$AGENT" --server tcp://127.0.0.1:1 --table-cache-mb 65537
+badflag agent-table-cache-mb-bad "$AGENT" --server tcp://127.0.0.1:1 --table-cache-mb x
+badflag agent-table-cache-empty "$AGENT" --server tcp://127.0.0.1:1 --table-cache ''
+badflag symbolizer-table-rate-zero "$SYMB" --listen tcp://127.0.0.1:1 --table-rate 0
+badflag loadgen-spread-over "$FP" loadgen --server tcp://127.0.0.1:1 --devices 1 --seconds 1 \
+	--spread 3601
 badflag symbolizer-no-listen "$SYMB"
 badflag symbolizer-unknown "$SYMB" --listen tcp://127.0.0.1:1 --bogus
 badflag cli-no-command "$FP"

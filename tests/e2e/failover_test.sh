@@ -70,7 +70,7 @@ symb=$last
 PIDS+=($wl)
 sleep 0.5
 "$AGENT" --server "$addra" --server "$addrb" --interval 1 --timeout 1 --failover-after 2 \
-	--failback 6 -p "$wl" > "$TMP/agent.log" 2>&1 &
+	--failback 6 -p "$wl" --table-cache "$TMP/tables" > "$TMP/agent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 
@@ -159,8 +159,9 @@ check b-resolves-library grep -qh 'compute_loop;fpwork_mix' "$TMP"/out-b/*/*.fol
 check b-resolves-kernel grep -qh 'ksys_write_\[k\]' "$TMP"/out-b/*/*.folded
 check a2-resolves-user grep -qh 'compute_loop;fp::Cruncher::crunch(int)' "$TMP"/out-a2/*/*.folded
 check service-served grep -q 'debuginfod: served [1-9]' "$TMP/service.log"
-# B sent the unwind tables again in its session; the agent kept its own.
-check b-sent-tables grep -qE 'unwind table bytes sent [1-9]' "$TMP/b.log"
+# The agent's hello to B named the unwind tables it held (A's): B sent
+# none of them again, and the agent kept its own.
+check b-held-back-tables grep -qE 'not sent, the agent held them: [1-9]' "$TMP/b.log"
 check tables-installed-once grep -qE 'unwind tables: ([0-9]+) installed now \([^)]*\), \1 installed in all' \
 	"$TMP/agent.log"
 check b-asked-kallsyms grep -q 'stored kallsyms of vmlinux' "$TMP/b.log"

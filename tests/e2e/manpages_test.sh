@@ -92,8 +92,8 @@ catches() { # catches WHAT PAGE HELP: manflags.py fails and says WHAT
 	[ $? -eq 1 ] && grep -qF -e "$1" <<< "$out"
 }
 AH=$TMP/fleetprof-agent.8.help
-{ cat "$AH"; echo "      --table-cache DIR   keep unwind tables on the device"; } > "$TMP/new-flag.help"
-check catches-new-help-flag catches '--table-cache: an option of --help, no .It' \
+{ cat "$AH"; echo "      --table-ttl SECONDS keep unwind tables this long"; } > "$TMP/new-flag.help"
+check catches-new-help-flag catches '--table-ttl: an option of --help, no .It' \
 	"$MAN/fleetprof-agent.8" "$TMP/new-flag.help"
 mutant noitem '/^\.It Fl -no-fetch$/d'
 check catches-missing-item catches '--no-fetch: in SYNOPSIS, no .It' "$TMP/mutant-noitem/fleetprof-agent.8" "$AH"

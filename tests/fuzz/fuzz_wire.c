@@ -40,8 +40,13 @@ static int hello_eq(const struct fp_hello *a, const struct fp_hello *b)
 	    !fp_build_id_eq(&a->fh_kernel_build_id, &b->fh_kernel_build_id) ||
 	    !str_eq(a->fh_agent_version, b->fh_agent_version) ||
 	    a->fh_frequency != b->fh_frequency || a->fh_ncpus != b->fh_ncpus ||
-	    a->fh_features != b->fh_features || a->fh_nlabels != b->fh_nlabels)
+	    a->fh_features != b->fh_features || a->fh_nlabels != b->fh_nlabels ||
+	    a->fh_nheld != b->fh_nheld)
 		return 0;
+	for (i = 0; i < a->fh_nheld; i++)
+		if (!fp_build_id_eq(&a->fh_held[i].ht_build_id, &b->fh_held[i].ht_build_id) ||
+		    a->fh_held[i].ht_id != b->fh_held[i].ht_id)
+			return 0;
 	for (i = 0; i < a->fh_nlabels; i++)
 		if (!str_eq(a->fh_label_keys[i], b->fh_label_keys[i]) ||
 		    !str_eq(a->fh_label_values[i], b->fh_label_values[i]))
@@ -125,7 +130,8 @@ static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
 
 	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
 	    !str_eq(a->fr_error, b->fr_error) || a->fr_nwant != b->fr_nwant ||
-	    a->fr_nranges != b->fr_nranges || a->fr_kfuncs.kf_n != b->fr_kfuncs.kf_n)
+	    a->fr_nranges != b->fr_nranges || a->fr_kfuncs.kf_n != b->fr_kfuncs.kf_n ||
+	    a->fr_tables_pending != b->fr_tables_pending)
 		return 0;
 	if (a->fr_kfuncs.kf_n &&
 	    (!fp_build_id_eq(&a->fr_kfuncs.kf_build_id, &b->fr_kfuncs.kf_build_id) ||

@@ -16,6 +16,8 @@
 
 #include "check.h"
 #include "privilege.h"
+#include "table_cache.h"
+#include "unwind.h"
 
 /* status_hex: a hexadecimal field of /proc/self/status ("CapEff"), or
  * UINT64_MAX. */
@@ -52,14 +54,54 @@ static void *thread_caps(void *arg)
 
 /* in_child: after fp_privilege_drop, everything the kernel says and
  * does; other is a process of another user. */
+/* table_cache_works: the agent's table cache, opened before the drop as
+ * the agent does, still writes, replaces, reads and removes tables
+ * after it (the seccomp filter lets its calls through). */
+static void table_cache_works(struct fp_table_cache *c)
+{
+	struct {
+		struct fp_unwind_header h;
+		struct fp_unwind_row r[2];
+	} t = { .h = { .uh_magic = FP_UNWIND_MAGIC,
+		       .uh_version = FP_UNWIND_VERSION,
+		       .uh_arch = FP_UNWIND_ARCH_X86_64,
+		       .uh_nrows = 2 },
+		.r = { { .ur_pc = 0, .ur_cfa = 8 }, { .ur_pc = 16, .ur_cfa = 8 } } };
+	struct fp_build_id id = { .fb_len = 4, .fb_data = { 1, 2, 3, 4 } };
+	struct fp_table_cache_stats st;
+	uint32_t flags;
+	size_t len;
+	void *blob = NULL;
+
+	CHECK_EQ_INT(fp_table_cache_store(c, &id, &t, sizeof(t), 0), 0);
+	t.r[1].ur_pc = 32; /* a new version, renamed over the first */
+	CHECK_EQ_INT(fp_table_cache_store(c, &id, &t, sizeof(t), 0), 0);
+	CHECK_EQ_INT(fp_table_cache_load(c, &id, &blob, &len, &flags), 0);
+	CHECK(blob && len == sizeof(t) && !memcmp(blob, &t, len));
+	free(blob);
+	fp_table_cache_drop(c, &id);
+	fp_table_cache_stats(c, &st);
+	CHECK_EQ_INT(st.tc_errors, 0);
+	CHECK_EQ_INT(st.tc_stored, 2);
+	CHECK_EQ_INT(st.tc_files, 0);
+}
+
 static void in_child(pid_t other)
 {
 	uint64_t kept = fp_privilege_kept(), thread_eff = 0;
-	char path[64];
+	char path[64], dir[] = "/tmp/privilege_test.XXXXXX";
+	struct fp_table_cache *c = NULL;
 	pthread_t t;
 	int fd;
 
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK_EQ_INT(fp_table_cache_open(&c, dir, 1 << 20), 0);
 	CHECK_EQ_INT(fp_privilege_drop(), 0);
+	if (c) {
+		table_cache_works(c);
+		fp_table_cache_close(c);
+	}
+	rmdir(dir);
 	CHECK(status_hex("CapEff") == kept);
 	CHECK(status_hex("CapPrm") == kept);
 	CHECK(status_hex("CapBnd") == kept);

@@ -7,6 +7,8 @@
 #include "server.h"
 #include "session.h"
 #include "pyline.h"
+#include "symcache.h"
+#include "unwind_table.h"
 #include "wire.h"
 
 #include <dirent.h>
@@ -194,12 +196,13 @@ static void test_full_conversation(void)
 
 	/* Hello: the server asks for the kernel's symbols, and says what it
 	 * reads and promises beyond the first revision: the varint keys, a
-	 * row at every function's start in the unwind tables it sends, and
-	 * the kernel's function starts to an agent that takes them. */
+	 * row at every function's start in the unwind tables it sends, the
+	 * kernel's function starts to an agent that takes them, and no table
+	 * an agent says it holds. */
 	CHECK_EQ_INT(send_hello(s, 42, &r), 0);
 	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
 	CHECK(r.fr_features == (FP_FEATURE_LEAVES | FP_FEATURE_NODES | FP_FEATURE_FUNCTION_ROWS |
-				FP_FEATURE_KFUNCS));
+				FP_FEATURE_KFUNCS | FP_FEATURE_HELD_TABLES));
 	CHECK_EQ_INT(r.fr_nwant, 1);
 	if (r.fr_nwant == 1) {
 		struct fp_build_id k = kernel_id();
@@ -961,6 +964,184 @@ static void test_identity(void)
 	fp_resolver_close(res);
 }
 
+/* The two tables of test_held_tables: build-ID 0xd1... (1.6 MB, two
+ * parts) and 0xd2... (8 KB). */
+#define HELD_ROWS_1 200000
+#define HELD_ROWS_2 1000
+static struct fp_build_id held_id(int which)
+{
+	struct fp_build_id id = { .fb_len = 20 };
+
+	memset(id.fb_data, which == 1 ? 0xd1 : 0xd2, 20);
+	return id;
+}
+
+static struct fp_unwind_header *held_table(int which, size_t *len)
+{
+	uint32_t rows = which == 1 ? HELD_ROWS_1 : HELD_ROWS_2, i;
+	struct fp_unwind_header *h;
+	struct fp_unwind_row *r;
+
+	*len = sizeof(*h) + rows * sizeof(*r);
+	if (!(h = calloc(1, *len)))
+		return NULL;
+	r = (struct fp_unwind_row *)(h + 1);
+	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
+	h->uh_version = FP_UNWIND_VERSION;
+	h->uh_arch = FP_UNWIND_ARCH_X86_64;
+	h->uh_nrows = rows;
+	for (i = 0; i < rows; i++)
+		r[i] = (struct fp_unwind_row){ .ur_pc = i * 16, .ur_cfa = 8 };
+	return h;
+}
+
+/* held_session: a hello (with features and the held tables given) and a
+ * batch that maps both tables' files; *got the table bytes of the reply
+ * per table, *pending its key 11. */
+static void held_session(struct fp_server *s, uint64_t session, uint64_t features,
+			 const struct fp_held_table *held, size_t nheld, size_t got[2],
+			 uint32_t *pending)
+{
+	struct fp_hello h = test_hello(session);
+	struct fp_mapping m[2] = {
+		{ .fm_id = 1, .fm_kind = FP_MAP_USER, .fm_build_id = held_id(1), .fm_path = "/x/1" },
+		{ .fm_id = 2, .fm_kind = FP_MAP_USER, .fm_build_id = held_id(2), .fm_path = "/x/2" },
+	};
+	struct fp_batch b = { .fb_session = session,
+			      .fb_seq = 1,
+			      .fb_start_ns = 1700000000000000000ull,
+			      .fb_end_ns = 1700000001000000000ull,
+			      .fb_period_ns = 10101010,
+			      .fb_nmappings = 2,
+			      .fb_mappings = m };
+	struct fp_reply r;
+	size_t len, i;
+	char *buf;
+
+	got[0] = got[1] = 0;
+	*pending = UINT32_MAX;
+	h.fh_features = features;
+	h.fh_held = (struct fp_held_table *)held;
+	h.fh_nheld = nheld;
+	if (fp_wire_encode_hello(&h, &buf, &len))
+		return;
+	CHECK_EQ_INT(call(s, buf, len, &r), 0);
+	free(buf);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	fp_reply_fini(&r);
+	if (fp_wire_encode_batch(&b, &buf, &len))
+		return;
+	CHECK_EQ_INT(call(s, buf, len, &r), 0);
+	free(buf);
+	CHECK_EQ_INT(r.fr_status, FP_REPLY_OK);
+	for (i = 0; i < r.fr_ntables; i++)
+		got[r.fr_tables[i].tp_build_id.fb_data[0] == 0xd2] += r.fr_tables[i].tp_len;
+	*pending = r.fr_tables_pending;
+	fp_reply_fini(&r);
+}
+
+/* next_batch: seq's batch of the same session (counts only): the table
+ * bytes its reply carries, and its pending count. */
+static void next_batch(struct fp_server *s, uint64_t session, uint64_t seq, size_t got[2],
+		       uint32_t *pending)
+{
+	struct fp_batch b = { .fb_session = session,
+			      .fb_seq = seq,
+			      .fb_start_ns = 1700000000000000000ull + seq * 1000000000ull,
+			      .fb_end_ns = 1700000001000000000ull + seq * 1000000000ull,
+			      .fb_period_ns = 10101010 };
+	struct fp_reply r;
+	size_t len, i;
+	char *buf;
+
+	if (fp_wire_encode_batch(&b, &buf, &len))
+		return;
+	CHECK_EQ_INT(call(s, buf, len, &r), 0);
+	free(buf);
+	for (i = 0; i < r.fr_ntables; i++)
+		got[r.fr_tables[i].tp_build_id.fb_data[0] == 0xd2] += r.fr_tables[i].tp_len;
+	*pending = r.fr_tables_pending;
+	fp_reply_fini(&r);
+}
+
+/* HELLO key 11: an agent that holds a table gets none, one that holds an
+ * older version (another id) gets the new one, an agent of before the key
+ * gets all (and no key 11 in the reply); the server's table rate bounds a
+ * reply, and the rest comes in the next ones. */
+static void test_held_tables(void)
+{
+	struct fp_resolver *res;
+	struct fp_symcache *c = NULL;
+	struct fp_server *s = NULL;
+	struct fp_server_stats st;
+	struct fp_unwind_header *t1, *t2;
+	struct fp_held_table held[2];
+	struct fp_build_id id1 = held_id(1), id2 = held_id(2);
+	size_t l1, l2, got[2], all[2];
+	uint32_t pending;
+	int i;
+
+	t1 = held_table(1, &l1);
+	t2 = held_table(2, &l2);
+	CHECK(t1 && t2 && fp_symcache_open(&c, cache_dir) == 0);
+	if (!t1 || !t2 || !c)
+		goto out;
+	CHECK_EQ_INT(fp_symcache_put_unwind(c, &id1, t1, l1), 0);
+	CHECK_EQ_INT(fp_symcache_put_unwind(c, &id2, t2, l2), 0);
+	fp_symcache_close(c);
+	res = open_resolver();
+	CHECK(res && fp_server_alloc(&s, res, NULL, tmpdir) == 0);
+	if (!s)
+		goto out;
+	held[0] = (struct fp_held_table){ id1, fp_unwind_table_id(&id1, t1, l1) };
+	held[1] = (struct fp_held_table){ id2, fp_unwind_table_id(&id2, t2, l2) };
+
+	/* Holds both: receives nothing, nothing is pending. */
+	held_session(s, 501, FP_FEATURE_HELD_TABLES, held, 2, got, &pending);
+	CHECK_EQ_INT(got[0] + got[1], 0);
+	CHECK_EQ_INT(pending, 0);
+	/* Holds the first only, and the second in another version. */
+	held[1].ht_id ^= 1;
+	held_session(s, 502, FP_FEATURE_HELD_TABLES, held, 2, got, &pending);
+	CHECK_EQ_INT(got[0], 0);
+	CHECK_EQ_INT(got[1], l2);
+	CHECK_EQ_INT(pending, 0);
+	fp_server_stats(s, &st);
+	CHECK_EQ_INT(st.sv_tables_held, 3);
+	CHECK_EQ_INT(st.sv_table_held_bytes, 2 * l1 + l2);
+	CHECK_EQ_INT(st.sv_table_bytes, l2);
+	/* An agent from before the key: everything, and no key 11. */
+	held_session(s, 503, 0, NULL, 0, got, &pending);
+	CHECK_EQ_INT(got[0], l1);
+	CHECK_EQ_INT(got[1], l2);
+	CHECK_EQ_INT(pending, 0);
+	/* At 1 MiB a second, the first reply carries 1 MiB and says two
+	 * tables are to come; the next, at once, nothing; the rest comes. */
+	CHECK_EQ_INT(fp_server_set_limits(s,
+					  &(struct fp_server_limits){ .sl_max_sessions = 100,
+								      .sl_new_sessions_per_s = 100,
+								      .sl_table_mb_s = 1 }),
+		     0);
+	held_session(s, 504, FP_FEATURE_HELD_TABLES, NULL, 0, all, &pending);
+	CHECK_EQ_INT(all[0] + all[1], 1 << 20);
+	CHECK_EQ_INT(pending, 2);
+	next_batch(s, 504, 2, all, &pending);
+	CHECK_EQ_INT(all[0] + all[1], 1 << 20);
+	CHECK_EQ_INT(pending, 2);
+	for (i = 3; i < 6 && pending; i++) {
+		usleep(1100000);
+		next_batch(s, 504, (uint64_t)i, all, &pending);
+	}
+	CHECK_EQ_INT(pending, 0);
+	CHECK_EQ_INT(all[0], l1);
+	CHECK_EQ_INT(all[1], l2);
+	fp_server_free(s);
+	fp_resolver_close(res);
+out:
+	free(t1);
+	free(t2);
+}
+
 int main(void)
 {
 	int rc;
@@ -978,6 +1159,7 @@ int main(void)
 	RUN(test_python_conversation);
 	RUN(test_busy);
 	RUN(test_busy_bytes);
+	RUN(test_held_tables);
 	rc = CHECK_DONE();
 	if (check_rmtree(tmpdir))
 		rc = 1;

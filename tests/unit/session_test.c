@@ -15,9 +15,11 @@
 #include "session.h"
 #include "symcache.h"
 #include "unwind.h"
+#include "unwind_table.h"
 
 static char tmpdir[64];
 static struct fp_resolver *resolver;
+static struct fp_tablestore *store;
 
 static const struct fp_hello hello = { .fh_session = 42,
 				       .fh_host = "host-1",
@@ -378,25 +380,60 @@ static const struct fp_mapping big_maps[2] = {
 	  .fm_path = "/usr/lib/libb.so" },
 };
 
-static int put_big_tables(void)
+/* big_table: the table both build-IDs have (malloc'd), of *len bytes. */
+static struct fp_unwind_header *big_table(size_t *len)
 {
-	size_t len = sizeof(struct fp_unwind_header) + BIG_ROWS * sizeof(struct fp_unwind_row);
-	struct fp_unwind_header *h = calloc(1, len);
-	struct fp_unwind_row *rows = (struct fp_unwind_row *)(h + 1);
-	struct fp_symcache *c = NULL;
-	int err = -ENOMEM, i;
+	struct fp_unwind_header *h;
+	struct fp_unwind_row *rows;
+	int i;
 
-	if (!h)
-		return err;
+	*len = sizeof(struct fp_unwind_header) + BIG_ROWS * sizeof(struct fp_unwind_row);
+	if (!(h = calloc(1, *len)))
+		return NULL;
+	rows = (struct fp_unwind_row *)(h + 1);
 	memcpy(h->uh_magic, FP_UNWIND_MAGIC, 4);
 	h->uh_version = FP_UNWIND_VERSION;
 	h->uh_arch = FP_UNWIND_ARCH_X86_64;
 	h->uh_nrows = BIG_ROWS;
 	for (i = 0; i < BIG_ROWS; i++)
 		rows[i] = (struct fp_unwind_row){ .ur_pc = (uint32_t)i * 16, .ur_cfa = 8 };
+	return h;
+}
+
+/* Six files with small tables (one row each), build-IDs 0xc0 to 0xc5. */
+#define SMALL_TABLES 6
+static struct fp_mapping small_maps[SMALL_TABLES];
+
+static int put_big_tables(void)
+{
+	size_t len;
+	struct fp_unwind_header *h = big_table(&len);
+	struct {
+		struct fp_unwind_header h;
+		struct fp_unwind_row r;
+	} small = { .h = { .uh_magic = FP_UNWIND_MAGIC,
+			   .uh_version = FP_UNWIND_VERSION,
+			   .uh_arch = FP_UNWIND_ARCH_X86_64,
+			   .uh_nrows = 1 },
+		    .r = { .ur_pc = 0, .ur_cfa = 8 } };
+	struct fp_symcache *c = NULL;
+	int err = -ENOMEM, i;
+
+	if (!h)
+		return err;
+	for (i = 0; i < SMALL_TABLES; i++)
+		small_maps[i] = (struct fp_mapping){
+			.fm_id = 10 + (uint32_t)i,
+			.fm_kind = FP_MAP_USER,
+			.fm_build_id = { .fb_len = 20, .fb_data = { (uint8_t)(0xc0 + i) } },
+			.fm_path = "/usr/lib/libsmall.so"
+		};
 	if (!(err = fp_symcache_open(&c, tmpdir))) {
 		for (i = 0; i < 2 && !err; i++)
 			err = fp_symcache_put_unwind(c, &big_maps[i].fm_build_id, h, len);
+		for (i = 0; i < SMALL_TABLES && !err; i++)
+			err = fp_symcache_put_unwind(c, &small_maps[i].fm_build_id, &small,
+						     sizeof(small));
 		fp_symcache_close(c);
 	}
 	free(h);
@@ -413,8 +450,7 @@ static void test_tables_one_at_a_time(void)
 	size_t total = sizeof(struct fp_unwind_header) + BIG_ROWS * sizeof(struct fp_unwind_row);
 	struct fp_session *s = NULL;
 	struct fp_build_id cur = { 0 };
-	size_t n, i, done = 0, expect = 0, parts = 0;
-	struct fp_table_part *tp;
+	size_t i, done = 0, expect = 0, parts = 0;
 	int call, ordered = 1;
 
 	b.fb_nmappings = 2, b.fb_mappings = (struct fp_mapping *)big_maps;
@@ -424,8 +460,13 @@ static void test_tables_one_at_a_time(void)
 		return;
 	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
 	for (call = 0; call < 8; call++) {
-		CHECK_EQ_INT(fp_session_tables(s, resolver, &tp, &n), 0);
-		for (i = 0; i < n; i++, parts++) {
+		struct fp_session_tables t = { .stb_budget = FP_TABLE_REPLY_MAX };
+		struct fp_table_part *tp;
+
+		CHECK_EQ_INT(fp_session_tables(s, resolver, store, &t), 0);
+		tp = t.stb_parts;
+		CHECK_EQ_INT(t.stb_pending, 0); /* both fit the first reply */
+		for (i = 0; i < t.stb_nparts; i++, parts++) {
 			if (tp[i].tp_offset == 0) { /* a table begins: the last one ended */
 				ordered &= expect == 0;
 				cur = tp[i].tp_build_id;
@@ -438,9 +479,9 @@ static void test_tables_one_at_a_time(void)
 			done += tp[i].tp_len;
 			if (expect == tp[i].tp_total)
 				expect = 0;
-			free(tp[i].tp_data);
 		}
-		free(tp);
+		/* a reply's parts point into the store's copy, and let go of it */
+		fp_reply_fini(&(struct fp_reply){ .fr_tables = tp, .fr_ntables = t.stb_nparts });
 	}
 	CHECK(ordered);
 	CHECK_EQ_INT(done, 2 * total);
@@ -467,8 +508,8 @@ static void test_tables_wait_for_cfi(void)
 	struct fp_batch b = batch_of(1, NULL, 0);
 	struct fp_build_id ids[4];
 	struct fp_session *s = NULL;
-	struct fp_table_part *tp;
-	size_t n, i, sent = 0;
+	struct fp_session_tables t;
+	size_t i, sent = 0;
 	int fd = open(libc, O_RDONLY);
 
 	if (fd < 0 || fp_elfnote_build_id(fd, &maps[0].fm_build_id)) {
@@ -484,8 +525,10 @@ static void test_tables_wait_for_cfi(void)
 		goto out;
 	}
 	/* No debug directory, no local files: only the device has CFI. */
-	CHECK_EQ_INT(fp_session_tables(s, resolver, &tp, &n), 0);
-	CHECK_EQ_INT(n, 0);
+	t = (struct fp_session_tables){ .stb_budget = FP_TABLE_REPLY_MAX };
+	CHECK_EQ_INT(fp_session_tables(s, resolver, store, &t), 0);
+	CHECK_EQ_INT(t.stb_nparts, 0);
+	CHECK_EQ_INT(t.stb_pending, 2); /* both still to come */
 	CHECK_EQ_INT(fp_session_cfi_wanted(s, ids, 4), 2);
 	CHECK(fp_build_id_eq(&ids[0], &maps[0].fm_build_id));
 	CHECK(fp_build_id_eq(&ids[1], &maps[1].fm_build_id));
@@ -493,23 +536,26 @@ static void test_tables_wait_for_cfi(void)
 	/* Asked; the other's device file has none. */
 	fp_resolver_cfi_device(resolver, &maps[0].fm_build_id, FP_CFI_DEVICE_ASKED);
 	fp_resolver_cfi_device(resolver, &maps[1].fm_build_id, FP_CFI_DEVICE_NONE);
-	CHECK_EQ_INT(fp_session_tables(s, resolver, &tp, &n), 0);
-	CHECK_EQ_INT(n, 0);
+	t = (struct fp_session_tables){ .stb_budget = FP_TABLE_REPLY_MAX };
+	CHECK_EQ_INT(fp_session_tables(s, resolver, store, &t), 0);
+	CHECK_EQ_INT(t.stb_nparts, 0);
 	CHECK_EQ_INT(fp_session_cfi_wanted(s, ids, 4), 0);
 	/* The device's copy (here, the file itself) gives the table. */
 	CHECK_EQ_INT(fp_resolver_add_cfi_async(resolver, fd, &maps[0].fm_build_id), 0);
 	fd = -1;
 	for (int call = 0; call < 4; call++) {
-		CHECK_EQ_INT(fp_session_tables(s, resolver, &tp, &n), 0);
-		for (i = 0; i < n; i++) {
+		struct fp_table_part *tp;
+		t = (struct fp_session_tables){ .stb_budget = FP_TABLE_REPLY_MAX };
+		CHECK_EQ_INT(fp_session_tables(s, resolver, store, &t), 0);
+		tp = t.stb_parts;
+		for (i = 0; i < t.stb_nparts; i++) {
 			CHECK(fp_build_id_eq(&tp[i].tp_build_id, &maps[0].fm_build_id));
 			sent += tp[i].tp_len;
 			CHECK_EQ_INT(tp[i].tp_total, tp[0].tp_total);
 			if (sent == tp[i].tp_total)
 				sent = (size_t)-1; /* whole */
-			free(tp[i].tp_data);
 		}
-		free(tp);
+		fp_reply_fini(&(struct fp_reply){ .fr_tables = tp, .fr_ntables = t.stb_nparts });
 	}
 	CHECK(sent == (size_t)-1);
 	CHECK_EQ_INT(fp_session_cfi_wanted(s, ids, 4), 0);
@@ -519,12 +565,135 @@ out:
 	fp_session_free(s);
 }
 
+/* tables_call: one reply's worth of s's tables with budget bytes: the
+ * bytes sent per build-ID (by its first byte, 0xa1 or 0xb2) into sent[],
+ * checking that parts continue each other (*ordered). */
+static struct fp_session_tables tables_call(struct fp_session *s, size_t budget, size_t sent[2],
+					    int *ordered)
+{
+	struct fp_session_tables t = { .stb_budget = budget };
+	size_t i;
+
+	CHECK_EQ_INT(fp_session_tables(s, resolver, store, &t), 0);
+	for (i = 0; i < t.stb_nparts; i++) {
+		const struct fp_table_part *p = &t.stb_parts[i];
+		size_t k = p->tp_build_id.fb_data[0] == 0xb2;
+		*ordered &= p->tp_offset == sent[k];
+		sent[k] += p->tp_len;
+	}
+	fp_reply_fini(&(struct fp_reply){ .fr_tables = t.stb_parts, .fr_ntables = t.stb_nparts });
+	return t;
+}
+
+/* A reply carries what its budget allows (the server's bound on table
+ * bytes), and says how many tables are still to come: a wrong count would
+ * leave an agent waiting a whole interval for a table, or asking again
+ * for nothing. */
+static void test_tables_budget(void)
+{
+	struct fp_batch b = batch_of(1, NULL, 0);
+	size_t total = sizeof(struct fp_unwind_header) + BIG_ROWS * sizeof(struct fp_unwind_row);
+	static const uint32_t pending[] = { 2, 1, 1, 0, 0 };
+	size_t sent[2] = { 0, 0 }, call;
+	struct fp_session *s = NULL;
+	int ordered = 1;
+
+	b.fb_nmappings = 2, b.fb_mappings = (struct fp_mapping *)big_maps;
+	b.fb_nthreads = 2, b.fb_threads = threads;
+	CHECK_EQ_INT(fp_session_alloc(&s, &hello), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+	/* No room at all: nothing sent, both still to come. */
+	CHECK_EQ_INT(tables_call(s, 0, sent, &ordered).stb_pending, 2);
+	CHECK_EQ_INT(sent[0] + sent[1], 0);
+	for (call = 0; call < sizeof(pending) / sizeof(pending[0]); call++)
+		CHECK_EQ_INT(tables_call(s, FP_TABLE_PART_MAX, sent, &ordered).stb_pending,
+			     pending[call]);
+	CHECK(ordered);
+	CHECK_EQ_INT(sent[0], total);
+	CHECK_EQ_INT(sent[1], total);
+	fp_session_free(s);
+}
+
+/* The hello names the tables the agent holds (HELLO key 11): one with the
+ * same id is not sent, one of another id (an older version) is. */
+static void test_tables_held(void)
+{
+	struct fp_batch b = batch_of(1, NULL, 0);
+	struct fp_held_table held[2];
+	struct fp_hello h = hello;
+	struct fp_session *s = NULL;
+	size_t len, sent[2] = { 0, 0 }, call;
+	struct fp_unwind_header *blob = big_table(&len);
+	uint32_t nheld = 0;
+	uint64_t held_bytes = 0;
+	int ordered = 1;
+
+	if (!blob)
+		return;
+	held[0] = (struct fp_held_table){ big_maps[0].fm_build_id,
+					  fp_unwind_table_id(&big_maps[0].fm_build_id, blob, len) };
+	held[1] = (struct fp_held_table){
+		big_maps[1].fm_build_id, fp_unwind_table_id(&big_maps[1].fm_build_id, blob, len) ^ 1
+	};
+	h.fh_nheld = 2, h.fh_held = held;
+	b.fb_nmappings = 2, b.fb_mappings = (struct fp_mapping *)big_maps;
+	b.fb_nthreads = 2, b.fb_threads = threads;
+	CHECK_EQ_INT(fp_session_alloc(&s, &h), 0);
+	free(blob);
+	if (!s)
+		return;
+	CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+	for (call = 0; call < 3; call++) {
+		struct fp_session_tables t = tables_call(s, FP_TABLE_REPLY_MAX, sent, &ordered);
+		nheld += t.stb_held;
+		held_bytes += t.stb_held_bytes;
+	}
+	CHECK(ordered);
+	CHECK_EQ_INT(sent[0], 0);   /* held, same id */
+	CHECK_EQ_INT(sent[1], len); /* held in another version */
+	CHECK_EQ_INT(nheld, 1);
+	CHECK_EQ_INT(held_bytes, len);
+	fp_session_free(s);
+}
+
+/* Parts a reply carries: at most four to an agent from before feature 16
+ * (its decoder refuses more), up to 64 to one that has it, so that a
+ * process's small tables come in one reply. */
+static void test_parts_per_reply(void)
+{
+	static const uint64_t features[2] = { 0, FP_FEATURE_HELD_TABLES };
+	static const size_t want[2] = { FP_TABLE_REPLY_PARTS_OLD, SMALL_TABLES };
+	struct fp_batch b = batch_of(1, NULL, 0);
+	int k;
+
+	b.fb_nmappings = SMALL_TABLES, b.fb_mappings = small_maps;
+	for (k = 0; k < 2; k++) {
+		struct fp_session_tables t = { .stb_budget = FP_TABLE_REPLY_MAX };
+		struct fp_hello h = hello;
+		struct fp_session *s = NULL;
+
+		h.fh_features = features[k];
+		CHECK_EQ_INT(fp_session_alloc(&s, &h), 0);
+		if (!s)
+			return;
+		CHECK_EQ_INT(fp_session_apply(s, &b), 0);
+		CHECK_EQ_INT(fp_session_tables(s, resolver, store, &t), 0);
+		CHECK_EQ_INT(t.stb_nparts, want[k]);
+		CHECK_EQ_INT(t.stb_pending, SMALL_TABLES - want[k]);
+		fp_reply_fini(
+			&(struct fp_reply){ .fr_tables = t.stb_parts, .fr_ntables = t.stb_nparts });
+		fp_session_free(s);
+	}
+}
+
 int main(void)
 {
 	struct fp_resolver_opts ro = { .ro_cache_dir = tmpdir };
 
 	if (check_tmpdir(tmpdir, sizeof(tmpdir), "session_test") || put_big_tables() ||
-	    fp_resolver_open(&resolver, &ro)) {
+	    fp_resolver_open(&resolver, &ro) || fp_tablestore_alloc(&store, resolver, 0)) {
 		fprintf(stderr, "session_test: cannot open a resolver in %s\n", tmpdir);
 		return 1;
 	}
@@ -538,6 +707,10 @@ int main(void)
 	RUN(test_kfuncs_once);
 	RUN(test_tables_one_at_a_time);
 	RUN(test_tables_wait_for_cfi);
+	RUN(test_tables_budget);
+	RUN(test_tables_held);
+	RUN(test_parts_per_reply);
+	fp_tablestore_free(store);
 	fp_resolver_close(resolver);
 	if (check_rmtree(tmpdir))
 		fprintf(stderr, "session_test: cannot remove %s\n", tmpdir);

@@ -7,6 +7,7 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "unwind_maps.h"
+#include "unwind_table.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -283,6 +284,61 @@ static void test_parts(void)
 	free(ta), free(tb);
 }
 
+static int installed_calls;
+static size_t installed_len;
+static void on_installed(const struct fp_build_id *id, const void *blob, size_t len,
+			 int function_rows, void *arg)
+{
+	installed_calls++;
+	installed_len = len;
+	CHECK(fp_unwind_table_check(blob, len) == 0);
+	CHECK_EQ_INT(function_rows, 1);
+}
+
+/* From a symbolizer that sends only what the agent lacks (feature 16), a
+ * table of a build-ID installed already is a new version: it replaces the
+ * old one (an older symbolizer's resend is skipped, test_parts).  The
+ * installed hook sees each table assembled from parts, whole, not those
+ * added otherwise (fp_unwind_add: from the agent's table cache). */
+static void test_resent_replaces(void)
+{
+	struct fp_unwind *u;
+	struct fp_unwind_stats st;
+	struct fp_build_id a = bid(11);
+	size_t la, lb;
+	uint8_t *ta = table(1000, 0x1000, &la), *tb = table(800, 0x3000, &lb);
+	struct fp_table_part pa = { a, 0, (uint32_t)la, (uint32_t)la, ta };
+	struct fp_table_part pb = { a, 0, (uint32_t)lb, (uint32_t)lb, tb };
+	uint64_t start;
+
+	installed_calls = 0;
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	fp_unwind_set_installed_fn(u, on_installed, NULL);
+	fp_unwind_set_function_rows(u, 1);
+	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
+	CHECK_EQ_INT(installed_calls, 0);
+	fp_unwind_set_resent_replaces(u, 1);
+	CHECK_EQ_INT(fp_unwind_take_part(u, &pb), 1);
+	CHECK_EQ_INT(installed_calls, 1);
+	CHECK_EQ_INT(installed_len, lb);
+	/* the new rows are the ones walked: B's first row is at 0x3000 */
+	CHECK_EQ_INT(fp_unwind_row_start(u, &a, 0x3008, &start), 0);
+	CHECK_EQ_INT(start, 0x3000);
+	CHECK_EQ_INT(fp_unwind_row_start(u, &a, 0x1008, &start), -ENOENT);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_parts_again, 0);
+	CHECK_EQ_INT(st.us_installed, 2);
+	CHECK_EQ_INT(st.us_tables, 1);
+	/* off again: skipped */
+	fp_unwind_set_resent_replaces(u, 0);
+	CHECK_EQ_INT(fp_unwind_take_part(u, &pa), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_parts_again, 1);
+	CHECK_EQ_INT(installed_calls, 1);
+	fp_unwind_free(u);
+	free(ta), free(tb);
+}
+
 /* table_of: a table blob of the n rows (malloc'd), its length in *len. */
 static struct fp_unwind_header *table_of(const struct fp_unwind_row *rows, size_t n, size_t *len)
 {
@@ -422,6 +478,7 @@ int main(void)
 	RUN(test_budget_and_eviction);
 	RUN(test_process_lists);
 	RUN(test_parts);
+	RUN(test_resent_replaces);
 	RUN(test_full_map_swept);
 	RUN(test_row_start);
 	RUN(test_row_start_function_rows);

@@ -89,8 +89,13 @@ static int hello_eq(const struct fp_hello *a, const struct fp_hello *b)
 	    !fp_build_id_eq(&a->fh_kernel_build_id, &b->fh_kernel_build_id) ||
 	    !str_eq(a->fh_agent_version, b->fh_agent_version) ||
 	    a->fh_frequency != b->fh_frequency || a->fh_ncpus != b->fh_ncpus ||
-	    a->fh_nlabels != b->fh_nlabels)
+	    a->fh_nlabels != b->fh_nlabels || a->fh_features != b->fh_features ||
+	    a->fh_nheld != b->fh_nheld)
 		return 0;
+	for (i = 0; i < a->fh_nheld; i++)
+		if (!fp_build_id_eq(&a->fh_held[i].ht_build_id, &b->fh_held[i].ht_build_id) ||
+		    a->fh_held[i].ht_id != b->fh_held[i].ht_id)
+			return 0;
 	for (i = 0; i < a->fh_nlabels; i++)
 		if (!str_eq(a->fh_label_keys[i], b->fh_label_keys[i]) ||
 		    !str_eq(a->fh_label_values[i], b->fh_label_values[i]))
@@ -312,7 +317,8 @@ static int reply_eq(const struct fp_reply *a, const struct fp_reply *b)
 	if (a->fr_status != b->fr_status || a->fr_seq != b->fr_seq ||
 	    a->fr_features != b->fr_features || !str_eq(a->fr_error, b->fr_error) ||
 	    a->fr_nwant != b->fr_nwant || a->fr_nranges != b->fr_nranges ||
-	    a->fr_has_written != b->fr_has_written || a->fr_written != b->fr_written)
+	    a->fr_has_written != b->fr_has_written || a->fr_written != b->fr_written ||
+	    a->fr_tables_pending != b->fr_tables_pending)
 		return 0;
 	for (i = 0; i < a->fr_nwant; i++)
 		if (!fp_build_id_eq(&a->fr_want[i], &b->fr_want[i]))
@@ -811,7 +817,7 @@ static void test_ksyms_module_empty_part(void)
 static void test_reply_roundtrip(void)
 {
 	struct fp_build_id want[3];
-	struct fp_reply cases[6], d;
+	struct fp_reply cases[8], d;
 	int i;
 
 	build_id_fill(&want[0], 20, 1);
@@ -832,7 +838,12 @@ static void test_reply_roundtrip(void)
 				      .fr_has_written = 1,
 				      .fr_written = 8 };
 	cases[5] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_features = FP_FEATURES_KNOWN };
-	for (i = 0; i < 6; i++) {
+	/* Tables still to come (REPLY key 11): one, and the most. */
+	cases[6] = (struct fp_reply){ .fr_status = FP_REPLY_OK,
+				      .fr_seq = 3,
+				      .fr_tables_pending = 1 };
+	cases[7] = (struct fp_reply){ .fr_status = FP_REPLY_OK, .fr_tables_pending = UINT32_MAX };
+	for (i = 0; i < 8; i++) {
 		char *buf;
 		size_t len;
 		int type = 0;
@@ -903,11 +914,12 @@ static void test_file_roundtrip(void)
 	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
 }
 
-/* Unwind tables travel in parts of at most 1 MiB, four to a reply. */
+/* Unwind tables travel in parts of at most 1 MiB, 64 to a reply (four to
+ * an agent of before FP_FEATURE_HELD_TABLES). */
 static void test_table_parts(void)
 {
 	static uint8_t bytes[FP_TABLE_PART_MAX + 1];
-	struct fp_table_part parts[5];
+	struct fp_table_part parts[FP_TABLE_REPLY_PARTS + 1];
 	struct fp_reply r = { .fr_status = FP_REPLY_OK,
 			      .fr_seq = 9,
 			      .fr_ntables = 4,
@@ -918,7 +930,7 @@ static void test_table_parts(void)
 
 	for (i = 0; i < sizeof(bytes); i++)
 		bytes[i] = (uint8_t)(i * 13 + 1);
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < FP_TABLE_REPLY_PARTS + 1; i++) {
 		build_id_fill(&parts[i].tp_build_id, 20, (uint8_t)(9 + i));
 		parts[i].tp_offset = 0;
 		parts[i].tp_total = FP_TABLE_PART_MAX;
@@ -935,8 +947,18 @@ static void test_table_parts(void)
 	fp_reply_fini(&rd);
 	free(buf);
 
+	/* 64 small tables in one reply; 65 are refused (and decoders refuse
+	 * them: test_table_part_limit). */
+	for (i = 4; i < FP_TABLE_REPLY_PARTS + 1; i++)
+		parts[i].tp_total = parts[i].tp_len = 16;
+	r.fr_ntables = FP_TABLE_REPLY_PARTS;
+	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), 0);
+	CHECK_EQ_INT(fp_wire_decode_reply(buf, len, &rd), 0);
+	CHECK(reply_eq(&r, &rd));
+	fp_reply_fini(&rd);
+	free(buf);
 	/* What the encoder refuses, the decoder refuses too (body cases). */
-	r.fr_ntables = 5;
+	r.fr_ntables = FP_TABLE_REPLY_PARTS + 1;
 	CHECK_EQ_INT(fp_wire_encode_reply(&r, &buf, &len), -EINVAL);
 	r.fr_ntables = 1;
 	parts[0].tp_len = FP_TABLE_PART_MAX + 1, parts[0].tp_total = FP_TABLE_MAX;
@@ -1183,6 +1205,22 @@ static const struct body_case body_cases[] = {
 	  FP_WIRE_EFIELD, "frequency as float" },
 	{ FP_MSG_HELLO, 8, "01 01 02 a1 68 03 a1 62 04 a1 6b 05 c4 00 06 a1 76 07 c3 08 04",
 	  FP_WIRE_EFIELD, "frequency as bool" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 94 c4 02 aa bb 05 c4 01 cc cf ff ff ff ff ff ff ff ff",
+	  0, "two held tables" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 90", 0, "no held tables spelled out" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 93 c4 02 aa bb 05 c4 01 cc", FP_WIRE_EFIELD,
+	  "held tables: odd list" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 92 c4 00 05", FP_WIRE_EFIELD,
+	  "held table without build-ID" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 92 " BID21 " 05", FP_WIRE_ETOOBIG,
+	  "held table of a 21-byte build-ID" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 92 a2 aa bb 05", FP_WIRE_EFIELD,
+	  "held build-ID as str" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 92 c4 02 aa bb ff", FP_WIRE_EFIELD, "held id negative" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 92 c4 02 aa bb c4 01 05", FP_WIRE_EFIELD,
+	  "held id as bin" },
+	{ FP_MSG_HELLO, 9, HELLO_BASE " 0b 81 c4 02 aa bb 05", FP_WIRE_EFIELD,
+	  "held tables as map" },
 	{ FP_MSG_HELLO, 9, HELLO_BASE " 09 94 a1 61 a1 62 a1 63 a0", 0, "two labels" },
 	{ FP_MSG_HELLO, 9, HELLO_BASE " 09 93 a1 61 a1 62 a1 63", FP_WIRE_EFIELD, "odd labels" },
 	{ FP_MSG_HELLO, 9, HELLO_BASE " 09 81 a1 61 a1 62", FP_WIRE_EFIELD, "labels as map" },
@@ -1434,7 +1472,13 @@ static const struct body_case body_cases[] = {
 	  REPLY_BASE " 06 dc 00 14"
 		     " c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01"
 		     " c4 01 aa 00 01 c4 01 01 c4 01 aa 00 01 c4 01 01",
-	  FP_WIRE_ETOOBIG, "five table parts" },
+	  0, "five table parts" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 0b 01", 0, "one table to come" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 0b ce ff ff ff ff", 0, "2^32 - 1 tables to come" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 0b cf 00 00 00 01 00 00 00 00", FP_WIRE_EFIELD,
+	  "2^32 tables to come" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 0b ff", FP_WIRE_EFIELD, "-1 tables to come" },
+	{ FP_MSG_REPLY, 3, REPLY_BASE " 0b c2", FP_WIRE_EFIELD, "tables to come as bool" },
 
 	{ FP_MSG_FILE, 4, FILE_BASE, 0, "file baseline" },
 	{ FP_MSG_FILE, 5, FILE_BASE " 06 c4 03 01 02 03", 0, "file with data" },
@@ -1783,6 +1827,97 @@ static void test_varint_roundtrip(void)
 	fp_batch_fini(&b);
 	free(buf);
 	free(old);
+}
+
+/* HELLO key 11 round trip: tables held, their build-IDs of every length
+ * and ids of every size, with the feature bit. */
+static void test_hello_held_roundtrip(void)
+{
+	struct fp_held_table held[4];
+	struct fp_hello h, d;
+	char *buf;
+	size_t len, plain;
+
+	make_hello(&h, 1);
+	CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), 0);
+	free(buf);
+	plain = len;
+	build_id_fill(&held[0].ht_build_id, 20, 1);
+	build_id_fill(&held[1].ht_build_id, 1, 2);
+	build_id_fill(&held[2].ht_build_id, 16, 3);
+	build_id_fill(&held[3].ht_build_id, 20, 4);
+	held[0].ht_id = 0;
+	held[1].ht_id = 127;
+	held[2].ht_id = 0x8000000000000000ull;
+	held[3].ht_id = UINT64_MAX;
+	h.fh_features = FP_FEATURE_KFUNCS | FP_FEATURE_HELD_TABLES;
+	h.fh_held = held;
+	h.fh_nheld = 4;
+	CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), 0);
+	/* 2 bytes key and list header, build-ID bins, ids of 1, 1, 9, 9 */
+	CHECK_EQ_INT(len - plain, 2 + 2 + (22 + 3 + 18 + 22) + (1 + 1 + 9 + 9));
+	CHECK_EQ_INT(fp_wire_decode_hello(buf, len, &d), 0);
+	CHECK(hello_eq(&h, &d));
+	fp_hello_fini(&d);
+	free(buf);
+	/* A copy (the symbolizer's session keeps one) holds the same. */
+	CHECK_EQ_INT(fp_hello_copy(&d, &h), 0);
+	CHECK(hello_eq(&h, &d));
+	fp_hello_fini(&d);
+	/* What decoders refuse, the encoder refuses: no build-ID, too many. */
+	held[2].ht_build_id.fb_len = 0;
+	CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), -EINVAL);
+	held[2].ht_build_id.fb_len = 16;
+	h.fh_nheld = FP_HELD_TABLES_MAX + 1;
+	CHECK_EQ_INT(fp_wire_encode_hello(&h, &buf, &len), -EINVAL);
+	h.fh_held = NULL;
+	h.fh_nheld = 0;
+	fp_hello_fini(&h);
+}
+
+/* At most FP_HELD_TABLES_MAX held tables in a hello, at most 64 table
+ * parts in a reply. */
+static void test_held_and_part_limits(void)
+{
+	size_t n;
+
+	for (n = FP_HELD_TABLES_MAX; n <= FP_HELD_TABLES_MAX + 1; n++) {
+		struct mp m;
+		size_t i;
+
+		mp_hello_base(&m, 9);
+		msgpack_pack_uint64(&m.m_pk, 11);
+		msgpack_pack_array(&m.m_pk, 2 * n);
+		for (i = 0; i < n; i++) {
+			msgpack_pack_bin(&m.m_pk, 2);
+			msgpack_pack_bin_body(&m.m_pk, "ab", 2);
+			msgpack_pack_uint64(&m.m_pk, i);
+		}
+		CHECK_EQ_INT(mp_decode(&m, FP_MSG_HELLO),
+			     n == FP_HELD_TABLES_MAX ? 0 : FP_WIRE_ETOOBIG);
+	}
+	for (n = FP_TABLE_REPLY_PARTS; n <= FP_TABLE_REPLY_PARTS + 1; n++) {
+		struct mp m;
+		size_t i;
+
+		mp_init(&m, FP_MSG_REPLY, 3);
+		msgpack_pack_uint64(&m.m_pk, 1);
+		msgpack_pack_uint64(&m.m_pk, 0);
+		msgpack_pack_uint64(&m.m_pk, 2);
+		msgpack_pack_uint64(&m.m_pk, 0);
+		msgpack_pack_uint64(&m.m_pk, 6);
+		msgpack_pack_array(&m.m_pk, 4 * n);
+		for (i = 0; i < n; i++) {
+			msgpack_pack_bin(&m.m_pk, 1);
+			msgpack_pack_bin_body(&m.m_pk, "a", 1);
+			msgpack_pack_uint64(&m.m_pk, 0);
+			msgpack_pack_uint64(&m.m_pk, 1);
+			msgpack_pack_bin(&m.m_pk, 1);
+			msgpack_pack_bin_body(&m.m_pk, "x", 1);
+		}
+		CHECK_EQ_INT(mp_decode(&m, FP_MSG_REPLY),
+			     n == FP_TABLE_REPLY_PARTS ? 0 : FP_WIRE_ETOOBIG);
+	}
 }
 
 static void test_label_limit(void)
@@ -2397,6 +2532,8 @@ int main(void)
 	RUN(test_unknown_keys_ignored);
 	RUN(test_raw_cases);
 	RUN(test_label_limit);
+	RUN(test_hello_held_roundtrip);
+	RUN(test_held_and_part_limits);
 	RUN(test_string_limit);
 	RUN(test_nodes_unchecked_semantics);
 	RUN(test_batch_size_limit);
