@@ -85,18 +85,18 @@ struct fp_server_stats {
 	uint64_t sv_agent_lost_samples;     /* as reported by agents (latest totals) */
 	uint64_t sv_write_errors;
 	uint64_t sv_profiles;
-	uint64_t sv_file_parts;       /* file bytes fetched from devices */
-	uint64_t sv_table_bytes;      /* unwind table bytes sent to agents */
-	uint64_t sv_tables_held;      /* tables not sent: the agent held them (HELLO key 11) */
-	uint64_t sv_table_held_bytes; /* ... their bytes */
-	uint64_t sv_table_mem_bytes;  /* tables kept in memory for sessions (tablestore.h) */
-	uint64_t sv_table_mem_reads;  /* ... read from the cache into it */
-	uint64_t sv_fetch_active;     /* device fetches running now (devfetch.h) */
-	uint64_t sv_fetch_expired;    /* ... that had no answer in time */
-	uint64_t sv_fetch_deferred;   /* ... not started for a bound */
-	uint64_t sv_fetch_retried;    /* ... started again after a device's failure */
-	uint64_t sv_fetch_given_up;   /* build-IDs failed too often to ask again */
-	uint64_t sv_fetch_started;    /* device fetches started, of both kinds */
+	uint64_t sv_file_parts;        /* file bytes fetched from devices */
+	uint64_t sv_table_bytes;       /* unwind table bytes sent to agents */
+	uint64_t sv_tables_held;       /* tables not sent: the agent held them (HELLO key 11) */
+	uint64_t sv_table_held_bytes;  /* ... their bytes */
+	uint64_t sv_table_mem_bytes;   /* tables kept in memory for sessions (tablestore.h) */
+	uint64_t sv_table_mem_reads;   /* ... read from the cache into it */
+	uint64_t sv_fetch_active;      /* device fetches running now (devfetch.h) */
+	uint64_t sv_fetch_expired;     /* ... that had no answer in time */
+	uint64_t sv_fetch_deferred;    /* ... not started for a bound */
+	uint64_t sv_fetch_retried;     /* ... started again after a device's failure */
+	uint64_t sv_fetch_given_up;    /* build-IDs failed too often to ask again */
+	uint64_t sv_fetch_started;     /* device fetches started, of both kinds */
 	uint64_t sv_fetch_cfi_started; /* of them, of CFI alone (devfetch.h) */
 	/* The pipeline (pipeline.h) and the resolver's workers (resolver.h): */
 	uint64_t sv_pipeline_queue;       /* profiles waiting for their sinks now */
