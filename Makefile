@@ -55,7 +55,9 @@ PROTOS      := $(wildcard proto/*.proto)
 PROTO_SRCS  := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTOS))
 PROTO_HDRS  := $(PROTO_SRCS:.c=.h)
 BPF_SRCS    := $(wildcard bpf/*.bpf.c)
-SKELS       := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+BPF_HDRS    := $(wildcard bpf/*.h)
+# stacks_py: the Python walker, built from stacks.bpf.c (see its head).
+SKELS       := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS)) $(BUILD)/stacks_py.skel.h
 UNIT_SRCS   := $(wildcard tests/unit/*_test.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 UNIT_ASAN   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
@@ -99,10 +101,14 @@ deps:
 	$(Q)tools/install-deps.sh
 
 # BPF object -> skeleton.  No vmlinux.h, no CO-RE: UAPI headers only.
-$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/%.h | $(BUILD)
+BPF_CC = $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) \
+	$(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -Ibpf
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(BUILD)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) \
-		$(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -Ibpf -c $< -o $@
+	$(Q)$(BPF_CC) -c $< -o $@
+$(BUILD)/stacks_py.bpf.o: bpf/stacks.bpf.c $(BPF_HDRS) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(BPF_CC) -DFP_PYTHON_WALKER -c $< -o $@
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@

@@ -16,8 +16,12 @@
 #include <linux/types.h>
 
 #define FP_PY_EVAL_RANGES 2         /* _PyEval_EvalFrameDefault and its .cold part */
-#define FP_PY_PROCS 1024            /* Python processes walked at once */
-#define FP_PY_THREADS 8192          /* thread states remembered (LRU) */
+/* A switch runs a few dozen Python daemons of a few threads each; both
+ * maps exist only once the Python walker is loaded.  Past FP_PY_PROCS a
+ * process shows as the interpreter's native frames (counted); the LRU of
+ * threads only costs a new search of the thread list. */
+#define FP_PY_PROCS 128             /* Python processes walked at once */
+#define FP_PY_THREADS 512           /* thread states remembered (LRU) */
 #define FP_PY_THREAD_SCAN 32        /* thread states searched per lookup */
 #define FP_PY_FRAME_WINDOW 128      /* bytes of a frame read at once */
 #define FP_PY_CODE_WINDOW 192       /* bytes of a code object read at once */

@@ -13,7 +13,13 @@
  *    kernel from 5.10, without bpf_loop;
  *  - other processes whose mappings the agent holds: the kernel's frame
  *    pointer walk, as plain addresses;
- *  - the rest: the kernel's walk with (build-ID, offset) per frame. */
+ *  - the rest: the kernel's walk with (build-ID, offset) per frame.
+ *
+ * Built twice: as is, the sampler and the native walker, which every host
+ * loads; with FP_PYTHON_WALKER, the walker that also writes CPython frames,
+ * which the agent loads when the first CPython process appears, its maps
+ * shared with the first object's (bpf_map__reuse_fd).  A host without
+ * CPython never verifies the Python code. */
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -82,7 +88,9 @@ struct fp_walk {
 	__u32 py_seen;     /* an activation was met: the interpreter's own frames
 			   * between it and the next are not written */
 	__u32 py_nothread; /* activations met without the thread's state */
-	__u32 py_pad;
+	__u32 py_started;  /* the thread's current Python frame was looked up */
+	__u32 maps_first;  /* the process's mappings: unwind_mapv[maps_first..] */
+	__u32 nmaps;
 };
 
 struct fp_bpf_event {
@@ -119,13 +127,24 @@ struct {
 	__type(value, __u32);
 } known_pids SEC(".maps");
 
-/* Per process: its mappings that have an unwind table. */
+/* Per process: where its mappings that have an unwind table are, and
+ * which walker walks it (bpf/unwind.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FP_UNWIND_PROCS);
 	__type(key, __u32);
 	__type(value, struct fp_unwind_proc);
 } unwind_procs SEC(".maps");
+
+/* The mappings of every process with tables, a run per process; the
+ * agent writes them through mmap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, FP_UNWIND_MAPV);
+	__type(key, __u32);
+	__type(value, struct fp_unwind_map);
+} unwind_mapv SEC(".maps");
 
 /* Where each installed table's rows are. */
 struct {
@@ -135,17 +154,27 @@ struct {
 	__type(value, struct fp_unwind_table);
 } unwind_tables SEC(".maps");
 
-/* The rows of every installed table: the device's unwind memory budget.
- * The agent writes it through mmap; sized before load. */
-struct {
+/* The rows of the installed tables, in chunks the agent creates as tables
+ * arrive and writes through mmap (bpf/unwind.h).  The outer array spans
+ * the device's budget (--unwind-mem): sized before load. */
+struct unwind_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, FP_UNWIND_CHUNK_ROWS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct fp_unwind_row)); /* its BTF would be a forward */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct fp_unwind_row);
-} unwind_rows SEC(".maps");
+	__array(values, struct unwind_chunk);
+} unwind_chunks SEC(".maps");
 
-/* Per Python process: where its interpreter keeps its state. */
+#ifdef FP_PYTHON_WALKER
+/* Per Python process: where its interpreter keeps its state.  A switch
+ * runs a few dozen Python daemons. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FP_PY_PROCS);
@@ -160,10 +189,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fp_py_thread);
 } py_threads SEC(".maps");
+#endif
 
+#ifdef FP_PYTHON_WALKER
+#define WALKER FP_WALKER_PYTHON /* this object's walker */
+#else
+#define WALKER FP_WALKER_NATIVE
+#endif
+
+/* The walkers, by enum fp_walker. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, FP_WALKERS);
 	__type(key, __u32);
 	__type(value, __u32);
 } walk_prog SEC(".maps");
@@ -265,24 +302,49 @@ static __always_inline int user_regs(struct fp_regs *ctx, struct fp_walk *w)
 	return -1;
 }
 
-/* find_map: the mapping of proc that holds pc, or NULL. */
-static __always_inline struct fp_unwind_map *find_map(struct fp_unwind_proc *p, __u64 pc)
-{
-	__u32 lo = 0, hi = p->up_nmaps, i;
+/* The two searches below find the last entry at or before a key with no
+ * branch on the comparison (the mask): the verifier then follows one path
+ * per step, not two, and verifies the walker three times faster; the
+ * bounds are 2^7 > FP_UNWIND_MAPS entries and 2^24 > FP_UNWIND_MAX_ROWS.
+ * Each runs log2(entries) steps. */
 
-	if (hi > FP_UNWIND_MAPS)
+/* find_map: the mapping of the walked process that holds pc, or NULL.
+ * Addresses are below 2^63, so that the mask's subtraction cannot wrap. */
+static __always_inline struct fp_unwind_map *find_map(const struct fp_walk *w, __u64 pc)
+{
+	__u32 base = 0, len = w->nmaps, i, k;
+	struct fp_unwind_map *m;
+
+	if (!len || len > FP_UNWIND_MAPS || pc >> 63)
 		return NULL;
-	for (i = 0; i < 7 && lo < hi; i++) { /* 2^7 > FP_UNWIND_MAPS */
-		__u32 mid = (lo + hi) / 2;
-		struct fp_unwind_map *m = &p->up_maps[mid & (FP_UNWIND_MAPS - 1)];
-		if (pc < m->um_start)
-			hi = mid;
-		else if (pc - m->um_start >= m->um_len)
-			lo = mid + 1;
-		else
-			return m;
+	for (i = 0; i < 7; i++) { /* the answer in [base, base + len) */
+		__u32 half = len / 2;
+		__u64 mask;
+		if (!half)
+			break;
+		k = w->maps_first + base + half;
+		m = bpf_map_lookup_elem(&unwind_mapv, &k);
+		if (!m)
+			return NULL;
+		mask = (m->um_start - pc - 1) >> 63; /* 1: um_start <= pc */
+		asm volatile("" : "+r"(mask));
+		base += half & -(__u32)mask;
+		len -= half;
 	}
-	return NULL;
+	k = w->maps_first + base;
+	m = bpf_map_lookup_elem(&unwind_mapv, &k);
+	if (!m || pc < m->um_start || pc - m->um_start >= m->um_len)
+		return NULL;
+	return m;
+}
+
+/* row_at: row i of all rows, in its chunk; NULL when no chunk holds it. */
+static __always_inline struct fp_unwind_row *row_at(__u32 i)
+{
+	__u32 c = i >> FP_UNWIND_CHUNK_SHIFT, r = i & (FP_UNWIND_CHUNK_ROWS - 1);
+	void *chunk = bpf_map_lookup_elem(&unwind_chunks, &c);
+
+	return chunk ? bpf_map_lookup_elem(chunk, &r) : NULL;
 }
 
 /* find_row: the last row of table t at or before file offset off. */
@@ -290,33 +352,36 @@ static __always_inline struct fp_unwind_row *find_row(__u32 t, __u64 off)
 {
 	struct fp_unwind_table *tab = bpf_map_lookup_elem(&unwind_tables, &t);
 	struct fp_unwind_row *r;
-	__u32 lo, hi, i, idx;
+	__u32 base, len, i;
 
 	if (!tab || !tab->ut_nrows || off > 0xffffffffull)
 		return NULL;
-	lo = tab->ut_first, hi = tab->ut_first + tab->ut_nrows; /* answer in [lo - 1, hi) */
-	for (i = 0; i < 24 && lo < hi; i++) {                   /* 2^24 > FP_UNWIND_MAX_ROWS */
-		__u32 mid = lo + (hi - lo) / 2;
-		r = bpf_map_lookup_elem(&unwind_rows, &mid);
+	base = tab->ut_first, len = tab->ut_nrows;
+	r = row_at(base);
+	if (!r || r->ur_pc > off)
+		return NULL; /* before the first row */
+	for (i = 0; i < 24; i++) { /* the answer in [base, base + len) */
+		__u32 half = len / 2;
+		__u64 mask;
+		if (!half)
+			break;
+		r = row_at(base + half);
 		if (!r)
 			return NULL;
-		if (r->ur_pc <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
+		mask = ((__u64)r->ur_pc - off - 1) >> 63; /* 1: ur_pc <= off */
+		asm volatile("" : "+r"(mask));
+		base += half & -(__u32)mask;
+		len -= half;
 	}
-	if (lo == tab->ut_first)
-		return NULL; /* before the first row */
-	idx = lo - 1;
-	return bpf_map_lookup_elem(&unwind_rows, &idx);
+	return row_at(base);
 }
 
 enum step_result { STEP_NEXT, STEP_ROOT, STEP_END };
 
 /* step: from the frame at w->ip to its caller. */
-static __always_inline int step(struct fp_unwind_proc *p, struct fp_walk *w)
+static __always_inline int step(struct fp_walk *w)
 {
-	struct fp_unwind_map *m = find_map(p, w->ip);
+	struct fp_unwind_map *m = find_map(w, w->ip);
 	struct fp_unwind_row *row = NULL;
 	__u64 cfa, ra = 0, fp = w->fp, lookup = w->exact ? w->ip : w->ip - 1;
 	__u8 rule = FP_UNWIND_NONE;
@@ -407,6 +472,7 @@ static __always_inline int py_is_thread(const struct fp_py_proc *py, __u64 ts, _
 	return t == tid;
 }
 
+#ifdef FP_PYTHON_WALKER
 /* py_thread_state: the sampled thread's PyThreadState, 0 if it has none.
  * Remembered per thread and checked on every use; a thread without one
  * is searched for again after FP_PY_RETRY_NS. */
@@ -448,6 +514,8 @@ static __always_inline void py_start(const struct fp_py_proc *py, struct fp_bpf_
 	}
 	e->walk.py_frame = f;
 }
+
+#endif
 
 static __always_inline int in_eval(const struct fp_py_proc *py, __u64 ip)
 {
@@ -539,16 +607,24 @@ static __always_inline int py_frames(const struct fp_py_proc *py, struct fp_bpf_
 	return PY_MORE;
 }
 
-/* walk: FP_WALK_FRAMES frames, then again in a tail call, then out. */
+/* walk: FP_WALK_FRAMES frames, then again in a tail call, then out.
+ * The native walker is this without the Python parts (py is NULL). */
 static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
 {
 	struct fp_walk *w = &e->walk;
-	struct fp_unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &e->hdr.pid);
+#ifdef FP_PYTHON_WALKER
 	struct fp_py_proc *py = bpf_map_lookup_elem(&py_procs, &e->hdr.pid);
+#else
+	const struct fp_py_proc *py = NULL;
+#endif
 	int i, r = STEP_NEXT;
 
-	if (!p)
-		return finish(ctx, e, w->n * 8);
+#ifdef FP_PYTHON_WALKER
+	if (py && !w->py_started) {
+		w->py_started = 1;
+		py_start(py, e);
+	}
+#endif
 	for (i = 0; i < FP_WALK_FRAMES; i++) {
 		__u32 n = w->n;
 		if (!w->py_pending) {
@@ -585,13 +661,13 @@ static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
 				continue;
 			w->py_pending = 0;
 		}
-		r = step(p, w);
+		r = step(w);
 		if (r != STEP_NEXT)
 			break;
 	}
 	if (r == STEP_NEXT && w->calls < FP_WALK_CALLS) {
 		w->calls++;
-		bpf_tail_call(ctx, &walk_prog, 0);
+		bpf_tail_call(ctx, &walk_prog, WALKER);
 	}
 	if (r == STEP_ROOT) {
 		e->hdr.flags |= FP_SAMPLE_ROOT;
@@ -605,14 +681,42 @@ static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
 	return finish(ctx, e, w->n * 8);
 }
 
+#ifdef FP_PYTHON_WALKER
+SEC("perf_event")
+int fp_walk_py(void *ctx)
+#else
 SEC("perf_event")
 int fp_walk(void *ctx)
+#endif
 {
 	__u32 zero = 0;
 	struct fp_bpf_event *e = bpf_map_lookup_elem(&scratch, &zero);
 
 	return e ? walk(ctx, e) : 0;
 }
+
+#ifdef FP_PYTHON_WALKER
+/* A new program image, or the process gone: its interpreter too. */
+SEC("raw_tracepoint/sched_process_exec")
+int fp_py_exec(void *ctx)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+	bpf_map_delete_elem(&py_procs, &pid);
+	return 0;
+}
+
+SEC("raw_tracepoint/sched_process_exit")
+int fp_py_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
+
+	if (pid == (__u32)id)
+		bpf_map_delete_elem(&py_procs, &pid);
+	return 0;
+}
+#else
 
 static __always_inline int is_target(__u32 pid)
 {
@@ -629,8 +733,9 @@ int fp_sample(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
+	struct fp_unwind_proc *p;
 	struct fp_bpf_event *e;
-	__u32 zero = 0;
+	__u32 zero = 0, walker;
 	long ubytes;
 
 	if (tid == 0) /* idle */
@@ -647,20 +752,23 @@ int fp_sample(void *ctx)
 	e->hdr.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
 
-	/* A process with unwind tables is walked here.  Its entry goes on
-	 * exec and exit, like known_pids', so its addresses are the current
-	 * image's even while the agent refreshes what it knows. */
-	if (bpf_map_lookup_elem(&unwind_procs, &pid)) {
+	/* A process with unwind tables is walked, by its walker.  Its entry
+	 * goes on exec and exit, like known_pids', so its addresses are the
+	 * current image's even while the agent refreshes what it knows. */
+	if ((p = bpf_map_lookup_elem(&unwind_procs, &pid))) {
 		e->hdr.flags = FP_SAMPLE_USER_RAW;
 		__builtin_memset(&e->walk, 0, sizeof(e->walk));
 		e->walk.exact = 1;
+		e->walk.maps_first = p->up_first;
+		e->walk.nmaps = p->up_nmaps;
+		walker = p->up_walker;
 		if (user_regs(ctx, &e->walk) == 0) {
-			struct fp_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
 			e->hdr.flags |= FP_SAMPLE_WALKED;
 			count(FP_CNT_WALKS);
-			if (py)
-				py_start(py, e);
-			return walk(ctx, e);
+			bpf_tail_call(ctx, &walk_prog, walker);
+			/* that walker is not loaded (yet) */
+			bpf_tail_call(ctx, &walk_prog, FP_WALKER_NATIVE);
+			e->hdr.flags &= ~FP_SAMPLE_WALKED;
 		}
 		count(FP_CNT_WALK_LOST);
 		/* The kernel finds the user registers (on an IRQ stack,
@@ -687,7 +795,6 @@ int fp_exec(void *ctx)
 
 	bpf_map_delete_elem(&known_pids, &pid);
 	bpf_map_delete_elem(&unwind_procs, &pid);
-	bpf_map_delete_elem(&py_procs, &pid);
 	return 0;
 }
 
@@ -701,7 +808,7 @@ int fp_exit(void *ctx)
 	if (pid == (__u32)id) {
 		bpf_map_delete_elem(&known_pids, &pid);
 		bpf_map_delete_elem(&unwind_procs, &pid);
-		bpf_map_delete_elem(&py_procs, &pid);
 	}
 	return 0;
 }
+#endif

@@ -1,7 +1,9 @@
 /* sampler.c: skeleton lifecycle: open, size, load, attach, poll, destroy. */
 #include "sampler.h"
 #include "log.h"
+#include "privilege.h"
 #include "stacks.skel.h"
+#include "stacks_py.skel.h"
 #include "vec.h"
 
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -23,10 +26,14 @@ struct fp_sampler {
 	struct bpf_link *sm_exec_link, *sm_exit_link; /* NULL: no known pids */
 	int *sm_pfds;
 	int sm_ncpus;
-	struct fp_unwind_row *sm_rows; /* mmap of unwind_rows */
-	size_t sm_rows_bytes, sm_nrows;
+	size_t sm_nrows;      /* the unwind budget, in rows; 0: no unwind tables */
+	uint32_t sm_nchunks;  /* of FP_UNWIND_CHUNK_ROWS rows: the budget */
+	struct stacks_py_bpf *sm_py; /* the Python walker, once loaded */
+	struct bpf_link *sm_py_exec_link, *sm_py_exit_link;
+	int sm_py_err; /* why the Python walker could not be loaded; 0: not tried */
 	fp_sample_fn sm_fn;
 	void *sm_arg;
+	struct fp_sampler_load sm_load; /* what loading the programs cost */
 };
 
 static int sampler_record(void *ctx, void *data, size_t len)
@@ -104,6 +111,66 @@ static size_t ringbuf_size(uint32_t frequency, int ncpus)
 	return size;
 }
 
+/* The verifier's statistics of one program (BPF_LOG_STATS): enough room
+ * for its few lines, so that the kernel never finds the log too short. */
+#define STATS_LOG_BYTES 1024
+
+/* clock_ns: clock clk in ns (CPU time of the calling thread, or wall). */
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* load_object: load obj's programs, with the verifier's statistics added
+ * to *l.  0 or a negative errno. */
+static int load_object(struct bpf_object *obj, struct fp_sampler_load *l)
+{
+	struct bpf_program *prog;
+	uint64_t t0 = cpu_ns(), w0 = clock_ns(CLOCK_MONOTONIC);
+	char *logs, *log;
+	size_t n = 0;
+	int err;
+
+	bpf_object__for_each_program(prog, obj) n++;
+	logs = calloc(n ? n : 1, STATS_LOG_BYTES);
+	if (!logs)
+		return -ENOMEM;
+	log = logs;
+	bpf_object__for_each_program(prog, obj)
+	{
+		bpf_program__set_log_buf(prog, log, STATS_LOG_BYTES);
+		bpf_program__set_log_level(prog, 4); /* BPF_LOG_STATS */
+		log += STATS_LOG_BYTES;
+	}
+	err = bpf_object__load(obj);
+	log = logs;
+	bpf_object__for_each_program(prog, obj)
+	{
+		const char *t = strstr(log, "verification time "), *i = strstr(log, "processed ");
+		if (bpf_program__fd(prog) >= 0) {
+			l->sl_progs++;
+			if (t)
+				l->sl_verify_ns += strtoull(t + 18, NULL, 10) * 1000;
+			if (i)
+				l->sl_insns += strtoull(i + 10, NULL, 10);
+		}
+		bpf_program__set_log_buf(prog, NULL, 0);
+		log += STATS_LOG_BYTES;
+	}
+	free(logs);
+	l->sl_cpu_ns += cpu_ns() - t0;
+	l->sl_wall_ns += clock_ns(CLOCK_MONOTONIC) - w0;
+	return err;
+}
+
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG)
@@ -118,8 +185,9 @@ void fp_sampler_close(struct fp_sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->sm_rb);
-	if (s->sm_rows)
-		munmap(s->sm_rows, s->sm_rows_bytes);
+	bpf_link__destroy(s->sm_py_exec_link);
+	bpf_link__destroy(s->sm_py_exit_link);
+	stacks_py_bpf__destroy(s->sm_py);
 	bpf_link__destroy(s->sm_exec_link);
 	bpf_link__destroy(s->sm_exit_link);
 	/* Open may have failed before either array was allocated. */
@@ -139,6 +207,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	struct fp_sampler *s;
 	bool *online = NULL;
 	size_t rb_bytes, rows;
+	uint64_t t0;
 	int nonline = 0, i, err;
 
 	libbpf_set_print(libbpf_quiet);
@@ -163,7 +232,9 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		s->sm_pfds[i] = -1;
 
 	/* Open */
+	t0 = cpu_ns();
 	s->sm_skel = stacks_bpf__open();
+	s->sm_load.sl_cpu_ns += cpu_ns() - t0;
 	if (!s->sm_skel) {
 		err = -errno;
 		fp_warnx("cannot open the BPF object: %s", strerror(-err));
@@ -180,11 +251,14 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	s->sm_skel->rodata->target_npids = o->so_npids;
 	s->sm_skel->rodata->wakeup_bytes = rb_bytes / 2;
 	bpf_map__set_max_entries(s->sm_skel->maps.samples, rb_bytes);
+	/* The chunks array spans the budget; the chunks come with tables. */
 	rows = o->so_unwind_bytes / sizeof(struct fp_unwind_row);
-	bpf_map__set_max_entries(s->sm_skel->maps.unwind_rows, rows ? rows : 1);
+	s->sm_nchunks = (uint32_t)((rows + FP_UNWIND_CHUNK_ROWS - 1) / FP_UNWIND_CHUNK_ROWS);
+	bpf_map__set_max_entries(s->sm_skel->maps.unwind_chunks,
+				 s->sm_nchunks ? s->sm_nchunks : 1);
 
 	/* Load & verify */
-	err = stacks_bpf__load(s->sm_skel);
+	err = load_object(s->sm_skel->obj, &s->sm_load);
 	if (err) {
 		fp_warnx("cannot load the BPF program (root, or CAP_BPF + CAP_PERFMON, "
 			 "needed): %s",
@@ -192,31 +266,19 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		goto fail;
 	}
 
-	/* The walker goes on in tail calls; the agent writes table rows
-	 * through a shared mapping instead of one syscall per row. */
+	/* Walks go on in tail calls, to the native walker until the Python
+	 * one is loaded. */
 	{
-		__u32 zero = 0;
+		__u32 slot = FP_WALKER_NATIVE;
 		int fd = bpf_program__fd(s->sm_skel->progs.fp_walk);
-		err = bpf_map__update_elem(s->sm_skel->maps.walk_prog, &zero, sizeof(zero), &fd,
+		err = bpf_map__update_elem(s->sm_skel->maps.walk_prog, &slot, sizeof(slot), &fd,
 					   sizeof(fd), BPF_ANY);
 		if (err) {
 			fp_warnx("cannot install the stack walker: %s", strerror(-err));
 			goto fail;
 		}
 	}
-	if (rows) {
-		long page = sysconf(_SC_PAGESIZE);
-		s->sm_rows_bytes = (rows * sizeof(struct fp_unwind_row) + page - 1) / page * page;
-		s->sm_rows = mmap(NULL, s->sm_rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-				  bpf_map__fd(s->sm_skel->maps.unwind_rows), 0);
-		if (s->sm_rows == MAP_FAILED) {
-			err = -errno;
-			s->sm_rows = NULL;
-			fp_warnx("cannot map the unwind table memory: %s", strerror(-err));
-			goto fail;
-		}
-		s->sm_nrows = rows;
-	}
+	s->sm_nrows = rows;
 
 	/* Attach: one CPU-clock event per online CPU */
 	err = online_cpus(&online, &nonline);
@@ -338,18 +400,22 @@ void fp_sampler_forget_pids(struct fp_sampler *s)
 	}
 }
 
-static uint64_t map_bytes(const struct bpf_map *m, int ncpus)
+/* map_bytes: the kernel's count of map m's memory (fdinfo memlock: from
+ * 6.4 what the map holds, before an estimate of it); 0 for a map the
+ * object shares with another and for internal maps of no size. */
+static uint64_t map_bytes(const struct bpf_map *m)
 {
-	uint64_t per = bpf_map__value_size(m) + bpf_map__key_size(m);
+	unsigned long long v = 0;
+	char path[64], line[128];
+	FILE *f;
 
-	switch (bpf_map__type(m)) {
-	case BPF_MAP_TYPE_RINGBUF:
-		return bpf_map__max_entries(m);
-	case BPF_MAP_TYPE_PERCPU_ARRAY:
-		return (uint64_t)bpf_map__value_size(m) * bpf_map__max_entries(m) * ncpus;
-	default:
-		return per * bpf_map__max_entries(m);
-	}
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", bpf_map__fd(m));
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f) && sscanf(line, "memlock: %llu", &v) != 1)
+		;
+	fclose(f);
+	return v;
 }
 
 int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
@@ -362,21 +428,101 @@ int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
 	err = bpf_obj_get_info_by_fd(bpf_program__fd(s->sm_skel->progs.fp_sample), &info, &len);
 	if (err)
 		return err;
+	st->ss_load = s->sm_load;
 	st->ss_run_ns = info.run_time_ns;
 	st->ss_run_count = info.run_cnt;
 	st->ss_map_bytes = 0;
-	bpf_object__for_each_map(m, s->sm_skel->obj) st->ss_map_bytes += map_bytes(m, s->sm_ncpus);
+	bpf_object__for_each_map(m, s->sm_skel->obj) st->ss_map_bytes += map_bytes(m);
+	/* the Python walker's own maps: the rest are the first object's */
+	if (s->sm_py) {
+		st->ss_map_bytes += map_bytes(s->sm_py->maps.py_procs);
+		st->ss_map_bytes += map_bytes(s->sm_py->maps.py_threads);
+		st->ss_map_bytes += map_bytes(s->sm_py->maps.rodata);
+	}
 	return 0;
 }
 
 int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u)
 {
-	if (!s->sm_rows)
+	if (!s->sm_nrows)
 		return -ENOENT;
-	u->su_rows = s->sm_rows;
 	u->su_nrows = s->sm_nrows;
+	u->su_nchunks = s->sm_nchunks;
+	u->su_chunks_fd = bpf_map__fd(s->sm_skel->maps.unwind_chunks);
 	u->su_tables_fd = bpf_map__fd(s->sm_skel->maps.unwind_tables);
 	u->su_procs_fd = bpf_map__fd(s->sm_skel->maps.unwind_procs);
-	u->su_py_procs_fd = bpf_map__fd(s->sm_skel->maps.py_procs);
+	u->su_mapv_fd = bpf_map__fd(s->sm_skel->maps.unwind_mapv);
+	return 0;
+}
+
+/* python_load: open and load the Python walker with the first object's
+ * maps and settings, install it, and attach its exec and exit hooks. */
+static int python_load(struct fp_sampler *s)
+{
+	struct stacks_py_bpf *py;
+	struct bpf_map *m, *base;
+	__u32 slot = FP_WALKER_PYTHON;
+	uint64_t t0 = cpu_ns();
+	int fd, err;
+
+	py = stacks_py_bpf__open();
+	if (!py)
+		return -errno;
+	s->sm_py = py;
+	s->sm_load.sl_cpu_ns += cpu_ns() - t0;
+	memcpy((void *)py->rodata->target_pids, (const void *)s->sm_skel->rodata->target_pids,
+	       sizeof(py->rodata->target_pids));
+	py->rodata->target_npids = s->sm_skel->rodata->target_npids;
+	py->rodata->wakeup_bytes = s->sm_skel->rodata->wakeup_bytes;
+	py->rodata->thread_size = s->sm_skel->rodata->thread_size;
+	bpf_object__for_each_map(m, py->obj)
+	{
+		if (bpf_map__is_internal(m))
+			continue;
+		base = bpf_object__find_map_by_name(s->sm_skel->obj, bpf_map__name(m));
+		if (base && (err = bpf_map__reuse_fd(m, bpf_map__fd(base))))
+			return err;
+	}
+	/* Loading a tracing program takes CAP_PERFMON, which the agent keeps
+	 * for this (privilege.h). */
+	fp_privilege_perfmon(1);
+	err = load_object(py->obj, &s->sm_load);
+	if (!err) {
+		s->sm_py_exec_link = bpf_program__attach_raw_tracepoint(py->progs.fp_py_exec,
+									"sched_process_exec");
+		s->sm_py_exit_link = bpf_program__attach_raw_tracepoint(py->progs.fp_py_exit,
+									"sched_process_exit");
+		if (!s->sm_py_exec_link || !s->sm_py_exit_link)
+			err = -errno;
+	}
+	fp_privilege_perfmon(0);
+	if (err)
+		return err;
+	fd = bpf_program__fd(py->progs.fp_walk_py);
+	return bpf_map__update_elem(s->sm_skel->maps.walk_prog, &slot, sizeof(slot), &fd,
+				    sizeof(fd), BPF_ANY);
+}
+
+int fp_sampler_python(struct fp_sampler *s, int *py_procs_fd)
+{
+	if (!s->sm_nrows)
+		return -ENOENT;
+	if (!s->sm_py_err && !s->sm_py) {
+		int err = python_load(s);
+		if (err) {
+			fp_warnx("cannot load the Python walker: %s; Python processes show as "
+				 "the interpreter's native frames",
+				 strerror(-err));
+			s->sm_py_err = err;
+			bpf_link__destroy(s->sm_py_exec_link);
+			bpf_link__destroy(s->sm_py_exit_link);
+			stacks_py_bpf__destroy(s->sm_py);
+			s->sm_py_exec_link = s->sm_py_exit_link = NULL;
+			s->sm_py = NULL;
+		}
+	}
+	if (s->sm_py_err)
+		return s->sm_py_err;
+	*py_procs_fd = bpf_map__fd(s->sm_py->maps.py_procs);
 	return 0;
 }
