@@ -15,7 +15,7 @@
 
 #include <linux/types.h>
 
-#define FP_PY_EVAL_RANGES 2         /* _PyEval_EvalFrameDefault and its .cold part */
+#define FP_PY_EVAL_RANGES 2 /* _PyEval_EvalFrameDefault and its .cold part */
 /* A switch runs a few dozen Python daemons of a few threads each; both
  * maps exist only once the Python walker is loaded.  Past FP_PY_PROCS a
  * process shows as the interpreter's native frames (counted); the LRU of

@@ -359,7 +359,7 @@ static __always_inline struct fp_unwind_row *find_row(__u32 t, __u64 off)
 	base = tab->ut_first, len = tab->ut_nrows;
 	r = row_at(base);
 	if (!r || r->ur_pc > off)
-		return NULL; /* before the first row */
+		return NULL;       /* before the first row */
 	for (i = 0; i < 24; i++) { /* the answer in [base, base + len) */
 		__u32 half = len / 2;
 		__u64 mask;

@@ -31,7 +31,7 @@ enum fp_bpf_counter {
  * build-IDs, which the kernel finds itself: slower, never wrong.  82 KB,
  * preallocated (a hash map of 8192 took 656 KB). */
 #define FP_KNOWN_PIDS 1024
-#define FP_TARGET_PIDS 16                  /* processes one sampler may be limited to */
+#define FP_TARGET_PIDS 16 /* processes one sampler may be limited to */
 /* A walk runs FP_WALK_FRAMES frames per program run, then goes on in a
  * tail call: fp_sample's to the walker, then FP_WALK_CALLS more, 32 in
  * all, what every kernel allows; 4 * 32 > 127.  Verifying the walker

@@ -237,8 +237,8 @@ static void log_footprint(struct agent *a)
 	fp_info("wire: %" PRIu64 " bytes of batches (%.2f bytes/sample), %" PRIu64
 		" bytes of kallsyms, %" PRIu64 " bytes of files, %" PRIu64
 		" bytes of unwind tables; "
-		"bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64
-		" bytes (%" PRIu64 " of rows, mapped by the agent too); collector %zu bytes; "
+		"bpf: %" PRIu64 " runs, %" PRIu64 " ns/run, maps %" PRIu64 " bytes (%" PRIu64
+		" of rows, mapped by the agent too); collector %zu bytes; "
 		"memory resets %" PRIu64 "; peak RSS %lu kB",
 		a->ag_batch_bytes,
 		a->ag_acked_samples ? (double)a->ag_batch_bytes / a->ag_acked_samples : 0.0,

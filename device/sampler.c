@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
@@ -26,8 +27,8 @@ struct fp_sampler {
 	struct bpf_link *sm_exec_link, *sm_exit_link; /* NULL: no known pids */
 	int *sm_pfds;
 	int sm_ncpus;
-	size_t sm_nrows;      /* the unwind budget, in rows; 0: no unwind tables */
-	uint32_t sm_nchunks;  /* of FP_UNWIND_CHUNK_ROWS rows: the budget */
+	size_t sm_nrows;             /* the unwind budget, in rows; 0: no unwind tables */
+	uint32_t sm_nchunks;         /* of FP_UNWIND_CHUNK_ROWS rows: the budget */
 	struct stacks_py_bpf *sm_py; /* the Python walker, once loaded */
 	struct bpf_link *sm_py_exec_link, *sm_py_exit_link;
 	int sm_py_err; /* why the Python walker could not be loaded; 0: not tried */
@@ -254,8 +255,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	/* The chunks array spans the budget; the chunks come with tables. */
 	rows = o->so_unwind_bytes / sizeof(struct fp_unwind_row);
 	s->sm_nchunks = (uint32_t)((rows + FP_UNWIND_CHUNK_ROWS - 1) / FP_UNWIND_CHUNK_ROWS);
-	bpf_map__set_max_entries(s->sm_skel->maps.unwind_chunks,
-				 s->sm_nchunks ? s->sm_nchunks : 1);
+	bpf_map__set_max_entries(s->sm_skel->maps.unwind_chunks, s->sm_nchunks ? s->sm_nchunks : 1);
 
 	/* Load & verify */
 	err = load_object(s->sm_skel->obj, &s->sm_load);
@@ -508,7 +508,13 @@ int fp_sampler_python(struct fp_sampler *s, int *py_procs_fd)
 	if (!s->sm_nrows)
 		return -ENOENT;
 	if (!s->sm_py_err && !s->sm_py) {
+		struct fp_sampler_load before = s->sm_load;
 		int err = python_load(s);
+		if (!err)
+			fp_info("Python walker loaded: %.1f ms of CPU, %" PRIu64
+				" instructions verified",
+				(s->sm_load.sl_cpu_ns - before.sl_cpu_ns) / 1e6,
+				s->sm_load.sl_insns - before.sl_insns);
 		if (err) {
 			fp_warnx("cannot load the Python walker: %s; Python processes show as "
 				 "the interpreter's native frames",

@@ -49,12 +49,12 @@ void fp_sampler_forget_pids(struct fp_sampler *s);
 
 /* The BPF maps of the unwinder (bpf/unwind.h), for device/unwind_maps.c. */
 struct fp_sampler_unwind {
-	size_t su_nrows;    /* the budget, in rows: every row number is below it */
+	size_t su_nrows;     /* the budget, in rows: every row number is below it */
 	uint32_t su_nchunks; /* entries of the chunks array: su_nrows in chunks */
-	int su_chunks_fd;   /* unwind_chunks: chunk -> its array of rows */
-	int su_tables_fd;   /* unwind_tables: index -> rows */
-	int su_procs_fd;    /* unwind_procs: pid -> its run of mappings */
-	int su_mapv_fd;     /* unwind_mapv: the mappings (BPF_F_MMAPABLE) */
+	int su_chunks_fd;    /* unwind_chunks: chunk -> its array of rows */
+	int su_tables_fd;    /* unwind_tables: index -> rows */
+	int su_procs_fd;     /* unwind_procs: pid -> its run of mappings */
+	int su_mapv_fd;      /* unwind_mapv: the mappings (BPF_F_MMAPABLE) */
 };
 
 /* fp_sampler_unwind_maps: those maps.  0, or -ENOENT when the sampler was

@@ -269,7 +269,8 @@ static void scrub(struct fp_unwind *u, uint32_t t)
 		for (j = 0; j < u->u_runs[i].r_n; j++) {
 			struct fp_unwind_map *m = &u->u_mapv[u->u_runs[i].r_first + j];
 			if (m->um_table == t)
-				__atomic_store_n(&m->um_table, FP_UNWIND_NO_TABLE, __ATOMIC_RELAXED);
+				__atomic_store_n(&m->um_table, FP_UNWIND_NO_TABLE,
+						 __ATOMIC_RELAXED);
 		}
 }
 
@@ -343,7 +344,8 @@ static int lru(const struct fp_unwind *u)
 static int rows_write(struct fp_unwind *u, uint32_t first, const struct fp_unwind_row *rows,
 		      uint32_t n)
 {
-	uint32_t c, c0 = first >> FP_UNWIND_CHUNK_SHIFT, c1 = (first + n - 1) >> FP_UNWIND_CHUNK_SHIFT;
+	uint32_t c, c0 = first >> FP_UNWIND_CHUNK_SHIFT,
+		    c1 = (first + n - 1) >> FP_UNWIND_CHUNK_SHIFT;
 	uint32_t i;
 	int err;
 
@@ -360,7 +362,8 @@ static int rows_write(struct fp_unwind *u, uint32_t first, const struct fp_unwin
 			return err;
 		}
 	for (i = 0; i < n;) {
-		uint32_t at = first + i, in = FP_UNWIND_CHUNK_ROWS - (at & (FP_UNWIND_CHUNK_ROWS - 1));
+		uint32_t at = first + i,
+			 in = FP_UNWIND_CHUNK_ROWS - (at & (FP_UNWIND_CHUNK_ROWS - 1));
 		if (in > n - i)
 			in = n - i;
 		memcpy((void *)row_at(u, at), rows + i, (size_t)in * sizeof(*rows));

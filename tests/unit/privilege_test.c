@@ -160,8 +160,9 @@ static void test_perfmon_for_later_loads(void)
 		CHECK(status_hex("CapEff") == kept);
 		/* CAP_SYS_ADMIN was not kept: it cannot come back */
 		{
-			struct __user_cap_header_struct hdr = { .version =
-									_LINUX_CAPABILITY_VERSION_3 };
+			struct __user_cap_header_struct hdr = {
+				.version = _LINUX_CAPABILITY_VERSION_3
+			};
 			struct __user_cap_data_struct data[2];
 			memset(data, 0, sizeof(data));
 			CHECK_EQ_INT(syscall(SYS_capget, &hdr, data), 0);

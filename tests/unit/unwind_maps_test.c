@@ -312,8 +312,14 @@ static void test_walker(void)
 	struct fp_unwind_stats st;
 	struct fp_build_id a = bid(41), b = bid(42);
 	struct fp_vma v[2] = {
-		{ .fv_start = 0x400000, .fv_end = 0x420000, .fv_build_id_state = 1, .fv_build_id = a },
-		{ .fv_start = 0x500000, .fv_end = 0x520000, .fv_build_id_state = 1, .fv_build_id = b },
+		{ .fv_start = 0x400000,
+		  .fv_end = 0x420000,
+		  .fv_build_id_state = 1,
+		  .fv_build_id = a },
+		{ .fv_start = 0x500000,
+		  .fv_end = 0x520000,
+		  .fv_build_id_state = 1,
+		  .fv_build_id = b },
 	};
 	struct fp_procmaps pm = { .pm_vmas = v, .pm_nvmas = 1 };
 	struct fp_unwind_map m[FP_UNWIND_MAPS];
