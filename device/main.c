@@ -245,6 +245,10 @@ static void log_footprint(struct agent *a)
 		a->ag_ksyms_bytes, a->ag_file_bytes, a->ag_table_bytes, st.ss_run_count,
 		st.ss_run_count ? st.ss_run_ns / st.ss_run_count : 0, st.ss_map_bytes + rows_bytes,
 		rows_bytes, fp_collector_bytes(a->ag_collector), a->ag_resets, hwm_kb);
+	fp_info("ring buffer: %" PRIu64 " bytes; %" PRIu64 " records of %.0f bytes on average; "
+		"at most %" PRIu64 " bytes drained at once",
+		st.ss_rb_bytes, st.ss_records,
+		st.ss_records ? (double)st.ss_record_bytes / st.ss_records : 0.0, st.ss_rb_peak);
 	fp_info("wire: batch bytes by part: nodes %zu, counts %zu, mappings %zu, threads %zu, "
 		"headers %zu",
 		a->ag_batch_parts.wp_nodes, a->ag_batch_parts.wp_counts,

@@ -23,6 +23,9 @@
 struct fp_sampler {
 	struct stacks_bpf *sm_skel;
 	struct ring_buffer *sm_rb;
+	size_t sm_rb_bytes;                     /* its size */
+	uint64_t sm_records, sm_record_bytes;   /* drained from it */
+	uint64_t sm_poll_bytes, sm_poll_peak;   /* in this poll; the most in one */
 	struct bpf_link **sm_links;
 	struct bpf_link *sm_exec_link, *sm_exit_link; /* NULL: no known pids */
 	int *sm_pfds;
@@ -43,6 +46,9 @@ static int sampler_record(void *ctx, void *data, size_t len)
 	const struct fp_bpf_sample *hdr = data;
 	const unsigned char *p = data;
 
+	s->sm_records++;
+	s->sm_record_bytes += len;
+	s->sm_poll_bytes += len + 8; /* and the ring buffer's record header */
 	if (len < sizeof(*hdr) ||
 	    hdr->ustack_bytes >
 		    (hdr->flags & FP_SAMPLE_USER_RAW ? FP_STACK_DEPTH * 8 : FP_USTACK_BYTES) ||
@@ -252,6 +258,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	s->sm_skel->rodata->target_npids = o->so_npids;
 	s->sm_skel->rodata->wakeup_bytes = rb_bytes / 2;
 	bpf_map__set_max_entries(s->sm_skel->maps.samples, rb_bytes);
+	s->sm_rb_bytes = rb_bytes;
 	/* The chunks array spans the budget; the chunks come with tables. */
 	rows = o->so_unwind_bytes / sizeof(struct fp_unwind_row);
 	s->sm_nchunks = (uint32_t)((rows + FP_UNWIND_CHUNK_ROWS - 1) / FP_UNWIND_CHUNK_ROWS);
@@ -279,6 +286,8 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		}
 	}
 	s->sm_nrows = rows;
+	if (o->so_python && rows && (err = fp_sampler_python(s, &(int){ 0 })))
+		goto fail;
 
 	/* Attach: one CPU-clock event per online CPU */
 	err = online_cpus(&online, &nonline);
@@ -343,7 +352,10 @@ fail:
 
 int fp_sampler_poll(struct fp_sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->sm_rb, timeout_ms);
+	int n;
+
+	s->sm_poll_bytes = 0;
+	n = ring_buffer__poll(s->sm_rb, timeout_ms);
 
 	/* Records below the wake-up threshold raise no notification: collect
 	 * them too, so that an interval ends with everything sampled in it. */
@@ -351,6 +363,8 @@ int fp_sampler_poll(struct fp_sampler *s, int timeout_ms)
 		int m = ring_buffer__consume(s->sm_rb);
 		n = m < 0 ? m : n + m;
 	}
+	if (s->sm_poll_bytes > s->sm_poll_peak)
+		s->sm_poll_peak = s->sm_poll_bytes;
 	return n;
 }
 
@@ -429,6 +443,10 @@ int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
 	if (err)
 		return err;
 	st->ss_load = s->sm_load;
+	st->ss_rb_bytes = s->sm_rb_bytes;
+	st->ss_rb_peak = s->sm_poll_peak;
+	st->ss_records = s->sm_records;
+	st->ss_record_bytes = s->sm_record_bytes;
 	st->ss_run_ns = info.run_time_ns;
 	st->ss_run_count = info.run_cnt;
 	st->ss_map_bytes = 0;

@@ -21,6 +21,8 @@ struct fp_sampler_opts {
 	uint32_t so_npids;                /* 0: every process */
 	size_t so_ringbuf_bytes;          /* 0: sized by frequency and CPU count */
 	size_t so_unwind_bytes;           /* memory for unwind table rows; 0: none */
+	int so_python;                    /* load the Python walker now, not when the
+					   * first CPython process appears */
 	fp_sample_fn so_fn;
 	void *so_arg;
 };
@@ -83,6 +85,10 @@ struct fp_sampler_load {
 
 struct fp_sampler_stats {
 	struct fp_sampler_load ss_load;
+	uint64_t ss_rb_bytes;     /* the ring buffer's size */
+	uint64_t ss_rb_peak;      /* the most bytes one poll drained from it */
+	uint64_t ss_records;      /* records drained */
+	uint64_t ss_record_bytes; /* ... their bytes */
 	uint64_t ss_run_ns; /* BPF program run time (needs kernel.bpf_stats_enabled) */
 	uint64_t ss_run_count;
 	uint64_t ss_map_bytes; /* kernel memory of the BPF maps (fdinfo memlock), but for the

@@ -265,6 +265,8 @@ int fp_cmd_record(int argc, char **argv)
 					      .so_npids = pid ? 1 : 0,
 					      .so_ringbuf_bytes = 0,
 					      .so_unwind_bytes = (size_t)unwind_mb << 20,
+					      /* before the first sample, as the tables */
+					      .so_python = !no_python,
 					      .so_fn = on_sample,
 					      .so_arg = col };
 		err = fp_sampler_open(&smp, &so);
