@@ -25,12 +25,12 @@ enum fp_bpf_counter {
 	FP_CNT_MAX = 13,
 };
 
-/* Processes whose mappings the agent holds: every process sampled on the
- * host, a few hundred on a switch (ps: 150 to 300), 60 on the test VM;
- * the exit hook drops them.  Past it a process's frames come with their
- * build-IDs, which the kernel finds itself: slower, never wrong.  82 KB,
- * preallocated (a hash map of 8192 took 656 KB). */
-#define FP_KNOWN_PIDS 1024
+/* Processes whose mappings the agent holds: the processes sampled and
+ * alive (the exit hook drops them), 117 processes in all on the test VM.
+ * Past it a process's frames come with their build-IDs, which the kernel
+ * finds itself: slower, never wrong.  41 KiB, preallocated (8,192 took
+ * 656 KB). */
+#define FP_KNOWN_PIDS 512
 #define FP_TARGET_PIDS 16 /* processes one sampler may be limited to */
 /* A walk runs FP_WALK_FRAMES frames per program run, then goes on in a
  * tail call: fp_sample's to the walker, then FP_WALK_CALLS more, 32 in

@@ -89,19 +89,18 @@ struct fp_unwind_cpython {
  * (unwind_mapv) that the agent allocates per process.  An address outside
  * them walks by frame pointer.
  *
- * Sizes, measured on the test VM and on a SONiC image's process list:
- * redis-server maps 18 files with code, python3.11 with a few extension
- * modules 13, fleetprof-symbolizer 46, syncd about 60: FP_UNWIND_MAPS
- * bounds one process, the array all of them.  A process counts only while
- * it is sampled and its code has tables: a switch runs about 150
- * processes, a few dozen of them busy; 512 lists of 8 mappings each on
- * average take 96 KiB of the array plus 40 KiB of hash (preallocated:
- * kernels before 5.13 refuse other hash maps in perf_event programs).
- * When either is full, the lists of processes that exited are dropped;
- * a process that still does not fit is walked by frame pointer. */
+ * Sizes: redis-server maps 18 files with code, python3.11 with a few
+ * extension modules 13, fleetprof-symbolizer 46; FP_UNWIND_MAPS bounds
+ * one process.  A process has a list only while it is sampled and its
+ * code has tables: the whole test VM, busy with builds and VMs, had 41
+ * lists of 71 mappings (make bench, device part).  256 lists and 2,048
+ * mappings take 21 KiB of hash (preallocated: kernels before 5.13 refuse
+ * other hash maps in perf_event programs) and 48 KiB of array.  When
+ * either is full, the lists of processes that exited are dropped; a
+ * process that still does not fit is walked by frame pointer. */
 #define FP_UNWIND_MAPS 64     /* per process, at most */
-#define FP_UNWIND_PROCS 512   /* processes with tables at once */
-#define FP_UNWIND_MAPV 4096   /* mappings of all of them */
+#define FP_UNWIND_PROCS 256   /* processes with tables at once */
+#define FP_UNWIND_MAPV 2048   /* mappings of all of them */
 #define FP_UNWIND_TABLES 1024 /* tables installed at once */
 #define FP_UNWIND_NO_TABLE 0xffffffffu
 

@@ -993,7 +993,8 @@ def device_bench(args, tmp):
         procs.append(subprocess.Popen(["redis-benchmark", "-p", str(port), "-q", "-c", "4",
                                        "-n", "1000000000", "-t", "set,get", "-l"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        procs.append(subprocess.Popen([args.python, PYWORK], stdout=subprocess.DEVNULL))
+        procs.append(subprocess.Popen([args.python, "tests/workload/pywork.py"],
+                                      stdout=subprocess.DEVNULL))
         procs.append(subprocess.Popen([args.workload], stdout=subprocess.DEVNULL))
         time.sleep(2)
         bpf_stats(True)
