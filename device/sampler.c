@@ -30,6 +30,7 @@ struct fp_sampler {
 	struct bpf_link *sm_exec_link, *sm_exit_link; /* NULL: no known pids */
 	int *sm_pfds;
 	int sm_ncpus;
+	uint32_t sm_frequency;
 	size_t sm_nrows;             /* the unwind budget, in rows; 0: no unwind tables */
 	uint32_t sm_nchunks;         /* of FP_UNWIND_CHUNK_ROWS rows: the budget */
 	struct stacks_py_bpf *sm_py; /* the Python walker, once loaded */
@@ -214,10 +215,9 @@ void fp_sampler_close(struct fp_sampler *s)
 int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 {
 	struct fp_sampler *s;
-	bool *online = NULL;
 	size_t rb_bytes, rows;
 	uint64_t t0;
-	int nonline = 0, i, err;
+	int i, err;
 
 	libbpf_set_print(libbpf_quiet);
 	s = calloc(1, sizeof(*s));
@@ -292,38 +292,9 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		goto fail;
 
 	/* Attach: one CPU-clock event per online CPU */
-	err = online_cpus(&online, &nonline);
-	if (err) {
-		fp_warnx("cannot read the online CPUs: %s", strerror(-err));
+	s->sm_frequency = o->so_frequency;
+	if (!o->so_paused && (err = fp_sampler_start(s)))
 		goto fail;
-	}
-	for (i = 0; i < s->sm_ncpus && i < nonline; i++) {
-		struct perf_event_attr attr = {
-			.type = PERF_TYPE_SOFTWARE,
-			.config = PERF_COUNT_SW_CPU_CLOCK,
-			.size = sizeof(attr),
-			.sample_freq = o->so_frequency,
-			.freq = 1,
-		};
-		if (!online[i])
-			continue;
-		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, -1, i, -1,
-					PERF_FLAG_FD_CLOEXEC);
-		if (s->sm_pfds[i] < 0) {
-			err = -errno;
-			fp_warnx("perf_event_open on CPU %d: %s", i, strerror(-err));
-			goto fail;
-		}
-		s->sm_links[i] = bpf_program__attach_perf_event(s->sm_skel->progs.fp_sample,
-								s->sm_pfds[i]);
-		if (!s->sm_links[i]) {
-			err = -errno;
-			fp_warnx("cannot attach to CPU %d: %s", i, strerror(-err));
-			goto fail;
-		}
-	}
-	free(online);
-	online = NULL;
 
 	/* Attach the exec/exit hooks that keep known_pids honest; without them
 	 * every frame goes through the kernel's build-ID lookup. */
@@ -347,8 +318,46 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	*out = s;
 	return 0;
 fail:
-	free(online);
 	fp_sampler_close(s);
+	return err;
+}
+
+int fp_sampler_start(struct fp_sampler *s)
+{
+	bool *online = NULL;
+	int nonline = 0, i, err;
+
+	err = online_cpus(&online, &nonline);
+	if (err) {
+		fp_warnx("cannot read the online CPUs: %s", strerror(-err));
+		return err;
+	}
+	for (i = 0; i < s->sm_ncpus && i < nonline; i++) {
+		struct perf_event_attr attr = {
+			.type = PERF_TYPE_SOFTWARE,
+			.config = PERF_COUNT_SW_CPU_CLOCK,
+			.size = sizeof(attr),
+			.sample_freq = s->sm_frequency,
+			.freq = 1,
+		};
+		if (!online[i] || s->sm_links[i])
+			continue;
+		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, -1, i, -1,
+					PERF_FLAG_FD_CLOEXEC);
+		if (s->sm_pfds[i] < 0) {
+			err = -errno;
+			fp_warnx("perf_event_open on CPU %d: %s", i, strerror(-err));
+			break;
+		}
+		s->sm_links[i] = bpf_program__attach_perf_event(s->sm_skel->progs.fp_sample,
+								s->sm_pfds[i]);
+		if (!s->sm_links[i]) {
+			err = -errno;
+			fp_warnx("cannot attach to CPU %d: %s", i, strerror(-err));
+			break;
+		}
+	}
+	free(online);
 	return err;
 }
 

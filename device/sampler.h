@@ -23,13 +23,19 @@ struct fp_sampler_opts {
 	size_t so_unwind_bytes;           /* memory for unwind table rows; 0: none */
 	int so_python;                    /* load the Python walker now, not when the
 					   * first CPython process appears */
+	int so_paused;                    /* sample from fp_sampler_start on only */
 	fp_sample_fn so_fn;
 	void *so_arg;
 };
 
-/* fp_sampler_open: open, load and attach.  0 or a negative errno; errors
- * are logged with the reason (permissions, missing BPF support, ...). */
+/* fp_sampler_open: open, load and attach (but with so_paused, sampling
+ * starts at fp_sampler_start).  0 or a negative errno; errors are logged
+ * with the reason (permissions, missing BPF support, ...). */
 int fp_sampler_open(struct fp_sampler **s, const struct fp_sampler_opts *o);
+
+/* fp_sampler_start: start sampling, after an open with so_paused.  0 or a
+ * negative errno (logged). */
+int fp_sampler_start(struct fp_sampler *s);
 void fp_sampler_close(struct fp_sampler *s);
 
 /* fp_sampler_poll: wait up to timeout_ms for samples and pass all pending

@@ -143,12 +143,12 @@ static uint64_t memlock(int fd)
 	return v;
 }
 
-/* chunk_new: create chunk c's array, map it, and put it in the chunks
- * array.  0 or a negative errno. */
-static int chunk_new(struct fp_unwind *u, uint32_t c)
+/* chunk_create: create chunk c's array and map it; its fd, to publish
+ * (chunks_publish), or a negative errno. */
+static int chunk_create(struct fp_unwind *u, uint32_t c)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
-	void *rows = MAP_FAILED;
+	void *rows;
 	int fd, err;
 
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fp_rows", sizeof(uint32_t),
@@ -158,26 +158,34 @@ static int chunk_new(struct fp_unwind *u, uint32_t c)
 	rows = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (rows == MAP_FAILED) {
 		err = -errno;
-		goto fail;
-	}
-	if (bpf_map_update_elem(u->u_maps.su_chunks_fd, &c, &fd, BPF_ANY)) {
-		err = -errno;
-		goto fail;
+		close(fd);
+		return err;
 	}
 	if (!u->u_chunk_kbytes)
 		u->u_chunk_kbytes = memlock(fd);
 	if (!u->u_chunk_kbytes) /* no fdinfo: the rows and the header's page */
 		u->u_chunk_kbytes = CHUNK_BYTES + 4096;
-	close(fd); /* the chunks array and the mapping hold it */
 	u->u_chunks[c] = (struct chunk){ rows, 0 };
 	u->u_stats.us_chunks++;
 	u->u_stats.us_chunk_bytes += u->u_chunk_kbytes;
+	return fd;
+}
+
+/* chunks_publish: put the n chunks keys[i] (fds[i]) in the chunks array.
+ * Each update of an array of maps waits for an RCU grace period (15 to
+ * 25 ms here) before it returns: a batch waits once.  Kernels without
+ * batches for it take them one by one.  0 or a negative errno. */
+static int chunks_publish(struct fp_unwind *u, uint32_t *keys, int *fds, uint32_t n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint32_t done = n, i;
+
+	if (!n || !bpf_map_update_batch(u->u_maps.su_chunks_fd, keys, fds, &done, &opts))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (bpf_map_update_elem(u->u_maps.su_chunks_fd, &keys[i], &fds[i], BPF_ANY))
+			return -errno;
 	return 0;
-fail:
-	if (rows != MAP_FAILED)
-		munmap(rows, CHUNK_BYTES);
-	close(fd);
-	return err;
 }
 
 static void chunk_free(struct fp_unwind *u, uint32_t c)
@@ -274,7 +282,8 @@ static void scrub(struct fp_unwind *u, uint32_t t)
 		}
 }
 
-/* chunks_release: table t's rows are gone: the chunks only it used too. */
+/* chunks_release: table t's rows are gone; the chunks only it used stay
+ * for chunks_trim. */
 static void chunks_release(struct fp_unwind *u, const struct table *t)
 {
 	uint32_t c;
@@ -283,8 +292,7 @@ static void chunks_release(struct fp_unwind *u, const struct table *t)
 		return;
 	for (c = t->t_first >> FP_UNWIND_CHUNK_SHIFT;
 	     c <= (t->t_first + t->t_nrows - 1) >> FP_UNWIND_CHUNK_SHIFT; c++)
-		if (!--u->u_chunks[c].c_tables)
-			chunk_free(u, c);
+		u->u_chunks[c].c_tables--;
 }
 
 static void evict(struct fp_unwind *u, uint32_t t)
@@ -339,28 +347,38 @@ static int lru(const struct fp_unwind *u)
 	return best;
 }
 
-/* rows_write: n rows at row first, in chunks created as needed, which
- * then count one more table.  0 or a negative errno (nothing held). */
+/* rows_write: n rows at row first, in chunks created as needed (kept
+ * from evicted tables when there are), which then count one more table.
+ * 0 or a negative errno (nothing held). */
 static int rows_write(struct fp_unwind *u, uint32_t first, const struct fp_unwind_row *rows,
 		      uint32_t n)
 {
 	uint32_t c, c0 = first >> FP_UNWIND_CHUNK_SHIFT,
 		    c1 = (first + n - 1) >> FP_UNWIND_CHUNK_SHIFT;
-	uint32_t i;
-	int err;
+	uint32_t keys[FP_UNWIND_MAX_ROWS / FP_UNWIND_CHUNK_ROWS + 1], nnew = 0, i;
+	int fds[FP_UNWIND_MAX_ROWS / FP_UNWIND_CHUNK_ROWS + 1], err = 0;
 
 	if (!n)
 		return 0;
-	for (c = c0; c <= c1; c++)
-		if (!u->u_chunks[c].c_rows && (err = chunk_new(u, c))) {
-			u->u_stats.us_chunks_failed++;
-			fp_warnx("unwind tables: cannot create a chunk of rows: %s",
-				 strerror(-err));
-			while (c-- > c0)
-				if (!u->u_chunks[c].c_tables)
-					chunk_free(u, c);
-			return err;
-		}
+	for (c = c0; c <= c1 && !err; c++) {
+		if (u->u_chunks[c].c_rows)
+			continue;
+		if ((fds[nnew] = chunk_create(u, c)) < 0)
+			err = fds[nnew];
+		else
+			keys[nnew++] = c;
+	}
+	if (!err)
+		err = chunks_publish(u, keys, fds, nnew);
+	for (i = 0; i < nnew; i++)
+		close(fds[i]); /* the chunks array and the mapping hold them */
+	if (err) {
+		u->u_stats.us_chunks_failed++;
+		fp_warnx("unwind tables: cannot create a chunk of rows: %s", strerror(-err));
+		for (i = 0; i < nnew; i++)
+			chunk_free(u, keys[i]);
+		return err;
+	}
 	for (i = 0; i < n;) {
 		uint32_t at = first + i,
 			 in = FP_UNWIND_CHUNK_ROWS - (at & (FP_UNWIND_CHUNK_ROWS - 1));
@@ -372,6 +390,18 @@ static int rows_write(struct fp_unwind *u, uint32_t first, const struct fp_unwin
 	for (c = c0; c <= c1; c++)
 		u->u_chunks[c].c_tables++;
 	return 0;
+}
+
+/* chunks_trim: free the chunks no table uses any more.  After a table is
+ * placed, so that the chunks its evicted predecessors held serve it
+ * first: each delete waits for a grace period. */
+static void chunks_trim(struct fp_unwind *u)
+{
+	uint32_t c;
+
+	for (c = 0; c < u->u_maps.su_nchunks; c++)
+		if (u->u_chunks[c].c_rows && !u->u_chunks[c].c_tables)
+			chunk_free(u, c);
 }
 
 int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void *blob, size_t len)
@@ -399,24 +429,30 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 		;
 	while (t == FP_UNWIND_TABLES || (first = place(u, n)) < 0) {
 		int victim = lru(u);
-		if (victim < 0)
+		if (victim < 0) {
+			chunks_trim(u);
 			return -ENOSPC;
+		}
 		evict(u, victim);
 		u->u_stats.us_evicted++;
 		if (t == FP_UNWIND_TABLES)
 			t = victim;
 	}
-	if ((err = rows_write(u, (uint32_t)first, (const struct fp_unwind_row *)(h + 1), n)))
-		return err;
-	u->u_tables[t] = (struct table){ *id, (uint32_t)first,    n,   ++u->u_tick,
-					 1,   u->u_function_rows, NULL };
-	where = (struct fp_unwind_table){ (uint32_t)first, n };
-	if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where, BPF_ANY)) {
-		err = -errno;
-		chunks_release(u, &u->u_tables[t]);
-		memset(&u->u_tables[t], 0, sizeof(u->u_tables[t]));
-		return err;
+	err = rows_write(u, (uint32_t)first, (const struct fp_unwind_row *)(h + 1), n);
+	if (!err) {
+		u->u_tables[t] = (struct table){ *id, (uint32_t)first,    n,   ++u->u_tick,
+						 1,   u->u_function_rows, NULL };
+		where = (struct fp_unwind_table){ (uint32_t)first, n };
+		if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where,
+					BPF_ANY)) {
+			err = -errno;
+			chunks_release(u, &u->u_tables[t]);
+			memset(&u->u_tables[t], 0, sizeof(u->u_tables[t]));
+		}
 	}
+	chunks_trim(u);
+	if (err)
+		return err;
 	if ((py = fp_unwind_table_cpython(blob, len)) &&
 	    (u->u_tables[t].t_py = malloc(sizeof(*py))))
 		*u->u_tables[t].t_py = *py;
