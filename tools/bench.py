@@ -977,6 +977,27 @@ def start_up_figures(line):
     return tuple(float(x) for x in m.groups()) if m else None
 
 
+def device_run(args, addr, secs, pids=None):
+    """One agent for secs, on the whole host or on pids: its memory, BPF
+    cost and log figures."""
+    agent = start_agent(args.build, addr, 99, 5, pids)
+    rss, hwm = SmapsPeak(agent.pid), PeakRss(agent.pid)
+    time.sleep(secs)
+    maps = agent_maps(agent.pid)
+    agent_cpu, log = stop_agent(agent)
+    runs, ns_per_run, map_bytes = bpf_figures(log)
+    um = re.search(r"unwind memory: (\d+) chunks of rows, (\d+) bytes, for (\d+) rows of (\d+) "
+                   r"tables \(budget (\d+) rows\); (\d+) process lists of (\d+) mappings", log)
+    rb = re.search(r"ring buffer: (\d+) bytes; (\d+) records of (\d+) bytes on average; "
+                   r"at most (\d+) bytes drained at once", log)
+    py = re.search(r"Python walker loaded: ([\d.]+) ms of CPU, (\d+) instructions", log)
+    return {"rss": rss.peak, "hwm": hwm.kib, "maps": maps, "map_bytes": map_bytes,
+            "rows_mapped": rows_mapped(log), "ns_per_run": ns_per_run, "runs": runs,
+            "unwind": [int(x) for x in um.groups()] if um else None,
+            "ring": [int(x) for x in rb.groups()] if rb else None,
+            "py": py.groups() if py else None, "agent_cpu": agent_cpu}
+
+
 def device_bench(args, tmp):
     d = f"{tmp}/device"
     os.makedirs(d)
@@ -1004,12 +1025,10 @@ def device_bench(args, tmp):
             agent = start_agent(args.build, addr, 99, 5)
             starts.append(start_up_figures(first_sample(agent)))
             stop_agent(agent)
-        # The steady run, whole host.
-        agent = start_agent(args.build, addr, 99, 5)
-        rss = SmapsPeak(agent.pid)
-        time.sleep(secs)
-        maps = agent_maps(agent.pid)
-        agent_cpu, log = stop_agent(agent)
+        # The whole host, as asked; then the workloads alone (-p), which
+        # a host busy with other work (a shared VM) leaves as it is.
+        host = device_run(args, addr, secs)
+        alone = device_run(args, addr, secs, [p.pid for p in procs])
     finally:
         bpf_stats(False)
         for p in procs:
@@ -1017,24 +1036,14 @@ def device_bench(args, tmp):
             p.wait()
         symb.send_signal(signal.SIGTERM)
         symb.wait()
-    runs, ns_per_run, map_bytes = bpf_figures(log)
-    um = re.search(r"unwind memory: (\d+) chunks of rows, (\d+) bytes, for (\d+) rows of (\d+) "
-                   r"tables \(budget (\d+) rows\); (\d+) process lists of (\d+) mappings", log)
-    rb = re.search(r"ring buffer: (\d+) bytes; (\d+) records of (\d+) bytes on average; "
-                   r"at most (\d+) bytes drained at once", log)
-    py = re.search(r"Python walker loaded: ([\d.]+) ms of CPU, (\d+) instructions", log)
-    return {"starts": [x for x in starts if x], "first": start_up_figures(log),
-            "rss": rss.peak, "maps": maps, "map_bytes": map_bytes,
-            "rows_mapped": rows_mapped(log), "ns_per_run": ns_per_run, "runs": runs,
-            "unwind": [int(x) for x in um.groups()] if um else None,
-            "ring": [int(x) for x in rb.groups()] if rb else None,
-            "py": py.groups() if py else None, "agent_cpu": agent_cpu, "secs": secs}
+    return {"starts": [x for x in starts if x], "host": host, "alone": alone, "secs": secs}
 
 
 def device_lines(args, dv):
-    lines = [f"Device: the agent on the whole host (no -p, 99 Hz) running redis-server under "
-             f"redis-benchmark, python3.11 (pywork.py) and the frame-pointer workload, against "
-             f"the symbolizer without --local-files, {dv['secs']} s"]
+    lines = [f"Device: the agent (99 Hz) on a host running redis-server under redis-benchmark, "
+             f"python3.11 (pywork.py) and the frame-pointer workload, against the symbolizer "
+             f"without --local-files, {dv['secs']} s each: on the whole host, then on the four "
+             f"workload processes only (-p)"]
     st = sorted(dv["starts"], key=lambda x: x[0])
     if st:
         mid = st[len(st) // 2]
@@ -1043,32 +1052,37 @@ def device_lines(args, dv):
             f"{mid[0]:.1f} (min {st[0][0]:.1f}, max {st[-1][0]:.1f}; goal <= 50); of it loading "
             f"BPF {mid[1]:.1f}, verifying about {mid[2]:.1f} ({100 * mid[2] / mid[0]:.0f}%, "
             f"{mid[3]:.0f} instructions)")
-    if dv["py"]:
+    py = dv["host"]["py"] or dv["alone"]["py"]
+    if py:
         lines.append(f"Python walker, loaded when the first CPython process was seen: "
-                     f"{float(dv['py'][0]):.1f} ms of CPU, {dv['py'][1]} instructions verified")
-    rss, anon, files, bpf_rss = dv["rss"]
-    total = rss * 1024 + dv["map_bytes"]
-    lines.append(f"memory, peak RSS without mapped BPF maps + BPF maps (each page once), MiB: "
-                 f"{total / 2**20:.2f} (goal <= 8 MB = 7.63 MiB)")
-    lines.append(f"  RSS without BPF maps {rss} KiB: anonymous {anon} KiB, files (binary, "
-                 f"libraries) {files} KiB")
-    lines.append(f"  BPF maps {dv['map_bytes'] // 1024} KiB: " +
-                 ", ".join(f"{n} {b // 1024}" for _, n, b in dv["maps"] if b >= 4096) +
-                 f", unwind rows {dv['rows_mapped'] // 1024}")
-    if dv["unwind"]:
-        chunks, cbytes, rows, tables, budget, lists, mapv = dv["unwind"]
-        lines.append(f"  unwind rows in use {rows} ({rows * 8 // 1024} KiB) of {tables} tables, "
-                     f"held in {chunks} chunks of {cbytes // max(chunks, 1) // 1024} KiB "
-                     f"({cbytes // 1024} KiB; budget {budget * 8 >> 20} MiB); {lists} process "
-                     f"lists of {mapv} mappings")
-    if dv["ring"]:
-        size, recs, avg, peak = dv["ring"]
-        lines.append(f"  ring buffer {size // 1024} KiB: {recs} records of {avg} bytes on average, "
-                     f"at most {peak // 1024} KiB drained at once")
-    lines.append(f"BPF program run time per sample, ns: {dv['ns_per_run']} ({dv['runs']} runs); "
-                 f"agent CPU {100 * dv['agent_cpu'] / dv['secs']:.3f}% of a core")
+                     f"{float(py[0]):.1f} ms of CPU, {py[1]} instructions verified")
+    lines.append(f"{'':58} {'whole host':>12} {'-p workloads':>13}")
+    row = lambda name, f: lines.append(f"{name:58} {f(dv['host']):>12} {f(dv['alone']):>13}")
+    mib = lambda r: f"{(r['rss'][0] * 1024 + r['map_bytes']) / 2**20:.2f}"
+    row("RSS without mapped BPF maps + BPF maps, MiB (goal 7.63)", mib)
+    row("  peak RSS without mapped BPF maps, KiB", lambda r: r["rss"][0])
+    row("    anonymous, KiB", lambda r: r["rss"][1])
+    row("    files (binary, libraries), KiB", lambda r: r["rss"][2])
+    row("  (VmHWM, mapped BPF maps and moments between samples in, KiB)", lambda r: r["hwm"])
+    row("  BPF maps (the kernel's count), KiB", lambda r: r["map_bytes"] // 1024)
+    row("    chunks of unwind rows, KiB", lambda r: r["rows_mapped"] // 1024)
+    row("    the other maps, KiB", lambda r: (r["map_bytes"] - r["rows_mapped"]) // 1024)
+    row("unwind rows in use", lambda r: r["unwind"][2] if r["unwind"] else "-")
+    row("  of tables", lambda r: r["unwind"][3] if r["unwind"] else "-")
+    row("  chunks held", lambda r: r["unwind"][0] if r["unwind"] else "-")
+    row("process lists / their mappings",
+        lambda r: f"{r['unwind'][5]}/{r['unwind'][6]}" if r["unwind"] else "-")
+    row("ring buffer: records, mean bytes", lambda r: f"{r['ring'][1]}, {r['ring'][2]}"
+        if r["ring"] else "-")
+    row("  the most drained at once, KiB (of the buffer's)",
+        lambda r: f"{r['ring'][3] // 1024} of {r['ring'][0] // 1024}" if r["ring"] else "-")
+    row("BPF program run time per run, ns", lambda r: r["ns_per_run"])
+    row("agent CPU, % of a core (start-up included)",
+        lambda r: f"{100 * r['agent_cpu'] / dv['secs']:.3f}")
+    other = dv["host"]["maps"]
+    lines.append("the host agent's maps, KiB: " +
+                 ", ".join(f"{n} {b // 1024}" for _, n, b in other if b >= 4096))
     return lines
-
 
 PARTS = ("footprint", "symbolizer", "unwind", "encode", "python", "fleet", "device")
 
