@@ -13,7 +13,6 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,8 +120,8 @@ static size_t ringbuf_size(uint32_t frequency, int ncpus)
 	return size;
 }
 
-/* The verifier's statistics of one program (BPF_LOG_STATS): enough room
- * for its few lines, so that the kernel never finds the log too short. */
+/* The verifier's statistics of one program (BPF_LOG_STATS), or the reason
+ * it refused it: enough room for their few lines. */
 #define STATS_LOG_BYTES 1024
 
 /* clock_ns: clock clk in ns (CPU time of the calling thread, or wall). */
@@ -165,6 +164,10 @@ static int load_object(struct bpf_object *obj, struct fp_sampler_load *l)
 	bpf_object__for_each_program(prog, obj)
 	{
 		const char *t = strstr(log, "verification time "), *i = strstr(log, "processed ");
+		/* A refused program: libbpf prints no log it does not own */
+		if (err && bpf_program__fd(prog) < 0 && log[0])
+			fp_warnx("BPF program %s: %.*s", bpf_program__name(prog), STATS_LOG_BYTES,
+				 log);
 		if (bpf_program__fd(prog) >= 0) {
 			l->sl_progs++;
 			if (t)
