@@ -15,9 +15,15 @@
 
 #include <linux/types.h>
 
-#define FP_PY_EVAL_RANGES 2         /* _PyEval_EvalFrameDefault and its .cold part */
-#define FP_PY_PROCS 1024            /* Python processes walked at once */
-#define FP_PY_THREADS 8192          /* thread states remembered (LRU) */
+#define FP_PY_EVAL_RANGES 2 /* _PyEval_EvalFrameDefault and its .cold part */
+/* The busiest host measured walked 18 CPython processes at once (README,
+ * Performance: the test VM with other Python tests running); make bench
+ * runs ten daemons.  Both maps exist only once the
+ * Python walker is loaded: 23 and 48 KiB.  Past FP_PY_PROCS a process
+ * shows as the interpreter's native frames; the LRU of threads only costs
+ * a new search of the thread list. */
+#define FP_PY_PROCS 128             /* Python processes walked at once */
+#define FP_PY_THREADS 512           /* thread states remembered (LRU) */
 #define FP_PY_THREAD_SCAN 32        /* thread states searched per lookup */
 #define FP_PY_FRAME_WINDOW 128      /* bytes of a frame read at once */
 #define FP_PY_CODE_WINDOW 192       /* bytes of a code object read at once */

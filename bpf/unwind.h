@@ -85,10 +85,22 @@ struct fp_unwind_cpython {
 };
 
 /* What the BPF program knows of a process it unwinds: its mappings that
- * have a table, sorted by start.  An address outside them walks by frame
- * pointer. */
-#define FP_UNWIND_MAPS 64     /* per process */
-#define FP_UNWIND_PROCS 1024  /* processes with tables at once */
+ * have a table, sorted by start, as a run of entries of the mappings array
+ * (unwind_mapv) that the agent allocates per process.  An address outside
+ * them walks by frame pointer.
+ *
+ * Sizes: redis-server maps 18 files with code, python3.11 with a few
+ * extension modules 13, fleetprof-symbolizer 46; FP_UNWIND_MAPS bounds
+ * one process.  A process has a list only while it is sampled and its
+ * code has tables: the whole test VM, busy with builds and VMs, had 41
+ * lists of 71 mappings (make bench, device part).  256 lists and 2,048
+ * mappings take 21 KiB of hash (preallocated: kernels before 5.13 refuse
+ * other hash maps in perf_event programs) and 48 KiB of array.  When
+ * either is full, the lists of processes that exited are dropped; a
+ * process that still does not fit is walked by frame pointer. */
+#define FP_UNWIND_MAPS 64     /* per process, at most */
+#define FP_UNWIND_PROCS 256   /* processes with tables at once */
+#define FP_UNWIND_MAPV 2048   /* mappings of all of them */
 #define FP_UNWIND_TABLES 1024 /* tables installed at once */
 #define FP_UNWIND_NO_TABLE 0xffffffffu
 
@@ -99,13 +111,33 @@ struct fp_unwind_map {
 	__u32 um_table; /* index into the tables map */
 };
 
-struct fp_unwind_proc {
-	__u32 up_nmaps;
-	__u32 up_pad;
-	struct fp_unwind_map up_maps[FP_UNWIND_MAPS];
+/* The walkers (slots of the walk_prog array): the native one, and the one
+ * that also writes CPython frames, loaded when the first CPython process
+ * shows up. */
+enum fp_walker {
+	FP_WALKER_NATIVE = 0,
+	FP_WALKER_PYTHON = 1,
+	FP_WALKERS = 2,
 };
 
-/* Where a table's rows sit in the rows array; ut_nrows 0: slot unused. */
+struct fp_unwind_proc {
+	__u32 up_first; /* its first mapping in unwind_mapv */
+	__u8 up_nmaps;  /* how many, at most FP_UNWIND_MAPS */
+	__u8 up_walker; /* enum fp_walker */
+	__u16 up_pad;
+};
+
+/* Rows live in chunks of FP_UNWIND_CHUNK_ROWS, BPF arrays the agent
+ * creates when a table first needs them and frees when no table uses them
+ * any more; an array of maps holds them.  A table's rows are numbered as
+ * one run in the whole budget, chunk = row >> FP_UNWIND_CHUNK_SHIFT, and
+ * may span chunks.  64 KiB chunks: the kernel adds a page to each
+ * (BPF_F_MMAPABLE), 6%; the last chunk in use is half empty on average,
+ * 32 KiB of waste. */
+#define FP_UNWIND_CHUNK_SHIFT 13
+#define FP_UNWIND_CHUNK_ROWS (1u << FP_UNWIND_CHUNK_SHIFT)
+
+/* Where a table's rows sit among all rows; ut_nrows 0: slot unused. */
 struct fp_unwind_table {
 	__u32 ut_first;
 	__u32 ut_nrows;

@@ -131,6 +131,8 @@ struct agent {
 	size_t ag_ksyms_len;
 	unsigned ag_ksyms_left; /* kallsyms reads this interval may still make */
 	uint64_t ag_fetch_deferred, ag_ksyms_deferred, ag_asks_dropped;
+	uint64_t ag_start_ns; /* CLOCK_MONOTONIC when main began */
+	int ag_sampling;      /* the first sample arrived */
 };
 
 /* Set by SIGINT and SIGTERM (and when starting over fails): the agent

@@ -30,7 +30,8 @@ struct proc {
 
 struct fp_python {
 	struct fp_unwind *py_unwind;
-	int py_procs_fd;
+	struct fp_sampler *py_sampler;
+	int py_procs_fd; /* -1 until the Python walker is loaded */
 	const char *py_proc;
 	int py_pthread_tid;        /* offset of the tid in a pthread descriptor; -1 unknown */
 	struct fp_intern *py_pids; /* pid -> index into py_procv */
@@ -99,7 +100,8 @@ int fp_python_alloc(struct fp_python **out, struct fp_sampler *s, struct fp_unwi
 		return -ENOMEM;
 	}
 	py->py_unwind = u;
-	py->py_procs_fd = maps.su_py_procs_fd;
+	py->py_sampler = s;
+	py->py_procs_fd = -1;
 	py->py_proc = proc;
 	py->py_pthread_tid = pthread_tid_offset();
 	*out = py;
@@ -192,6 +194,19 @@ static void fill(struct fp_py_proc *pp, const struct fp_py_offsets *o)
 	pp->pp_instr_kind = o->po_instr_kind;
 }
 
+/* walk_python: give pid's interpreter pp to the Python walker, loaded
+ * first if this is the first, and have the walker walk pid. */
+static int walk_python(struct fp_python *py, uint32_t pid, const struct fp_py_proc *pp)
+{
+	int err;
+
+	if (py->py_procs_fd < 0 && (err = fp_sampler_python(py->py_sampler, &py->py_procs_fd)))
+		return err;
+	if (bpf_map_update_elem(py->py_procs_fd, &pid, pp, BPF_ANY))
+		return -errno;
+	return fp_unwind_set_walker(py->py_unwind, pid, FP_WALKER_PYTHON);
+}
+
 int fp_python_set_proc(struct fp_python *py, uint32_t pid, const struct fp_procmaps *pm)
 {
 	const struct fp_unwind_cpython *c = NULL;
@@ -221,7 +236,7 @@ int fp_python_set_proc(struct fp_python *py, uint32_t pid, const struct fp_procm
 	if (p->p_state == PROC_LIVE && p->p_runtime == bias + (uint64_t)c->uc_runtime)
 		/* the same interpreter; the exit or exec hook may have
 		 * dropped it from the map (a reused pid) */
-		return bpf_map_update_elem(py->py_procs_fd, &pid, &p->p_bpf, BPF_ANY) ? -errno : 0;
+		return walk_python(py, pid, &p->p_bpf);
 	p->p_runtime = bias + (uint64_t)c->uc_runtime;
 	err = offsets_of(py, pid, c->uc_version, p->p_runtime, &p->p_off);
 	if (err) {
@@ -249,9 +264,9 @@ int fp_python_set_proc(struct fp_python *py, uint32_t pid, const struct fp_procm
 		if (c->uc_eval[k].start < c->uc_eval[k].end && s >= v->fv_start && e <= v->fv_end)
 			pp.pp_eval_start[k] = s, pp.pp_eval_end[k] = e;
 	}
-	if (bpf_map_update_elem(py->py_procs_fd, &pid, &pp, BPF_ANY)) {
+	if ((err = walk_python(py, pid, &pp))) {
 		p->p_state = PROC_NONE;
-		return -errno;
+		return err;
 	}
 	p->p_bpf = pp;
 	p->p_state = PROC_LIVE;
@@ -263,7 +278,9 @@ void fp_python_forget_proc(struct fp_python *py, uint32_t pid)
 {
 	struct proc *p = proc_get(py, pid, 0);
 
-	bpf_map_delete_elem(py->py_procs_fd, &pid);
+	fp_unwind_set_walker(py->py_unwind, pid, FP_WALKER_NATIVE);
+	if (py->py_procs_fd >= 0)
+		bpf_map_delete_elem(py->py_procs_fd, &pid);
 	if (p)
 		memset(p, 0, sizeof(*p));
 }

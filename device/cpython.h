@@ -39,18 +39,20 @@ struct fp_python_stats {
 	uint64_t ps_bytes_read;      /* bytes read from processes */
 };
 
-/* fp_python_alloc: the Python state for sampler s (its py_procs map),
- * whose unwind tables u manages; proc the procfs mount.  0, -ENOENT (the
- * sampler has no walker) or -ENOMEM. */
+/* fp_python_alloc: the Python state for sampler s, whose unwind tables u
+ * manages; proc the procfs mount.  The sampler's Python walker is loaded
+ * when the first CPython process is given to it (fp_python_set_proc).
+ * 0, -ENOENT (the sampler has no unwind tables) or -ENOMEM. */
 int fp_python_alloc(struct fp_python **py, struct fp_sampler *s, struct fp_unwind *u,
 		    const char *proc);
 void fp_python_free(struct fp_python *py);
 
 /* fp_python_set_proc: give the walker pid's interpreter, when one of pm's
- * mappings has a file whose installed unwind table names one; else take
- * pid off the walker's list.  0, or a negative errno: -ENOTSUP (an
- * interpreter version without known offsets: counted, logged once per
- * process). */
+ * mappings has a file whose installed unwind table names one (loading the
+ * Python walker for the first); else take pid off the walker's list.  0,
+ * or a negative errno: -ENOTSUP (an interpreter version without known
+ * offsets: counted, logged once per process), or the sampler's error
+ * loading the walker (fp_sampler_python). */
 int fp_python_set_proc(struct fp_python *py, uint32_t pid, const struct fp_procmaps *pm);
 
 /* fp_python_on_maps: the collector's maps hook (fp_collector_set_maps_fn)

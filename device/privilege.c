@@ -14,6 +14,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
 #ifndef CAP_BPF
 #define CAP_BPF 39
 #endif
@@ -129,12 +132,16 @@ static const int allowed[] = {
 	SYS_geteuid,
 	SYS_getgid,
 	SYS_getegid,
+	/* CAP_PERFMON up and down for a later BPF load (fp_privilege_perfmon) */
+	SYS_capget,
+	SYS_capset,
 };
 
-uint64_t fp_privilege_kept(void)
+static int dropped; /* fp_privilege_drop succeeded */
+
+/* known_caps: the capabilities this kernel knows. */
+static uint64_t known_caps(void)
 {
-	uint64_t kept = 1ull << CAP_BPF | 1ull << CAP_SYS_PTRACE | 1ull << CAP_DAC_READ_SEARCH |
-			1ull << CAP_CHECKPOINT_RESTORE | 1ull << CAP_SYSLOG;
 	int last = CAP_LAST_CAP;
 	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
 
@@ -143,9 +150,14 @@ uint64_t fp_privilege_kept(void)
 			last = CAP_LAST_CAP;
 		fclose(f);
 	}
-	if (last < 63)
-		kept &= (2ull << last) - 1;
-	return kept;
+	return last < 63 ? (2ull << last) - 1 : ~0ull;
+}
+
+uint64_t fp_privilege_kept(void)
+{
+	return (1ull << CAP_BPF | 1ull << CAP_SYS_PTRACE | 1ull << CAP_DAC_READ_SEARCH |
+		1ull << CAP_CHECKPOINT_RESTORE | 1ull << CAP_SYSLOG) &
+	       known_caps();
 }
 
 static int threads(void)
@@ -163,7 +175,7 @@ static int threads(void)
 	return n;
 }
 
-static int drop_capabilities(uint64_t kept)
+static int drop_capabilities(uint64_t kept, uint64_t permitted)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
@@ -184,7 +196,7 @@ static int drop_capabilities(uint64_t kept)
 		uint32_t mask = (uint32_t)(kept >> (32 * i));
 
 		data[i].effective &= mask;
-		data[i].permitted &= mask;
+		data[i].permitted &= mask | (uint32_t)(permitted >> (32 * i));
 		data[i].inheritable = 0;
 	}
 	if (syscall(SYS_capset, &hdr, data))
@@ -194,7 +206,25 @@ static int drop_capabilities(uint64_t kept)
 
 #define NALLOWED (sizeof(allowed) / sizeof(allowed[0]))
 
-int fp_privilege_drop(void)
+int fp_privilege_perfmon(int on)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+	uint32_t bit = 1u << (CAP_PERFMON - 32);
+
+	if (!dropped)
+		return 0;
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	if (on)
+		data[1].effective |= bit;
+	else
+		data[1].effective &= ~bit;
+	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
+}
+
+int fp_privilege_drop(int later_loads)
 {
 	int err;
 
@@ -205,9 +235,13 @@ int fp_privilege_drop(void)
 			return -EBUSY;
 		usleep(1000);
 	}
-	if ((err = drop_capabilities(fp_privilege_kept())))
+	if ((err = drop_capabilities(fp_privilege_kept(),
+				     later_loads ? 1ull << CAP_PERFMON & known_caps() : 0)))
 		return err;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -errno;
-	return fp_seccomp_allow(allowed, NALLOWED, SECCOMP_FILTER_FLAG_TSYNC);
+	if ((err = fp_seccomp_allow(allowed, NALLOWED, SECCOMP_FILTER_FLAG_TSYNC)))
+		return err;
+	dropped = 1;
+	return 0;
 }

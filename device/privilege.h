@@ -13,6 +13,12 @@
  *                        without it the agent resolves the path inside
  *                        the process's root instead)
  *   CAP_SYSLOG           kallsyms with addresses, for the symbolizer
+ *   CAP_PERFMON          permitted, not effective, unless --no-python:
+ *                        made effective in the main thread only while the
+ *                        Python walker, a BPF program of the tracing kind,
+ *                        loads (the first CPython process appears), then
+ *                        lowered again; perf_event_open stays refused by
+ *                        the filter
  *
  * Every other capability leaves the effective, permitted, inheritable,
  * ambient and bounding sets; no_new_privs is set; and a seccomp filter
@@ -24,14 +30,21 @@
 
 #include <stdint.h>
 
-/* fp_privilege_kept: the capability mask kept (bit N: capability N),
- * limited to the capabilities this kernel knows. */
+/* fp_privilege_kept: the capability mask kept effective (bit N:
+ * capability N), limited to the capabilities this kernel knows. */
 uint64_t fp_privilege_kept(void);
 
-/* fp_privilege_drop: drop the rest, set no_new_privs, install the filter.
+/* fp_privilege_drop: drop the rest, set no_new_privs, install the filter;
+ * with later_loads, CAP_PERFMON stays permitted for fp_privilege_perfmon.
  * Call once, after the BPF program is attached, in a process whose
  * threads are not yet running (the filter and capability sets are
  * per thread; threads created later inherit them).  0 or -errno. */
-int fp_privilege_drop(void);
+int fp_privilege_drop(int later_loads);
+
+/* fp_privilege_perfmon: raise CAP_PERFMON to effective in the calling
+ * thread (on), or lower it again (off), after fp_privilege_drop kept it
+ * permitted; without a drop (root throughout) nothing changes.  0 or
+ * -errno (-EPERM: not kept). */
+int fp_privilege_perfmon(int on);
 
 #endif

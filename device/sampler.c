@@ -1,17 +1,20 @@
 /* sampler.c: skeleton lifecycle: open, size, load, attach, poll, destroy. */
 #include "sampler.h"
 #include "log.h"
+#include "privilege.h"
 #include "stacks.skel.h"
+#include "stacks_py.skel.h"
 #include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -19,14 +22,23 @@
 struct fp_sampler {
 	struct stacks_bpf *sm_skel;
 	struct ring_buffer *sm_rb;
+	size_t sm_rb_bytes;                   /* its size */
+	uint64_t sm_records, sm_record_bytes; /* drained from it */
+	uint64_t sm_poll_bytes, sm_poll_peak; /* in this poll; the most in one */
 	struct bpf_link **sm_links;
 	struct bpf_link *sm_exec_link, *sm_exit_link; /* NULL: no known pids */
 	int *sm_pfds;
 	int sm_ncpus;
-	struct fp_unwind_row *sm_rows; /* mmap of unwind_rows */
-	size_t sm_rows_bytes, sm_nrows;
+	uint32_t sm_frequency;
+	int sm_task;                 /* fp_sampler_opts.so_task */
+	size_t sm_nrows;             /* the unwind budget, in rows; 0: no unwind tables */
+	uint32_t sm_nchunks;         /* of FP_UNWIND_CHUNK_ROWS rows: the budget */
+	struct stacks_py_bpf *sm_py; /* the Python walker, once loaded */
+	struct bpf_link *sm_py_exec_link, *sm_py_exit_link;
+	int sm_py_err; /* why the Python walker could not be loaded; 0: not tried */
 	fp_sample_fn sm_fn;
 	void *sm_arg;
+	struct fp_sampler_load sm_load; /* what loading the programs cost */
 };
 
 static int sampler_record(void *ctx, void *data, size_t len)
@@ -35,6 +47,9 @@ static int sampler_record(void *ctx, void *data, size_t len)
 	const struct fp_bpf_sample *hdr = data;
 	const unsigned char *p = data;
 
+	s->sm_records++;
+	s->sm_record_bytes += len;
+	s->sm_poll_bytes += len + 8; /* and the ring buffer's record header */
 	if (len < sizeof(*hdr) ||
 	    hdr->ustack_bytes >
 		    (hdr->flags & FP_SAMPLE_USER_RAW ? FP_STACK_DEPTH * 8 : FP_USTACK_BYTES) ||
@@ -92,16 +107,82 @@ bad:
 	return -EINVAL;
 }
 
-/* About a second of samples at a typical 1 KiB each: the agent drains the
- * buffer every 100 ms, and the BPF program wakes it when half full, so
- * nothing is lost short of a stall; memory stays small at low rates. */
+/* About a second of samples at 256 bytes each: records averaged 111 to
+ * 204 bytes (make bench, device part: a walked stack is its addresses,
+ * 8 bytes a frame), and the most one poll drained was 48 KiB on a busy
+ * host (99 Hz, 2 CPUs).  The agent drains the buffer every 250 ms, and
+ * the BPF program wakes it when half full; losses are counted. */
 static size_t ringbuf_size(uint32_t frequency, int ncpus)
 {
-	size_t want = (size_t)frequency * ncpus * 1024, size = 64 * 1024;
+	size_t want = (size_t)frequency * ncpus * 256, size = 64 * 1024;
 
 	while (size < want && size < (64u << 20))
 		size *= 2;
 	return size;
+}
+
+/* The verifier's statistics of one program (BPF_LOG_STATS), or the reason
+ * it refused it: enough room for their few lines. */
+#define STATS_LOG_BYTES 1024
+
+/* clock_ns: clock clk in ns (CPU time of the calling thread, or wall). */
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* load_object: load obj's programs, with the verifier's statistics added
+ * to *l.  0 or a negative errno. */
+static int load_object(struct bpf_object *obj, struct fp_sampler_load *l)
+{
+	struct bpf_program *prog;
+	uint64_t t0 = cpu_ns(), w0 = clock_ns(CLOCK_MONOTONIC);
+	char *logs, *log;
+	size_t n = 0;
+	int err;
+
+	bpf_object__for_each_program(prog, obj) n++;
+	logs = calloc(n ? n : 1, STATS_LOG_BYTES);
+	if (!logs)
+		return -ENOMEM;
+	log = logs;
+	bpf_object__for_each_program(prog, obj)
+	{
+		bpf_program__set_log_buf(prog, log, STATS_LOG_BYTES);
+		bpf_program__set_log_level(prog, 4); /* BPF_LOG_STATS */
+		log += STATS_LOG_BYTES;
+	}
+	err = bpf_object__load(obj);
+	log = logs;
+	bpf_object__for_each_program(prog, obj)
+	{
+		const char *t = strstr(log, "verification time "), *i = strstr(log, "processed ");
+		/* A refused program: libbpf prints no log it does not own */
+		if (err && bpf_program__fd(prog) < 0 && log[0])
+			fp_warnx("BPF program %s: %.*s", bpf_program__name(prog), STATS_LOG_BYTES,
+				 log);
+		if (bpf_program__fd(prog) >= 0) {
+			l->sl_progs++;
+			if (t)
+				l->sl_verify_ns += strtoull(t + 18, NULL, 10) * 1000;
+			if (i)
+				l->sl_insns += strtoull(i + 10, NULL, 10);
+		}
+		bpf_program__set_log_buf(prog, NULL, 0);
+		log += STATS_LOG_BYTES;
+	}
+	free(logs);
+	l->sl_cpu_ns += cpu_ns() - t0;
+	l->sl_wall_ns += clock_ns(CLOCK_MONOTONIC) - w0;
+	return err;
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -118,8 +199,9 @@ void fp_sampler_close(struct fp_sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->sm_rb);
-	if (s->sm_rows)
-		munmap(s->sm_rows, s->sm_rows_bytes);
+	bpf_link__destroy(s->sm_py_exec_link);
+	bpf_link__destroy(s->sm_py_exit_link);
+	stacks_py_bpf__destroy(s->sm_py);
 	bpf_link__destroy(s->sm_exec_link);
 	bpf_link__destroy(s->sm_exit_link);
 	/* Open may have failed before either array was allocated. */
@@ -137,9 +219,9 @@ void fp_sampler_close(struct fp_sampler *s)
 int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 {
 	struct fp_sampler *s;
-	bool *online = NULL;
 	size_t rb_bytes, rows;
-	int nonline = 0, i, err;
+	uint64_t t0;
+	int i, err;
 
 	libbpf_set_print(libbpf_quiet);
 	s = calloc(1, sizeof(*s));
@@ -163,7 +245,9 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		s->sm_pfds[i] = -1;
 
 	/* Open */
+	t0 = cpu_ns();
 	s->sm_skel = stacks_bpf__open();
+	s->sm_load.sl_cpu_ns += cpu_ns() - t0;
 	if (!s->sm_skel) {
 		err = -errno;
 		fp_warnx("cannot open the BPF object: %s", strerror(-err));
@@ -181,11 +265,14 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	s->sm_skel->rodata->wakeup_bytes = rb_bytes / 2;
 	s->sm_skel->rodata->kernel_stacks = !o->so_user_stacks_only;
 	bpf_map__set_max_entries(s->sm_skel->maps.samples, rb_bytes);
+	s->sm_rb_bytes = rb_bytes;
+	/* The chunks array spans the budget; the chunks come with tables. */
 	rows = o->so_unwind_bytes / sizeof(struct fp_unwind_row);
-	bpf_map__set_max_entries(s->sm_skel->maps.unwind_rows, rows ? rows : 1);
+	s->sm_nchunks = (uint32_t)((rows + FP_UNWIND_CHUNK_ROWS - 1) / FP_UNWIND_CHUNK_ROWS);
+	bpf_map__set_max_entries(s->sm_skel->maps.unwind_chunks, s->sm_nchunks ? s->sm_nchunks : 1);
 
 	/* Load & verify */
-	err = stacks_bpf__load(s->sm_skel);
+	err = load_object(s->sm_skel->obj, &s->sm_load);
 	if (err) {
 		fp_warnx("cannot load the BPF program (root, or CAP_BPF + CAP_PERFMON, "
 			 "needed): %s",
@@ -193,70 +280,27 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		goto fail;
 	}
 
-	/* The walker goes on in tail calls; the agent writes table rows
-	 * through a shared mapping instead of one syscall per row. */
+	/* Walks go on in tail calls, to the native walker until the Python
+	 * one is loaded. */
 	{
-		__u32 zero = 0;
+		__u32 slot = FP_WALKER_NATIVE;
 		int fd = bpf_program__fd(s->sm_skel->progs.fp_walk);
-		err = bpf_map__update_elem(s->sm_skel->maps.walk_prog, &zero, sizeof(zero), &fd,
+		err = bpf_map__update_elem(s->sm_skel->maps.walk_prog, &slot, sizeof(slot), &fd,
 					   sizeof(fd), BPF_ANY);
 		if (err) {
 			fp_warnx("cannot install the stack walker: %s", strerror(-err));
 			goto fail;
 		}
 	}
-	if (rows) {
-		long page = sysconf(_SC_PAGESIZE);
-		s->sm_rows_bytes = (rows * sizeof(struct fp_unwind_row) + page - 1) / page * page;
-		s->sm_rows = mmap(NULL, s->sm_rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-				  bpf_map__fd(s->sm_skel->maps.unwind_rows), 0);
-		if (s->sm_rows == MAP_FAILED) {
-			err = -errno;
-			s->sm_rows = NULL;
-			fp_warnx("cannot map the unwind table memory: %s", strerror(-err));
-			goto fail;
-		}
-		s->sm_nrows = rows;
-	}
+	s->sm_nrows = rows;
+	if (o->so_python && rows && (err = fp_sampler_python(s, &(int){ 0 })))
+		goto fail;
 
 	/* Attach: one CPU-clock event per online CPU */
-	err = online_cpus(&online, &nonline);
-	if (err) {
-		fp_warnx("cannot read the online CPUs: %s", strerror(-err));
+	s->sm_frequency = o->so_frequency;
+	s->sm_task = o->so_task;
+	if (!o->so_paused && (err = fp_sampler_start(s)))
 		goto fail;
-	}
-	for (i = 0; i < s->sm_ncpus && i < nonline; i++) {
-		struct perf_event_attr attr = {
-			.type = PERF_TYPE_SOFTWARE,
-			.config = PERF_COUNT_SW_CPU_CLOCK,
-			.size = sizeof(attr),
-			.sample_freq = o->so_frequency,
-			.freq = 1,
-			.inherit = o->so_task != 0,
-		};
-		if (!online[i])
-			continue;
-		/* One task and those it creates: one event that follows each
-		 * of them from CPU to CPU (inherited on fork and clone). */
-		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, o->so_task ? o->so_task : -1,
-					o->so_task ? -1 : i, -1, PERF_FLAG_FD_CLOEXEC);
-		if (s->sm_pfds[i] < 0) {
-			err = -errno;
-			fp_warnx("perf_event_open on CPU %d: %s", i, strerror(-err));
-			goto fail;
-		}
-		s->sm_links[i] = bpf_program__attach_perf_event(s->sm_skel->progs.fp_sample,
-								s->sm_pfds[i]);
-		if (!s->sm_links[i]) {
-			err = -errno;
-			fp_warnx("cannot attach to CPU %d: %s", i, strerror(-err));
-			goto fail;
-		}
-		if (o->so_task)
-			break;
-	}
-	free(online);
-	online = NULL;
 
 	/* Attach the exec/exit hooks that keep known_pids honest; without them
 	 * every frame goes through the kernel's build-ID lookup. */
@@ -280,14 +324,60 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	*out = s;
 	return 0;
 fail:
-	free(online);
 	fp_sampler_close(s);
+	return err;
+}
+
+int fp_sampler_start(struct fp_sampler *s)
+{
+	bool *online = NULL;
+	int nonline = 0, i, err;
+
+	err = online_cpus(&online, &nonline);
+	if (err) {
+		fp_warnx("cannot read the online CPUs: %s", strerror(-err));
+		return err;
+	}
+	for (i = 0; i < s->sm_ncpus && i < nonline; i++) {
+		struct perf_event_attr attr = {
+			.type = PERF_TYPE_SOFTWARE,
+			.config = PERF_COUNT_SW_CPU_CLOCK,
+			.size = sizeof(attr),
+			.sample_freq = s->sm_frequency,
+			.freq = 1,
+			.inherit = s->sm_task != 0,
+		};
+		if (!online[i] || s->sm_links[i])
+			continue;
+		/* One task and those it creates: one event that follows each
+		 * of them from CPU to CPU (inherited on fork and clone). */
+		s->sm_pfds[i] = syscall(__NR_perf_event_open, &attr, s->sm_task ? s->sm_task : -1,
+					s->sm_task ? -1 : i, -1, PERF_FLAG_FD_CLOEXEC);
+		if (s->sm_pfds[i] < 0) {
+			err = -errno;
+			fp_warnx("perf_event_open on CPU %d: %s", i, strerror(-err));
+			break;
+		}
+		s->sm_links[i] = bpf_program__attach_perf_event(s->sm_skel->progs.fp_sample,
+								s->sm_pfds[i]);
+		if (!s->sm_links[i]) {
+			err = -errno;
+			fp_warnx("cannot attach to CPU %d: %s", i, strerror(-err));
+			break;
+		}
+		if (s->sm_task)
+			break;
+	}
+	free(online);
 	return err;
 }
 
 int fp_sampler_poll(struct fp_sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->sm_rb, timeout_ms);
+	int n;
+
+	s->sm_poll_bytes = 0;
+	n = ring_buffer__poll(s->sm_rb, timeout_ms);
 
 	/* Records below the wake-up threshold raise no notification: collect
 	 * them too, so that an interval ends with everything sampled in it. */
@@ -295,6 +385,8 @@ int fp_sampler_poll(struct fp_sampler *s, int timeout_ms)
 		int m = ring_buffer__consume(s->sm_rb);
 		n = m < 0 ? m : n + m;
 	}
+	if (s->sm_poll_bytes > s->sm_poll_peak)
+		s->sm_poll_peak = s->sm_poll_bytes;
 	return n;
 }
 
@@ -344,18 +436,22 @@ void fp_sampler_forget_pids(struct fp_sampler *s)
 	}
 }
 
-static uint64_t map_bytes(const struct bpf_map *m, int ncpus)
+/* map_bytes: the kernel's count of map m's memory (fdinfo memlock: from
+ * 6.4 what the map holds, before an estimate of it); 0 for a map the
+ * object shares with another and for internal maps of no size. */
+static uint64_t map_bytes(const struct bpf_map *m)
 {
-	uint64_t per = bpf_map__value_size(m) + bpf_map__key_size(m);
+	unsigned long long v = 0;
+	char path[64], line[128];
+	FILE *f;
 
-	switch (bpf_map__type(m)) {
-	case BPF_MAP_TYPE_RINGBUF:
-		return bpf_map__max_entries(m);
-	case BPF_MAP_TYPE_PERCPU_ARRAY:
-		return (uint64_t)bpf_map__value_size(m) * bpf_map__max_entries(m) * ncpus;
-	default:
-		return per * bpf_map__max_entries(m);
-	}
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", bpf_map__fd(m));
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f) && sscanf(line, "memlock: %llu", &v) != 1)
+		;
+	fclose(f);
+	return v;
 }
 
 int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
@@ -368,21 +464,112 @@ int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
 	err = bpf_obj_get_info_by_fd(bpf_program__fd(s->sm_skel->progs.fp_sample), &info, &len);
 	if (err)
 		return err;
+	st->ss_load = s->sm_load;
+	st->ss_rb_bytes = s->sm_rb_bytes;
+	st->ss_rb_peak = s->sm_poll_peak;
+	st->ss_records = s->sm_records;
+	st->ss_record_bytes = s->sm_record_bytes;
 	st->ss_run_ns = info.run_time_ns;
 	st->ss_run_count = info.run_cnt;
 	st->ss_map_bytes = 0;
-	bpf_object__for_each_map(m, s->sm_skel->obj) st->ss_map_bytes += map_bytes(m, s->sm_ncpus);
+	bpf_object__for_each_map(m, s->sm_skel->obj) st->ss_map_bytes += map_bytes(m);
+	/* the Python walker's own maps: the rest are the first object's */
+	if (s->sm_py) {
+		st->ss_map_bytes += map_bytes(s->sm_py->maps.py_procs);
+		st->ss_map_bytes += map_bytes(s->sm_py->maps.py_threads);
+		st->ss_map_bytes += map_bytes(s->sm_py->maps.rodata);
+	}
 	return 0;
 }
 
 int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u)
 {
-	if (!s->sm_rows)
+	if (!s->sm_nrows)
 		return -ENOENT;
-	u->su_rows = s->sm_rows;
 	u->su_nrows = s->sm_nrows;
+	u->su_nchunks = s->sm_nchunks;
+	u->su_chunks_fd = bpf_map__fd(s->sm_skel->maps.unwind_chunks);
 	u->su_tables_fd = bpf_map__fd(s->sm_skel->maps.unwind_tables);
 	u->su_procs_fd = bpf_map__fd(s->sm_skel->maps.unwind_procs);
-	u->su_py_procs_fd = bpf_map__fd(s->sm_skel->maps.py_procs);
+	u->su_mapv_fd = bpf_map__fd(s->sm_skel->maps.unwind_mapv);
+	return 0;
+}
+
+/* python_load: open and load the Python walker with the first object's
+ * maps and settings, install it, and attach its exec and exit hooks. */
+static int python_load(struct fp_sampler *s)
+{
+	struct stacks_py_bpf *py;
+	struct bpf_map *m, *base;
+	__u32 slot = FP_WALKER_PYTHON;
+	uint64_t t0 = cpu_ns();
+	int fd, err;
+
+	py = stacks_py_bpf__open();
+	if (!py)
+		return -errno;
+	s->sm_py = py;
+	s->sm_load.sl_cpu_ns += cpu_ns() - t0;
+	memcpy((void *)py->rodata->target_pids, (const void *)s->sm_skel->rodata->target_pids,
+	       sizeof(py->rodata->target_pids));
+	py->rodata->target_npids = s->sm_skel->rodata->target_npids;
+	py->rodata->wakeup_bytes = s->sm_skel->rodata->wakeup_bytes;
+	py->rodata->thread_size = s->sm_skel->rodata->thread_size;
+	py->rodata->kernel_stacks = s->sm_skel->rodata->kernel_stacks;
+	bpf_object__for_each_map(m, py->obj)
+	{
+		if (bpf_map__is_internal(m))
+			continue;
+		base = bpf_object__find_map_by_name(s->sm_skel->obj, bpf_map__name(m));
+		if (base && (err = bpf_map__reuse_fd(m, bpf_map__fd(base))))
+			return err;
+	}
+	/* Loading a tracing program takes CAP_PERFMON, which the agent keeps
+	 * for this (privilege.h). */
+	fp_privilege_perfmon(1);
+	err = load_object(py->obj, &s->sm_load);
+	if (!err) {
+		s->sm_py_exec_link = bpf_program__attach_raw_tracepoint(py->progs.fp_py_exec,
+									"sched_process_exec");
+		s->sm_py_exit_link = bpf_program__attach_raw_tracepoint(py->progs.fp_py_exit,
+									"sched_process_exit");
+		if (!s->sm_py_exec_link || !s->sm_py_exit_link)
+			err = -errno;
+	}
+	fp_privilege_perfmon(0);
+	if (err)
+		return err;
+	fd = bpf_program__fd(py->progs.fp_walk_py);
+	return bpf_map__update_elem(s->sm_skel->maps.walk_prog, &slot, sizeof(slot), &fd,
+				    sizeof(fd), BPF_ANY);
+}
+
+int fp_sampler_python(struct fp_sampler *s, int *py_procs_fd)
+{
+	if (!s->sm_nrows)
+		return -ENOENT;
+	if (!s->sm_py_err && !s->sm_py) {
+		struct fp_sampler_load before = s->sm_load;
+		int err = python_load(s);
+		if (!err)
+			fp_info("Python walker loaded: %.1f ms of CPU, %" PRIu64
+				" instructions verified",
+				(s->sm_load.sl_cpu_ns - before.sl_cpu_ns) / 1e6,
+				s->sm_load.sl_insns - before.sl_insns);
+		if (err) {
+			fp_warnx("cannot load the Python walker: %s; Python processes show as "
+				 "the interpreter's native frames",
+				 strerror(-err));
+			s->sm_py_err = err;
+			bpf_link__destroy(s->sm_py_exec_link);
+			bpf_link__destroy(s->sm_py_exit_link);
+			stacks_py_bpf__destroy(s->sm_py);
+			s->sm_py_exec_link = s->sm_py_exit_link = NULL;
+			s->sm_py = NULL;
+		}
+	}
+	if (s->sm_py_err)
+		return s->sm_py_err;
+	*py_procs_fd = bpf_map__fd(s->sm_py->maps.py_procs);
 	return 0;
 }

@@ -26,13 +26,21 @@ struct fp_sampler_opts {
 	size_t so_ringbuf_bytes;          /* 0: sized by frequency and CPU count */
 	size_t so_unwind_bytes;           /* memory for unwind table rows; 0: none */
 	int so_user_stacks_only;          /* no kernel stacks */
+	int so_python;                    /* load the Python walker now, not when the
+					   * first CPython process appears */
+	int so_paused;                    /* sample from fp_sampler_start on only */
 	fp_sample_fn so_fn;
 	void *so_arg;
 };
 
-/* fp_sampler_open: open, load and attach.  0 or a negative errno; errors
- * are logged with the reason (permissions, missing BPF support, ...). */
+/* fp_sampler_open: open, load and attach (but with so_paused, sampling
+ * starts at fp_sampler_start).  0 or a negative errno; errors are logged
+ * with the reason (permissions, missing BPF support, ...). */
 int fp_sampler_open(struct fp_sampler **s, const struct fp_sampler_opts *o);
+
+/* fp_sampler_start: start sampling, after an open with so_paused.  0 or a
+ * negative errno (logged). */
+int fp_sampler_start(struct fp_sampler *s);
 void fp_sampler_close(struct fp_sampler *s);
 
 /* fp_sampler_poll: wait up to timeout_ms for samples and pass all pending
@@ -54,21 +62,48 @@ void fp_sampler_forget_pids(struct fp_sampler *s);
 
 /* The BPF maps of the unwinder (bpf/unwind.h), for device/unwind_maps.c. */
 struct fp_sampler_unwind {
-	struct fp_unwind_row *su_rows; /* the rows array, mapped shared */
-	size_t su_nrows;
-	int su_tables_fd;   /* unwind_tables: index -> rows */
-	int su_procs_fd;    /* unwind_procs: pid -> mappings */
-	int su_py_procs_fd; /* py_procs: pid -> struct fp_py_proc */
+	size_t su_nrows;     /* the budget, in rows: every row number is below it */
+	uint32_t su_nchunks; /* entries of the chunks array: su_nrows in chunks */
+	int su_chunks_fd;    /* unwind_chunks: chunk -> its array of rows */
+	int su_tables_fd;    /* unwind_tables: index -> rows */
+	int su_procs_fd;     /* unwind_procs: pid -> its run of mappings */
+	int su_mapv_fd;      /* unwind_mapv: the mappings (BPF_F_MMAPABLE) */
 };
 
 /* fp_sampler_unwind_maps: those maps.  0, or -ENOENT when the sampler was
- * opened without unwind memory.  The fds and rows belong to the sampler. */
+ * opened without unwind memory.  The fds belong to the sampler. */
 int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u);
 
+/* fp_sampler_python: load the Python walker (the second object of
+ * bpf/stacks.bpf.c) if it is not loaded yet, sharing the sampler's maps,
+ * and put it in the walkers' array; the fd of its py_procs map (pid ->
+ * struct fp_py_proc) in *py_procs_fd, which belongs to the sampler.
+ * Loads once: after a failure (logged) it fails at once with the same
+ * error.  0, -ENOENT (no unwind memory) or a negative errno. */
+int fp_sampler_python(struct fp_sampler *s, int *py_procs_fd);
+
+/* What loading the BPF programs cost (every object loaded so far).  The
+ * verifier reports its time by the wall clock (BPF_LOG_STATS), which
+ * counts the time the loading thread waited for a CPU too: its share of
+ * the loads' CPU time is about sl_cpu_ns * sl_verify_ns / sl_wall_ns. */
+struct fp_sampler_load {
+	uint64_t sl_cpu_ns;    /* CPU time of opening and loading (libbpf, maps, programs) */
+	uint64_t sl_wall_ns;   /* wall time of the loads */
+	uint64_t sl_verify_ns; /* ... of it in the verifier */
+	uint64_t sl_insns;     /* instructions the verifier processed */
+	uint32_t sl_progs;     /* programs loaded */
+};
+
 struct fp_sampler_stats {
-	uint64_t ss_run_ns; /* BPF program run time (needs kernel.bpf_stats_enabled) */
+	struct fp_sampler_load ss_load;
+	uint64_t ss_rb_bytes;     /* the ring buffer's size */
+	uint64_t ss_rb_peak;      /* the most bytes one poll drained from it */
+	uint64_t ss_records;      /* records drained */
+	uint64_t ss_record_bytes; /* ... their bytes */
+	uint64_t ss_run_ns;       /* BPF program run time (needs kernel.bpf_stats_enabled) */
 	uint64_t ss_run_count;
-	uint64_t ss_map_bytes; /* memory of the BPF maps */
+	uint64_t ss_map_bytes; /* kernel memory of the BPF maps (fdinfo memlock), but for the
+				* chunks of rows (fp_unwind_stats) */
 };
 
 /* fp_sampler_stats: what the kernel reports about our program and maps. */

@@ -1,10 +1,18 @@
-/* unwind_maps.c: installing unwind tables in the BPF maps within a fixed
- * budget of rows, and the per-process lists of mappings that use them.
+/* unwind_maps.c: installing unwind tables in the BPF maps within a budget
+ * of rows, in chunks created as tables need them, and the per-process
+ * lists of mappings that use them.
  *
  * A table's slot index is what the per-process lists name, so a slot is
- * reused only after every list that names it was rewritten: eviction first
+ * reused only after every list that names it was scrubbed: eviction first
  * empties the slot (the walker then falls back to the frame pointer), then
- * scrubs the lists, then frees the rows. */
+ * marks the lists' entries as without a table, then frees the rows, and
+ * the chunks no table uses any more.
+ *
+ * Rows are numbered in the whole budget and placed first fit from row 0,
+ * so that tables share chunks; a chunk exists while a table has rows in
+ * it.  A process's list is a run of entries in the mappings array, which
+ * the agent maps and writes in place: a new list goes to a new run, the
+ * process's entry is pointed at it, then the old run is freed. */
 #include "unwind_maps.h"
 #include "log.h"
 #include "unwind_table.h"
@@ -16,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #if defined(__aarch64__)
@@ -26,6 +35,8 @@
 #define ENTRY_CFA 1 /* CFA = SP + 8: the return address just pushed */
 #endif
 
+#define CHUNK_BYTES ((size_t)FP_UNWIND_CHUNK_ROWS * sizeof(struct fp_unwind_row))
+
 struct table {
 	struct fp_build_id t_id;
 	uint32_t t_first, t_nrows;
@@ -35,8 +46,23 @@ struct table {
 	struct fp_unwind_cpython *t_py; /* owned; the file's CPython interpreter */
 };
 
+struct chunk {
+	struct fp_unwind_row *c_rows; /* its array, mapped; NULL: none */
+	uint32_t c_tables;            /* live tables with rows in it */
+};
+
+/* A process's list: unwind_mapv[r_first, r_first + r_n). */
+struct run {
+	uint32_t r_pid, r_first, r_n;
+};
+
 struct fp_unwind {
 	struct fp_sampler_unwind u_maps;
+	struct fp_unwind_map *u_mapv; /* unwind_mapv, mapped */
+	struct chunk *u_chunks;       /* u_maps.su_nchunks */
+	uint64_t u_chunk_kbytes;      /* kernel memory of one chunk (fdinfo) */
+	struct run u_runs[FP_UNWIND_PROCS];
+	uint32_t u_nruns;
 	struct table u_tables[FP_UNWIND_TABLES];
 	uint64_t u_tick;
 	int u_function_rows; /* for the tables installed from now on */
@@ -52,33 +78,132 @@ struct fp_unwind {
 	int u_resent_replaces; /* fp_unwind_set_resent_replaces */
 };
 
+static void chunk_free(struct fp_unwind *u, uint32_t c);
+
 int fp_unwind_alloc(struct fp_unwind **out, struct fp_sampler *s)
 {
 	struct fp_unwind *u = calloc(1, sizeof(*u));
+	void *mapv;
 	int err;
 
 	if (!u)
 		return -ENOMEM;
 	err = fp_sampler_unwind_maps(s, &u->u_maps);
-	if (err) {
-		free(u);
-		return err;
+	if (err)
+		goto fail;
+	mapv = mmap(NULL, FP_UNWIND_MAPV * sizeof(struct fp_unwind_map), PROT_READ | PROT_WRITE,
+		    MAP_SHARED, u->u_maps.su_mapv_fd, 0);
+	if (mapv == MAP_FAILED) {
+		err = -errno;
+		fp_warnx("cannot map the unwind process lists: %s", strerror(-err));
+		goto fail;
+	}
+	u->u_mapv = mapv;
+	u->u_chunks = calloc(u->u_maps.su_nchunks, sizeof(*u->u_chunks));
+	if (!u->u_chunks) {
+		err = -ENOMEM;
+		goto fail;
 	}
 	u->u_stats.us_rows_total = u->u_maps.su_nrows;
 	*out = u;
 	return 0;
+fail:
+	fp_unwind_free(u);
+	return err;
 }
 
 void fp_unwind_free(struct fp_unwind *u)
 {
-	int t;
+	uint32_t i;
 
 	if (!u)
 		return;
-	for (t = 0; t < FP_UNWIND_TABLES; t++)
-		free(u->u_tables[t].t_py);
+	for (i = 0; i < FP_UNWIND_TABLES; i++)
+		free(u->u_tables[i].t_py);
+	for (i = 0; u->u_chunks && i < u->u_maps.su_nchunks; i++)
+		if (u->u_chunks[i].c_rows)
+			chunk_free(u, i);
+	free(u->u_chunks);
+	if (u->u_mapv)
+		munmap(u->u_mapv, FP_UNWIND_MAPV * sizeof(struct fp_unwind_map));
 	free(u->u_part_buf);
 	free(u);
+}
+
+/* memlock: the kernel's count of the memory of BPF object fd, or 0. */
+static uint64_t memlock(int fd)
+{
+	unsigned long long v = 0;
+	char path[64], line[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f) && sscanf(line, "memlock: %llu", &v) != 1)
+		;
+	fclose(f);
+	return v;
+}
+
+/* chunk_create: create chunk c's array and map it; its fd, to publish
+ * (chunks_publish), or a negative errno. */
+static int chunk_create(struct fp_unwind *u, uint32_t c)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	void *rows;
+	int fd, err;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fp_rows", sizeof(uint32_t),
+			    sizeof(struct fp_unwind_row), FP_UNWIND_CHUNK_ROWS, &opts);
+	if (fd < 0)
+		return -errno;
+	rows = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (rows == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!u->u_chunk_kbytes)
+		u->u_chunk_kbytes = memlock(fd);
+	if (!u->u_chunk_kbytes) /* no fdinfo: the rows and the header's page */
+		u->u_chunk_kbytes = CHUNK_BYTES + 4096;
+	u->u_chunks[c] = (struct chunk){ rows, 0 };
+	u->u_stats.us_chunks++;
+	u->u_stats.us_chunk_bytes += u->u_chunk_kbytes;
+	return fd;
+}
+
+/* chunks_publish: put the n chunks keys[i] (fds[i]) in the chunks array.
+ * Each update of an array of maps waits for an RCU grace period (15 to
+ * 25 ms here) before it returns: a batch waits once.  Kernels without
+ * batches for it take them one by one.  0 or a negative errno. */
+static int chunks_publish(struct fp_unwind *u, uint32_t *keys, int *fds, uint32_t n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint32_t done = n, i;
+
+	if (!n || !bpf_map_update_batch(u->u_maps.su_chunks_fd, keys, fds, &done, &opts))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (bpf_map_update_elem(u->u_maps.su_chunks_fd, &keys[i], &fds[i], BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+static void chunk_free(struct fp_unwind *u, uint32_t c)
+{
+	bpf_map_delete_elem(u->u_maps.su_chunks_fd, &c);
+	munmap(u->u_chunks[c].c_rows, CHUNK_BYTES);
+	u->u_chunks[c] = (struct chunk){ NULL, 0 };
+	u->u_stats.us_chunks--;
+	u->u_stats.us_chunk_bytes -= u->u_chunk_kbytes;
+}
+
+/* row_at: row i of all rows; its chunk exists. */
+static const struct fp_unwind_row *row_at(const struct fp_unwind *u, uint32_t i)
+{
+	return &u->u_chunks[i >> FP_UNWIND_CHUNK_SHIFT].c_rows[i & (FP_UNWIND_CHUNK_ROWS - 1)];
 }
 
 static int find(const struct fp_unwind *u, const struct fp_build_id *id)
@@ -107,25 +232,24 @@ const struct fp_unwind_cpython *fp_unwind_cpython(const struct fp_unwind *u,
 int fp_unwind_row_start(const struct fp_unwind *u, const struct fp_build_id *id, uint64_t offset,
 			uint64_t *start)
 {
-	const struct fp_unwind_row *rows, *r;
+	const struct fp_unwind_row *r;
 	uint32_t lo, hi;
 	int t = find(u, id);
 
 	if (t < 0 || !u->u_tables[t].t_nrows)
 		return -ENOENT;
-	rows = u->u_maps.su_rows + u->u_tables[t].t_first;
-	if (offset < rows[0].ur_pc)
+	lo = u->u_tables[t].t_first;
+	hi = lo + u->u_tables[t].t_nrows;
+	if (offset < row_at(u, lo)->ur_pc)
 		return -ENOENT;
-	lo = 0;
-	hi = u->u_tables[t].t_nrows;
-	while (hi - lo > 1) { /* rows[lo].ur_pc <= offset < rows[hi].ur_pc */
+	while (hi - lo > 1) { /* row lo's ur_pc <= offset < row hi's */
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (rows[mid].ur_pc <= offset)
+		if (row_at(u, mid)->ur_pc <= offset)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	r = &rows[lo];
+	r = row_at(u, lo);
 	if (FP_UNWIND_RULE(r) == FP_UNWIND_FP ||
 	    (FP_UNWIND_RULE(r) == FP_UNWIND_SP &&
 	     (r->ur_cfa != ENTRY_CFA || u->u_tables[t].t_function_rows))) {
@@ -161,27 +285,33 @@ int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *star
 	return fp_unwind_row_start(arg, id, offset, start);
 }
 
-/* scrub: drop slot t from every process list that names it. */
+/* scrub: every entry of the process lists that names slot t: no table
+ * (the walker follows the frame pointer there).  In place: an entry is
+ * 4 bytes the walker reads at once. */
 static void scrub(struct fp_unwind *u, uint32_t t)
 {
-	struct fp_unwind_proc p;
-	uint32_t key, next, *prev = NULL;
 	uint32_t i, j;
 
-	while (bpf_map_get_next_key(u->u_maps.su_procs_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(u->u_maps.su_procs_fd, &key, &p) ||
-		    p.up_nmaps > FP_UNWIND_MAPS)
-			continue;
-		for (i = j = 0; i < p.up_nmaps; i++)
-			if (p.up_maps[i].um_table != t)
-				p.up_maps[j++] = p.up_maps[i];
-		if (j == p.up_nmaps)
-			continue;
-		p.up_nmaps = j;
-		bpf_map_update_elem(u->u_maps.su_procs_fd, &key, &p, BPF_EXIST);
-	}
+	for (i = 0; i < u->u_nruns; i++)
+		for (j = 0; j < u->u_runs[i].r_n; j++) {
+			struct fp_unwind_map *m = &u->u_mapv[u->u_runs[i].r_first + j];
+			if (m->um_table == t)
+				__atomic_store_n(&m->um_table, FP_UNWIND_NO_TABLE,
+						 __ATOMIC_RELAXED);
+		}
+}
+
+/* chunks_release: table t's rows are gone; the chunks only it used stay
+ * for chunks_trim. */
+static void chunks_release(struct fp_unwind *u, const struct table *t)
+{
+	uint32_t c;
+
+	if (!t->t_nrows)
+		return;
+	for (c = t->t_first >> FP_UNWIND_CHUNK_SHIFT;
+	     c <= (t->t_first + t->t_nrows - 1) >> FP_UNWIND_CHUNK_SHIFT; c++)
+		u->u_chunks[c].c_tables--;
 }
 
 static void evict(struct fp_unwind *u, uint32_t t)
@@ -190,6 +320,7 @@ static void evict(struct fp_unwind *u, uint32_t t)
 
 	bpf_map_update_elem(u->u_maps.su_tables_fd, &t, &none, BPF_ANY);
 	scrub(u, t);
+	chunks_release(u, &u->u_tables[t]);
 	u->u_stats.us_rows_used -= u->u_tables[t].t_nrows;
 	u->u_stats.us_tables--;
 	free(u->u_tables[t].t_py);
@@ -235,6 +366,63 @@ static int lru(const struct fp_unwind *u)
 	return best;
 }
 
+/* rows_write: n rows at row first, in chunks created as needed (kept
+ * from evicted tables when there are), which then count one more table.
+ * 0 or a negative errno (nothing held). */
+static int rows_write(struct fp_unwind *u, uint32_t first, const struct fp_unwind_row *rows,
+		      uint32_t n)
+{
+	uint32_t c, c0 = first >> FP_UNWIND_CHUNK_SHIFT,
+		    c1 = (first + n - 1) >> FP_UNWIND_CHUNK_SHIFT;
+	uint32_t keys[FP_UNWIND_MAX_ROWS / FP_UNWIND_CHUNK_ROWS + 1], nnew = 0, i;
+	int fds[FP_UNWIND_MAX_ROWS / FP_UNWIND_CHUNK_ROWS + 1], err = 0;
+
+	if (!n)
+		return 0;
+	for (c = c0; c <= c1 && !err; c++) {
+		if (u->u_chunks[c].c_rows)
+			continue;
+		if ((fds[nnew] = chunk_create(u, c)) < 0)
+			err = fds[nnew];
+		else
+			keys[nnew++] = c;
+	}
+	if (!err)
+		err = chunks_publish(u, keys, fds, nnew);
+	for (i = 0; i < nnew; i++)
+		close(fds[i]); /* the chunks array and the mapping hold them */
+	if (err) {
+		u->u_stats.us_chunks_failed++;
+		fp_warnx("unwind tables: cannot create a chunk of rows: %s", strerror(-err));
+		for (i = 0; i < nnew; i++)
+			chunk_free(u, keys[i]);
+		return err;
+	}
+	for (i = 0; i < n;) {
+		uint32_t at = first + i,
+			 in = FP_UNWIND_CHUNK_ROWS - (at & (FP_UNWIND_CHUNK_ROWS - 1));
+		if (in > n - i)
+			in = n - i;
+		memcpy((void *)row_at(u, at), rows + i, (size_t)in * sizeof(*rows));
+		i += in;
+	}
+	for (c = c0; c <= c1; c++)
+		u->u_chunks[c].c_tables++;
+	return 0;
+}
+
+/* chunks_trim: free the chunks no table uses any more.  After a table is
+ * placed, so that the chunks its evicted predecessors held serve it
+ * first: each delete waits for a grace period. */
+static void chunks_trim(struct fp_unwind *u)
+{
+	uint32_t c;
+
+	for (c = 0; c < u->u_maps.su_nchunks; c++)
+		if (u->u_chunks[c].c_rows && !u->u_chunks[c].c_tables)
+			chunk_free(u, c);
+}
+
 int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void *blob, size_t len)
 {
 	const struct fp_unwind_header *h = blob;
@@ -242,7 +430,7 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 	struct fp_unwind_table where;
 	int64_t first;
 	uint32_t n;
-	int t, old;
+	int t, old, err;
 
 	if (fp_unwind_table_check(blob, len) || h->uh_arch != HOST_ARCH) {
 		u->u_stats.us_rejected++;
@@ -260,20 +448,30 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 		;
 	while (t == FP_UNWIND_TABLES || (first = place(u, n)) < 0) {
 		int victim = lru(u);
-		if (victim < 0)
+		if (victim < 0) {
+			chunks_trim(u);
 			return -ENOSPC;
+		}
 		evict(u, victim);
 		u->u_stats.us_evicted++;
 		if (t == FP_UNWIND_TABLES)
 			t = victim;
 	}
-	memcpy(u->u_maps.su_rows + first, (const char *)blob + sizeof(*h),
-	       (size_t)n * sizeof(struct fp_unwind_row));
-	where = (struct fp_unwind_table){ (uint32_t)first, n };
-	if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where, BPF_ANY))
-		return -errno;
-	u->u_tables[t] = (struct table){ *id, (uint32_t)first,    n,   ++u->u_tick,
-					 1,   u->u_function_rows, NULL };
+	err = rows_write(u, (uint32_t)first, (const struct fp_unwind_row *)(h + 1), n);
+	if (!err) {
+		u->u_tables[t] = (struct table){ *id, (uint32_t)first,    n,   ++u->u_tick,
+						 1,   u->u_function_rows, NULL };
+		where = (struct fp_unwind_table){ (uint32_t)first, n };
+		if (bpf_map_update_elem(u->u_maps.su_tables_fd, &(uint32_t){ t }, &where,
+					BPF_ANY)) {
+			err = -errno;
+			chunks_release(u, &u->u_tables[t]);
+			memset(&u->u_tables[t], 0, sizeof(u->u_tables[t]));
+		}
+	}
+	chunks_trim(u);
+	if (err)
+		return err;
 	if ((py = fp_unwind_table_cpython(blob, len)) &&
 	    (u->u_tables[t].t_py = malloc(sizeof(*py))))
 		*u->u_tables[t].t_py = *py;
@@ -342,65 +540,158 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 	return err ? err : 1;
 }
 
+static int run_find(const struct fp_unwind *u, uint32_t pid)
+{
+	uint32_t i;
+
+	for (i = 0; i < u->u_nruns; i++)
+		if (u->u_runs[i].r_pid == pid)
+			return (int)i;
+	return -1;
+}
+
+static void run_drop(struct fp_unwind *u, int i)
+{
+	u->u_runs[i] = u->u_runs[--u->u_nruns];
+}
+
+static int by_run_first(const void *a, const void *b)
+{
+	const struct run *x = *(const struct run *const *)a, *y = *(const struct run *const *)b;
+
+	return x->r_first < y->r_first ? -1 : x->r_first > y->r_first;
+}
+
+/* run_place: the first entry of a free run of n entries of unwind_mapv,
+ * or -1. */
+static int64_t run_place(struct fp_unwind *u, uint32_t n)
+{
+	static const struct run *live[FP_UNWIND_PROCS];
+	uint32_t i, at = 0;
+
+	for (i = 0; i < u->u_nruns; i++)
+		live[i] = &u->u_runs[i];
+	qsort(live, u->u_nruns, sizeof(live[0]), by_run_first);
+	for (i = 0; i < u->u_nruns; i++) {
+		if (live[i]->r_first - at >= n)
+			return at;
+		at = live[i]->r_first + live[i]->r_n;
+	}
+	return FP_UNWIND_MAPV - at >= n ? (int64_t)at : -1;
+}
+
 /* sweep: drop the lists of processes that are gone, and say how many.
  * The exit hook drops a list, but one written for a process that exited
  * while the agent read its mappings comes after it, and stays: with 40
- * new processes a second such lists filled the map within a minute. */
+ * new processes a second such lists filled the map within a minute.  The
+ * runs of lists the exec and exit hooks dropped are freed too. */
 static size_t sweep(struct fp_unwind *u)
 {
-	static uint32_t gone[FP_UNWIND_PROCS];
-	uint32_t key, next, *prev = NULL;
-	size_t n = 0, i;
+	struct fp_unwind_proc p;
+	size_t n = 0;
 	char path[32];
+	int i;
 
-	while (n < FP_UNWIND_PROCS &&
-	       bpf_map_get_next_key(u->u_maps.su_procs_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		snprintf(path, sizeof(path), "/proc/%" PRIu32, key);
-		if (faccessat(AT_FDCWD, path, F_OK, 0) && errno == ENOENT)
-			gone[n++] = key;
+	for (i = (int)u->u_nruns - 1; i >= 0; i--) {
+		uint32_t pid = u->u_runs[i].r_pid;
+		if (bpf_map_lookup_elem(u->u_maps.su_procs_fd, &pid, &p) == 0) {
+			snprintf(path, sizeof(path), "/proc/%" PRIu32, pid);
+			if (!faccessat(AT_FDCWD, path, F_OK, 0) || errno != ENOENT)
+				continue;
+			bpf_map_delete_elem(u->u_maps.su_procs_fd, &pid);
+			n++;
+		}
+		run_drop(u, i);
 	}
-	/* Deleting while iterating would restart the walk: afterwards. */
-	for (i = 0; i < n; i++)
-		bpf_map_delete_elem(u->u_maps.su_procs_fd, &gone[i]);
 	u->u_stats.us_procs_swept += n;
 	return n;
 }
 
+/* run_reserve: room for a list of n entries of pid's, and a run for it:
+ * the first entry, or -ENOSPC. */
+static int64_t run_reserve(struct fp_unwind *u, uint32_t pid, uint32_t n)
+{
+	int64_t first;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		if ((run_find(u, pid) >= 0 || u->u_nruns < FP_UNWIND_PROCS) &&
+		    (first = run_place(u, n)) >= 0)
+			return first;
+		if (!pass)
+			sweep(u);
+	}
+	return -ENOSPC;
+}
+
 int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm)
 {
-	static struct fp_unwind_proc p; /* 1.5 KiB: not on the stack */
+	static struct fp_unwind_map list[FP_UNWIND_MAPS];
+	struct fp_unwind_proc p, old;
+	uint32_t n = 0;
+	int64_t first;
 	size_t i;
-	int t;
+	int t, r, have, err;
 
-	memset(&p, 0, sizeof(p));
 	u->u_tick++;
-	for (i = 0; i < pm->pm_nvmas && p.up_nmaps < FP_UNWIND_MAPS; i++) {
+	for (i = 0; i < pm->pm_nvmas && n < FP_UNWIND_MAPS; i++) {
 		const struct fp_vma *v = &pm->pm_vmas[i];
 		if (v->fv_build_id_state != 1 || (t = find(u, &v->fv_build_id)) < 0 ||
 		    v->fv_end - v->fv_start > UINT32_MAX)
 			continue;
 		u->u_tables[t].t_used = u->u_tick;
-		p.up_maps[p.up_nmaps++] = (struct fp_unwind_map){
+		list[n++] = (struct fp_unwind_map){
 			.um_start = v->fv_start,
 			.um_bias = v->fv_start - v->fv_pgoff,
 			.um_len = (uint32_t)(v->fv_end - v->fv_start),
 			.um_table = (uint32_t)t,
 		};
 	}
-	if (!p.up_nmaps) {
+	if (!n) {
 		fp_unwind_forget_proc(u, pid);
 		return 0;
 	}
 	u->u_stats.us_procs++;
+	have = bpf_map_lookup_elem(u->u_maps.su_procs_fd, &pid, &old) == 0;
+	r = run_find(u, pid);
+	if (have && r >= 0 && u->u_runs[r].r_first == old.up_first && u->u_runs[r].r_n == n &&
+	    !memcmp(u->u_mapv + old.up_first, list, n * sizeof(list[0])))
+		return 0; /* as it is */
+	if ((first = run_reserve(u, pid, n)) < 0) {
+		u->u_stats.us_procs_full++;
+		return (int)first;
+	}
+	memcpy(u->u_mapv + first, list, n * sizeof(list[0]));
+	p = (struct fp_unwind_proc){ .up_first = (uint32_t)first,
+				     .up_nmaps = (uint8_t)n,
+				     .up_walker = have ? old.up_walker : FP_WALKER_NATIVE };
 	if (bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY) &&
 	    (errno != E2BIG || !sweep(u) ||
 	     bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_ANY))) {
+		err = -errno;
 		u->u_stats.us_procs_full++;
-		return -errno;
+		return err;
 	}
+	/* the walker reads the new list from now on: the old run is free */
+	if ((r = run_find(u, pid)) >= 0)
+		u->u_runs[r] = (struct run){ pid, (uint32_t)first, n };
+	else
+		u->u_runs[u->u_nruns++] = (struct run){ pid, (uint32_t)first, n };
 	return 0;
+}
+
+int fp_unwind_set_walker(struct fp_unwind *u, uint32_t pid, unsigned walker)
+{
+	struct fp_unwind_proc p;
+
+	if (walker >= FP_WALKERS)
+		return -EINVAL;
+	if (bpf_map_lookup_elem(u->u_maps.su_procs_fd, &pid, &p))
+		return -errno;
+	if (p.up_walker == walker)
+		return 0;
+	p.up_walker = (uint8_t)walker;
+	return bpf_map_update_elem(u->u_maps.su_procs_fd, &pid, &p, BPF_EXIST) ? -errno : 0;
 }
 
 void fp_unwind_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
@@ -410,12 +701,22 @@ void fp_unwind_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
 
 void fp_unwind_forget_proc(struct fp_unwind *u, uint32_t pid)
 {
+	int r = run_find(u, pid);
+
 	bpf_map_delete_elem(u->u_maps.su_procs_fd, &pid);
+	if (r >= 0)
+		run_drop(u, r);
 }
 
 void fp_unwind_stats(const struct fp_unwind *u, struct fp_unwind_stats *st)
 {
+	uint32_t i;
+
 	*st = u->u_stats;
+	st->us_procs_now = u->u_nruns;
+	st->us_mapv_used = 0;
+	for (i = 0; i < u->u_nruns; i++)
+		st->us_mapv_used += u->u_runs[i].r_n;
 }
 
 size_t fp_unwind_bytes(const struct fp_unwind *u)

@@ -2,8 +2,9 @@
  *
  * The symbolizer compiles a table per build-ID from the file's CFI and
  * sends it down once per session (bpf/unwind.h has the format); the agent
- * never parses CFI.  Tables live in the BPF program's rows array, a fixed
- * budget of memory set at start (--unwind-mem): a table that does not fit
+ * never parses CFI.  Table rows live in chunks of BPF memory (bpf/unwind.h)
+ * created as tables arrive and freed when the last table in them goes,
+ * within a budget set at start (--unwind-mem): a table that does not fit
  * evicts the least recently used ones, and one larger than the whole
  * budget is refused and counted.  Per process, the BPF program gets the
  * list of the mappings that have a table; the rest of its code is walked
@@ -42,6 +43,11 @@ struct fp_unwind_stats {
 	uint64_t us_rows_used;     /* rows in use now */
 	uint64_t us_rows_total;    /* the budget, in rows */
 	uint32_t us_tables;        /* tables installed now */
+	uint32_t us_chunks;        /* chunks of rows held now */
+	uint64_t us_chunk_bytes;   /* their kernel memory (mapped by the agent too) */
+	uint64_t us_chunks_failed; /* chunks the kernel refused (table not installed) */
+	uint32_t us_procs_now;     /* process lists held now */
+	uint32_t us_mapv_used;     /* mappings in them */
 };
 
 /* fp_unwind_alloc: manage the unwind maps of sampler s.  0, -ENOENT (the
@@ -132,6 +138,11 @@ int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *star
  * still full: counted). */
 int fp_unwind_set_proc(struct fp_unwind *u, uint32_t pid, const struct fp_procmaps *pm);
 
+/* fp_unwind_set_walker: which walker (enum fp_walker) walks pid, whose
+ * list fp_unwind_set_proc wrote; a list written later keeps it.  0, or
+ * -ENOENT (pid has no list) or a negative errno. */
+int fp_unwind_set_walker(struct fp_unwind *u, uint32_t pid, unsigned walker);
+
 /* fp_unwind_on_maps: fp_unwind_set_proc as the collector's maps hook
  * (fp_collector_set_maps_fn), arg the struct fp_unwind. */
 void fp_unwind_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg);
@@ -141,8 +152,8 @@ void fp_unwind_forget_proc(struct fp_unwind *u, uint32_t pid);
 
 void fp_unwind_stats(const struct fp_unwind *u, struct fp_unwind_stats *st);
 
-/* fp_unwind_bytes: the agent's own memory for its bookkeeping (the rows
- * array is the sampler's, and counted there). */
+/* fp_unwind_bytes: the agent's own memory for its bookkeeping (the chunks
+ * are BPF memory: us_chunk_bytes). */
 size_t fp_unwind_bytes(const struct fp_unwind *u);
 
 #endif

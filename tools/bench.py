@@ -58,6 +58,15 @@ Every agent + symbolizer run here uses the fleet path (no --local-files:
 symbols from /usr/lib/debug and the devices); only `fleetprof loadgen`'s
 symbolizer reads local files, since its simulated devices cannot send any.
 
+6. Device (`--only device`): the agent on the whole host (no -p) while it
+   runs redis-server under redis-benchmark, python3.11 (pywork.py) and the
+   frame-pointer workload, against the symbolizer without --local-files,
+   as deployed: its CPU from exec to its first sample over several starts
+   and the verifier's share of it; its RSS and BPF map memory, mapped
+   pages counted once, and what they are made of; the unwind rows in use
+   and the chunks held for them; BPF time per sample; the ring buffer's
+   use.
+
 Prints a table with ratios and writes it to BUILD/bench.txt.  --only runs
 some parts (footprint includes the 999 Hz throughput rows).
 """
@@ -213,6 +222,12 @@ def bpf_figures(log):
     return tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
 
 
+def rows_mapped(log):
+    """The bytes of unwind rows the agent maps (counted in its RSS too)."""
+    m = re.search(r"maps \d+ bytes \((\d+) of rows, mapped", log)
+    return int(m.group(1)) if m else 0
+
+
 def samples_taken(log):
     m = re.search(r"sampled (\d+) samples", log)
     return int(m.group(1)) if m else 0
@@ -280,7 +295,6 @@ def footprint(args, tmp):
     sampled = samples_taken(log)
     wire = re.search(r"wire: (\d+) bytes of batches \(([\d.]+) bytes/sample\)", log)
     ksyms = re.search(r"(\d+) bytes of kallsyms", warm_log)
-    rows = re.search(r"of (\d+) rows\)", log)
     return {
         "agent_cpu": agent_cpu, "perf_cpu": perf_cpu,
         "agent_rss_kb": agent_rss.kib, "perf_rss_kb": perf_rss.kib,
@@ -290,7 +304,7 @@ def footprint(args, tmp):
         "bytes_per_sample_steady": steady_bytes_per_sample(log),
         "kallsyms_bytes": int(ksyms.group(1)) if ksyms else 0,
         "warm_cpu": warm_cpu,
-        "rows_bytes": 8 * int(rows.group(1)) if rows else 0,
+        "rows_bytes": rows_mapped(log),
     }
 
 
@@ -358,8 +372,7 @@ def unwind_bench(args, tmp):
         perf_bytes[n] = os.path.getsize(data) / nsamp if nsamp else float("nan")
     _, ns_per_run, map_bytes = bpf_figures(log)
     tables = re.search(r"(\d+) bytes of unwind tables", log)
-    rows = re.search(r"of (\d+) rows\)", log)
-    rows_bytes = 8 * int(rows.group(1)) if rows else 0
+    rows_bytes = rows_mapped(log)
     # Per 1 s interval from the first sample: the share of whole stacks
     # (all 30 frames down to _start).
     whole = []
@@ -1246,8 +1259,196 @@ def python_counter_text(c):
             f"{c['code_errors']} unreadable), {c['bytes_read']} bytes; sessions the symbolizer "
             f"lost: {c['rehello']}")
 
+# Device: start-up and memory of the agent on a busy host, as deployed.
 
-PARTS = ("footprint", "symbolizer", "unwind", "kernel", "encode", "python", "fleet", "fleetpath", "tables")
+def smaps_split(pid):
+    """(RSS without BPF maps, its anonymous part, its file part, RSS of
+    BPF map mappings), kB, from /proc/PID/smaps: mapped BPF maps are
+    counted with the maps, once."""
+    rss = anon = bpf = 0
+    name = ""
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                parts = line.split(None, 5)
+                name = parts[5].strip() if len(parts) > 5 else ""
+            elif line.startswith("Rss:"):
+                kb = int(line.split()[1])
+                if name.startswith("anon_inode:bpf-map"):
+                    bpf += kb
+                else:
+                    rss += kb
+            elif line.startswith("Anonymous:") and not name.startswith("anon_inode:bpf-map"):
+                anon += int(line.split()[1])
+    return rss, anon, rss - anon, bpf
+
+
+class SmapsPeak(threading.Thread):
+    """The peak of smaps_split(pid)[0] (and its split) while pid lives."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak = pid, (0, 0, 0, 0)
+        self.start()
+
+    def run(self):
+        while True:
+            try:
+                now = smaps_split(self.pid)
+            except (OSError, ValueError):
+                return
+            if now[0] > self.peak[0]:
+                self.peak = now
+            time.sleep(0.5)
+
+
+def agent_maps(pid):
+    """[(name, type, bytes)] of the BPF maps agent pid holds open, the
+    kernel's figures (fdinfo memlock, bpftool for the names)."""
+    out = []
+    for fdinfo in glob.glob(f"/proc/{pid}/fdinfo/*"):
+        try:
+            info = dict(l.split(":", 1) for l in open(fdinfo) if ":" in l)
+        except OSError:
+            continue
+        if "map_id" not in info:
+            continue
+        mid = int(info["map_id"])
+        show = subprocess.run(["bpftool", "-j", "map", "show", "id", str(mid)],
+                              capture_output=True, text=True).stdout
+        name = json.loads(show).get("name", "?") if show else "?"
+        out.append((mid, name, int(info["memlock"])))
+    return sorted({m[0]: m for m in out}.values(), key=lambda m: -m[2])
+
+
+def first_sample(agent, timeout=15):
+    """Read the agent's log until its start-up line; the line, or None."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        line = agent.stderr.readline()
+        if not line:
+            return None
+        if "start-up: first sample" in line:
+            return line
+    return None
+
+
+def start_up_figures(line):
+    m = re.search(r"first sample after ([\d.]+) ms of CPU .* loaded in ([\d.]+) ms of CPU, "
+                  r"about ([\d.]+) ms of it verifying (\d+)", line or "")
+    return tuple(float(x) for x in m.groups()) if m else None
+
+
+def device_run(args, addr, secs, pids=None):
+    """One agent for secs, on the whole host or on pids: its memory, BPF
+    cost and log figures."""
+    agent = start_agent(args.build, addr, 99, 5, pids)
+    rss, hwm = SmapsPeak(agent.pid), PeakRss(agent.pid)
+    time.sleep(secs)
+    maps = agent_maps(agent.pid)
+    agent_cpu, log = stop_agent(agent)
+    runs, ns_per_run, map_bytes = bpf_figures(log)
+    um = re.search(r"unwind memory: (\d+) chunks of rows, (\d+) bytes, for (\d+) rows of (\d+) "
+                   r"tables \(budget (\d+) rows\); (\d+) process lists of (\d+) mappings", log)
+    rb = re.search(r"ring buffer: (\d+) bytes; (\d+) records of (\d+) bytes on average; "
+                   r"at most (\d+) bytes drained at once", log)
+    py = re.search(r"Python walker loaded: ([\d.]+) ms of CPU, (\d+) instructions", log)
+    return {"rss": rss.peak, "hwm": hwm.kib, "maps": maps, "map_bytes": map_bytes,
+            "rows_mapped": rows_mapped(log), "ns_per_run": ns_per_run, "runs": runs,
+            "unwind": [int(x) for x in um.groups()] if um else None,
+            "ring": [int(x) for x in rb.groups()] if rb else None,
+            "py": py.groups() if py else None, "agent_cpu": agent_cpu}
+
+
+def device_bench(args, tmp):
+    d = f"{tmp}/device"
+    os.makedirs(d)
+    addr = f"tcp://127.0.0.1:{free_port()}"
+    port = free_port()
+    secs = args.device_seconds
+    procs = []
+    symb = subprocess.Popen([f"{args.build}/fleetprof-symbolizer", "--listen", addr, "--cache",
+                             f"{d}/cache", "--out", f"{d}/out"], stderr=subprocess.DEVNULL)
+    try:
+        procs.append(subprocess.Popen(["redis-server", "--port", str(port), "--save", "",
+                                       "--appendonly", "no"], stdout=subprocess.DEVNULL))
+        time.sleep(0.5)
+        procs.append(subprocess.Popen(["redis-benchmark", "-p", str(port), "-q", "-c", "4",
+                                       "-n", "1000000000", "-t", "set,get", "-l"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen([args.python, "tests/workload/pywork.py"],
+                                      stdout=subprocess.DEVNULL))
+        procs.append(subprocess.Popen([args.workload], stdout=subprocess.DEVNULL))
+        time.sleep(2)
+        bpf_stats(True)
+        # Start-ups: each agent stopped at its first sample.
+        starts = []
+        for _ in range(args.device_starts):
+            agent = start_agent(args.build, addr, 99, 5)
+            starts.append(start_up_figures(first_sample(agent)))
+            stop_agent(agent)
+        # The whole host, as asked; then the workloads alone (-p), which
+        # a host busy with other work (a shared VM) leaves as it is.
+        host = device_run(args, addr, secs)
+        alone = device_run(args, addr, secs, [p.pid for p in procs])
+    finally:
+        bpf_stats(False)
+        for p in procs:
+            p.kill()
+            p.wait()
+        symb.send_signal(signal.SIGTERM)
+        symb.wait()
+    return {"starts": [x for x in starts if x], "host": host, "alone": alone, "secs": secs}
+
+
+def device_lines(args, dv):
+    lines = [f"Device: the agent (99 Hz) on a host running redis-server under redis-benchmark, "
+             f"python3.11 (pywork.py) and the frame-pointer workload, against the symbolizer "
+             f"without --local-files, {dv['secs']} s each: on the whole host, then on the four "
+             f"workload processes only (-p)"]
+    st = sorted(dv["starts"], key=lambda x: x[0])
+    if st:
+        mid = st[len(st) // 2]
+        lines.append(
+            f"start-up, agent CPU from exec to its first sample, ms ({len(st)} starts): median "
+            f"{mid[0]:.1f} (min {st[0][0]:.1f}, max {st[-1][0]:.1f}; goal <= 50); of it loading "
+            f"BPF {mid[1]:.1f}, verifying about {mid[2]:.1f} ({100 * mid[2] / mid[0]:.0f}%, "
+            f"{mid[3]:.0f} instructions)")
+    py = dv["host"]["py"] or dv["alone"]["py"]
+    if py:
+        lines.append(f"Python walker, loaded when the first CPython process was seen: "
+                     f"{float(py[0]):.1f} ms of CPU, {py[1]} instructions verified")
+    lines.append(f"{'':58} {'whole host':>12} {'-p workloads':>13}")
+    row = lambda name, f: lines.append(f"{name:58} {f(dv['host']):>12} {f(dv['alone']):>13}")
+    mib = lambda r: f"{(r['rss'][0] * 1024 + r['map_bytes']) / 2**20:.2f}"
+    row("RSS without mapped BPF maps + BPF maps, MiB (goal 7.63)", mib)
+    row("  peak RSS without mapped BPF maps, KiB", lambda r: r["rss"][0])
+    row("    anonymous, KiB", lambda r: r["rss"][1])
+    row("    files (binary, libraries), KiB", lambda r: r["rss"][2])
+    row("  (VmHWM, mapped BPF maps and moments between samples in, KiB)", lambda r: r["hwm"])
+    row("  BPF maps (the kernel's count), KiB", lambda r: r["map_bytes"] // 1024)
+    row("    chunks of unwind rows, KiB", lambda r: r["rows_mapped"] // 1024)
+    row("    the other maps, KiB", lambda r: (r["map_bytes"] - r["rows_mapped"]) // 1024)
+    row("unwind rows in use", lambda r: r["unwind"][2] if r["unwind"] else "-")
+    row("  of tables", lambda r: r["unwind"][3] if r["unwind"] else "-")
+    row("  chunks held", lambda r: r["unwind"][0] if r["unwind"] else "-")
+    row("process lists / their mappings",
+        lambda r: f"{r['unwind'][5]}/{r['unwind'][6]}" if r["unwind"] else "-")
+    row("ring buffer: records, mean bytes", lambda r: f"{r['ring'][1]}, {r['ring'][2]}"
+        if r["ring"] else "-")
+    row("  the most drained at once, KiB (of the buffer's)",
+        lambda r: f"{r['ring'][3] // 1024} of {r['ring'][0] // 1024}" if r["ring"] else "-")
+    row("BPF program run time per run, ns", lambda r: r["ns_per_run"])
+    row("agent CPU, % of a core (start-up included)",
+        lambda r: f"{100 * r['agent_cpu'] / dv['secs']:.3f}")
+    other = dv["host"]["maps"]
+    lines.append("the host agent's maps, KiB: " +
+                 ", ".join(f"{n} {b // 1024}" for _, n, b in other if b >= 4096))
+    return lines
+
+
+PARTS = ("footprint", "symbolizer", "unwind", "kernel", "encode", "python", "fleet", "fleetpath",
+         "tables", "device")
 
 
 def main():
@@ -1266,6 +1467,8 @@ def main():
     ap.add_argument("--daemon-only-seconds", type=int, default=600)
     ap.add_argument("--daemon-only-steady", type=int, default=180)
     ap.add_argument("--fleetpath-seconds", type=int, default=20)
+    ap.add_argument("--device-seconds", type=int, default=30)
+    ap.add_argument("--device-starts", type=int, default=7)
     ap.add_argument("--only", default=",".join(PARTS),
                     help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
     args = ap.parse_args()
@@ -1297,6 +1500,8 @@ def main():
             sections.append(fleetpath_lines(args, fleetpath_bench(args, tmp)))
         if "tables" in only:
             sections.append(tables_lines(tables_bench(args, tmp)))
+        if "device" in only:
+            sections.append(device_lines(args, device_bench(args, tmp)))
     text = "\n\n".join("\n".join(s) for s in sections)
     print(text)
     with open(f"{args.build}/bench.txt", "w") as f:

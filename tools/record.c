@@ -384,6 +384,9 @@ int fp_cmd_record(int argc, char **argv)
 					      .so_task = child,
 					      .so_ringbuf_bytes = 0,
 					      .so_unwind_bytes = (size_t)unwind_mb << 20,
+					      /* before the first sample, as the tables */
+					      .so_python = !no_python,
+					      .so_paused = 1,
 					      .so_fn = on_sample,
 					      .so_arg = col };
 		err = fp_sampler_open(&smp, &so);
@@ -409,6 +412,8 @@ int fp_cmd_record(int argc, char **argv)
 		fp_collector_new_files(col, on_file, &ru);
 		fp_collector_remap(col);
 	}
+	if ((err = fp_sampler_start(smp)))
+		goto out;
 
 	/* Sample */
 	if (command)

@@ -71,13 +71,16 @@ for case in symlink fifo swapped; do
 		# least privilege: the agent that did all this kept five
 		# capabilities (CAP_DAC_READ_SEARCH 2, CAP_SYS_PTRACE 19,
 		# CAP_SYSLOG 34, CAP_BPF 39, CAP_CHECKPOINT_RESTORE 40), in
-		# every thread, behind no_new_privs and a seccomp filter
+		# every thread, behind no_new_privs and a seccomp filter; and
+		# CAP_PERFMON 38 permitted only, for the Python walker's load
 		want=$(printf '%016x' $(( 1 << 2 | 1 << 19 | 1 << 34 | 1 << 39 | 1 << 40 )))
+		wantprm=$(printf '%016x' $(( 1 << 2 | 1 << 19 | 1 << 34 | 1 << 38 | 1 << 39 | 1 << 40 )))
 		caps_ok=1
 		for st in /proc/$agent/task/*/status; do
-			for f in CapEff CapPrm CapBnd; do
+			for f in CapEff CapBnd; do
 				grep -q "^$f:[[:space:]]*$want\$" "$st" || caps_ok=0
 			done
+			grep -q "^CapPrm:[[:space:]]*$wantprm\$" "$st" || caps_ok=0
 			grep -q '^Seccomp:[[:space:]]*2$' "$st" || caps_ok=0
 			grep -q '^NoNewPrivs:[[:space:]]*1$' "$st" || caps_ok=0
 		done

@@ -3,6 +3,7 @@
  * /proc/self/status, and calls that must now fail or still work. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -96,7 +97,7 @@ static void in_child(pid_t other)
 
 	CHECK(mkdtemp(dir) != NULL);
 	CHECK_EQ_INT(fp_table_cache_open(&c, dir, 1 << 20), 0);
-	CHECK_EQ_INT(fp_privilege_drop(), 0);
+	CHECK_EQ_INT(fp_privilege_drop(0), 0);
 	if (c) {
 		table_cache_works(c);
 		fp_table_cache_close(c);
@@ -171,6 +172,52 @@ static void test_drop(void)
 	waitpid(other, NULL, 0);
 }
 
+/* With later loads (the Python walker), CAP_PERFMON stays permitted but
+ * not effective, and goes up and down on demand; capset is allowed, and
+ * nothing beyond the permitted set can be raised. */
+static void test_perfmon_for_later_loads(void)
+{
+	int status = 0;
+	pid_t pid;
+
+	if (getuid() != 0) {
+		if (getenv("CI"))
+			CHECK(!"privilege_test needs root, and CI is set");
+		else
+			printf("SKIP: %s:test_perfmon_for_later_loads (needs root)\n", __FILE__);
+		return;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		uint64_t kept = fp_privilege_kept(), perfmon = 1ull << 38;
+		CHECK_EQ_INT(fp_privilege_perfmon(1), 0); /* before a drop: nothing to do */
+		CHECK_EQ_INT(fp_privilege_drop(1), 0);
+		CHECK(status_hex("CapEff") == kept);
+		CHECK(status_hex("CapPrm") == (kept | perfmon));
+		CHECK(status_hex("CapBnd") == kept);
+		CHECK_EQ_INT(fp_privilege_perfmon(1), 0);
+		CHECK(status_hex("CapEff") == (kept | perfmon));
+		CHECK_EQ_INT(fp_privilege_perfmon(0), 0);
+		CHECK(status_hex("CapEff") == kept);
+		/* CAP_SYS_ADMIN was not kept: it cannot come back */
+		{
+			struct __user_cap_header_struct hdr = {
+				.version = _LINUX_CAPABILITY_VERSION_3
+			};
+			struct __user_cap_data_struct data[2];
+			memset(data, 0, sizeof(data));
+			CHECK_EQ_INT(syscall(SYS_capget, &hdr, data), 0);
+			data[0].effective |= 1u << 21;
+			CHECK(syscall(SYS_capset, &hdr, data) == -1 && errno == EPERM);
+		}
+		fflush(NULL);
+		_exit(check_failures ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* A process with a second thread is refused: the capability sets are per
  * thread, and the first thread's drop would leave the other's. */
 static void *sleeper(void *arg)
@@ -190,7 +237,7 @@ static void test_threads_refused(void)
 	if (pid == 0) {
 		pthread_t t;
 		pthread_create(&t, NULL, sleeper, NULL);
-		_exit(fp_privilege_drop() == -EBUSY && status_int("Seccomp") == 0 ? 0 : 1);
+		_exit(fp_privilege_drop(0) == -EBUSY && status_int("Seccomp") == 0 ? 0 : 1);
 	}
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -215,5 +262,6 @@ int main(void)
 	RUN(test_kept);
 	RUN(test_threads_refused);
 	RUN(test_drop);
+	RUN(test_perfmon_for_later_loads);
 	return CHECK_DONE();
 }

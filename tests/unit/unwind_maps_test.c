@@ -1,8 +1,11 @@
 /* unwind_maps_test.c: installing unwind tables in the real BPF maps
- * within a fixed budget: placement, least-recently-used eviction, tables
- * too large, parts from the wire, per-process lists, and where a row
- * starts (for folding frames under Python).  Loads the real BPF
- * program, so it needs root (skips without, fails in CI). */
+ * within a budget: placement, chunks of rows created as tables arrive and
+ * freed as they go, least-recently-used eviction, tables too large, parts
+ * from the wire, per-process lists and their walker, and where a row
+ * starts (for folding frames under Python).  What the BPF program would
+ * read is read back through the kernel (the chunk a row's number names,
+ * found by its map id).  Loads the real BPF program, so it needs root
+ * (skips without, fails in CI). */
 #include "check.h"
 #include "procmaps.h"
 #include "sampler.h"
@@ -15,7 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BUDGET_ROWS 8192 /* 64 KiB */
+#define CHUNK FP_UNWIND_CHUNK_ROWS
+#define BUDGET_ROWS (3 * CHUNK) /* 192 KiB */
 
 #if defined(__aarch64__)
 #define ARCH FP_UNWIND_ARCH_ARM64
@@ -59,27 +63,76 @@ static struct fp_build_id bid(uint8_t seed)
 	return id;
 }
 
+/* bpf_row: row i as the BPF program finds it: in the chunk the chunks
+ * array names.  0, or -1 when no chunk holds it. */
+static int bpf_row(uint32_t i, struct fp_unwind_row *r)
+{
+	uint32_t c = i / CHUNK, k = i % CHUNK, id;
+	int fd, err;
+
+	if (bpf_map_lookup_elem(maps.su_chunks_fd, &c, &id) || (fd = bpf_map_get_fd_by_id(id)) < 0)
+		return -1;
+	err = bpf_map_lookup_elem(fd, &k, r);
+	close(fd);
+	return err ? -1 : 0;
+}
+
+/* chunks: how many chunks the BPF program can reach. */
+static uint32_t chunks(void)
+{
+	uint32_t c, id, n = 0;
+
+	for (c = 0; c < maps.su_nchunks; c++)
+		n += bpf_map_lookup_elem(maps.su_chunks_fd, &c, &id) == 0;
+	return n;
+}
+
 /* installed: the rows the BPF program sees for slot t, compared with blob. */
 static int installed_as(uint32_t t, const void *blob)
 {
 	const struct fp_unwind_header *h = blob;
+	const struct fp_unwind_row *want = (const void *)(h + 1);
 	struct fp_unwind_table where;
+	struct fp_unwind_row r;
+	uint32_t i;
 
 	if (bpf_map_lookup_elem(maps.su_tables_fd, &t, &where) || where.ut_nrows != h->uh_nrows ||
 	    (size_t)where.ut_first + where.ut_nrows > maps.su_nrows)
 		return 0;
-	return !memcmp(maps.su_rows + where.ut_first, h + 1, (size_t)h->uh_nrows * 8);
+	for (i = 0; i < where.ut_nrows; i++)
+		if (bpf_row(where.ut_first + i, &r) || memcmp(&r, &want[i], sizeof(r)))
+			return 0;
+	return 1;
 }
 
 /* slot_of: the tables-map slot whose rows equal blob's, or -1. */
 static int slot_of(const void *blob)
 {
+	const struct fp_unwind_header *h = blob;
+	struct fp_unwind_table where;
 	uint32_t t;
 
 	for (t = 0; t < FP_UNWIND_TABLES; t++)
-		if (installed_as(t, blob))
+		if (!bpf_map_lookup_elem(maps.su_tables_fd, &t, &where) &&
+		    where.ut_nrows == h->uh_nrows && installed_as(t, blob))
 			return (int)t;
 	return -1;
+}
+
+/* bpf_list: pid's list as the BPF program reads it: its entry, and its
+ * mappings in out (room for FP_UNWIND_MAPS).  The count, or -1. */
+static int bpf_list(uint32_t pid, struct fp_unwind_proc *p, struct fp_unwind_map *out)
+{
+	uint32_t i, k;
+
+	if (bpf_map_lookup_elem(maps.su_procs_fd, &pid, p) || p->up_nmaps > FP_UNWIND_MAPS)
+		return -1;
+	for (i = 0; i < p->up_nmaps; i++) {
+		k = p->up_first + i;
+		if (bpf_map_lookup_elem(maps.su_mapv_fd, &k, &out[i]))
+			return -1;
+	}
+	return p->up_nmaps;
 }
 
 static void test_budget_and_eviction(void)
@@ -88,14 +141,14 @@ static void test_budget_and_eviction(void)
 	struct fp_unwind_stats st;
 	struct fp_build_id a = bid(1), b = bid(2), c = bid(3), d = bid(4);
 	size_t la, lb, lc, ld;
-	void *ta = table(3000, 0x1000, &la), *tb = table(3000, 0x9000, &lb);
-	void *tc = table(3000, 0x20000, &lc), *td = table(BUDGET_ROWS + 1, 0, &ld);
+	void *ta = table(10000, 0x1000, &la), *tb = table(10000, 0x90000, &lb);
+	void *tc = table(10000, 0x200000, &lc), *td = table(BUDGET_ROWS + 1, 0, &ld);
 
 	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
 	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
 	CHECK_EQ_INT(fp_unwind_add(u, &b, tb, lb), 0);
 	CHECK(fp_unwind_has(u, &a) && fp_unwind_has(u, &b));
-	CHECK(slot_of(ta) >= 0 && slot_of(tb) >= 0);
+	CHECK(slot_of(ta) >= 0 && slot_of(tb) >= 0); /* across chunk boundaries */
 
 	/* a used more recently than b: c evicts b, the least recently used */
 	{
@@ -114,8 +167,9 @@ static void test_budget_and_eviction(void)
 	fp_unwind_stats(u, &st);
 	CHECK_EQ_INT(st.us_evicted, 1);
 	CHECK_EQ_INT(st.us_tables, 2);
-	CHECK_EQ_INT(st.us_rows_used, 6000);
+	CHECK_EQ_INT(st.us_rows_used, 20000);
 	CHECK_EQ_INT(st.us_rows_total, BUDGET_ROWS);
+	CHECK_EQ_INT(st.us_chunks, 3); /* rows 0 to 19999 */
 
 	/* Larger than the whole budget: refused and counted, nothing evicted */
 	CHECK_EQ_INT(fp_unwind_add(u, &d, td, ld), -EFBIG);
@@ -133,6 +187,53 @@ static void test_budget_and_eviction(void)
 
 	fp_unwind_forget_proc(u, 4242);
 	fp_unwind_free(u);
+	free(ta), free(tb), free(tc), free(td);
+}
+
+/* Memory by need: no chunk before the first table, a chunk for each
+ * CHUNK rows in use as tables arrive (small ones share), chunks freed
+ * when the tables in them are evicted or replaced, and none left once the
+ * tables are freed.  Failed before: the whole budget was one array. */
+static void test_chunks(void)
+{
+	struct fp_unwind *u;
+	struct fp_unwind_stats st;
+	struct fp_build_id a = bid(31), b = bid(32), c = bid(33), d = bid(34);
+	size_t la, lb, lc, ld;
+	void *ta = table(100, 0x1000, &la), *tb = table(CHUNK, 0x10000, &lb);
+	void *tc = table(BUDGET_ROWS, 0, &lc), *td = table(50, 0x1000, &ld);
+
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(chunks(), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(chunks(), 1);
+	CHECK_EQ_INT(st.us_chunks, 1);
+	CHECK(st.us_chunk_bytes >= CHUNK * 8 && st.us_chunk_bytes <= CHUNK * 8 + 8192);
+	/* b's rows follow a's: into the next chunk */
+	CHECK_EQ_INT(fp_unwind_add(u, &b, tb, lb), 0);
+	CHECK_EQ_INT(chunks(), 2);
+	CHECK(slot_of(ta) >= 0 && slot_of(tb) >= 0);
+	/* a replaced by itself: the chunk b still uses stays */
+	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
+	CHECK_EQ_INT(chunks(), 2);
+	CHECK(slot_of(ta) >= 0 && slot_of(tb) >= 0);
+	/* the whole budget: every other table goes, three chunks */
+	CHECK_EQ_INT(fp_unwind_add(u, &c, tc, lc), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(chunks(), 3);
+	CHECK_EQ_INT(st.us_chunks, 3);
+	CHECK_EQ_INT(st.us_tables, 1);
+	CHECK(slot_of(tc) >= 0);
+	/* a small table evicts it: two of the three chunks are given back */
+	CHECK_EQ_INT(fp_unwind_add(u, &d, td, ld), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(chunks(), 1);
+	CHECK_EQ_INT(st.us_chunks, 1);
+	CHECK_EQ_INT(st.us_rows_used, 50);
+	CHECK(slot_of(td) >= 0 && slot_of(tc) < 0);
+	fp_unwind_free(u);
+	CHECK_EQ_INT(chunks(), 0);
 	free(ta), free(tb), free(tc), free(td);
 }
 
@@ -160,6 +261,7 @@ static void test_process_lists(void)
 		  .fv_build_id = none },
 	};
 	struct fp_procmaps pm = { .pm_vmas = v, .pm_nvmas = 3 };
+	struct fp_unwind_map m[FP_UNWIND_MAPS];
 	struct fp_unwind_proc p;
 	uint32_t pid = 4343;
 	size_t la, lb, lbig;
@@ -170,24 +272,29 @@ static void test_process_lists(void)
 	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
 	CHECK_EQ_INT(fp_unwind_add(u, &b, tb, lb), 0);
 	CHECK_EQ_INT(fp_unwind_set_proc(u, pid, &pm), 0);
-	CHECK_EQ_INT(bpf_map_lookup_elem(maps.su_procs_fd, &pid, &p), 0);
-	CHECK_EQ_INT(p.up_nmaps, 2); /* the mapping without a table is left out */
-	CHECK(p.up_maps[0].um_start == 0x400000 && p.up_maps[0].um_len == 0x20000 &&
-	      p.up_maps[0].um_bias == 0x400000 - 0x1000);
-	CHECK(p.up_maps[1].um_start == 0x7f0000000000 &&
-	      p.up_maps[1].um_bias == 0x7f0000000000 - 0x28000);
-	CHECK(installed_as(p.up_maps[0].um_table, ta) && installed_as(p.up_maps[1].um_table, tb));
+	CHECK_EQ_INT(bpf_list(pid, &p, m), 2); /* the mapping without a table is left out */
+	CHECK_EQ_INT(p.up_walker, FP_WALKER_NATIVE);
+	CHECK(m[0].um_start == 0x400000 && m[0].um_len == 0x20000 &&
+	      m[0].um_bias == 0x400000 - 0x1000);
+	CHECK(m[1].um_start == 0x7f0000000000 && m[1].um_bias == 0x7f0000000000 - 0x28000);
+	CHECK(installed_as(m[0].um_table, ta) && installed_as(m[1].um_table, tb));
 
 	/* Another process uses only a: b is now the least recently used, and
-	 * a table that needs its room evicts it and scrubs it from the list. */
+	 * a table that needs its room evicts it; the list keeps b's mapping,
+	 * marked as without a table (walked by frame pointer). */
 	pm.pm_nvmas = 1;
 	CHECK_EQ_INT(fp_unwind_set_proc(u, pid + 1, &pm), 0);
 	pm.pm_nvmas = 3;
 	CHECK_EQ_INT(fp_unwind_add(u, &none, big, lbig), 0);
 	CHECK(fp_unwind_has(u, &a) && !fp_unwind_has(u, &b) && fp_unwind_has(u, &none));
-	CHECK_EQ_INT(bpf_map_lookup_elem(maps.su_procs_fd, &pid, &p), 0);
-	CHECK_EQ_INT(p.up_nmaps, 1);
-	CHECK(p.up_maps[0].um_start == 0x400000 && installed_as(p.up_maps[0].um_table, ta));
+	CHECK_EQ_INT(bpf_list(pid, &p, m), 2);
+	CHECK(m[0].um_start == 0x400000 && installed_as(m[0].um_table, ta));
+	CHECK(m[1].um_start == 0x7f0000000000 && m[1].um_table == FP_UNWIND_NO_TABLE);
+	/* written again (the collector's remap): now with none's mapping */
+	CHECK_EQ_INT(fp_unwind_set_proc(u, pid, &pm), 0);
+	CHECK_EQ_INT(bpf_list(pid, &p, m), 2);
+	CHECK(installed_as(m[0].um_table, ta) && installed_as(m[1].um_table, big));
+	CHECK(m[1].um_start == 0x7f1000000000);
 	fp_unwind_forget_proc(u, pid + 1);
 
 	/* Gone: no list */
@@ -195,6 +302,94 @@ static void test_process_lists(void)
 	CHECK(bpf_map_lookup_elem(maps.su_procs_fd, &pid, &p) != 0);
 	fp_unwind_free(u);
 	free(ta), free(tb), free(big);
+}
+
+/* The walker a list names: native at first, Python once set, kept when
+ * the list is written again; a new list replaces the old one's run,
+ * which is given back.  Failed before: no walker field. */
+static void test_walker(void)
+{
+	struct fp_unwind *u;
+	struct fp_unwind_stats st;
+	struct fp_build_id a = bid(41), b = bid(42);
+	struct fp_vma v[2] = {
+		{ .fv_start = 0x400000,
+		  .fv_end = 0x420000,
+		  .fv_build_id_state = 1,
+		  .fv_build_id = a },
+		{ .fv_start = 0x500000,
+		  .fv_end = 0x520000,
+		  .fv_build_id_state = 1,
+		  .fv_build_id = b },
+	};
+	struct fp_procmaps pm = { .pm_vmas = v, .pm_nvmas = 1 };
+	struct fp_unwind_map m[FP_UNWIND_MAPS];
+	struct fp_unwind_proc p;
+	uint32_t pid = 4545;
+	size_t la, lb;
+	void *ta = table(10, 0, &la), *tb = table(10, 0, &lb);
+
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &b, tb, lb), 0);
+	CHECK_EQ_INT(fp_unwind_set_walker(u, pid, FP_WALKER_PYTHON), -ENOENT);
+	CHECK_EQ_INT(fp_unwind_set_proc(u, pid, &pm), 0);
+	CHECK_EQ_INT(fp_unwind_set_walker(u, pid, FP_WALKER_PYTHON), 0);
+	CHECK_EQ_INT(fp_unwind_set_walker(u, pid, FP_WALKERS), -EINVAL);
+	pm.pm_nvmas = 2;
+	CHECK_EQ_INT(fp_unwind_set_proc(u, pid, &pm), 0);
+	CHECK_EQ_INT(bpf_list(pid, &p, m), 2);
+	CHECK_EQ_INT(p.up_walker, FP_WALKER_PYTHON);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_procs_now, 1);
+	CHECK_EQ_INT(st.us_mapv_used, 2);
+	CHECK_EQ_INT(fp_unwind_set_walker(u, pid, FP_WALKER_NATIVE), 0);
+	CHECK_EQ_INT(bpf_list(pid, &p, m), 2);
+	CHECK_EQ_INT(p.up_walker, FP_WALKER_NATIVE);
+	fp_unwind_forget_proc(u, pid);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_procs_now, 0);
+	CHECK_EQ_INT(st.us_mapv_used, 0);
+	fp_unwind_free(u);
+	free(ta), free(tb);
+}
+
+/* The mappings array full of the lists of processes gone (pids above any
+ * pid_max): a living process's list makes them go. */
+static void test_mapv_full_swept(void)
+{
+	static struct fp_vma v[FP_UNWIND_MAPS];
+	struct fp_unwind *u;
+	struct fp_unwind_stats st;
+	struct fp_build_id a = bid(51);
+	struct fp_procmaps pm = { .pm_vmas = v, .pm_nvmas = FP_UNWIND_MAPS };
+	struct fp_unwind_map m[FP_UNWIND_MAPS];
+	struct fp_unwind_proc p;
+	uint32_t self = (uint32_t)getpid(), i;
+	size_t la;
+	void *ta = table(10, 0, &la);
+
+	for (i = 0; i < FP_UNWIND_MAPS; i++)
+		v[i] = (struct fp_vma){ .fv_start = 0x400000 + 0x10000 * (uint64_t)i,
+					.fv_end = 0x408000 + 0x10000 * (uint64_t)i,
+					.fv_build_id_state = 1,
+					.fv_build_id = a };
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	CHECK_EQ_INT(fp_unwind_add(u, &a, ta, la), 0);
+	for (i = 0; i < FP_UNWIND_MAPV / FP_UNWIND_MAPS; i++)
+		CHECK_EQ_INT(fp_unwind_set_proc(u, (1u << 23) + i, &pm), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_mapv_used, FP_UNWIND_MAPV);
+	CHECK_EQ_INT(fp_unwind_set_proc(u, self, &pm), 0);
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_procs_full, 0);
+	CHECK_EQ_INT(st.us_procs_swept, FP_UNWIND_MAPV / FP_UNWIND_MAPS);
+	CHECK_EQ_INT(st.us_procs_now, 1);
+	CHECK_EQ_INT(bpf_list(self, &p, m), FP_UNWIND_MAPS);
+	CHECK(m[FP_UNWIND_MAPS - 1].um_start == v[FP_UNWIND_MAPS - 1].fv_start);
+	fp_unwind_forget_proc(u, self);
+	fp_unwind_free(u);
+	free(ta);
 }
 
 /* A full map of process lists: those of processes gone (pids above any
@@ -476,7 +671,10 @@ int main(void)
 	}
 	CHECK_EQ_INT(maps.su_nrows, BUDGET_ROWS);
 	RUN(test_budget_and_eviction);
+	RUN(test_chunks);
 	RUN(test_process_lists);
+	RUN(test_walker);
+	RUN(test_mapv_full_swept);
 	RUN(test_parts);
 	RUN(test_resent_replaces);
 	RUN(test_full_map_swept);
