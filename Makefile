@@ -49,10 +49,11 @@ endif
 .PHONY: all deps deps-run test check bench soak run fuzz clean format format-check lint install uninstall
 
 COMMON_SRCS := $(wildcard common/*.c)
-# The agent's program: its main, its exchanges with the symbolizer and its
-# unwind tables, which use main's state (device/agent.h); the rest of
+# The agent's program: its main, its intervals, its exchanges with the
+# symbolizer and its unwind tables, which share the agent's state
+# (device/agent.h); the rest of
 # device/ is a library.
-AGENT_SRCS  := device/main.c device/exchange.c device/tables.c
+AGENT_SRCS  := device/main.c device/interval.c device/exchange.c device/tables.c
 DEVICE_SRCS := $(filter-out $(AGENT_SRCS),$(wildcard device/*.c))
 SYMB_SRCS   := $(foreach d,$(SYMB_DIRS),$(wildcard symbolizer/$(d)/*.c))
 HDRS        := $(wildcard */*.h symbolizer/*/*.h tests/unit/*.h)

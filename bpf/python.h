@@ -16,9 +16,9 @@
 #include <linux/types.h>
 
 #define FP_PY_EVAL_RANGES 2 /* _PyEval_EvalFrameDefault and its .cold part */
-/* The busiest host measured walked 18 CPython processes at once (README,
- * Performance: the test VM with other Python tests running); make bench
- * runs ten daemons.  Both maps exist only once the
+/* The busiest host measured walked 18 CPython processes at once
+ * (docs/performance.md: the test VM with other Python tests running);
+ * make bench runs ten daemons.  Both maps exist only once the
  * Python walker is loaded: 23 and 48 KiB.  Past FP_PY_PROCS a process
  * shows as the interpreter's native frames; the LRU of threads only costs
  * a new search of the thread list. */

@@ -1,5 +1,6 @@
 /* agent.h: the agent's state, shared by its parts: main.c (flags,
- * start-up, sampling, intervals, the memory budget), exchange.c (the
+ * start-up, sampling, the memory budget), interval.c (closing intervals,
+ * new sessions), exchange.c (the
  * exchanges with the symbolizer) and tables.c (its unwind tables: the
  * table cache, and asking for what it lacks at once).  One thread runs them
  * all: nothing here is locked. */
@@ -32,7 +33,7 @@
 #define KSYMS_QUEUE 256
 #define FETCH_KB_DEFAULT 8192
 #define FETCH_QUEUE 4096
-#define MAX_MEM_DEFAULT_MB 32 /* the agent's heap; README, "Memory" */
+#define MAX_MEM_DEFAULT_MB 32 /* the agent's heap; docs/agent.md */
 #define MAX_SERVERS 16
 #define FAILOVER_AFTER_DEFAULT 3
 #define FAILBACK_DEFAULT_S 300
@@ -102,7 +103,7 @@ struct agent {
 	size_t ag_cache_read_cap;
 	struct unwritten_table *ag_unwritten; /* installed, not yet on disk */
 	size_t ag_nunwritten, ag_unwritten_cap;
-	uint64_t ag_sampling_ns; /* CLOCK_MONOTONIC when sampling began */
+	uint64_t ag_loaded_ns; /* CLOCK_MONOTONIC when the BPF programs were loaded */
 	int ag_first_table_logged;
 	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
 	struct fp_hello ag_hello;
@@ -139,7 +140,7 @@ struct agent {
  * sends what it has and exits. */
 extern volatile sig_atomic_t agent_exiting;
 
-/* main.c */
+/* interval.c */
 /* agent_new_session: the next exchange starts a new session (a hello);
  * the collector forgets what the peer knew when the hello is answered. */
 void agent_new_session(struct agent *a);
@@ -150,6 +151,12 @@ void agent_pump(struct agent *a, int timeout_ms);
  * last cut at the soonest), unless the regular cut comes first: the
  * symbolizer hears of new files, or is asked for more tables, now. */
 void agent_want_cut(struct agent *a, uint32_t delay_ms);
+/* agent_budget: refill what the symbolizer may ask of one interval (file
+ * bytes, kallsyms reads). */
+void agent_budget(struct agent *a);
+/* agent_cut: close the interval now, into the buffer (the oldest interval
+ * is dropped, and counted, when it is full). */
+void agent_cut(struct agent *a);
 
 /* tables.c */
 /* agent_tables_open: the table cache (--table-cache; in memory only when
@@ -167,7 +174,7 @@ void agent_tables_write(struct agent *a);
 void agent_tables_close(struct agent *a);
 /* agent_tables_log: the table cache's counters, at exit. */
 void agent_tables_log(struct agent *a);
-/* agent_first_tables: log, once, how long after sampling began the first
+/* agent_first_tables: log, once, how long after the BPF programs were loaded the first
  * unwind tables were installed, and where they came from. */
 void agent_first_tables(struct agent *a, const char *from);
 

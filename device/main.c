@@ -2,8 +2,9 @@
  * (build-ID, offset) stacks to the symbolizer once per interval, buffers
  * while the symbolizer is away, and moves to the next symbolizer given
  * when the current one stops answering.  Here: the flags, start-up and
- * privileges, sampling, closing intervals and the memory budget;
- * exchange.c talks to the symbolizer. */
+ * privileges, sampling and the memory budget; interval.c closes the
+ * intervals, tables.c holds the unwind tables and exchange.c talks to the
+ * symbolizer. */
 #include "agent.h"
 #include "cli.h"
 #include "kfuncs.h"
@@ -25,8 +26,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-volatile sig_atomic_t agent_exiting;
 
 static void on_signal(int sig)
 {
@@ -91,19 +90,6 @@ static uint64_t heap_bytes(void)
 	return (uint64_t)kb << 10;
 }
 
-void agent_want_cut(struct agent *a, uint32_t delay_ms)
-{
-	uint64_t when = fp_now_ns(CLOCK_MONOTONIC) + delay_ms * 1000000ull,
-		 soonest = a->ag_last_cut_ns + EARLY_GAP_MS * 1000000ull;
-
-	if (when < soonest)
-		when = soonest;
-	if (when >= a->ag_next_cut_ns)
-		return; /* the regular cut comes first */
-	if (!a->ag_early_ns || when < a->ag_early_ns)
-		a->ag_early_ns = when;
-}
-
 static int collector_open(struct agent *a)
 {
 	int err = fp_collector_alloc(&a->ag_collector, "/proc", "/var/lib/docker", &a->ag_kernel);
@@ -120,15 +106,6 @@ static int collector_open(struct agent *a)
 	if (a->ag_kfuncs.kf_n)
 		fp_collector_set_kfuncs(a->ag_collector, &a->ag_kfuncs);
 	return 0;
-}
-
-void agent_new_session(struct agent *a)
-{
-	a->ag_session++;
-	a->ag_hello.fh_session = a->ag_session;
-	a->ag_hello_ok = 0;
-	if (a->ag_tables_asked)
-		fp_intern_clear(a->ag_tables_asked); /* each file is named again */
 }
 
 /* Over the memory budget: forget every process, thread, stack and path,
@@ -161,62 +138,6 @@ static void agent_keep_budget(struct agent *a)
 
 	if (heap > (uint64_t)a->ag_o.ao_max_mem_mb << 20)
 		agent_start_over(a, heap);
-}
-
-/* agent_budget: what the symbolizer may ask of one interval. */
-static void agent_budget(struct agent *a)
-{
-	a->ag_fetch_left = (uint64_t)a->ag_o.ao_fetch_kb << 10;
-	a->ag_ksyms_left = KSYMS_PER_INTERVAL;
-}
-
-static void agent_cut(struct agent *a)
-{
-	uint64_t bpf[FP_CNT_MAX];
-	struct fp_interval iv, old;
-
-	a->ag_last_cut_ns = fp_now_ns(CLOCK_MONOTONIC);
-	a->ag_early_ns = 0;
-	if (fp_collector_cut(a->ag_collector, ++a->ag_seq, fp_now_ns(CLOCK_REALTIME), &iv)) {
-		fp_warnx("out of memory closing interval %" PRIu64, a->ag_seq);
-		return;
-	}
-	a->ag_sampled += iv.fi_samples;
-	a->ag_lost.fl_samples += iv.fi_lost.fl_samples; /* collector: out of memory */
-	iv.fi_lost = a->ag_lost;
-	if (fp_sampler_counters(a->ag_sampler, bpf) == 0) {
-		iv.fi_lost.fl_samples += bpf[FP_CNT_LOST];
-		iv.fi_lost.fl_stack_errors = bpf[FP_CNT_USTACK_ERR] + bpf[FP_CNT_KSTACK_ERR];
-	}
-	if (fp_ring_push(&a->ag_ring, &iv, &old)) {
-		a->ag_lost.fl_batches++;
-		a->ag_lost.fl_samples_dropped += old.fi_samples;
-		fp_warnx("buffer full: dropping interval %" PRIu64 " (%" PRIu64 " samples)",
-			 old.fi_seq, old.fi_samples);
-	}
-	fp_debug("interval %" PRIu64 ": %" PRIu64 " samples, %zu stacks, %zu buffered", iv.fi_seq,
-		 iv.fi_samples, iv.fi_ncounts, fp_ring_len(&a->ag_ring));
-}
-
-void agent_pump(struct agent *a, int timeout_ms)
-{
-	uint64_t now = fp_now_ns(CLOCK_MONOTONIC);
-	int n;
-
-	/* Not past an early cut that is due. */
-	if (a->ag_early_ns && a->ag_early_ns < now + (uint64_t)timeout_ms * 1000000ull)
-		timeout_ms = a->ag_early_ns > now ? (int)((a->ag_early_ns - now) / 1000000) : 0;
-	if ((n = fp_sampler_poll(a->ag_sampler, timeout_ms)) < 0 && n != -EINTR)
-		fp_warnx("ring buffer: %s", strerror(-n));
-	now = fp_now_ns(CLOCK_MONOTONIC);
-	if (now >= a->ag_next_cut_ns) {
-		agent_budget(a); /* per --interval: early cuts do not refill it */
-		agent_cut(a);
-		a->ag_next_cut_ns += (uint64_t)a->ag_o.ao_interval_s * 1000000000ull;
-	} else if (a->ag_early_ns && now >= a->ag_early_ns) {
-		agent_cut(a);
-		a->ag_early_cuts++;
-	}
 }
 
 /* log_unwind_memory: the memory the unwind tables hold now (make bench
@@ -645,15 +566,16 @@ int main(int argc, char **argv)
 				       .so_ringbuf_bytes = 0,
 				       .so_unwind_bytes = (size_t)a.ag_o.ao_unwind_mb << 20,
 				       .so_user_stacks_only = a.ag_o.ao_user_stacks_only,
+				       .so_paused = 1,
 				       .so_fn = on_sample,
 				       .so_arg = &a };
 	memcpy(so.so_pids, a.ag_o.ao_pids, sizeof(so.so_pids));
 	if ((err = fp_sampler_open(&a.ag_sampler, &so)))
 		goto cleanup;
-	/* The first interval starts with sampling (an early cut may come
-	 * before its end). */
-	a.ag_sampling_ns = fp_now_ns(CLOCK_MONOTONIC);
-	a.ag_next_cut_ns = a.ag_sampling_ns + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
+	/* The first interval starts now, with sampling a few milliseconds
+	 * away (an early cut may come before its end). */
+	a.ag_loaded_ns = fp_now_ns(CLOCK_MONOTONIC);
+	a.ag_next_cut_ns = a.ag_loaded_ns + (uint64_t)a.ag_o.ao_interval_s * 1000000000ull;
 	if (a.ag_o.ao_unwind_mb &&
 	    ((err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)) || (err = agent_tables_open(&a))))
 		goto cleanup;
@@ -661,6 +583,15 @@ int main(int argc, char **argv)
 	    (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind, "/proc")))
 		goto cleanup;
 	if ((err = collector_open(&a)))
+		goto cleanup;
+	/* The processes of -p: their mappings, and their tables from the
+	 * table cache, before their first sample, so that it is walked (a
+	 * sample of a process the BPF program has no list for yet is its
+	 * leaf alone, or the kernel's frame-pointer walk).  Then sampling
+	 * starts, with privileges the drop below takes away. */
+	for (i = 0; a.ag_unwind && i < a.ag_o.ao_npids; i++)
+		fp_collector_adopt(a.ag_collector, a.ag_o.ao_pids[i]);
+	if ((err = fp_sampler_start(a.ag_sampler)))
 		goto cleanup;
 	/* Root's work is done: what remains needs five capabilities.  Before
 	 * nng starts its threads, which inherit what is left. */
@@ -676,12 +607,6 @@ int main(int argc, char **argv)
 	if ((err = fp_uplink_open(&a.ag_uplink, a.ag_o.ao_servers[0], &a.ag_o.ao_tls)))
 		goto cleanup;
 	a.ag_addr = a.ag_o.ao_servers[0];
-	/* The processes of -p: their mappings now, so that their tables are
-	 * installed (from the table cache) or asked for before they are
-	 * sampled much, not at their first sample; while the connection to
-	 * the symbolizer is being made. */
-	for (i = 0; a.ag_unwind && i < a.ag_o.ao_npids; i++)
-		fp_collector_adopt(a.ag_collector, a.ag_o.ao_pids[i]);
 	fp_info("sampling at %u Hz (%s), sending to %s every %u s", a.ag_o.ao_frequency,
 		a.ag_o.ao_npids == 0   ? "every process"
 		: a.ag_o.ao_npids == 1 ? "one process"

@@ -2,6 +2,7 @@
  * table_cache.h. */
 #include "table_cache.h"
 #include "cli.h"
+#include "fileio.h"
 #include "intern.h"
 #include "log.h"
 #include "unwind_table.h"
@@ -393,22 +394,6 @@ int fp_table_cache_load(struct fp_table_cache *c, const struct fp_build_id *id, 
 	return 0;
 }
 
-/* write_all: len bytes to fd, or -errno. */
-static int write_all(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* write_file: e's table, whole under a temporary name, then renamed. */
 static int write_file(struct fp_table_cache *c, struct tc_entry *e, const void *blob, size_t len,
 		      uint32_t flags)
@@ -428,9 +413,9 @@ static int write_file(struct fp_table_cache *c, struct tc_entry *e, const void *
 	fd = openat(c->c_dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	err = write_all(fd, &h, sizeof(h));
+	err = fp_write_all(fd, &h, sizeof(h));
 	if (!err)
-		err = write_all(fd, blob, len);
+		err = fp_write_all(fd, blob, len);
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && renameat(c->c_dfd, tmp, c->c_dfd, name))

@@ -19,8 +19,9 @@ void agent_first_tables(struct agent *a, const char *from)
 	if (a->ag_first_table_logged)
 		return;
 	a->ag_first_table_logged = 1;
-	fp_info("first unwind tables installed %" PRIu64 " ms after sampling began, from %s",
-		(fp_now_ns(CLOCK_MONOTONIC) - a->ag_sampling_ns) / 1000000, from);
+	fp_info("first unwind tables installed %" PRIu64
+		" ms after the BPF programs were loaded, from %s",
+		(fp_now_ns(CLOCK_MONOTONIC) - a->ag_loaded_ns) / 1000000, from);
 }
 
 #define CACHE_REREAD_NS (60 * 1000000000ull)

@@ -24,8 +24,8 @@
 struct fp_unwind;
 
 /* The budget for table rows (--unwind-mem): the default holds the tables
- * of the test host's programs and libraries several times over (README,
- * "Memory"). */
+ * of the test host's programs and libraries several times over
+ * (docs/agent.md, docs/performance.md). */
 #define FP_UNWIND_MEM_DEFAULT_MB 8
 #define FP_UNWIND_MEM_MAX_MB 1024
 

@@ -31,7 +31,7 @@
 #endif
 
 #include "dwarf_sections.h"
-#include "elfsyms.h"
+#include "demangle.h"
 #include "intern.h"
 #include "vec.h"
 

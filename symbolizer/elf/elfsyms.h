@@ -35,13 +35,6 @@ int fp_elf_symtab_stats(int fd, void **blob, size_t *len, struct fp_dwarf_stats 
  * fp_elfnote_debuglink (elfnote.h) found.  0 or a negative errno. */
 int fp_elf_debuglink_crc(int fd, uint32_t *crc);
 
-/* fp_demangle: the demangled form of an Itanium C++ name (malloc'd), or
- * NULL if name is not mangled or cannot be demangled.  Written as
- * llvm-symbolizer writes names: a suffix after the mangled name in
- * parentheses ("f() (.isra.0)", not "f() [clone .isra.0]"), and no space
- * in "operator<<int>". */
-char *fp_demangle(const char *name);
-
 /* fp_elf_unversioned_len: the length of the first len bytes of name
  * without an ELF symbol version: 10 for "getgrnam_r@@GLIBC_2.2.5" (the
  * default version) and 6 for "memcpy@GLIBC_2.2.5" (a hidden one).  A

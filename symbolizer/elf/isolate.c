@@ -3,7 +3,7 @@
 #include "isolate.h"
 #include "cli.h"
 #include "cfi.h"
-#include "files.h"
+#include "fileio.h"
 #include "elfsyms.h"
 #include "seccomp.h"
 #include "symtab.h"

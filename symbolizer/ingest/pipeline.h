@@ -33,7 +33,7 @@
  * a sink shares between hosts it locks itself (push.h, spool.h),
  * what it keeps per host (files.h) needs no lock.  Workers write in
  * parallel because the time of a sink goes to fsync, waiting for the
- * disk, which serves several at once (README, "Performance").  They run
+ * disk, which serves several at once (docs/performance.md).  They run
  * 10 nicer than the process and as SCHED_BATCH, so that on a loaded
  * machine the listener's threads, which take no lock a worker holds for
  * long (pl_lock only around the queues and counters), get the CPU first.
@@ -52,7 +52,7 @@
  * became busy (at most one per listener worker: 256) still find room. */
 #define FP_PIPELINE_BUSY (FP_PIPELINE_QUEUE - 256)
 /* Busy from this many bytes queued on, by default and at most
- * (--max-queued-mb): see README, "Sinks behind", for why. */
+ * (--max-queued-mb): see docs/symbolizer.md, "Sinks behind", for why. */
 #define FP_PIPELINE_BUSY_BYTES_DEFAULT ((size_t)256 << 20)
 #define FP_PIPELINE_BUSY_BYTES_MAX ((size_t)64 << 30)
 #define FP_PIPELINE_MAX_SINKS 4

@@ -6,7 +6,7 @@
  * through its own
  * thread-safe stats call: this module keeps no counters of its own, and
  * http.c does not depend on it (fp_metrics_http is its fp_http_metrics_fn).
- * README.md lists every metric. */
+ * docs/metrics.md lists every metric. */
 #ifndef FP_METRICS_H
 #define FP_METRICS_H
 

@@ -2,7 +2,7 @@
 #include "store.h"
 #include "buildid.h"
 #include "elfinit.h"
-#include "files.h"
+#include "fileio.h"
 #include "isolate.h"
 
 #include <dirent.h>

@@ -1,7 +1,8 @@
-/* files.c: directories, atomic writes, safe file names, and the file sink.
+/* files.c: atomic writes, safe file names, and the file sink.
  * The encoders (output.h, otlp.h) turn a profile into bytes; the sinks put
  * bytes into files, this one into the output tree. */
 #include "files.h"
+#include "fileio.h"
 #include "gzip.h"
 #include "log.h"
 #include "otlp.h"
@@ -19,30 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int fp_mkdirs(const char *dir)
-{
-	char path[4096], *p;
-
-	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	/* Usually dir or its parent is there: one system call. */
-	if (!mkdir(path, 0755) || errno == EEXIST)
-		return 0;
-	if (errno != ENOENT)
-		return -errno;
-	for (p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
 
 /* open_beside: a new file beside path, named PATH.tmpXXXXXX with six
  * random characters, created with O_EXCL (mkstemp): nothing planted at a
@@ -93,24 +70,6 @@ void fp_safe_name(const char *s, char *buf, size_t len)
 	buf[i] = '\0';
 	if (!buf[0] || strcmp(buf, ".") == 0 || strcmp(buf, "..") == 0)
 		snprintf(buf, len, "_");
-}
-
-int fp_write_all(int fd, const void *data, size_t len)
-{
-	const uint8_t *buf = data;
-
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static int write_fd(void *arg, const void *buf, size_t len)

@@ -12,14 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "batch.h"
+#include "fileio.h"
 #include "profile.h"
-
-/* fp_mkdirs: create dir and its parents (mode 0755).  0 or a negative errno. */
-int fp_mkdirs(const char *dir);
-
-/* fp_write_all: all of buf to fd, retrying short writes.  0 or a
- * negative errno. */
-int fp_write_all(int fd, const void *buf, size_t len);
 
 /* fp_write_file: buf as the file at path (gzip-compressed when gzip is
  * set), mode 0644, synced, written beside it and renamed into place.  0 or

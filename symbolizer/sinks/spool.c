@@ -10,7 +10,7 @@
  * is rebuilt from the directory at open, each file's owner read from its
  * header; the files are the truth. */
 #include "spool.h"
-#include "files.h"
+#include "fileio.h"
 #include "intern.h"
 #include "log.h"
 #include "vec.h"

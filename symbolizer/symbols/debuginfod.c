@@ -1,7 +1,7 @@
 /* debuginfod.c: the resolver's fetch hook on libdebuginfod. */
 #include "debuginfod.h"
 #include "fileid.h"
-#include "files.h"
+#include "fileio.h"
 #include "log.h"
 
 #include <elfutils/debuginfod.h>

@@ -7,7 +7,7 @@ TEST=agent-pids
 
 pids=()
 for i in $(seq 17); do pids+=(-p "$i"); done
-"$AGENT" --server tcp://127.0.0.1:1 "${pids[@]}" > "$TMP/many.log" 2>&1
+"$AGENT" --table-cache "$TMP/tables" --server tcp://127.0.0.1:1 "${pids[@]}" > "$TMP/many.log" 2>&1
 check seventeen-refused test $? -eq 2
 check seventeen-says-why grep -q 'at most 16 -p' "$TMP/many.log"
 
@@ -25,7 +25,7 @@ for n in pida pidb pidc; do
 	PIDS+=($!)
 	eval "$n=$!"
 done
-"$AGENT" --server "$addr" --interval 1 -p "$pida" -p "$pidb" > "$TMP/agent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 -p "$pida" -p "$pidb" > "$TMP/agent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 sleep 6

@@ -35,7 +35,7 @@ addr=tcp://127.0.0.1:$port
 symb=$!
 PIDS+=($symb)
 sleep 0.5
-"$AGENT" --server "$addr" --interval 1 -F 999 --max-mem 16 > "$TMP/agent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 -F 999 --max-mem 16 > "$TMP/agent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 "$TMP/churn" 60 40 > "$TMP/churn.out" &
@@ -89,7 +89,7 @@ tail -n 5 "$TMP/agent.log" >&2
 # the agent starts over, and 5 s more, for at most 120 s: on a loaded
 # machine it gets less CPU, and the heap grew only to 23.2 MB in 40 s
 # (load average 17).
-"$AGENT" --server "tcp://127.0.0.1:$(free_port)" --interval 1 -F 999 --max-mem 24 \
+"$AGENT" --table-cache "$TMP/tables" --server "tcp://127.0.0.1:$(free_port)" --interval 1 -F 999 --max-mem 24 \
 	> "$TMP/alone.log" 2>&1 &
 agent=$!
 PIDS+=($agent)

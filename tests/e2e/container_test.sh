@@ -52,7 +52,7 @@ for case in symlink fifo swapped; do
 	# binary's path while the binary is still there.  Then the container
 	# swaps the path, and only then does the symbolizer come and ask.
 	addr=tcp://127.0.0.1:$(free_port)
-	"$AGENT" --server "$addr" --interval 1 -p "$wl" > "$TMP/$case.agent.log" 2>&1 &
+	"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 -p "$wl" > "$TMP/$case.agent.log" 2>&1 &
 	agent=$!
 	PIDS+=($agent)
 	sleep 2.5

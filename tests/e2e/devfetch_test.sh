@@ -21,7 +21,7 @@ session() {
 	"$@" & wl=$!
 	PIDS+=($wl)
 	sleep 0.5
-	"$AGENT" --server "$addr" --interval 1 -p "$wl" $AGENT_ARGS > "${logs}agent.log" 2>&1 &
+	"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 -p "$wl" $AGENT_ARGS > "${logs}agent.log" 2>&1 &
 	agent=$!
 	PIDS+=($agent)
 	sleep "$secs"

@@ -102,7 +102,7 @@ PIDS+=($symb)
 "$WORKLOAD" 60 & wl=$!
 PIDS+=($wl)
 sleep 0.5
-"$AGENT" --server "$addr" --interval 1 -p "$wl" > "$TMP/bagent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 -p "$wl" > "$TMP/bagent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 sleep 2

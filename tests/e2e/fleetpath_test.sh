@@ -61,7 +61,7 @@ warm=tcp://127.0.0.1:$(free_port)
 "$SYMB" --listen "$warm" --cache "$TMP/warm" --out "$TMP/warm-out" > "$TMP/warm.log" 2>&1 &
 wsymb=$!
 PIDS+=($wsymb)
-"$AGENT" --server "$warm" -i 1 -p 2 > "$TMP/warm-agent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/warm-tables" --server "$warm" -i 1 -p 2 > "$TMP/warm-agent.log" 2>&1 &
 wagent=$!
 PIDS+=($wagent)
 wait_for 30 grep -q "stored kallsyms of vmlinux" "$TMP/warm.log"
@@ -110,7 +110,7 @@ run() {
 	"$TMP/threadwork" $((SECONDS_EACH + 30)) 2 > /dev/null &
 	work=$!
 	PIDS+=($work)
-	"$AGENT" --server "$addr" -i 2 -p "$redis" -p "$work" > "$d/agent.log" 2>&1 &
+	"$AGENT" --table-cache "$d/tables" --server "$addr" -i 2 -p "$redis" -p "$work" > "$d/agent.log" 2>&1 &
 	agent=$!
 	PIDS+=($agent)
 	local end=$((SECONDS + SECONDS_EACH))

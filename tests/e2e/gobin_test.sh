@@ -75,7 +75,7 @@ mkdir -p "$TMP/nodebug"
 	--debug-dir "$TMP/nodebug" > "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
-"$AGENT" --server "tcp://127.0.0.1:$port" --interval 1 -p "$wl" > "$TMP/agent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "tcp://127.0.0.1:$port" --interval 1 -p "$wl" > "$TMP/agent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 wait_for 30 bash -c "[ \$(ls '$TMP'/out/*/*.folded 2>/dev/null | wc -l) -ge 3 ]"
@@ -92,7 +92,7 @@ port=$(free_port)
 	--debug-dir "$TMP/nodebug" --no-local-files > "$TMP/fsymb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
-"$AGENT" --server "tcp://127.0.0.1:$port" --interval 1 -p "$wl" > "$TMP/fagent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "tcp://127.0.0.1:$port" --interval 1 -p "$wl" > "$TMP/fagent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 wait_for 30 bash -c "[ \$(ls '$TMP'/fout/*/*.folded 2>/dev/null | wc -l) -ge 5 ]"

@@ -49,7 +49,7 @@ agent() {
 		> "$TMP/$name-symb.log" 2>&1 &
 	PIDS+=($!)
 	sleep 0.3
-	"$AGENT" --server "$addr" --interval 1 -F 199 -p "$wl" -v "$@" > "$TMP/$name-agent.log" 2>&1 &
+	"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 -F 199 -p "$wl" -v "$@" > "$TMP/$name-agent.log" 2>&1 &
 	agent=$!
 	PIDS+=($agent)
 }

@@ -51,7 +51,7 @@ start_symbolizer() { # start_symbolizer LOG ARGS...
 	sleep 0.5
 }
 start_agent() { # start_agent LOG
-	"$AGENT" --server "$addr" --interval 1 -p "$wl" --label rack=r1 > "$1" 2>&1 &
+	"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 -p "$wl" --label rack=r1 > "$1" 2>&1 &
 	agent=$!
 	PIDS+=($agent)
 }
@@ -217,7 +217,7 @@ check otlp-content-type grep -q '^/v1development/profiles application/x-protobuf
 rm -rf "$TMP/out"
 start_symbolizer "$TMP/symb4.log" --pyroscope "http://127.0.0.1:$psave/pyro/" \
 	--pyroscope-format pprof --push-gzip --spool "$TMP/spool4"
-"$AGENT" --server "$addr" --interval 1 --label rack=r1 --label 'odd key=a,b}' > "$TMP/agent4.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 --label rack=r1 --label 'odd key=a,b}' > "$TMP/agent4.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 sleep 3

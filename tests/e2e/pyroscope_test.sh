@@ -177,7 +177,7 @@ else
 		--otlp-endpoint "$URL" > "$TMP/pysymb.log" 2>&1 &
 	symb=$!
 	PIDS+=($symb)
-	"$AGENT" --server "tcp://127.0.0.1:$sport" --interval 1 -p "$py" --label fp_test=python \
+	"$AGENT" --table-cache "$TMP/tables" --server "tcp://127.0.0.1:$sport" --interval 1 -p "$py" --label fp_test=python \
 		> "$TMP/pyagent.log" 2>&1 &
 	agent=$!
 	PIDS+=($agent)

@@ -20,7 +20,7 @@ start_symbolizer
 sleep 0.5
 # --timeout 1: a request waits less than the symbolizer is away (3 s),
 # else nng's reconnection may carry it through the restart unnoticed
-"$AGENT" --server "$addr" --interval 1 --timeout 1 -p "$wl" --label rack=r1 > "$TMP/agent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 --timeout 1 -p "$wl" --label rack=r1 > "$TMP/agent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 sleep 4

@@ -43,7 +43,7 @@ start_symbolizer() {
 PIDS+=($wl)
 start_symbolizer
 sleep 0.5
-"$AGENT" --server "$addr" --interval 1 -p "$wl" > "$TMP/agent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "$addr" --interval 1 -p "$wl" > "$TMP/agent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 "$FP" loadgen --server "$addr" --devices "$DEVICES" --seconds "$SOAK" --interval 10 \

@@ -25,7 +25,7 @@ PIDS+=($symb)
 wl=$!
 PIDS+=($wl)
 sleep 0.5
-"$AGENT" --server "tcp://127.0.0.1:$port" --interval 1 -p "$wl" > "$TMP/agent.log" 2>&1 &
+"$AGENT" --table-cache "$TMP/tables" --server "tcp://127.0.0.1:$port" --interval 1 -p "$wl" > "$TMP/agent.log" 2>&1 &
 agent=$!
 PIDS+=($agent)
 # Three intervals before the upload (the first may wait for kallsyms).

@@ -123,7 +123,7 @@ bad_agent() {
 	local name=$1 before after pid more
 	shift
 	before=$(refused)
-	"$AGENT" --server "$ADDR" --interval 1 --timeout 1 -p "$wl" --tls-ca "$C/ca.crt" "$@" \
+	"$AGENT" --table-cache "$TMP/tables" --server "$ADDR" --interval 1 --timeout 1 -p "$wl" --tls-ca "$C/ca.crt" "$@" \
 		> "$TMP/agent-$name.log" 2>&1 &
 	pid=$!
 	PIDS+=($pid)
@@ -146,7 +146,7 @@ check no-batch-written bash -c "! ls '$TMP'/out/*/*.folded > /dev/null 2>&1"
 # refuse the symbolizer at ADDR, verified against CA.
 wary_agent() {
 	local pid
-	"$AGENT" --server "$2" --interval 1 --timeout 1 -p "$wl" --tls-ca "$3" \
+	"$AGENT" --table-cache "$TMP/tables" --server "$2" --interval 1 --timeout 1 -p "$wl" --tls-ca "$3" \
 		--tls-cert "$C/good.crt" --tls-key "$C/good.key" > "$TMP/agent-$1.log" 2>&1 &
 	pid=$!
 	PIDS+=($pid)
@@ -164,7 +164,7 @@ wary_agent server-of-other-ca "$ADDR" "$C/otherca.crt"
 wary_agent server-of-other-name "tls+tcp4://localhost:$SPORT" "$C/ca.crt"
 
 # ---- the good agent, to Pyroscope ----
-"$AGENT" --server "$ADDR" --interval 1 --timeout 2 -p "$wl" --label fp_test=tls \
+"$AGENT" --table-cache "$TMP/tables" --server "$ADDR" --interval 1 --timeout 2 -p "$wl" --label fp_test=tls \
 	--tls-ca "$C/ca.crt" --tls-cert "$C/good.crt" --tls-key "$C/good.key" \
 	> "$TMP/agent-good.log" 2>&1 &
 agent=$!
@@ -190,7 +190,7 @@ check pyroscope-has-the-stacks wait_for 30 render
 # as_host NAME CERT HOSTNAME: an agent with CERT, in a UTS namespace whose
 # host name is HOSTNAME; its pid in $pid.
 as_host() {
-	unshare -u bash -c "hostname '$3' && exec '$AGENT' --server '$ADDR' --interval 1 \
+	unshare -u bash -c "hostname '$3' && exec '$AGENT' --table-cache '$TMP/tables' --server '$ADDR' --interval 1 \
 		--timeout 1 -p '$wl' --tls-ca '$C/ca.crt' --tls-cert '$C/$2.crt' \
 		--tls-key '$C/$2.key'" > "$TMP/agent-$1.log" 2>&1 &
 	pid=$!
@@ -301,7 +301,7 @@ check opt-https-metrics wait_for 10 ohttps_up
 opt_agent() {
 	local certs=""
 	[ -n "$3" ] && certs="--tls-cert '$C/$3.crt' --tls-key '$C/$3.key'"
-	unshare -u bash -c "hostname '$2' && exec '$AGENT' --server '$OADDR' --interval 1 \
+	unshare -u bash -c "hostname '$2' && exec '$AGENT' --table-cache '$TMP/tables' --server '$OADDR' --interval 1 \
 		--timeout 1 -p '$wl' --tls-ca '$C/ca.crt' $certs" > "$TMP/agent-$1.log" 2>&1 &
 	pid=$!
 	PIDS+=($pid)

@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "elfnote.h"
+#include "demangle.h"
 #include "elfsyms.h"
 #include "symtab.h"
 
