@@ -31,8 +31,7 @@ struct proc {
 struct fp_python {
 	struct fp_unwind *py_unwind;
 	struct fp_sampler *py_sampler;
-	int py_procs_fd; /* -1 until the Python walker is loaded */
-	const char *py_proc;
+	int py_procs_fd;           /* -1 until the Python walker is loaded */
 	int py_pthread_tid;        /* offset of the tid in a pthread descriptor; -1 unknown */
 	struct fp_intern *py_pids; /* pid -> index into py_procv */
 	struct proc *py_procv;
@@ -84,8 +83,7 @@ static int pthread_tid_offset(void)
 	return -1;
 }
 
-int fp_python_alloc(struct fp_python **out, struct fp_sampler *s, struct fp_unwind *u,
-		    const char *proc)
+int fp_python_alloc(struct fp_python **out, struct fp_sampler *s, struct fp_unwind *u)
 {
 	struct fp_sampler_unwind maps;
 	struct fp_python *py;
@@ -102,7 +100,6 @@ int fp_python_alloc(struct fp_python **out, struct fp_sampler *s, struct fp_unwi
 	py->py_unwind = u;
 	py->py_sampler = s;
 	py->py_procs_fd = -1;
-	py->py_proc = proc;
 	py->py_pthread_tid = pthread_tid_offset();
 	*out = py;
 	return 0;

@@ -40,11 +40,10 @@ struct fp_python_stats {
 };
 
 /* fp_python_alloc: the Python state for sampler s, whose unwind tables u
- * manages; proc the procfs mount.  The sampler's Python walker is loaded
+ * manages.  The sampler's Python walker is loaded
  * when the first CPython process is given to it (fp_python_set_proc).
  * 0, -ENOENT (the sampler has no unwind tables) or -ENOMEM. */
-int fp_python_alloc(struct fp_python **py, struct fp_sampler *s, struct fp_unwind *u,
-		    const char *proc);
+int fp_python_alloc(struct fp_python **py, struct fp_sampler *s, struct fp_unwind *u);
 void fp_python_free(struct fp_python *py);
 
 /* fp_python_set_proc: give the walker pid's interpreter, when one of pm's

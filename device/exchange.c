@@ -183,11 +183,13 @@ static int send_file_part(struct agent *a, const struct fp_range *g, int fd, str
 /* The symbolizer has no symbols for some of our files and asks for parts
  * of them; each answer may bring the next question.  The file is opened
  * (and its build-ID checked) once per run of ranges of the same file.
- * With --no-fetch every range is answered "not permitted" at once. */
+ * With --no-fetch every range is answered "not permitted" at once.  When
+ * tables are still to come (some may be compiled from these bytes), the
+ * next interval is asked for soon again, not after the grown wait. */
 static void agent_answer_ranges(struct agent *a)
 {
 	struct fp_build_id open_id = { 0 };
-	size_t sent = 0;
+	size_t sent = 0, answered = 0;
 	int fd = -ENOENT;
 
 	while (a->ag_fetch_head < a->ag_fetch_len && sent++ < MAX_FILE_MESSAGES) {
@@ -210,6 +212,7 @@ static void agent_answer_ranges(struct agent *a)
 			break;
 		}
 		a->ag_fetch_head++;
+		answered++;
 		/* the last range of an interval may overrun it, by at most
 		 * FP_RANGE_MAX: a range larger than the budget still goes */
 		a->ag_fetch_left -= g.fg_length < a->ag_fetch_left ? g.fg_length : a->ag_fetch_left;
@@ -218,6 +221,10 @@ static void agent_answer_ranges(struct agent *a)
 	}
 	if (fd >= 0)
 		close(fd);
+	if (answered && a->ag_retry_ms) {
+		a->ag_retry_ms = 0;
+		agent_want_cut(a, EARLY_RETRY_MS);
+	}
 }
 
 static int installed(const struct fp_build_id *id, void *arg)

@@ -580,7 +580,7 @@ int main(int argc, char **argv)
 	    ((err = fp_unwind_alloc(&a.ag_unwind, a.ag_sampler)) || (err = agent_tables_open(&a))))
 		goto cleanup;
 	if (a.ag_unwind && !a.ag_o.ao_no_python &&
-	    (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind, "/proc")))
+	    (err = fp_python_alloc(&a.ag_python, a.ag_sampler, a.ag_unwind)))
 		goto cleanup;
 	if ((err = collector_open(&a)))
 		goto cleanup;

@@ -395,8 +395,7 @@ int fp_cmd_record(int argc, char **argv)
 		if (!err && unwind_mb && !(err = fp_unwind_alloc(&ru.ru_tables, smp))) {
 			/* the tables come from this program's own compiler */
 			fp_unwind_set_function_rows(ru.ru_tables, 1);
-			if (!no_python &&
-			    !(err = fp_python_alloc(&py, smp, ru.ru_tables, "/proc"))) {
+			if (!no_python && !(err = fp_python_alloc(&py, smp, ru.ru_tables))) {
 				fp_collector_set_maps_fn(col, fp_python_on_maps, py);
 				fp_collector_set_pycode_fn(col, fp_python_read_code, py);
 			} else {

@@ -25,7 +25,10 @@
 # Each checks the share of each process's samples (sample-weighted, from
 # the folded files) whose stacks reach _start (main thread) or clone3
 # (threads): >= 95% from the third interval on (debugdir, upgrade), from
-# the fourth where the debuginfod server must be asked first; and the
+# the fourth where the debuginfod server must be asked first.  The first
+# intervals are the agent's early ones (a few hundred ms each, while
+# tables are to come): the fourth ends within about 1 s of the agent's
+# start (the files' time stamps say so); and the
 # names of libc's internal functions (from its debug file), redis's and
 # the workload's (both from the device).
 # FLEETPATH_KEEP=DIR keeps each scenario's files there.
