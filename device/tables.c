@@ -117,19 +117,19 @@ void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
  * kept on disk for the next agent, and named in the next hellos.  Written
  * by agent_tables_write, once the BPF program walks with it, so that
  * hashing and writing them (2 MB for redis-server's) does not delay that. */
-static void agent_table_installed(const struct fp_build_id *id, const void *blob, size_t len,
+static void agent_table_installed(const struct fp_build_id *id, void *blob, size_t len,
 				  int function_rows, void *arg)
 {
 	struct agent *a = arg;
 	struct unwritten_table *t;
 
 	if (fp_vec_reserve(&a->ag_unwritten, &a->ag_unwritten_cap, a->ag_nunwritten + 1,
-			   sizeof(*a->ag_unwritten)))
-		return; /* not kept: it comes from the symbolizer again */
-	t = &a->ag_unwritten[a->ag_nunwritten];
-	if (!(t->ut_blob = malloc(len)))
+			   sizeof(*a->ag_unwritten))) {
+		free(blob); /* not kept: it comes from the symbolizer again */
 		return;
-	memcpy(t->ut_blob, blob, len);
+	}
+	t = &a->ag_unwritten[a->ag_nunwritten];
+	t->ut_blob = blob;
 	t->ut_id = *id;
 	t->ut_len = len;
 	t->ut_flags = function_rows ? FP_TABLE_CACHE_FUNCTION_ROWS : 0;

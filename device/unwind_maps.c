@@ -533,9 +533,11 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 	if (u->u_part_have < u->u_part_total)
 		return 0;
 	err = fp_unwind_add(u, &u->u_part_id, u->u_part_buf, u->u_part_total);
-	if (!err && u->u_installed_fn)
+	if (!err && u->u_installed_fn) {
 		u->u_installed_fn(&u->u_part_id, u->u_part_buf, u->u_part_total, u->u_function_rows,
 				  u->u_installed_arg);
+		u->u_part_buf = NULL; /* the hook's now */
+	}
 	part_drop(u);
 	return err ? err : 1;
 }

@@ -73,9 +73,10 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p);
 
 /* A table assembled from a symbolizer's parts (fp_unwind_take_part) was
- * installed: blob (len bytes, valid during the call) is the whole table,
- * installed with function rows or not (fp_unwind_set_function_rows). */
-typedef void (*fp_unwind_installed_fn)(const struct fp_build_id *id, const void *blob, size_t len,
+ * installed: blob (len bytes, malloc'd) is the whole table, installed with
+ * function rows or not (fp_unwind_set_function_rows).  The hook owns blob
+ * (frees it): the table is not copied again to be kept. */
+typedef void (*fp_unwind_installed_fn)(const struct fp_build_id *id, void *blob, size_t len,
 				       int function_rows, void *arg);
 
 /* fp_unwind_set_installed_fn: install that hook (default: none; the agent

@@ -481,13 +481,14 @@ static void test_parts(void)
 
 static int installed_calls;
 static size_t installed_len;
-static void on_installed(const struct fp_build_id *id, const void *blob, size_t len,
-			 int function_rows, void *arg)
+static void on_installed(const struct fp_build_id *id, void *blob, size_t len, int function_rows,
+			 void *arg)
 {
 	installed_calls++;
 	installed_len = len;
 	CHECK(fp_unwind_table_check(blob, len) == 0);
 	CHECK_EQ_INT(function_rows, 1);
+	free(blob); /* the hook's */
 }
 
 /* From a symbolizer that sends only what the agent lacks (feature 16), a
