@@ -82,7 +82,8 @@ badflag cli-no-command "$FP"
 badflag cli-unknown-command "$FP" frobnicate
 badflag record-zero-duration "$FP" record -d 0
 badflag record-bad-pid "$FP" record -p x
-badflag record-extra-arg "$FP" record extra
+# (an extra argument is a command to run, as perf takes it: record_test)
+badflag record-duration-and-command "$FP" record -d 1 true
 for b in "$AGENT" "$SYMB" "$FP" "$FP record"; do
 	check "help:$(basename ${b// /-})" bash -c "$b --help | grep -q usage"
 done
