@@ -1,6 +1,10 @@
 # lib.sh: shared by the end-to-end tests (sourced).
 BUILD=${BUILD:-build}
 FP=$BUILD/fleetprof
+# Agents the tests run keep their tables in the test's own directory
+# (--table-cache "$TMP/tables"): the default, /var/cache/fleetprof-agent,
+# is shared by every run on the host, and one test's tables would make
+# another's first seconds whole.
 AGENT=$BUILD/fleetprof-agent
 SYMB=$BUILD/fleetprof-symbolizer
 WORKLOAD=$BUILD/tests/workload

@@ -8,12 +8,11 @@
 # every sample it sent was taken in its first 2 s.  A sample is whole when its stack reaches
 # _start (the main thread) or clone3 / clone (a thread's start).
 #
-# Why the symbolizer's cache is filled by a first session WITH
-# --local-files: until the symbolizer gets CFI from elsewhere than the file
-# it takes symbols from (issue 17 item 1, helper "cfi"), libc's table comes
-# only from libc itself, and libc's detached debug file has no CFI.  The
-# symbolizer keeps what it compiled in its cache; the later sessions run
-# without --local-files, so every table they send comes from that cache.
+# The symbolizer's cache is filled by a first session WITH --local-files,
+# only to have it quickly (fleetpath_test covers tables compiled from CFI
+# the device sends); the later sessions run without --local-files, so
+# every table they get comes from that cache, as from a symbolizer that
+# has served the fleet before.
 #
 #   restart:warm                  the first session made tables
 #   restart:nocache:*             --table-cache-mb 0: the tables come in the
