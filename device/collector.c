@@ -402,8 +402,10 @@ static const char *remember_file(struct fp_collector *c, const struct fp_build_i
 	    fp_vec_reserve_zeroed(&c->cl_pathpid, &c->cl_pathpid_cap, (size_t)id + 1,
 				  sizeof(*c->cl_pathpid)))
 		return NULL;
-	if (!c->cl_pathv[id] && path)
+	if (path && (!c->cl_pathv[id] || (!c->cl_pathv[id][0] && path[0]))) {
+		free(c->cl_pathv[id]); /* a real path replaces "not found" */
 		c->cl_pathv[id] = strdup(path);
+	}
 	if (path && path[0])
 		c->cl_pathpid[id] = pid; /* the latest process is likelier alive */
 	return c->cl_pathv[id];
@@ -423,13 +425,24 @@ static const char *path_of_build_id(struct fp_collector *c, uint32_t pid,
 		return known;
 	pe = proc_get(c, pid);
 	pm = pe ? proc_maps(c, pe, pid, 0) : NULL;
-	for (i = 0; pm && i < pm->pm_nvmas; i++) {
-		struct fp_vma *v = &pm->pm_vmas[i];
-		if (fp_procmaps_build_id(c->cl_proc, pm, v) == 0 &&
-		    fp_build_id_match(&v->fv_build_id, bid))
-			return remember_file(c, bid, pid, v->fv_path) ?: "";
+	for (int again = 0; again < 2; again++) {
+		for (i = 0; pm && i < pm->pm_nvmas; i++) {
+			struct fp_vma *v = &pm->pm_vmas[i];
+			if (fp_procmaps_build_id(c->cl_proc, pm, v) == 0 &&
+			    fp_build_id_match(&v->fv_build_id, bid))
+				return remember_file(c, bid, pid, v->fv_path) ?: "";
+		}
+		/* Not in our copy of the mappings: the process exec'd (or
+		 * mapped the file) since it was read, maybe in this very
+		 * interval.  Read them again, once per build-ID, so that the
+		 * file can be opened should the symbolizer ask for it. */
+		if (!pe || again)
+			break;
+		pe->pe_maps_cut = 0;
+		pm = proc_maps(c, pe, pid, 1);
 	}
-	/* Not found (process gone): remember "" rather than search again. */
+	/* Not found (process gone): remember "" rather than search again;
+	 * a path seen later replaces it. */
 	return remember_file(c, bid, pid, "") ?: "";
 }
 

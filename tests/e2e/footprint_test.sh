@@ -89,8 +89,9 @@ runpy.run_path(os.environ["PYWORK"], run_name="__main__")
 os.execv("/usr/bin/git", ["git", "hash-object", big])
 EOF
 truncate -s 1G "$TMP/then_git.py.big" # zeros: git reads and hashes them for seconds
-# The shell spins 4 s, then execs.
-PYWORK=$PWD/tests/workload/pywork.py bash -c 'end=$((SECONDS + 4)); while [ $SECONDS -lt $end ]; do :; done
+# The shell spins 6 s, then execs (the agent's first sample comes within 1 s,
+# and the checks of the shell's phase 3 s after it).
+PYWORK=$PWD/tests/workload/pywork.py bash -c 'end=$((SECONDS + 6)); while [ $SECONDS -lt $end ]; do :; done
 	exec '"$PY"' "$0/then_git.py"' "$TMP" > /dev/null &
 wl=$!
 PIDS+=($wl)
@@ -107,7 +108,7 @@ echo "at the first sample: $n0 chunks ($b0 bytes), maps $m0 bytes" >&2
 check start-up awk -v c="${cpu:-999}" 'BEGIN { exit !(c > 0 && c <= 150) }'
 check maps-near-zero bash -c "[ '$n0' = 0 ] && [ '$m0' -gt 0 ] && [ '$m0' -lt 1048576 ]"
 
-# The shell's 4 s: its tables arrive; the walker stays native.
+# The shell's 6 s: its tables arrive; the walker stays native.
 sleep 3
 read -r n1 b1 < <(chunks "$agent")
 echo "the shell's: $n1 chunks ($b1 bytes)" >&2
@@ -134,6 +135,7 @@ wait "$symb"
 
 echo "chunks: peak $peak ($peak_bytes bytes), at the end $n2 ($b2 bytes)" >&2
 grep -E 'Python walker loaded|unwind memory|unwind tables:' "$TMP/agent.log" >&2
+grep -E 'from the device|unwind table of|compiled' "$TMP/symb.log" >&2
 check python-walker grep -q 'Python walker loaded' "$TMP/agent.log"
 py=$(cat "$TMP"/out/*/*.folded 2> /dev/null | grep '_\[py\]' | grep -c 'Model\.leaf')
 check python-frames test "${py:-0}" -gt 0
