@@ -1031,6 +1031,59 @@ out:
 	fp_collector_free(c);
 }
 
+/* A file mapped after the process's mappings were read in this interval
+ * (as a program an exec brings), sampled by build-ID: the mappings are
+ * read again for it, so that its path is known and the file opens when
+ * the symbolizer asks for it (its path was "" and the open ENOENT, and
+ * the symbolizer asked again only after a minute). */
+static void test_file_mapped_this_interval(void)
+{
+	struct fp_collector *c = new_collector();
+	struct fp_interval iv;
+	struct fp_batch b;
+	struct fp_build_id id;
+	struct sample s;
+	uint32_t pid = (uint32_t)getpid();
+	const char *path = "/usr/bin/true";
+	long page = sysconf(_SC_PAGESIZE);
+	const struct bpf_stack_build_id u0[] = { ip_frame((uint64_t)(uintptr_t)&probe_a) };
+	int fd = open(path, O_RDONLY | O_CLOEXEC), file, found = 0;
+	void *m = MAP_FAILED;
+
+	CHECK(fd >= 0 && fp_elfnote_build_id(fd, &id) == 0);
+	if (!c || fd < 0)
+		goto out;
+	make_sample(&s, pid, pid, "t", NULL, 0, u0, 1);
+	add(c, &s, 1); /* reads our maps, in this interval */
+	m = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	CHECK(m != MAP_FAILED);
+	if (m == MAP_FAILED)
+		goto out;
+	const struct bpf_stack_build_id u1[] = { valid_frame(id.fb_data, 0x10) };
+	make_sample(&s, pid, pid, "t", NULL, 0, u1, 1);
+	add(c, &s, 1);
+	CHECK_EQ_INT(fp_collector_cut(c, 1, 1, &iv), 0);
+	CHECK_EQ_INT(fp_collector_batch(c, &iv, 1, 1, &b), 0);
+	for (size_t i = 0; i < b.fb_nmappings; i++)
+		if (fp_build_id_eq(&b.fb_mappings[i].fm_build_id, &id)) {
+			CHECK(!strcmp(b.fb_mappings[i].fm_path, path));
+			found = 1;
+		}
+	CHECK(found);
+	file = fp_collector_open_file(c, &id);
+	CHECK(file >= 0);
+	if (file >= 0)
+		close(file);
+	fp_collector_batch_release(c, &b);
+	fp_interval_fini(&iv);
+out:
+	if (m != MAP_FAILED)
+		munmap(m, (size_t)page);
+	if (fd >= 0)
+		close(fd);
+	fp_collector_free(c);
+}
+
 /* Raw user addresses (processes whose mappings the agent holds) resolve
  * exactly as the kernel's BPF_STACK_BUILD_ID_IP frames do. */
 static void test_raw_user_addresses(void)
@@ -1508,6 +1561,7 @@ int main(void)
 	RUN(test_thread_names);
 	RUN(test_unmapped_and_paths);
 	RUN(test_new_mapping);
+	RUN(test_file_mapped_this_interval);
 	RUN(test_raw_user_addresses);
 	RUN(test_known_hook);
 	RUN(test_idle);
