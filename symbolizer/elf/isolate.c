@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "cfi.h"
 #include "fileio.h"
+#include "log.h"
 #include "elfsyms.h"
 #include "seccomp.h"
 #include "symtab.h"
@@ -20,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 struct isolate_header {
@@ -28,31 +30,63 @@ struct isolate_header {
 	uint64_t ih_len;
 };
 
-/* read_all: len bytes from fd by deadline_ns (CLOCK_MONOTONIC).  0, or -1
- * at the end of the stream, an error or the deadline. */
-static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
+/* A child that neither writes nor uses CPU for this long is blocked for
+ * good: under ASan, on an allocator lock another thread of the parent held
+ * at the fork (the child has no other thread to release it).  The parser
+ * reads a local file and never waits on anything else. */
+#define STALL_NS (5 * 1000000000ull)
+
+/* cpu_ns: the CPU time process pid has used, or 0 if unknown. */
+static uint64_t cpu_ns(pid_t pid)
 {
+	struct timespec ts;
+	clockid_t clk;
+
+	if (clock_getcpuclockid(pid, &clk) || clock_gettime(clk, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* read_all: len bytes from fd, written by child pid, by deadline_ns
+ * (CLOCK_MONOTONIC).  0; -1 at the end of the stream, an error or the
+ * deadline; -2 when the child stalled (STALL_NS without a byte or a
+ * moment of CPU). */
+static int read_all(int fd, void *buf, size_t len, pid_t pid, uint64_t deadline_ns)
+{
+	uint64_t progress = fp_now_ns(CLOCK_MONOTONIC), cpu = cpu_ns(pid);
 	char *p = buf;
 
 	while (len) {
-		uint64_t now = fp_now_ns(CLOCK_MONOTONIC);
+		uint64_t now = fp_now_ns(CLOCK_MONOTONIC), wait = deadline_ns - now, c;
 		struct pollfd pfd = { fd, POLLIN, 0 };
 		ssize_t n;
 		int r;
 
 		if (now >= deadline_ns)
 			return -1;
-		r = poll(&pfd, 1, (int)((deadline_ns - now) / 1000000 + 1));
+		r = poll(&pfd, 1,
+			 (int)((wait < 1000000000ull ? wait : 1000000000ull) / 1000000 + 1));
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r < 0)
 			return -1;
+		if (r == 0) {
+			now = fp_now_ns(CLOCK_MONOTONIC);
+			if ((c = cpu_ns(pid)) != cpu) {
+				cpu = c;
+				progress = now;
+			} else if (now - progress >= STALL_NS) {
+				return -2;
+			}
+			continue;
+		}
 		n = read(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -1;
 		p += n, len -= (size_t)n;
+		progress = fp_now_ns(CLOCK_MONOTONIC);
 	}
 	return 0;
 }
@@ -166,11 +200,14 @@ child(fp_isolate_fn fn, void *arg, int fd, unsigned seconds, int out)
 	_exit(0);
 }
 
-int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsigned cpu_seconds,
-		    void **blob, size_t *len)
+/* isolate_once: fork a child that runs fn, and read its answer.  0 with
+ * *blob (malloc'd) and *len, -EAGAIN when the child stalled before it
+ * wrote anything (killed), or another negative errno. */
+static int isolate_once(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd,
+			unsigned cpu_seconds, void **blob, size_t *len)
 {
 	struct isolate_header h;
-	int pipefd[2], status, err = -ECHILD;
+	int pipefd[2], status, err = -ECHILD, r;
 	uint64_t deadline;
 	void *buf = NULL;
 	pid_t pid;
@@ -190,22 +227,23 @@ int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsi
 	}
 	close(pipefd[1]);
 	/* Read while the child writes: a large table does not fit a pipe.
-	 * A child that neither answers nor uses its CPU time (blocked: under
-	 * ASan, on an allocator lock another thread held at the fork) is
-	 * killed when its wall-clock time is up. */
+	 * A child past its wall-clock time, or stalled (read_all), is
+	 * killed. */
 	deadline = fp_now_ns(CLOCK_MONOTONIC) + (2ull * cpu_seconds + 10) * 1000000000ull;
-	if (read_all(pipefd[0], &h, sizeof(h), deadline) == 0) {
+	if ((r = read_all(pipefd[0], &h, sizeof(h), pid, deadline)) == 0) {
 		if (h.ih_err) {
 			err = h.ih_err < 0 ? h.ih_err : -EINVAL;
 		} else if (h.ih_len && h.ih_len <= SIZE_MAX / 2 && (buf = malloc(h.ih_len)) &&
-			   read_all(pipefd[0], buf, h.ih_len, deadline) == 0) {
+			   (r = read_all(pipefd[0], buf, h.ih_len, pid, deadline)) == 0) {
 			err = 0;
 		}
+	} else if (r == -2) {
+		err = -EAGAIN; /* nothing written: fork again */
 	}
 	close(pipefd[0]);
-	if (err && fp_now_ns(CLOCK_MONOTONIC) >= deadline) {
+	if (err && (r == -2 || fp_now_ns(CLOCK_MONOTONIC) >= deadline)) {
 		kill(pid, SIGKILL);
-		err = -ETIMEDOUT;
+		err = err == -EAGAIN ? err : -ETIMEDOUT;
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -220,6 +258,21 @@ int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsi
 	*blob = buf;
 	*len = h.ih_len;
 	return 0;
+}
+
+int fp_isolate_call(fp_isolate_fn fn, void *arg, fp_check_fn check, int fd, unsigned cpu_seconds,
+		    void **blob, size_t *len)
+{
+	int err = isolate_once(fn, arg, check, fd, cpu_seconds, blob, len);
+
+	/* A child that stalled before writing a byte never ran into the
+	 * file's contents: a fork at a better moment does. */
+	if (err == -EAGAIN) {
+		fp_warnx(
+			"a file's parser made no progress for 5 s (blocked since its fork): forked again");
+		err = isolate_once(fn, arg, check, fd, cpu_seconds, blob, len);
+	}
+	return err == -EAGAIN ? -ETIMEDOUT : err;
 }
 
 /* A table builder is a call without an argument. */
