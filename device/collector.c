@@ -411,39 +411,43 @@ static const char *remember_file(struct fp_collector *c, const struct fp_build_i
 	return c->cl_pathv[id];
 }
 
+/* vma_of_build_id: the mapping of pm whose file has build-ID bid, or NULL. */
+static struct fp_vma *vma_of_build_id(struct fp_collector *c, struct fp_procmaps *pm,
+				      const struct fp_build_id *bid)
+{
+	for (size_t i = 0; pm && i < pm->pm_nvmas; i++) {
+		struct fp_vma *v = &pm->pm_vmas[i];
+		if (fp_procmaps_build_id(c->cl_proc, pm, v) == 0 &&
+		    fp_build_id_match(&v->fv_build_id, bid))
+			return v;
+	}
+	return NULL;
+}
+
 /* The kernel hands us (build-ID, offset) without a path; find the path in
  * the mappings of the process that reported it, once per build-ID. */
 static const char *path_of_build_id(struct fp_collector *c, uint32_t pid,
 				    const struct fp_build_id *bid)
 {
 	struct proc_entry *pe;
-	struct fp_procmaps *pm;
+	struct fp_vma *v;
 	const char *known = remember_file(c, bid, pid, NULL);
-	size_t i;
 
 	if (known)
 		return known;
 	pe = proc_get(c, pid);
-	pm = pe ? proc_maps(c, pe, pid, 0) : NULL;
-	for (int again = 0; again < 2; again++) {
-		for (i = 0; pm && i < pm->pm_nvmas; i++) {
-			struct fp_vma *v = &pm->pm_vmas[i];
-			if (fp_procmaps_build_id(c->cl_proc, pm, v) == 0 &&
-			    fp_build_id_match(&v->fv_build_id, bid))
-				return remember_file(c, bid, pid, v->fv_path) ?: "";
-		}
+	v = pe ? vma_of_build_id(c, proc_maps(c, pe, pid, 0), bid) : NULL;
+	if (!v && pe) {
 		/* Not in our copy of the mappings: the process exec'd (or
 		 * mapped the file) since it was read, maybe in this very
 		 * interval.  Read them again, once per build-ID, so that the
 		 * file can be opened should the symbolizer ask for it. */
-		if (!pe || again)
-			break;
 		pe->pe_maps_cut = 0;
-		pm = proc_maps(c, pe, pid, 1);
+		v = vma_of_build_id(c, proc_maps(c, pe, pid, 1), bid);
 	}
 	/* Not found (process gone): remember "" rather than search again;
 	 * a path seen later replaces it. */
-	return remember_file(c, bid, pid, "") ?: "";
+	return remember_file(c, bid, pid, v ? v->fv_path : "") ?: "";
 }
 
 int fp_collector_open_file(struct fp_collector *c, const struct fp_build_id *id)
