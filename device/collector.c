@@ -346,6 +346,8 @@ static struct fp_procmaps *proc_maps(struct fp_collector *c, struct proc_entry *
 	fp_procmaps_free(pe->pe_maps);
 	pe->pe_maps = NULL;
 	pe->pe_maps_cut = c->cl_cuts + 1;
+	if (refresh) /* it may have exec'd: its name too */
+		read_comm(c->cl_proc, pid, pe->pe_name);
 	if (fp_procmaps_read(c->cl_proc, pid, &pe->pe_maps) == 0)
 		maps_read(c, pid, pe->pe_maps);
 	return pe->pe_maps;
@@ -644,6 +646,11 @@ static int thread_get(struct fp_collector *c, const struct fp_bpf_sample *s, uin
 	if (added) {
 		struct thread_info *ti = &c->cl_tinfo[*id];
 		pe = proc_get(c, s->pid);
+		/* The main thread's name is the process's, as the sample saw
+		 * it: a name read before an exec (a shell script that execs
+		 * python3) must not stay. */
+		if (pe && s->pid == s->tid && s->comm[0])
+			memcpy(pe->pe_name, key.tk_comm, FP_COMM_LEN);
 		memcpy(ti->ti_process, pe && pe->pe_name[0] ? pe->pe_name : key.tk_comm,
 		       FP_COMM_LEN);
 		ti->ti_container = strdup(pe ? pe->pe_container : "");

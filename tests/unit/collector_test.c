@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -217,8 +219,9 @@ static void make_samples(void)
 						 valid_frame(madeup_id, 0x5678), empty_frame() };
 	const struct bpf_stack_build_id ub[] = { ip_frame(ip_b), valid_frame(madeup_id, 0x1234) };
 
-	make_sample(&sa, pid, pid, "worker-1", ka, 3, ua, 4);
-	make_sample(&sb, pid, pid, "worker-1", kb, 1, ub, 2);
+	/* not the main thread, whose name would be the process's */
+	make_sample(&sa, pid, pid + 2, "worker-1", ka, 3, ua, 4);
+	make_sample(&sb, pid, pid + 2, "worker-1", kb, 1, ub, 2);
 	make_sample(&sc, pid, pid + 1, "worker-2", ka, 3, ua, 4);
 }
 
@@ -576,7 +579,7 @@ static void test_batch_definitions(void)
 		int is_c = i == 2;
 		CHECK_EQ_INT(t->ft_id, tid);
 		CHECK_EQ_INT(t->ft_pid, getpid());
-		CHECK_EQ_INT(t->ft_tid, getpid() + is_c);
+		CHECK_EQ_INT(t->ft_tid, getpid() + (is_c ? 1 : 2));
 		CHECK(t->ft_cgroup == 0x1234);
 		CHECK(!strcmp(t->ft_comm, is_c ? "worker-2" : "worker-1"));
 		CHECK(!strcmp(t->ft_process, self_comm)); /* from /proc/self/comm */
@@ -871,6 +874,72 @@ static void test_thread_names(void)
 	fp_interval_fini(&iv);
 out:
 	free(p);
+	fp_collector_free(c);
+}
+
+/* A process named before an exec (a shell script that execs python3)
+ * is named after it from the first sample that shows its new name: its
+ * main thread's, then its other threads too. */
+static void test_name_after_exec(void)
+{
+	struct fp_collector *c = new_collector();
+	struct fp_interval iv;
+	struct fp_batch b;
+	struct sample before, after, worker;
+	const uint64_t k[] = { KTEXT + 0x10 };
+	int go[2] = { -1, -1 }, execd = 0;
+	pid_t child = -1;
+	char name[FP_COMM_LEN + 1], path[64];
+
+	if (!c || pipe(go))
+		goto out;
+	if ((child = fork()) == 0) {
+		char x;
+		close(go[1]);
+		if (read(go[0], &x, 1) == 1)
+			execlp("sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	if (child < 0)
+		goto out;
+	make_sample(&before, (uint32_t)child, (uint32_t)child, self_comm, k, 1, NULL, 0);
+	add(c, &before, 1); /* /proc/CHILD/comm: still ours */
+	if (write(go[1], "g", 1) != 1)
+		goto out;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)child);
+	for (int i = 0; i < 500 && !execd; i++) { /* up to 5 s */
+		FILE *f = fopen(path, "re");
+		execd = f && fgets(name, sizeof(name), f) && !strcmp(name, "sleep\n");
+		if (f)
+			fclose(f);
+		if (!execd)
+			usleep(10000);
+	}
+	CHECK(execd);
+	make_sample(&after, (uint32_t)child, (uint32_t)child, "sleep", k, 1, NULL, 0);
+	make_sample(&worker, (uint32_t)child, (uint32_t)child + 1, "worker", k, 1, NULL, 0);
+	add(c, &after, 1);
+	add(c, &worker, 1);
+	CHECK_EQ_INT(fp_collector_cut(c, 1, 1, &iv), 0);
+	CHECK_EQ_INT(fp_collector_batch(c, &iv, 1, 1, &b), 0);
+	CHECK_EQ_INT(b.fb_nthreads, 3);
+	for (size_t i = 0; i < b.fb_nthreads; i++) {
+		const struct fp_thread *t = &b.fb_threads[i];
+		if (!strcmp(t->ft_comm, "sleep") || !strcmp(t->ft_comm, "worker"))
+			CHECK(!strcmp(t->ft_process, "sleep"));
+		else
+			CHECK(!strcmp(t->ft_process, self_comm));
+	}
+	fp_collector_batch_release(c, &b);
+	fp_interval_fini(&iv);
+out:
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	if (go[1] >= 0)
+		close(go[1]);
 	fp_collector_free(c);
 }
 
@@ -1559,6 +1628,7 @@ int main(void)
 	RUN(test_release_without_sent);
 	RUN(test_forget);
 	RUN(test_thread_names);
+	RUN(test_name_after_exec);
 	RUN(test_unmapped_and_paths);
 	RUN(test_new_mapping);
 	RUN(test_file_mapped_this_interval);
