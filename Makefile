@@ -63,8 +63,10 @@ PROTO_SRCS  := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTOS))
 PROTO_HDRS  := $(PROTO_SRCS:.c=.h)
 BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_HDRS    := $(wildcard bpf/*.h)
-# stacks_py: the Python walker, built from stacks.bpf.c (see its head).
-SKELS       := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS)) $(BUILD)/stacks_py.skel.h
+# stacks_py, stacks_off, stacks_offpy: the Python walker, the off-CPU hook
+# and its Python walker, built from stacks.bpf.c (see its head).
+SKELS       := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS)) $(BUILD)/stacks_py.skel.h \
+               $(BUILD)/stacks_off.skel.h $(BUILD)/stacks_offpy.skel.h
 UNIT_SRCS   := $(wildcard tests/unit/*_test.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 UNIT_ASAN   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
@@ -118,6 +120,12 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(BUILD)
 $(BUILD)/stacks_py.bpf.o: bpf/stacks.bpf.c $(BPF_HDRS) | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(BPF_CC) -DFP_PYTHON_WALKER -c $< -o $@
+$(BUILD)/stacks_off.bpf.o: bpf/stacks.bpf.c $(BPF_HDRS) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(BPF_CC) -DFP_OFFCPU -c $< -o $@
+$(BUILD)/stacks_offpy.bpf.o: bpf/stacks.bpf.c $(BPF_HDRS) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(BPF_CC) -DFP_OFFCPU -DFP_PYTHON_WALKER -c $< -o $@
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@

@@ -15,11 +15,14 @@
  *    pointer walk, as plain addresses;
  *  - the rest: the kernel's walk with (build-ID, offset) per frame.
  *
- * Built twice: as is, the sampler and the native walker, which every host
- * loads; with FP_PYTHON_WALKER, the walker that also writes CPython frames,
- * which the agent loads when the first CPython process appears, its maps
- * shared with the first object's (bpf_map__reuse_fd).  A host without
- * CPython never verifies the Python code. */
+ * Built four times: as is, the sampler and the native walker, which every
+ * host loads; with FP_PYTHON_WALKER, the walker that also writes CPython
+ * frames, which the agent loads when the first CPython process appears;
+ * with FP_OFFCPU, the off-CPU hook and its native walker, loaded only
+ * when off-CPU profiles are asked for; with both, the off-CPU hook's
+ * Python walker, when both are loaded.  The later objects share the
+ * earlier ones' maps (bpf_map__reuse_fd).  A host without CPython never
+ * verifies the Python code. */
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -28,6 +31,19 @@
 #include "python.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* A tail call goes to a program of its own type: the off-CPU object's
+ * walkers are raw tracepoint programs, in an array of their own, and
+ * their context is the tracepoint's arguments, not registers: the task is
+ * in the kernel, its user registers at the top of its kernel stack. */
+#ifdef FP_OFFCPU
+#define PROG_SEC "raw_tracepoint"
+#define walk_prog walk_prog_off
+#define CTX_USER_MODE(ctx) 0
+#else
+#define PROG_SEC "perf_event"
+#define CTX_USER_MODE(ctx) USER_MODE((struct fp_regs *)(ctx))
+#endif
 
 /* Written by the agent before load. */
 const volatile __u32 target_pids[FP_TARGET_PIDS] = { 0 }; /* the first target_npids */
@@ -99,6 +115,7 @@ struct fp_bpf_event {
 	__u8 stacks[FP_USTACK_BYTES + FP_KSTACK_BYTES];
 	struct fp_walk walk;                   /* not sent */
 	__u64 irq_stack_top;                   /* this CPU's, once found; not sent */
+	__u64 ksp;                             /* kernel_sp's; not sent */
 	__u8 py_frame_buf[FP_PY_FRAME_WINDOW]; /* not sent */
 	__u8 py_code_buf[256]; /* FP_PY_CODE_WINDOW read; a power of two for FIELD */
 	__u8 py_name_buf[FP_PY_NAME_WINDOW];
@@ -237,7 +254,7 @@ static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes
 		ubytes = 0;
 	/* A sample in user mode has no kernel stack, and asking for it
 	 * costs a microsecond on a cold cache. */
-	kbytes = !kernel_stacks || USER_MODE((struct fp_regs *)ctx)
+	kbytes = !kernel_stacks || CTX_USER_MODE(ctx)
 			 ? 0
 			 : bpf_get_stack(ctx, e->stacks + ubytes, FP_KSTACK_BYTES, 0);
 	if (kbytes < 0 || kbytes > FP_KSTACK_BYTES) {
@@ -263,6 +280,19 @@ static __always_inline int finish(void *ctx, struct fp_bpf_event *e, long ubytes
 struct fp_stack_top {
 	__u64 w[sizeof(struct fp_regs) / 8 + 2];
 };
+
+#ifdef FP_OFFCPU
+/* kernel_sp: an address on the kernel stack this program runs on (its
+ * own frame), as a number: stored in a map and read back, which the
+ * verifier allows a program loaded with CAP_PERFMON. */
+static __always_inline __u64 kernel_sp(struct fp_bpf_event *e)
+{
+	__u64 here = 0;
+
+	*(volatile __u64 *)&e->ksp = (__u64)(long)&here;
+	return *(volatile __u64 *)&e->ksp;
+}
+#endif
 
 /* saved_regs: take the user registers r if they are user registers. */
 static __always_inline int saved_regs(const struct fp_regs *r, struct fp_walk *w)
@@ -747,10 +777,10 @@ static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
 }
 
 #ifdef FP_PYTHON_WALKER
-SEC("perf_event")
+SEC(PROG_SEC)
 int fp_walk_py(void *ctx)
 #else
-SEC("perf_event")
+SEC(PROG_SEC)
 int fp_walk(void *ctx)
 #endif
 {
@@ -760,7 +790,7 @@ int fp_walk(void *ctx)
 	return e ? walk(ctx, e) : 0;
 }
 
-#ifdef FP_PYTHON_WALKER
+#if defined(FP_PYTHON_WALKER) && !defined(FP_OFFCPU)
 /* A new program image, or the process gone: its interpreter too. */
 SEC("raw_tracepoint/sched_process_exec")
 int fp_py_exec(void *ctx)
@@ -781,8 +811,9 @@ int fp_py_exit(void *ctx)
 		bpf_map_delete_elem(&py_procs, &pid);
 	return 0;
 }
-#else
+#endif
 
+#ifndef FP_PYTHON_WALKER
 static __always_inline int is_target(__u32 pid)
 {
 	int i;
@@ -793,41 +824,40 @@ static __always_inline int is_target(__u32 pid)
 	return 0;
 }
 
-SEC("perf_event")
-int fp_sample(void *ctx)
+/* sample: the current task's identity and stacks out through the ring
+ * buffer, its user stack walked here when it has unwind tables.  flags
+ * and off_ns say what the record is of (a CPU sample: 0). */
+static __always_inline int sample(void *ctx, struct fp_bpf_event *e, __u64 id, __u32 flags,
+				  __u32 q, __u64 off_start)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct fp_unwind_proc *p;
-	struct fp_bpf_event *e;
-	__u32 zero = 0, walker;
+	__u32 walker;
 	long ubytes;
-
-	if (tid == 0) /* idle */
-		return 0;
-	if (target_npids && !is_target(pid))
-		return 0;
-	e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
-		return 0;
-	count(FP_CNT_SAMPLES);
 
 	e->hdr.pid = pid;
 	e->hdr.tid = tid;
 	e->hdr.cgroup_id = bpf_get_current_cgroup_id();
+	e->hdr.pad = q;
+	e->hdr.off_ns = 0;
+	e->hdr.off_start = off_start;
 	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
 
 	/* A process with unwind tables is walked, by its walker.  Its entry
 	 * goes on exec and exit, like known_pids', so its addresses are the
 	 * current image's even while the agent refreshes what it knows. */
 	if ((p = bpf_map_lookup_elem(&unwind_procs, &pid))) {
-		e->hdr.flags = FP_SAMPLE_USER_RAW;
+		e->hdr.flags = flags | FP_SAMPLE_USER_RAW;
 		__builtin_memset(&e->walk, 0, sizeof(e->walk));
 		e->walk.exact = 1;
 		e->walk.maps_first = p->up_first;
 		e->walk.nmaps = p->up_nmaps;
 		walker = p->up_walker;
+#ifdef FP_OFFCPU
+		if (regs_below(kernel_sp(e), &e->walk) == 0) {
+#else
 		if (user_regs(ctx, &e->walk, &e->irq_stack_top) == 0) {
+#endif
 			e->hdr.flags |= FP_SAMPLE_WALKED;
 			count(FP_CNT_WALKS);
 			bpf_tail_call(ctx, &walk_prog, walker);
@@ -842,14 +872,34 @@ int fp_sample(void *ctx)
 		 * PC, is sure. */
 		ubytes = bpf_get_stack(ctx, e->stacks, 8, BPF_F_USER_STACK);
 	} else if (bpf_map_lookup_elem(&known_pids, &pid)) {
-		e->hdr.flags = FP_SAMPLE_USER_RAW;
+		e->hdr.flags = flags | FP_SAMPLE_USER_RAW;
 		ubytes = bpf_get_stack(ctx, e->stacks, FP_STACK_DEPTH * 8, BPF_F_USER_STACK);
 	} else {
-		e->hdr.flags = 0;
+		e->hdr.flags = flags;
 		ubytes = bpf_get_stack(ctx, e->stacks, FP_USTACK_BYTES,
 				       BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
 	}
 	return finish(ctx, e, ubytes);
+}
+#endif
+
+#if !defined(FP_PYTHON_WALKER) && !defined(FP_OFFCPU)
+SEC("perf_event")
+int fp_sample(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct fp_bpf_event *e;
+	__u32 zero = 0;
+
+	if ((__u32)id == 0) /* idle */
+		return 0;
+	if (target_npids && !is_target(id >> 32))
+		return 0;
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return 0;
+	count(FP_CNT_SAMPLES);
+	return sample(ctx, e, id, 0, 0, 0);
 }
 
 /* A new program image: the agent's copy of the mappings is stale. */
@@ -875,5 +925,150 @@ int fp_exit(void *ctx)
 		bpf_map_delete_elem(&unwind_procs, &pid);
 	}
 	return 0;
+}
+#endif
+
+#if defined(FP_OFFCPU) && !defined(FP_PYTHON_WALKER)
+/* Off-CPU, on the sched_switch raw tracepoint, which runs in the thread
+ * leaving its CPU and is handed the task_struct pointers of it and of the
+ * thread coming in, used here as identities only (no field is read, so no
+ * BTF and no offsets).  There, with the leaving thread's own stacks at
+ * hand, the time is noted under its task pointer and, for a share q of
+ * the switches, its stacks are taken and sent at once, marked pending;
+ * when the same tracepoint hands the thread over as the one coming back,
+ * the time away is measured, counted, and, for a thread whose stacks were
+ * taken, sent in a short record that completes them, to be weighed 1/q.
+ * q is set before the wait, from what came before it, so that the
+ * weights stay unbiased.  A thread's n-th wait in a second has q =
+ * OFFCPU_ALWAYS / n (1 for its first ones: a daemon waking now and then,
+ * a long sleep, are taken whole), so that a thread has about
+ * OFFCPU_ALWAYS * (1 + ln(n / OFFCPU_ALWAYS)) of its n waits a second
+ * taken, and no thread's switches thin out another's: a storm takes
+ * about 45 stacks a second per thread.  When a CPU's threads would have
+ * had more than offcpu_stacks taken in its last window (their q added
+ * up), every q there is scaled down to it.  The record that completes
+ * a wait's stacks also brings the time of all the thread's waits since
+ * its last such record: each thread's time away is exact, and its stacks
+ * only say how to share it (collector.c).
+ * (A kprobe on the switch's end, as others use, would run in the
+ * returning thread and know the time first; kernels built without
+ * kprobes, as this project's test machines', have none.  The classic
+ * tracepoint costs a record built for every switch: docs/offcpu.md.) */
+const volatile __u32 offcpu_stacks = FP_OFFCPU_STACKS / 10; /* a window's, per CPU */
+#define OFFCPU_WINDOW_NS 100000000ull         /* 100 ms */
+#define OFFCPU_SECOND_NS 1000000000ull
+#define OFFCPU_ALWAYS 4 /* a thread's switches out a second always taken */
+#define Q_ONE 65536                           /* q in 65536ths */
+
+/* A thread's last switch out, by its task pointer; kept while it runs,
+ * with how often it left in the current second. */
+struct offcpu_note {
+	__u64 out_ns;    /* when it left; 0: it is back */
+	__u64 second_ns; /* when its current second began */
+	__u64 away_ns;   /* its waits' time since the last one whose stacks were taken */
+	__u32 pid, tid;
+	__u32 q;    /* its stacks were taken with this q; 0: not */
+	__u32 outs; /* its switches out in that second */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FP_OFFCPU_THREADS);
+	__type(key, __u64);
+	__type(value, struct offcpu_note);
+} offcpu_out SEC(".maps");
+
+/* Per CPU: the window that sets q, and the off-CPU counters (one lookup
+ * a switch for all of them; the agent adds them to the counters map's). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fp_offcpu_cpu);
+} offcpu_cpus SEC(".maps");
+
+/* cpu_share: this CPU's factor on every thread's q, in 65536ths: 1 but
+ * when the last window's waits would have had more stacks taken than
+ * offcpu_stacks (their q added up), then what brings them down to it. */
+static __always_inline __u32 cpu_share(struct fp_offcpu_cpu *r, __u64 now)
+{
+	if (now - r->window_ns >= OFFCPU_WINDOW_NS) {
+		__u64 want = r->q_sum, budget = (__u64)offcpu_stacks * Q_ONE;
+		r->share = want <= budget ? Q_ONE : (__u32)(budget * Q_ONE / want) ?: 1;
+		r->window_ns = now;
+		r->q_sum = 0;
+	}
+	return r->share ?: Q_ONE;
+}
+
+SEC("raw_tracepoint/sched_switch")
+int fp_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), d;
+	__u64 next = ctx->args[2], task; /* (preempt, prev, next, ...) */
+	__u32 tid = (__u32)id, zero = 0, q;
+	struct fp_offcpu_cpu *c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
+	struct offcpu_note *n, note;
+	struct fp_bpf_event *e;
+
+	if (!c)
+		return 0;
+	/* The thread coming back: its time away. */
+	if ((n = bpf_map_lookup_elem(&offcpu_out, &next)) && n->out_ns) {
+		d = now - n->out_ns;
+		c->oc_in++;
+		c->oc_ns += d;
+		n->away_ns += d;
+		if (n->q) {
+			struct fp_bpf_sample done = { .pid = n->pid,
+						      .tid = n->tid,
+						      .flags = FP_SAMPLE_OFFCPU_DONE,
+						      .pad = n->q,
+						      .off_ns = d,
+						      .off_start = n->out_ns,
+						      .off_away_ns = n->away_ns };
+			if (bpf_ringbuf_output(&samples, &done, sizeof(done), BPF_RB_NO_WAKEUP))
+				count(FP_CNT_LOST);
+			else
+				n->away_ns = 0;
+		}
+		n->out_ns = 0;
+	}
+	/* The thread leaving. */
+	if (tid == 0 || (target_npids && !is_target(id >> 32)))
+		return 0;
+	task = bpf_get_current_task();
+	note = (struct offcpu_note){ now, now, 0, id >> 32, tid, 0, 1 };
+	n = bpf_map_lookup_elem(&offcpu_out, &task);
+	/* the same thread (a task's memory may serve another later) */
+	if (n && n->tid == tid) {
+		note.away_ns = n->away_ns;
+		if (now - n->second_ns < OFFCPU_SECOND_NS)
+			note.second_ns = n->second_ns, note.outs = n->outs + 1;
+	}
+	/* its n-th wait of the second: q = OFFCPU_ALWAYS / n, 1 for the first
+	 * ones, times the CPU's share */
+	q = note.outs <= OFFCPU_ALWAYS ? Q_ONE : OFFCPU_ALWAYS * Q_ONE / note.outs;
+	q = (__u32)(((__u64)q * cpu_share(c, now)) >> 16) ?: 1;
+	c->q_sum += q;
+	note.q = q;
+	if (q < Q_ONE && (bpf_get_prandom_u32() >> 16) >= q)
+		note.q = 0;
+	/* In place when the thread has a note (only it writes its note while
+	 * it leaves, and it cannot come back meanwhile): an update of an LRU
+	 * map takes a new element each time. */
+	if (n)
+		*n = note;
+	else if (bpf_map_update_elem(&offcpu_out, &task, &note, BPF_ANY))
+		return 0;
+	if (!note.q) {
+		c->oc_skipped++;
+		return 0;
+	}
+	c->oc_stacks++;
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return 0;
+	return sample(ctx, e, id, FP_SAMPLE_OFFCPU, note.q, now);
 }
 #endif

@@ -22,7 +22,22 @@ enum fp_bpf_counter {
 	FP_CNT_PY_NO_THREAD = 10, /* eval loop sampled, but the thread's state not found */
 	FP_CNT_PY_MISMATCH = 11,  /* native and Python stacks disagree: Python frames dropped */
 	FP_CNT_PY_READ_ERR = 12,  /* interpreter memory could not be read mid-walk */
-	FP_CNT_MAX = 13,
+	/* Off-CPU (FP_OFFCPU), from struct fp_offcpu_cpu */
+	FP_CNT_OFF_IN = 13,      /* switches back in measured: waits */
+	FP_CNT_OFF_NS = 14,      /* ... their time away, ns, in all */
+	FP_CNT_OFF_STACKS = 15,  /* switches out whose stacks were taken */
+	FP_CNT_OFF_SKIPPED = 16, /* ... whose stacks were not, by design (sampling) */
+	FP_CNT_MAX = 17,
+};
+
+/* Per CPU, the off-CPU hook's window (which sets the share of switches
+ * whose stacks are taken) and counters. */
+struct fp_offcpu_cpu {
+	__u64 window_ns; /* the window's start */
+	__u64 q_sum;     /* the q of its waits so far, in 65536ths: stacks to expect */
+	__u32 share;     /* from the last window's, the factor on every q, in 65536ths */
+	__u32 pad;
+	__u64 oc_in, oc_ns, oc_stacks, oc_skipped; /* FP_CNT_OFF_* */
 };
 
 /* Processes whose mappings the agent holds: the processes sampled and
@@ -48,6 +63,18 @@ enum fp_bpf_counter {
 #define FP_SAMPLE_PY_MISMATCH \
 	16 /* ... whose Python frames do not match its eval
 				  * loop activations: keep the native frames */
+#define FP_SAMPLE_OFFCPU 32 /* a switch out: the stacks of a block, taken
+			     * with probability pad / 65536; the time comes
+			     * in the FP_SAMPLE_OFFCPU_DONE of the same thread
+			     * and off_start */
+#define FP_SAMPLE_OFFCPU_DONE 64 /* the thread is back after off_ns (no stacks) */
+
+/* Threads whose last switch out is noted (off-CPU): an LRU, so that the
+ * threads that left longest ago are forgotten first (a wait whose note
+ * went is not measured).  A switch runs a thousand or two threads; the
+ * map takes about 100 bytes an entry, preallocated (make bench). */
+#define FP_OFFCPU_THREADS 4096
+#define FP_OFFCPU_STACKS 100 /* the default: stacks of waits a second per CPU */
 
 /* One ring buffer record: this header, then ustack_bytes of user frames
  * (struct bpf_stack_build_id, or __u64 addresses with FP_SAMPLE_USER_RAW;
@@ -64,7 +91,11 @@ struct fp_bpf_sample {
 	__u32 ustack_bytes;
 	__u32 kstack_bytes;
 	__u32 flags;
-	__u32 pad;
+	__u32 pad;       /* FP_SAMPLE_OFFCPU(_DONE): q, the share of switches taken, / 65536 */
+	__u64 off_ns;    /* FP_SAMPLE_OFFCPU_DONE: the time away */
+	__u64 off_start; /* FP_SAMPLE_OFFCPU(_DONE): when it left (the block's id) */
+	__u64 off_away_ns; /* FP_SAMPLE_OFFCPU_DONE: the thread's time away in all its
+			    * waits since its last FP_SAMPLE_OFFCPU_DONE, this one's too */
 };
 
 #endif

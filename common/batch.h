@@ -84,11 +84,15 @@ struct fp_node {
 	struct fp_frame fn_frame;
 };
 
-/* fc_count samples of thread fc_thread with the stack ending in fc_node. */
+/* fc_count samples of thread fc_thread with the stack ending in fc_node;
+ * or, off-CPU (fc_off_ns not 0), fc_count blocks of that thread there,
+ * fc_off_ns its time away in them (estimates: the blocks whose stacks
+ * were taken stand for those that were not, see bpf/stacks.bpf.c). */
 struct fp_count {
 	uint32_t fc_thread;
 	uint32_t fc_node; /* leaf node id, or FP_NODE_NONE (no frames) */
 	uint32_t fc_count;
+	uint64_t fc_off_ns; /* 0: CPU samples */
 };
 
 /* Counters the agent reports with every batch; totals since agent start. */

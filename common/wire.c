@@ -56,6 +56,7 @@ enum {
 	BATCH_LOST = 10,
 	BATCH_LEAVES = 11,
 	BATCH_NODES_VARINT = 12,
+	BATCH_OFFCPU = 13,
 	BATCH_NKEYS
 };
 
@@ -97,7 +98,8 @@ enum {
 
 /* Flat tuple lists: elements per entry. */
 #define NODE_WIDTH 4  /* id delta, parent delta, mapping, offset */
-#define COUNT_WIDTH 3 /* thread, node, count */
+#define COUNT_WIDTH 3  /* thread, node, count */
+#define OFFCPU_WIDTH 4 /* thread, node, blocks, ns */
 #define RANGE_WIDTH 3 /* build_id, offset, length */
 #define TABLE_WIDTH 4 /* build_id, offset, total, data */
 #define HELD_WIDTH 2  /* build_id, table id */
@@ -527,7 +529,10 @@ static void enc_leaves(struct enc *e, const struct fp_count *counts, size_t n)
 		enc_fail(e, -ENOMEM);
 		goto out;
 	}
-	memcpy(c, counts, n * sizeof(*c));
+	for (i = j = 0; i < n; i++) /* the CPU counts only */
+		if (!counts[i].fc_off_ns)
+			c[j++] = counts[i];
+	n = j;
 	qsort(c, n, sizeof(*c), by_thread_leaf);
 	for (i = 0; i < n; i = j) {
 		uint32_t prev = 0;
@@ -568,7 +573,7 @@ int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char
 {
 	struct fp_wire_batch_parts p = { 0 };
 	struct enc e;
-	size_t i, at;
+	size_t i, at, noff = 0, ncpu;
 	int err;
 
 	if ((b->fb_nmappings && !b->fb_mappings) || (b->fb_nthreads && !b->fb_threads) ||
@@ -578,10 +583,13 @@ int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char
 	if (b->fb_nmappings > FP_WIRE_MAX_MESSAGE || b->fb_nthreads > FP_WIRE_MAX_MESSAGE ||
 	    b->fb_nnodes > FP_WIRE_MAX_MESSAGE || b->fb_ncounts > FP_WIRE_MAX_MESSAGE)
 		return -EMSGSIZE;
+	for (i = 0; i < b->fb_ncounts; i++)
+		noff += b->fb_counts[i].fc_off_ns != 0;
+	ncpu = b->fb_ncounts - noff;
 	enc_init(&e);
 	enc_envelope(&e, FP_MSG_SAMPLES,
 		     5 + (b->fb_nmappings > 0) + (b->fb_nthreads > 0) + (b->fb_nnodes > 0) +
-			     (b->fb_ncounts > 0) + !lost_is_zero(&b->fb_lost));
+			     (ncpu > 0) + (noff > 0) + !lost_is_zero(&b->fb_lost));
 	enc_key(&e, BATCH_SESSION);
 	enc_uint(&e, b->fb_session);
 	enc_key(&e, BATCH_SEQ);
@@ -618,16 +626,30 @@ int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char
 	}
 	p.wp_nodes = e.e_sb.size - at;
 	at = e.e_sb.size;
-	if (b->fb_ncounts && (features & FP_FEATURE_LEAVES)) {
+	if (ncpu && (features & FP_FEATURE_LEAVES)) {
 		enc_key(&e, BATCH_LEAVES);
 		enc_leaves(&e, b->fb_counts, b->fb_ncounts);
-	} else if (b->fb_ncounts) {
+	} else if (ncpu) {
 		enc_key(&e, BATCH_COUNTS);
-		enc_array(&e, COUNT_WIDTH * b->fb_ncounts);
+		enc_array(&e, COUNT_WIDTH * ncpu);
 		for (i = 0; i < b->fb_ncounts && !e.e_err; i++) {
+			if (b->fb_counts[i].fc_off_ns)
+				continue;
 			enc_uint(&e, b->fb_counts[i].fc_thread);
 			enc_none_or_uint(&e, b->fb_counts[i].fc_node, FP_NODE_NONE);
 			enc_uint(&e, b->fb_counts[i].fc_count);
+		}
+	}
+	if (noff) {
+		enc_key(&e, BATCH_OFFCPU);
+		enc_array(&e, OFFCPU_WIDTH * noff);
+		for (i = 0; i < b->fb_ncounts && !e.e_err; i++) {
+			if (!b->fb_counts[i].fc_off_ns)
+				continue;
+			enc_uint(&e, b->fb_counts[i].fc_thread);
+			enc_none_or_uint(&e, b->fb_counts[i].fc_node, FP_NODE_NONE);
+			enc_uint(&e, b->fb_counts[i].fc_count);
+			enc_uint(&e, b->fb_counts[i].fc_off_ns);
 		}
 	}
 	p.wp_counts = e.e_sb.size - at;
@@ -1568,6 +1590,36 @@ static int nodes_varint_from_obj(const msgpack_object *o, struct fp_batch *b)
 	return 0;
 }
 
+/* Key 13, after the CPU counts: off-CPU counts, whose time is never 0. */
+static int offcpu_from_obj(const msgpack_object *o, struct fp_batch *b)
+{
+	const msgpack_object *a;
+	size_t n, i;
+	void *all;
+	int err;
+
+	if ((err = obj_tuples(o, OFFCPU_WIDTH, SIZE_MAX, &a, &n)))
+		return err;
+	if (!n)
+		return FP_WIRE_EFIELD;
+	if (!(all = realloc(b->fb_counts, (b->fb_ncounts + n) * sizeof(struct fp_count))))
+		return FP_WIRE_ENOMEM;
+	b->fb_counts = all;
+	for (i = 0; i < n; i++) {
+		struct fp_count *c = &b->fb_counts[b->fb_ncounts];
+		const msgpack_object *t = &a[OFFCPU_WIDTH * i];
+
+		if ((err = obj_u32(&t[0], &c->fc_thread)) ||
+		    (err = obj_none_or_u32(&t[1], FP_NODE_NONE, &c->fc_node)) ||
+		    (err = obj_u32(&t[2], &c->fc_count)) || (err = obj_u64(&t[3], &c->fc_off_ns)))
+			return err;
+		if (!c->fc_off_ns || !c->fc_count)
+			return FP_WIRE_EFIELD;
+		b->fb_ncounts++;
+	}
+	return 0;
+}
+
 /* Key 11, after any key 9 counts. */
 static int leaves_from_obj(const msgpack_object *o, struct fp_batch *b)
 {
@@ -1647,6 +1699,8 @@ static int batch_from_body(const msgpack_object *body, struct fp_batch *b)
 	if (f[BATCH_COUNTS] && (err = counts_from_obj(f[BATCH_COUNTS], b)))
 		return err;
 	if (f[BATCH_LEAVES] && (err = leaves_from_obj(f[BATCH_LEAVES], b)))
+		return err;
+	if (f[BATCH_OFFCPU] && (err = offcpu_from_obj(f[BATCH_OFFCPU], b)))
 		return err;
 	if (f[BATCH_LOST] && (err = lost_from_obj(f[BATCH_LOST], &b->fb_lost)))
 		return err;

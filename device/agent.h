@@ -69,6 +69,8 @@ struct agent_opts {
 	uint32_t ao_unwind_mb;      /* unwind table rows in BPF maps */
 	int ao_no_python;           /* leave CPython's eval loop as native frames */
 	int ao_user_stacks_only;    /* no kernel stacks */
+	int ao_offcpu;              /* off-CPU profiles too */
+	uint32_t ao_offcpu_stacks;  /* stacks of waits a second per CPU */
 	int ao_keep_privileges;     /* stay root, without the seccomp filter */
 	uint32_t ao_fetch_kb;       /* file bytes sent per interval; 0: --no-fetch */
 	uint32_t ao_max_mem_mb;     /* heap above which the agent starts over */

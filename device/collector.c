@@ -51,6 +51,28 @@ struct node_key {
 struct pair_key { /* what a count is of */
 	uint32_t pk_thread;
 	uint32_t pk_node;
+	uint32_t pk_offcpu; /* 1: blocks off-CPU, 0: CPU samples */
+};
+
+/* A pair's off-CPU estimates this interval (bpf/stacks.bpf.c: a block
+ * whose stacks were taken with probability q stands for 1 / q blocks of
+ * its length). */
+struct offcpu_sum {
+	uint64_t os_ns;
+	double os_blocks;
+};
+
+/* A thread's off-CPU time this interval: exact, as the BPF program
+ * reports it, and as its stacks' weights add up. */
+struct offcpu_thread {
+	uint64_t ot_away_ns;
+	uint64_t ot_weighed_ns;
+};
+
+/* A thread off-CPU whose stacks came, until it is back (by tid). */
+struct offcpu_pending {
+	uint64_t op_start; /* 0: none */
+	uint32_t op_thread, op_node, op_q;
 };
 
 struct thread_info {
@@ -98,6 +120,14 @@ struct fp_collector {
 	size_t cl_pathv_cap, cl_pathpid_cap;
 	uint32_t *cl_counts; /* by pair id, this interval */
 	size_t cl_counts_cap;
+	struct offcpu_sum *cl_offcpu; /* by pair id, off-CPU pairs only */
+	size_t cl_offcpu_cap;
+	struct offcpu_thread *cl_offthreads; /* by thread id, this interval */
+	size_t cl_offthreads_cap;
+	struct fp_intern *cl_pending_tids; /* tid -> index of cl_pending */
+	struct offcpu_pending *cl_pending;
+	size_t cl_pending_cap;
+	uint64_t cl_offcpu_unmatched; /* returns whose stacks were not found */
 	uint32_t *cl_touched; /* pair ids with a count this interval */
 	size_t cl_ntouched, cl_touched_cap;
 	uint64_t cl_cuts;
@@ -233,6 +263,10 @@ void fp_collector_free(struct fp_collector *c)
 	free(c->cl_pathv);
 	free(c->cl_pathpid);
 	free(c->cl_counts);
+	free(c->cl_offcpu);
+	free(c->cl_offthreads);
+	fp_intern_free(c->cl_pending_tids);
+	free(c->cl_pending);
 	free(c->cl_touched);
 	free(c->cl_announce);
 	free(c);
@@ -748,12 +782,71 @@ static int node_chain(struct fp_collector *c, uint32_t n, uint32_t *leaf)
 	return 0;
 }
 
+/* offcpu_pending: the stacks of a thread that left its CPU (s), as its
+ * thread and leaf node, until it is back.  0 or -ENOMEM. */
+static int offcpu_pending(struct fp_collector *c, const struct fp_bpf_sample *s, uint32_t thread,
+			  uint32_t node)
+{
+	uint32_t id;
+
+	if (!s->pad || !s->off_start)
+		return 0; /* nothing to weigh it by: not from our program */
+	if ((!c->cl_pending_tids && fp_intern_alloc(&c->cl_pending_tids)) ||
+	    fp_intern_get(c->cl_pending_tids, &s->tid, sizeof(s->tid), &id, NULL) ||
+	    fp_vec_reserve_zeroed(&c->cl_pending, &c->cl_pending_cap, (size_t)id + 1,
+				  sizeof(*c->cl_pending)))
+		return -ENOMEM;
+	c->cl_pending[id] = (struct offcpu_pending){ s->off_start, thread, node, s->pad };
+	return 0;
+}
+
+/* offcpu_done: the thread of s is back after s->off_ns: its pending
+ * stacks, if they are of that block, are counted, weighed by their q. */
+static void offcpu_done(struct fp_collector *c, const struct fp_bpf_sample *s)
+{
+	struct pair_key pk = { 0 };
+	struct offcpu_pending *p;
+	uint32_t id, pair;
+
+	if (!c->cl_pending_tids ||
+	    fp_intern_find(c->cl_pending_tids, &s->tid, sizeof(s->tid), &id) ||
+	    (p = &c->cl_pending[id])->op_start != s->off_start || !p->op_q) {
+		c->cl_offcpu_unmatched++;
+		return;
+	}
+	pk = (struct pair_key){ p->op_thread, p->op_node, 1 };
+	p->op_start = 0;
+	if (fp_intern_get(c->cl_pairs, &pk, sizeof(pk), &pair, NULL) ||
+	    fp_vec_reserve_zeroed(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1,
+				  sizeof(*c->cl_counts)) ||
+	    fp_vec_reserve_zeroed(&c->cl_offcpu, &c->cl_offcpu_cap, (size_t)pair + 1,
+				  sizeof(*c->cl_offcpu)) ||
+	    fp_vec_reserve_zeroed(&c->cl_offthreads, &c->cl_offthreads_cap,
+				  (size_t)pk.pk_thread + 1, sizeof(*c->cl_offthreads)) ||
+	    (c->cl_counts[pair] == 0 &&
+	     fp_vec_reserve_zeroed(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
+				   sizeof(*c->cl_touched)))) {
+		c->cl_oom++;
+		return;
+	}
+	if (c->cl_counts[pair]++ == 0)
+		c->cl_touched[c->cl_ntouched++] = pair;
+	c->cl_offcpu[pair].os_ns += (uint64_t)((double)s->off_ns * 65536.0 / p->op_q + 0.5);
+	c->cl_offcpu[pair].os_blocks += 65536.0 / p->op_q;
+	c->cl_offthreads[pk.pk_thread].ot_away_ns += s->off_away_ns;
+}
+
 void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,
 		      const void *kstack)
 {
 	struct pair_key pk = { 0 };
 	uint32_t n = 0, i, pair;
 
+	if (s->flags & FP_SAMPLE_OFFCPU_DONE) {
+		offcpu_done(c, s);
+		return;
+	}
+	pk.pk_offcpu = !!(s->flags & FP_SAMPLE_OFFCPU);
 	if (thread_get(c, s, &pk.pk_thread))
 		goto oom;
 	for (i = 0; i < s->kstack_bytes / 8 && n < FP_MAX_FRAMES; i++) {
@@ -810,8 +903,14 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 		if (add_build_id_frames(c, s, ustack, &n))
 			goto oom;
 	}
-	if (node_chain(c, n, &pk.pk_node) ||
-	    fp_intern_get(c->cl_pairs, &pk, sizeof(pk), &pair, NULL) ||
+	if (node_chain(c, n, &pk.pk_node))
+		goto oom;
+	if (pk.pk_offcpu) { /* counted when the thread is back */
+		if (offcpu_pending(c, s, pk.pk_thread, pk.pk_node))
+			goto oom;
+		return;
+	}
+	if (fp_intern_get(c->cl_pairs, &pk, sizeof(pk), &pair, NULL) ||
 	    fp_vec_reserve_zeroed(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1,
 				  sizeof(*c->cl_counts)))
 		goto oom;
@@ -840,14 +939,42 @@ int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns, stru
 		if (!n.fi_counts)
 			return -ENOMEM;
 	}
+	/* Each thread's off-CPU time is the BPF program's exact sum; its
+	 * stacks' weights only share it out. */
+	for (i = 0; i < c->cl_ntouched; i++) {
+		size_t len;
+		const struct pair_key *pk = fp_intern_key(c->cl_pairs, c->cl_touched[i], &len);
+		if (pk->pk_offcpu)
+			c->cl_offthreads[pk->pk_thread].ot_weighed_ns +=
+				c->cl_offcpu[c->cl_touched[i]].os_ns;
+	}
 	for (i = 0; i < c->cl_ntouched; i++) {
 		uint32_t p = c->cl_touched[i];
 		size_t len;
 		const struct pair_key *pk = fp_intern_key(c->cl_pairs, p, &len);
 
-		n.fi_counts[i] = (struct fp_count){ pk->pk_thread, pk->pk_node, c->cl_counts[p] };
-		n.fi_samples += c->cl_counts[p];
+		n.fi_counts[i] = (struct fp_count){ pk->pk_thread, pk->pk_node, c->cl_counts[p], 0 };
+		if (pk->pk_offcpu) {
+			struct offcpu_sum *o = &c->cl_offcpu[p];
+			const struct offcpu_thread *t = &c->cl_offthreads[pk->pk_thread];
+			double blocks = o->os_blocks + 0.5, ns = (double)o->os_ns;
+			if (t->ot_away_ns && t->ot_weighed_ns)
+				ns = ns * (double)t->ot_away_ns / (double)t->ot_weighed_ns;
+			n.fi_counts[i].fc_count = blocks >= UINT32_MAX ? UINT32_MAX
+					       : blocks < 1 ? 1 : (uint32_t)blocks;
+			n.fi_counts[i].fc_off_ns = ns >= 1 ? (uint64_t)(ns + 0.5) : 1;
+			n.fi_offcpu_ns += n.fi_counts[i].fc_off_ns;
+			*o = (struct offcpu_sum){ 0, 0 };
+		} else {
+			n.fi_samples += c->cl_counts[p];
+		}
 		c->cl_counts[p] = 0;
+	}
+	for (i = 0; i < c->cl_ntouched; i++) {
+		size_t len;
+		const struct pair_key *pk = fp_intern_key(c->cl_pairs, c->cl_touched[i], &len);
+		if (pk->pk_offcpu)
+			c->cl_offthreads[pk->pk_thread] = (struct offcpu_thread){ 0, 0 };
 	}
 	n.fi_ncounts = c->cl_ntouched;
 	n.fi_lost.fl_samples = c->cl_oom;
@@ -1030,7 +1157,9 @@ size_t fp_collector_bytes(const struct fp_collector *c)
 	return fp_intern_bytes(c->cl_mappings) + fp_intern_bytes(c->cl_threads) +
 	       fp_intern_bytes(c->cl_nodes) + fp_intern_bytes(c->cl_pairs) +
 	       fp_intern_bytes(c->cl_procs) + fp_intern_bytes(c->cl_paths) +
-	       c->cl_counts_cap * sizeof(*c->cl_counts) + c->cl_mstate_cap + c->cl_tstate_cap +
+	       c->cl_counts_cap * sizeof(*c->cl_counts) +
+	       c->cl_offcpu_cap * sizeof(*c->cl_offcpu) +
+	       c->cl_offthreads_cap * sizeof(*c->cl_offthreads) + c->cl_mstate_cap + c->cl_tstate_cap +
 	       c->cl_nstate_cap + c->cl_tinfo_cap * sizeof(*c->cl_tinfo) + c->cl_py_bytes +
 	       (c->cl_pycode_cap + c->cl_pyfile_cap) * sizeof(void *) +
 	       c->cl_pylines_cap * sizeof(*c->cl_pylines);

@@ -25,7 +25,8 @@ struct fp_interval {
 	uint64_t fi_start_ns, fi_end_ns;
 	size_t fi_ncounts;
 	struct fp_count *fi_counts; /* owned */
-	uint64_t fi_samples;        /* sum of the counts */
+	uint64_t fi_samples;        /* sum of the CPU counts */
+	uint64_t fi_offcpu_ns;      /* sum of the off-CPU counts' time */
 	struct fp_lost fi_lost;
 	uint8_t fi_acked; /* acknowledged once (counted then) */
 };

@@ -209,6 +209,17 @@ static void log_footprint(struct agent *a)
 		" kernel frames folded to them, %" PRIu64 " lists refused (another kernel)",
 		a->ag_kfuncs.kf_n, fp_kfuncs_bytes(&a->ag_kfuncs), nodes.cn_kfolded,
 		a->ag_kfuncs_refused);
+	if (a->ag_o.ao_offcpu) {
+		uint64_t c[FP_CNT_MAX] = { 0 };
+		char off[512];
+		fp_sampler_counters(a->ag_sampler, c);
+		fp_sampler_offcpu_line(c, off, sizeof(off));
+		if (st.ss_off_run_count) /* with kernel.bpf_stats_enabled */
+			fp_info("off-CPU: %s; the hook: %" PRIu64 " runs, %" PRIu64 " ns/run", off,
+				st.ss_off_run_count, st.ss_off_run_ns / st.ss_off_run_count);
+		else
+			fp_info("off-CPU: %s", off);
+	}
 	if (a->ag_unwind) {
 		uint64_t c[FP_CNT_MAX] = { 0 };
 		struct fp_unwind_stats us;
@@ -242,6 +253,7 @@ static void usage(FILE *f)
 		"                       [--timeout SECONDS] [--failover-after N]\n"
 		"                       [--failback SECONDS] [--unwind-mem MB] [--max-mem MB]\n"
 		"                       [--no-python] [--user-stacks-only]\n"
+		"                       [--off-cpu [--off-cpu-stacks N]]\n"
 		"                       [--fetch-budget KB | --no-fetch]\n"
 		"                       [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]\n"
 		"                       [--table-cache DIR] [--table-cache-mb MB]\n"
@@ -283,6 +295,12 @@ static void usage(FILE *f)
 		"                          keeps only the user stack that entered it (the\n"
 		"                          kernel's stack walk is most of such a sample's\n"
 		"                          cost)\n"
+		"      --off-cpu           where threads wait off their CPU too, and how long:\n"
+		"                          an off-CPU profile beside the CPU one\n"
+		"      --off-cpu-stacks N  stacks of waits taken a second per CPU, about: past\n"
+		"                          it a share of the waits, each weighed to stand for\n"
+		"                          the others; every wait is counted (default %u,\n"
+		"                          10-100000)\n"
 		"      --max-mem MB        the agent's own memory (heap); above it the agent\n"
 		"                          forgets every process and stack and starts a new\n"
 		"                          session (default %u, 8-4096)\n"
@@ -308,7 +326,7 @@ static void usage(FILE *f)
 		"  -h, --help              this help\n"
 		"  -V, --version           print the version\n",
 		MAX_SERVERS, FAILOVER_AFTER_DEFAULT, FAILBACK_DEFAULT_S, FP_UNWIND_MEM_DEFAULT_MB,
-		MAX_MEM_DEFAULT_MB, FETCH_KB_DEFAULT, FP_TABLE_CACHE_DIR_DEFAULT,
+		FP_OFFCPU_STACKS, MAX_MEM_DEFAULT_MB, FETCH_KB_DEFAULT, FP_TABLE_CACHE_DIR_DEFAULT,
 		FP_TABLE_CACHE_MB_DEFAULT, FP_TABLE_CACHE_MB_MAX);
 }
 
@@ -337,6 +355,8 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 		{ "unwind-mem", required_argument, NULL, 'U' },
 		{ "no-python", no_argument, NULL, 'P' },
 		{ "user-stacks-only", no_argument, NULL, 'k' },
+		{ "off-cpu", no_argument, NULL, 'o' },
+		{ "off-cpu-stacks", required_argument, NULL, 'W' },
 		{ "keep-privileges", no_argument, NULL, 'K' },
 		{ "no-fetch", no_argument, NULL, 'N' },
 		{ "fetch-budget", required_argument, NULL, 'B' },
@@ -412,6 +432,14 @@ static int parse_args(int argc, char **argv, struct agent_opts *o, int *verbose,
 			break;
 		case 'k':
 			o->ao_user_stacks_only = 1;
+			break;
+		case 'o':
+			o->ao_offcpu = 1;
+			break;
+		case 'W':
+			if (fp_parse_u32("fleetprof-agent", "off-cpu-stacks", optarg, 10, 100000,
+					 &o->ao_offcpu_stacks))
+				return 2;
 			break;
 		case 'C':
 			o->ao_tls.to_cert = optarg;
@@ -566,6 +594,8 @@ int main(int argc, char **argv)
 				       .so_ringbuf_bytes = 0,
 				       .so_unwind_bytes = (size_t)a.ag_o.ao_unwind_mb << 20,
 				       .so_user_stacks_only = a.ag_o.ao_user_stacks_only,
+				       .so_offcpu = a.ag_o.ao_offcpu,
+				       .so_offcpu_stacks = a.ag_o.ao_offcpu_stacks,
 				       .so_paused = 1,
 				       .so_fn = on_sample,
 				       .so_arg = &a };

@@ -3,6 +3,8 @@
 #include "log.h"
 #include "privilege.h"
 #include "stacks.skel.h"
+#include "stacks_off.skel.h"
+#include "stacks_offpy.skel.h"
 #include "stacks_py.skel.h"
 #include "vec.h"
 
@@ -36,6 +38,9 @@ struct fp_sampler {
 	struct stacks_py_bpf *sm_py; /* the Python walker, once loaded */
 	struct bpf_link *sm_py_exec_link, *sm_py_exit_link;
 	int sm_py_err; /* why the Python walker could not be loaded; 0: not tried */
+	struct stacks_off_bpf *sm_off;     /* the off-CPU hook, when asked for */
+	struct stacks_offpy_bpf *sm_offpy; /* its Python walker, once both are loaded */
+	struct bpf_link *sm_off_link;
 	fp_sample_fn sm_fn;
 	void *sm_arg;
 	struct fp_sampler_load sm_load; /* what loading the programs cost */
@@ -199,6 +204,9 @@ void fp_sampler_close(struct fp_sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->sm_rb);
+	bpf_link__destroy(s->sm_off_link);
+	stacks_offpy_bpf__destroy(s->sm_offpy);
+	stacks_off_bpf__destroy(s->sm_off);
 	bpf_link__destroy(s->sm_py_exec_link);
 	bpf_link__destroy(s->sm_py_exit_link);
 	stacks_py_bpf__destroy(s->sm_py);
@@ -215,6 +223,8 @@ void fp_sampler_close(struct fp_sampler *s)
 	stacks_bpf__destroy(s->sm_skel);
 	free(s);
 }
+
+static int offcpu_load(struct fp_sampler *s, const struct fp_sampler_opts *o);
 
 int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 {
@@ -253,8 +263,14 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 		fp_warnx("cannot open the BPF object: %s", strerror(-err));
 		goto fail;
 	}
-	rb_bytes = o->so_ringbuf_bytes ? o->so_ringbuf_bytes
-				       : ringbuf_size(o->so_frequency, s->sm_ncpus);
+	/* a wait's stacks and its end are two records */
+	rb_bytes = o->so_ringbuf_bytes
+			   ? o->so_ringbuf_bytes
+			   : ringbuf_size(o->so_frequency +
+						  (o->so_offcpu ? 2 * (o->so_offcpu_stacks
+									   ?: FP_OFFCPU_STACKS)
+								: 0),
+					  s->sm_ncpus);
 	if (o->so_npids > FP_TARGET_PIDS) {
 		err = -EINVAL;
 		goto fail;
@@ -294,6 +310,8 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 	}
 	s->sm_nrows = rows;
 	if (o->so_python && rows && (err = fp_sampler_python(s, &(int){ 0 })))
+		goto fail;
+	if (o->so_offcpu && (err = offcpu_load(s, o)))
 		goto fail;
 
 	/* Attach: one CPU-clock event per online CPU */
@@ -407,6 +425,21 @@ int fp_sampler_counters(struct fp_sampler *s, uint64_t out[FP_CNT_MAX])
 			out[key] += vals[i];
 	}
 	free(vals);
+	if (s->sm_off) { /* the off-CPU hook's, kept apart per CPU */
+		struct fp_offcpu_cpu *oc = calloc(s->sm_ncpus, sizeof(*oc));
+		__u32 zero = 0;
+		if (!oc)
+			return -ENOMEM;
+		if (!bpf_map__lookup_elem(s->sm_off->maps.offcpu_cpus, &zero, sizeof(zero), oc,
+					  s->sm_ncpus * sizeof(*oc), 0))
+			for (i = 0; i < s->sm_ncpus; i++) {
+				out[FP_CNT_OFF_IN] += oc[i].oc_in;
+				out[FP_CNT_OFF_NS] += oc[i].oc_ns;
+				out[FP_CNT_OFF_STACKS] += oc[i].oc_stacks;
+				out[FP_CNT_OFF_SKIPPED] += oc[i].oc_skipped;
+			}
+		free(oc);
+	}
 	return 0;
 }
 
@@ -473,6 +506,20 @@ int fp_sampler_stats(struct fp_sampler *s, struct fp_sampler_stats *st)
 	st->ss_run_count = info.run_cnt;
 	st->ss_map_bytes = 0;
 	bpf_object__for_each_map(m, s->sm_skel->obj) st->ss_map_bytes += map_bytes(m);
+	st->ss_off_run_ns = st->ss_off_run_count = 0;
+	if (s->sm_off) {
+		struct bpf_prog_info pi = { 0 };
+		__u32 plen = sizeof(pi);
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->sm_off->progs.fp_switch), &pi,
+					    &plen)) {
+			st->ss_off_run_ns = pi.run_time_ns;
+			st->ss_off_run_count = pi.run_cnt;
+		}
+		st->ss_map_bytes += map_bytes(s->sm_off->maps.offcpu_out);
+		st->ss_map_bytes += map_bytes(s->sm_off->maps.walk_prog_off);
+		st->ss_map_bytes += map_bytes(s->sm_off->maps.offcpu_cpus);
+		st->ss_map_bytes += map_bytes(s->sm_off->maps.rodata);
+	}
 	/* the Python walker's own maps: the rest are the first object's */
 	if (s->sm_py) {
 		st->ss_map_bytes += map_bytes(s->sm_py->maps.py_procs);
@@ -495,12 +542,81 @@ int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u)
 	return 0;
 }
 
+/* SHARE_SETTINGS: the settings the agent writes before load, from the
+ * rodata of an object loaded before (skeletons of one source, each its
+ * own type). */
+#define SHARE_SETTINGS(to, from)                                                               \
+	do {                                                                                   \
+		memcpy((void *)(to)->target_pids, (const void *)(from)->target_pids,           \
+		       sizeof((to)->target_pids));                                             \
+		(to)->target_npids = (from)->target_npids;                                     \
+		(to)->wakeup_bytes = (from)->wakeup_bytes;                                     \
+		(to)->thread_size = (from)->thread_size;                                       \
+		(to)->kernel_stacks = (from)->kernel_stacks;                                   \
+	} while (0)
+
+/* share_maps: obj's maps that an object loaded before has too (by name)
+ * become that object's.  0 or a negative errno. */
+static int share_maps(struct fp_sampler *s, struct bpf_object *obj)
+{
+	struct bpf_object *loaded[] = { s->sm_skel->obj, s->sm_py ? s->sm_py->obj : NULL,
+					s->sm_off ? s->sm_off->obj : NULL };
+	struct bpf_map *m, *base;
+	int err;
+
+	bpf_object__for_each_map(m, obj)
+	{
+		if (bpf_map__is_internal(m))
+			continue;
+		base = NULL;
+		for (size_t i = 0; i < 3 && !base; i++)
+			if (loaded[i] && loaded[i] != obj)
+				base = bpf_object__find_map_by_name(loaded[i], bpf_map__name(m));
+		if (base && (err = bpf_map__reuse_fd(m, bpf_map__fd(base))))
+			return err;
+	}
+	return 0;
+}
+
+/* offpy_load: the off-CPU hook's Python walker, once the hook and the
+ * Python walker are both loaded; in the hook's walkers.  0 or a negative
+ * errno (logged; the hook then walks Python processes natively). */
+static int offpy_load(struct fp_sampler *s)
+{
+	struct stacks_offpy_bpf *op;
+	__u32 slot = FP_WALKER_PYTHON;
+	uint64_t t0 = cpu_ns();
+	int fd, err;
+
+	if (s->sm_offpy || !s->sm_off || !s->sm_py)
+		return 0;
+	if (!(op = stacks_offpy_bpf__open()))
+		return -errno;
+	s->sm_offpy = op;
+	s->sm_load.sl_cpu_ns += cpu_ns() - t0;
+	SHARE_SETTINGS(op->rodata, s->sm_off->rodata);
+	fp_privilege_perfmon(1);
+	err = share_maps(s, op->obj);
+	if (!err)
+		err = load_object(op->obj, &s->sm_load);
+	fp_privilege_perfmon(0);
+	if (!err) {
+		fd = bpf_program__fd(op->progs.fp_walk_py);
+		err = bpf_map__update_elem(s->sm_off->maps.walk_prog_off, &slot, sizeof(slot), &fd,
+					   sizeof(fd), BPF_ANY);
+	}
+	if (err)
+		fp_warnx("cannot load the off-CPU Python walker: %s; Python processes' waits "
+			 "show as the interpreter's native frames",
+			 strerror(-err));
+	return err;
+}
+
 /* python_load: open and load the Python walker with the first object's
  * maps and settings, install it, and attach its exec and exit hooks. */
 static int python_load(struct fp_sampler *s)
 {
 	struct stacks_py_bpf *py;
-	struct bpf_map *m, *base;
 	__u32 slot = FP_WALKER_PYTHON;
 	uint64_t t0 = cpu_ns();
 	int fd, err;
@@ -510,20 +626,9 @@ static int python_load(struct fp_sampler *s)
 		return -errno;
 	s->sm_py = py;
 	s->sm_load.sl_cpu_ns += cpu_ns() - t0;
-	memcpy((void *)py->rodata->target_pids, (const void *)s->sm_skel->rodata->target_pids,
-	       sizeof(py->rodata->target_pids));
-	py->rodata->target_npids = s->sm_skel->rodata->target_npids;
-	py->rodata->wakeup_bytes = s->sm_skel->rodata->wakeup_bytes;
-	py->rodata->thread_size = s->sm_skel->rodata->thread_size;
-	py->rodata->kernel_stacks = s->sm_skel->rodata->kernel_stacks;
-	bpf_object__for_each_map(m, py->obj)
-	{
-		if (bpf_map__is_internal(m))
-			continue;
-		base = bpf_object__find_map_by_name(s->sm_skel->obj, bpf_map__name(m));
-		if (base && (err = bpf_map__reuse_fd(m, bpf_map__fd(base))))
-			return err;
-	}
+	SHARE_SETTINGS(py->rodata, s->sm_skel->rodata);
+	if ((err = share_maps(s, py->obj)))
+		return err;
 	/* Loading a tracing program takes CAP_PERFMON, which the agent keeps
 	 * for this (privilege.h). */
 	fp_privilege_perfmon(1);
@@ -556,6 +661,8 @@ int fp_sampler_python(struct fp_sampler *s, int *py_procs_fd)
 				" instructions verified",
 				(s->sm_load.sl_cpu_ns - before.sl_cpu_ns) / 1e6,
 				s->sm_load.sl_insns - before.sl_insns);
+		if (!err)
+			offpy_load(s);
 		if (err) {
 			fp_warnx("cannot load the Python walker: %s; Python processes show as "
 				 "the interpreter's native frames",
@@ -572,4 +679,56 @@ int fp_sampler_python(struct fp_sampler *s, int *py_procs_fd)
 		return s->sm_py_err;
 	*py_procs_fd = bpf_map__fd(s->sm_py->maps.py_procs);
 	return 0;
+}
+
+/* offcpu_load: open and load the off-CPU hook with the first object's
+ * maps and settings, install its walker, and attach it.  It sees every
+ * thread: for one task (so_task) it watches that process only. */
+static int offcpu_load(struct fp_sampler *s, const struct fp_sampler_opts *o)
+{
+	struct stacks_off_bpf *off;
+	__u32 slot = FP_WALKER_NATIVE;
+	uint32_t per_s = o->so_offcpu_stacks ? o->so_offcpu_stacks : FP_OFFCPU_STACKS;
+	uint64_t t0 = cpu_ns();
+	int fd, err;
+
+	off = stacks_off_bpf__open();
+	if (!off) {
+		err = -errno;
+		goto fail;
+	}
+	s->sm_off = off;
+	s->sm_load.sl_cpu_ns += cpu_ns() - t0;
+	SHARE_SETTINGS(off->rodata, s->sm_skel->rodata);
+	if (o->so_task > 0) {
+		((uint32_t *)off->rodata->target_pids)[0] = (uint32_t)o->so_task;
+		off->rodata->target_npids = 1;
+	}
+	off->rodata->offcpu_stacks = per_s >= 10 ? per_s / 10 : 1; /* a 100 ms window's */
+	if ((err = share_maps(s, off->obj)) || (err = load_object(off->obj, &s->sm_load)))
+		goto fail;
+	fd = bpf_program__fd(off->progs.fp_walk);
+	if ((err = bpf_map__update_elem(off->maps.walk_prog_off, &slot, sizeof(slot), &fd,
+					sizeof(fd), BPF_ANY)))
+		goto fail;
+	s->sm_off_link = bpf_program__attach_raw_tracepoint(off->progs.fp_switch, "sched_switch");
+	if (!s->sm_off_link) {
+		err = -errno;
+		goto fail;
+	}
+	offpy_load(s);
+	return 0;
+fail:
+	fp_warnx("cannot load the off-CPU hook (raw tracepoint sched_switch): %s",
+		 strerror(-err));
+	return err;
+}
+
+void fp_sampler_offcpu_line(const uint64_t c[FP_CNT_MAX], char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%" PRIu64 " waits off-CPU measured, %.3f s in all; stacks of %" PRIu64
+		 " taken, %" PRIu64 " left by design (a share is taken)",
+		 c[FP_CNT_OFF_IN], (double)c[FP_CNT_OFF_NS] / 1e9, c[FP_CNT_OFF_STACKS],
+		 c[FP_CNT_OFF_SKIPPED]);
 }

@@ -29,6 +29,9 @@ struct fp_sampler_opts {
 	int so_python;                    /* load the Python walker now, not when the
 					   * first CPython process appears */
 	int so_paused;                    /* sample from fp_sampler_start on only */
+	int so_offcpu;                    /* off-CPU: blocks too (FP_SAMPLE_OFFCPU) */
+	uint32_t so_offcpu_stacks;        /* stacks of blocks a second per CPU, at most
+					   * about (0: FP_OFFCPU_STACKS) */
 	fp_sample_fn so_fn;
 	void *so_arg;
 };
@@ -50,6 +53,10 @@ int fp_sampler_poll(struct fp_sampler *s, int timeout_ms);
 
 /* fp_sampler_counters: totals of enum fp_bpf_counter over all CPUs. */
 int fp_sampler_counters(struct fp_sampler *s, uint64_t out[FP_CNT_MAX]);
+
+/* fp_sampler_offcpu_line: what the off-CPU counters of c say, as a line
+ * of text for a log (NUL-terminated, truncated to len). */
+void fp_sampler_offcpu_line(const uint64_t c[FP_CNT_MAX], char *buf, size_t len);
 
 /* fp_sampler_mark_pid: tell the BPF program whether the agent holds pid's
  * mappings (then its user frames come as plain addresses) or not (the
@@ -102,6 +109,8 @@ struct fp_sampler_stats {
 	uint64_t ss_record_bytes; /* ... their bytes */
 	uint64_t ss_run_ns;       /* BPF program run time (needs kernel.bpf_stats_enabled) */
 	uint64_t ss_run_count;
+	uint64_t ss_off_run_ns;   /* ... of the off-CPU hooks (switches out and in) */
+	uint64_t ss_off_run_count;
 	uint64_t ss_map_bytes; /* kernel memory of the BPF maps (fdinfo memlock), but for the
 				* chunks of rows (fp_unwind_stats) */
 };

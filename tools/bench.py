@@ -67,6 +67,14 @@ symbolizer reads local files, since its simulated devices cannot send any.
    and the chunks held for them; BPF time per sample; the ring buffer's
    use.
 
+7. Off-CPU (`--only offcpu`): a context-switch storm (two threads passing
+   a byte through pipes) with no profiler, under fleetprof-agent --off-cpu
+   and under offcputime (libbpf-tools), rounds interleaved: its passes a
+   second, the agent's CPU, memory and counters (every wait counted,
+   stacks taken and left, records lost); then waitwork's off-CPU shares
+   by `fleetprof record --off-cpu` on the whole host under the storm
+   against offcputime's at once.
+
 Prints a table with ratios and writes it to BUILD/bench.txt.  --only runs
 some parts (footprint includes the 999 Hz throughput rows).
 """
@@ -1447,8 +1455,118 @@ def device_lines(args, dv):
     return lines
 
 
+def storm_round(args, d, mode, symb):
+    """A context-switch storm (tests/workload/storm.c, one pair) for
+    args.offcpu_seconds under mode: None, "agent" (fleetprof-agent
+    --off-cpu on the whole host, its defaults otherwise) or "offcputime"
+    (libbpf-tools, the whole host).  {passes/s, and for the agent its CPU
+    seconds, log and peak RSS}."""
+    secs = args.offcpu_seconds
+    prof, rss = None, None
+    if mode == "agent":
+        prof = start_agent(args.build, symb.addr, 99, 10, extra=("--table-cache-mb", "0", "--off-cpu"))
+        rss = PeakRss(prof.pid)
+        # loaded and attached, its first tables in, its Python walkers
+        # loaded (bench.py is a CPython process): steady state
+        time.sleep(5)
+    elif mode == "offcputime":
+        prof = subprocess.Popen(["/usr/sbin/offcputime", str(secs + 4)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(2)
+    cpu0 = cpu_ns(prof.pid) if mode == "agent" else 0
+    # On one CPU: every pass is two context switches there, and the rate
+    # does not depend on where the scheduler puts the pair.
+    out = subprocess.run(["taskset", "-c", "0", f"{d}/storm", str(secs)], capture_output=True,
+                         text=True, check=True)
+    r = {"rate": float(re.search(r"per_second (\d+)", out.stdout).group(1))}
+    if mode == "agent":
+        r["steady_cpu"] = (cpu_ns(prof.pid) - cpu0) / 1e9
+        r["cpu"], r["log"] = stop_agent(prof)
+        r["rss"] = rss.kib
+    elif prof:
+        prof.kill()
+        prof.wait()
+    return r
+
+
+def offcpu_bench(args, tmp):
+    d = f"{tmp}/offcpu"
+    os.makedirs(d)
+    for src in ("storm", "waitwork"):
+        subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-pthread",
+                        f"tests/workload/{src}.c", "-o", f"{d}/{src}"], check=True)
+    symb = Symbolizer(args.build, d)
+    bpf_stats(True)
+    runs = {None: [], "agent": [], "offcputime": []}
+    try:
+        for _ in range(args.rounds):  # interleaved: the VM's speed drifts
+            for mode in runs:
+                runs[mode].append(storm_round(args, d, mode, symb))
+        # Shares under the storm: waitwork profiled by `fleetprof record
+        # --off-cpu` on the whole host (the storm sets its share of stacks
+        # taken) and by offcputime -p, at once.
+        secs = args.offcpu_seconds
+        storm = subprocess.Popen([f"{d}/storm", str(secs + 6)], stdout=subprocess.DEVNULL)
+        work = subprocess.Popen([f"{d}/waitwork", str(secs + 6)])
+        time.sleep(1)
+        oracle = subprocess.Popen(["/usr/sbin/offcputime", "-p", str(work.pid), str(secs)],
+                                  stdout=open(f"{d}/offcputime.txt", "w"), stderr=subprocess.DEVNULL)
+        rec = subprocess.run([f"{args.build}/fleetprof", "record", "--off-cpu", "--by-thread",
+                              "-d", str(secs), "-o", f"{d}/rec", "--cache", f"{d}/rcache"],
+                             capture_output=True, text=True)
+        oracle.wait()
+        cmp = subprocess.run(["python3", "tests/e2e/offcpu_compare.py", "--process", "waitwork",
+                              f"{d}/rec/offcpu.folded", f"{d}/offcputime.txt",
+                              "pipe_read|anon_pipe_read", "do_nanosleep", "do_sys_poll"],
+                             capture_output=True, text=True)
+        for p in (storm, work):
+            p.wait()
+    finally:
+        bpf_stats(False)
+        symb.stop()
+    return {"runs": runs, "record": rec.stdout, "compare": cmp.stdout, "compare_ok": cmp.returncode == 0,
+            "secs": args.offcpu_seconds}
+
+
+def offcpu_lines(args, oc):
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    base = med([r["rate"] for r in oc["runs"][None]])
+    lines = [f"Off-CPU: a context-switch storm (tests/workload/storm.c: two threads passing a byte "
+             f"through pipes on CPU 0, each pass two waits), {oc['secs']} s a run, {args.rounds} rounds "
+             f"interleaved; fleetprof-agent --off-cpu on the whole host at its defaults (99 Hz, "
+             f"{100} stacks of waits a second per CPU), offcputime (libbpf-tools) on the whole host"]
+    lines.append(f"{'':52} {'passes/s':>10} {'of none':>8}")
+    for mode, name in ((None, "no profiler"), ("agent", "fleetprof-agent --off-cpu"),
+                       ("offcputime", "offcputime")):
+        rate = med([r["rate"] for r in oc["runs"][mode]])
+        lines.append(f"{name:52} {rate:10.0f} {100 * rate / base:7.1f}%")
+    ag = oc["runs"]["agent"]
+    cpu = med([r["steady_cpu"] for r in ag])
+    switches = 2 * med([r["rate"] for r in ag])
+    lines.append(f"agent CPU during the storm ({switches:.0f} switches/s on CPU 0), % of a core: "
+                 f"{100 * cpu / oc['secs']:.2f} (goal < 1); with its start-up "
+                 f"{100 * med([r['cpu'] for r in ag]) / (oc['secs'] + 5):.2f}; "
+                 f"peak RSS {max(r['rss'] for r in ag)} KiB")
+    log = ag[len(ag) // 2]["log"]
+    m = re.search(r"off-CPU: (.*)", log)
+    if m:
+        lines.append(f"agent's counters (median run): {m.group(1)}")
+    lost = re.search(r"sampled \d+ samples.*", log)
+    if lost:
+        lines.append(f"agent: {lost.group(0)}")
+    lines.append("Shares under the storm: waitwork (a thread waiting on a pipe 70% of its time, one "
+                 "sleeping 30%, one in poll, one burning at nice 19) by `fleetprof record --off-cpu` "
+                 "on the whole host and by offcputime -p at once")
+    lines += [l for l in oc["compare"].splitlines()]
+    lines.append("within 5 points and 10%: " + ("yes" if oc["compare_ok"] else "NO"))
+    m = re.search(r"off-CPU: .*", oc["record"])
+    if m:
+        lines.append(f"record's counters: {m.group(0).split(' -> ')[0]}")
+    return lines
+
+
 PARTS = ("footprint", "symbolizer", "unwind", "kernel", "encode", "python", "fleet", "fleetpath",
-         "tables", "device")
+         "tables", "device", "offcpu")
 
 
 def main():
@@ -1469,6 +1587,7 @@ def main():
     ap.add_argument("--fleetpath-seconds", type=int, default=20)
     ap.add_argument("--device-seconds", type=int, default=30)
     ap.add_argument("--device-starts", type=int, default=7)
+    ap.add_argument("--offcpu-seconds", type=int, default=10)
     ap.add_argument("--only", default=",".join(PARTS),
                     help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
     args = ap.parse_args()
@@ -1502,6 +1621,8 @@ def main():
             sections.append(tables_lines(tables_bench(args, tmp)))
         if "device" in only:
             sections.append(device_lines(args, device_bench(args, tmp)))
+        if "offcpu" in only:
+            sections.append(offcpu_lines(args, offcpu_bench(args, tmp)))
     text = "\n\n".join("\n".join(s) for s in sections)
     print(text)
     with open(f"{args.build}/bench.txt", "w") as f:

@@ -15,8 +15,9 @@ RUN_PKGS="make gcc clang llvm pkg-config binutils
  libc6-dbg python3"
 # The rest is for tests and benchmarks.  mandoc, man-db:
 # tests/e2e/manpages_test.sh lints the man pages and renders them with
-# man -l.  librbd1-dbg: a real detached debug file of 137 MB (full DWARF)
-# that tests/e2e/fleet_test.sh and the fleet benchmark have the symbolizer
+# man -l.  libbpf-tools: offcputime, the off-CPU oracle.  librbd1-dbg: a
+# real detached debug file of 137 MB (full DWARF) that
+# tests/e2e/fleet_test.sh and the fleet benchmark have the symbolizer
 # ingest.
 PKGS="$RUN_PKGS g++ lmdb-utils xz-utils
  linux-perf libclang-rt-14-dev iproute2 util-linux procps
@@ -24,7 +25,7 @@ PKGS="$RUN_PKGS g++ lmdb-utils xz-utils
  qemu-system-x86 busybox-static cpio
  redis-server redis-tools
  debootstrap gdb python3-venv inotify-tools
- prometheus python3-prometheus-client librbd1-dbg"
+ prometheus python3-prometheus-client librbd1-dbg libbpf-tools"
 mode=${1:-all}
 case $mode in
 run) PKGS=$RUN_PKGS ;;

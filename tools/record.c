@@ -55,7 +55,8 @@ static void record_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fleetprof record [-d SECONDS | -p PID] [-F HZ] [--by-thread] [-o DIR]\n"
-		"                        [--cache DIR] [--unwind-mem MB] [--no-python] [-v]\n"
+		"                        [--cache DIR] [--unwind-mem MB] [--no-python]\n"
+		"                        [--off-cpu [--off-cpu-stacks N]] [-v]\n"
 		"                        [[--] COMMAND [ARG]...]\n"
 		"\n"
 		"Profiles this machine (or one process) with eBPF for SECONDS, or runs\n"
@@ -63,7 +64,9 @@ static void record_usage(FILE *f)
 		"until it exits (signals for fleetprof go to COMMAND; its exit status is\n"
 		"fleetprof's), and writes\n"
 		"DIR/profile.folded, DIR/profile.pb.gz (pprof), DIR/profile.otlp.pb\n"
-		"(OTLP ExportProfilesServiceRequest) and DIR/flame.svg.\n"
+		"(OTLP ExportProfilesServiceRequest) and DIR/flame.svg; with --off-cpu\n"
+		"also DIR/offcpu.folded (a stack, a space, nanoseconds off-CPU),\n"
+		"DIR/offcpu.pb.gz, DIR/offcpu.otlp.pb and DIR/offcpu.svg.\n"
 		"Needs root (or CAP_BPF and CAP_PERFMON).\n"
 		"\n"
 		"  -d, --duration SECONDS  how long to sample (default 10; Ctrl-C stops early;\n"
@@ -78,9 +81,14 @@ static void record_usage(FILE *f)
 		"                          frame pointers (default %u; 0: frame pointers only)\n"
 		"      --no-python         CPython processes as the interpreter's native frames,\n"
 		"                          not as Python functions\n"
+		"      --off-cpu           where threads wait off-CPU too, and how long (with\n"
+		"                          COMMAND: its own process's waits, not its children's)\n"
+		"      --off-cpu-stacks N  stacks of waits taken a second per CPU, about: past\n"
+		"                          it a share of the waits, each weighed to stand for\n"
+		"                          the others (default %u; 10-100000)\n"
 		"  -v, --verbose           log debug messages\n"
 		"  -h, --help              this help\n",
-		FP_UNWIND_MEM_DEFAULT_MB);
+		FP_UNWIND_MEM_DEFAULT_MB, FP_OFFCPU_STACKS);
 }
 
 static void on_known(uint32_t pid, int known, void *arg)
@@ -258,6 +266,8 @@ int fp_cmd_record(int argc, char **argv)
 		{ "cache", required_argument, NULL, 'C' },
 		{ "unwind-mem", required_argument, NULL, 'U' },
 		{ "no-python", no_argument, NULL, 'P' },
+		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "off-cpu-stacks", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -266,8 +276,9 @@ int fp_cmd_record(int argc, char **argv)
 	struct record_unwind ru = { 0 };
 	struct fp_python *py = NULL;
 	const char *outdir = "out";
-	char cache[4096], host[256] = "", title[512];
-	int by_thread = 0, verbose = 0, no_python = 0, have_duration = 0, c, err;
+	char cache[4096], host[256] = "", title[512], offtitle[512];
+	int by_thread = 0, verbose = 0, no_python = 0, have_duration = 0, offcpu = 0, c, err;
+	uint32_t offcpu_stacks = FP_OFFCPU_STACKS;
 	int go_fd = -1, exec_fd = -1, status = 0, ran = 0;
 	char **command = NULL;
 	pid_t child = 0;
@@ -316,6 +327,14 @@ int fp_cmd_record(int argc, char **argv)
 			break;
 		case 'P':
 			no_python = 1;
+			break;
+		case 'O':
+			offcpu = 1;
+			break;
+		case 'T':
+			if (fp_parse_u32("fleetprof record", "off-cpu-stacks", optarg, 10, 100000,
+					 &offcpu_stacks))
+				return 2;
 			break;
 		case 'U':
 			if (fp_parse_u32("fleetprof record", "unwind-mem", optarg, 0,
@@ -387,6 +406,8 @@ int fp_cmd_record(int argc, char **argv)
 					      /* before the first sample, as the tables */
 					      .so_python = !no_python,
 					      .so_paused = 1,
+					      .so_offcpu = offcpu,
+					      .so_offcpu_stacks = offcpu_stacks,
 					      .so_fn = on_sample,
 					      .so_arg = col };
 		err = fp_sampler_open(&smp, &so);
@@ -473,10 +494,15 @@ int fp_cmd_record(int argc, char **argv)
 	else
 		snprintf(title, sizeof(title), "CPU on %s, %u s at %u Hz", host, duration,
 			 frequency);
+	if (command)
+		snprintf(offtitle, sizeof(offtitle), "Off-CPU of %.200s on %s", command[0], host);
+	else
+		snprintf(offtitle, sizeof(offtitle), "Off-CPU on %s, %u s", host, duration);
 	files = (struct fp_files_sink){ .fs_dir = outdir,
 					.fs_layout = FP_FILES_RECORD,
 					.fs_by_thread = by_thread,
-					.fs_title = title };
+					.fs_title = title,
+					.fs_offcpu_title = offtitle };
 	if ((err = fp_server_alloc(&srv, res, NULL, cache)) ||
 	    (err = fp_server_add_sink(srv, fp_files_sink, &files)))
 		goto out;
@@ -522,6 +548,13 @@ int fp_cmd_record(int argc, char **argv)
 	       "%s/flame.svg, %s/profile.folded, %s/profile.pb.gz, %s/profile.otlp.pb\n",
 	       iv.fi_samples, bpf[FP_CNT_LOST], bpf[FP_CNT_USTACK_ERR] + bpf[FP_CNT_KSTACK_ERR],
 	       iv.fi_ncounts, outdir, outdir, outdir, outdir);
+	if (offcpu) {
+		char line[512];
+		fp_sampler_offcpu_line(bpf, line, sizeof(line));
+		printf("off-CPU: %s; %.3f s as the stacks weigh it -> %s/offcpu.svg, offcpu.folded, "
+		       "offcpu.pb.gz, offcpu.otlp.pb\n",
+		       line, iv.fi_offcpu_ns / 1e9, outdir);
+	}
 out:
 	if (err)
 		fp_warnx("record failed: %s", strerror(-err));

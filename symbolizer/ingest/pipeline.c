@@ -392,9 +392,11 @@ static int waiting_for(struct fp_pipeline *pl, const struct fp_profile *p)
 	size_t i;
 	int busy = 0;
 
-	if (!pl->pl_resolver || !pl->pl_symbol_wait_ms || !p->pr_nmappings)
+	if (!pl->pl_resolver || !pl->pl_symbol_wait_ms)
 		return 0;
-	if (!(asked = calloc(p->pr_nmappings, 1)))
+	if (p->pr_offcpu && waiting_for(pl, p->pr_offcpu))
+		return 1;
+	if (!p->pr_nmappings || !(asked = calloc(p->pr_nmappings, 1)))
 		return 0;
 	for (i = 0; i < p->pr_nframes && !busy; i++) {
 		const struct fp_pframe *f = &p->pr_frames[i];
@@ -431,10 +433,11 @@ static void finish(struct fp_pipeline *pl, struct pipeline_job *j)
 	size_t i;
 	int err, trim;
 
-	if (pl->pl_resolver && unresolved(j->pj_profile) &&
-	    (err = fp_session_resolve_again(j->pj_profile, pl->pl_resolver)))
-		fp_warnx("cannot resolve a profile of %s again: %s", j->pj_hello.fh_host,
-			 strerror(-err));
+	for (struct fp_profile *p = j->pj_profile; p; p = p->pr_offcpu)
+		if (pl->pl_resolver && unresolved(p) &&
+		    (err = fp_session_resolve_again(p, pl->pl_resolver)))
+			fp_warnx("cannot resolve a profile of %s again: %s", j->pj_hello.fh_host,
+				 strerror(-err));
 	for (i = 0; i < pl->pl_nsinks; i++)
 		if (pl->pl_sinks[i].ps_fn(pl->pl_sinks[i].ps_arg, j->pj_profile, &j->pj_hello,
 					  j->pj_seq))

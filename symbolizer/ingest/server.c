@@ -618,7 +618,8 @@ static int batch_end(struct fp_server *s, struct server_session *ss, const struc
 	s->sv_stats.sv_batches++;
 	s->sv_stats.sv_agent_lost_samples = b->fb_lost.fl_samples + b->fb_lost.fl_samples_dropped;
 	for (i = 0; i < b->fb_ncounts; i++)
-		s->sv_stats.sv_samples += b->fb_counts[i].fc_count;
+		if (!b->fb_counts[i].fc_off_ns)
+			s->sv_stats.sv_samples += b->fb_counts[i].fc_count;
 	s->sv_stats.sv_table_bytes += used;
 	/* User files the profile names that no source had: ask their device. */
 	idle = !fp_devfetch_running(s->sv_devfetch, b->fb_session);

@@ -485,6 +485,18 @@ static int profile_frame(struct profile_ctx *pc, uint32_t node, int leaf, uint32
 	return 0;
 }
 
+/* offcpu_leaf: where a wait's stack starts, leaf first: at __schedule,
+ * the frames above it being the tracepoint's and the BPF program's own
+ * (which differ from kernel to kernel); 0 when it is not there. */
+static uint32_t offcpu_leaf(const struct fp_profile *p, const uint32_t *frames, uint32_t n)
+{
+	for (uint32_t i = 0; i < n && p->pr_frames[frames[i]].pf_kind == FP_FRAME_KERNEL; i++)
+		if (p->pr_frames[frames[i]].pf_function &&
+		    !strcmp(p->pr_frames[frames[i]].pf_function, "__schedule"))
+			return i;
+	return 0;
+}
+
 /* profile_count: one count's stack, leaf first, into the profile. */
 static int profile_count(struct profile_ctx *pc, const struct fp_count *c)
 {
@@ -510,12 +522,19 @@ static int profile_count(struct profile_ctx *pc, const struct fp_count *c)
 		prev_kernel = !user;
 		node = nd->sn_parent;
 	}
+	if (c->fc_off_ns) {
+		uint32_t from = offcpu_leaf(pc->pc_profile, frames, n);
+		return fp_profile_add_block(pc->pc_profile, frames + from, n - from, th->st_pid,
+					    th->st_tid, th->st_comm, th->st_process,
+					    th->st_container, c->fc_off_ns, c->fc_count);
+	}
 	return fp_profile_add_sample(pc->pc_profile, frames, n, th->st_pid, th->st_tid, th->st_comm,
 				     th->st_process, th->st_container, c->fc_count);
 }
 
-int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
-		       struct fp_profile **out)
+/* build_profile: the profile of b's CPU counts, or of its off-CPU ones. */
+static int build_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
+			 int offcpu, struct fp_profile **out)
 {
 	struct profile_ctx pc = { .pc_session = s };
 	size_t i, nmap = defs_count(&s->se_mappings), nnodes = defs_count(&s->se_nodes);
@@ -539,8 +558,10 @@ int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct
 	}
 	if ((err = fp_resolver_begin(r, &pc.pc_lookup)))
 		goto out;
+	pc.pc_profile->pr_is_offcpu = offcpu;
 	for (i = 0; i < b->fb_ncounts && !err; i++)
-		err = profile_count(&pc, &b->fb_counts[i]);
+		if ((b->fb_counts[i].fc_off_ns != 0) == offcpu)
+			err = profile_count(&pc, &b->fb_counts[i]);
 out:
 	fp_resolver_end(pc.pc_lookup);
 	free(pc.pc_pmap);
@@ -550,6 +571,23 @@ out:
 	}
 	*out = pc.pc_profile;
 	return 0;
+}
+
+int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
+		       struct fp_profile **out)
+{
+	int err = build_profile(s, r, b, 0, out);
+	size_t i;
+
+	for (i = 0; i < b->fb_ncounts && !err; i++)
+		if (b->fb_counts[i].fc_off_ns) {
+			if ((err = build_profile(s, r, b, 1, &(*out)->pr_offcpu))) {
+				fp_profile_free(*out);
+				*out = NULL;
+			}
+			break;
+		}
+	return err;
 }
 
 int fp_session_wants(struct fp_session *s, struct fp_resolver *r, struct fp_build_id **ids,

@@ -41,8 +41,9 @@ const struct fp_hello *fp_session_hello(const struct fp_session *s);
  * line table gives for the node's offset (pyline.h). */
 int fp_session_apply(struct fp_session *s, const struct fp_batch *b);
 
-/* fp_session_profile: the resolved profile of an applied batch.  0 or
- * -ENOMEM. */
+/* fp_session_profile: the resolved profile of an applied batch's CPU
+ * counts, and that of its off-CPU counts, if it has any, as its
+ * pr_offcpu.  0 or -ENOMEM. */
 int fp_session_profile(struct fp_session *s, struct fp_resolver *r, const struct fp_batch *b,
 		       struct fp_profile **p);
 

@@ -423,8 +423,13 @@ static int add_common(struct encoder *en)
 {
 	int err;
 
-	if ((err = str(en, "samples", &en->s_samples)) || (err = str(en, "count", &en->s_count)) ||
-	    (err = str(en, "cpu", &en->s_cpu)) || (err = str(en, "nanoseconds", &en->s_ns)) ||
+	/* an off-CPU profile: its samples' values are time away, ns */
+	int off = en->p->pr_is_offcpu;
+
+	if ((err = str(en, off ? "off_cpu" : "samples", &en->s_samples)) ||
+	    (err = str(en, off ? "nanoseconds" : "count", &en->s_count)) ||
+	    (err = str(en, off ? "off_cpu" : "cpu", &en->s_cpu)) ||
+	    (err = str(en, "nanoseconds", &en->s_ns)) ||
 	    (err = str(en, K_PID, &en->k_pid)) || (err = str(en, K_EXE, &en->k_exe)) ||
 	    (err = str(en, K_TID, &en->k_tid)) || (err = str(en, K_THREAD, &en->k_thread)) ||
 	    (err = str(en, K_CONTAINER, &en->k_container)) ||
@@ -1005,7 +1010,7 @@ static int build_resources(struct encoder *en, const struct fp_otlp_resource *re
 		pr->time_unix_nano = p->pr_start_ns;
 		pr->duration_nano = p->pr_duration_ns;
 		pr->period_type = &t->period_type;
-		pr->period = clamp64(p->pr_period_ns);
+		pr->period = p->pr_is_offcpu ? 1 : clamp64(p->pr_period_ns);
 		profile_id(p, host, gr->name, &t->profile_ids[16 * g]);
 		pr->profile_id.len = 16;
 		pr->profile_id.data = &t->profile_ids[16 * g];

@@ -418,8 +418,10 @@ static int build_samples(struct encoder *en, struct tree *t)
 			*ids++ = (uint64_t)s->ps_frames[j] + 1;
 		ps->n_value = 2;
 		ps->value = &t->values[i * 2];
-		ps->value[0] = clamp64(s->ps_count);
-		ps->value[1] = saturating_mul(s->ps_count, p->pr_period_ns);
+		/* off-CPU: [waits, nanoseconds]; CPU: [samples, nanoseconds] */
+		ps->value[0] = clamp64(p->pr_is_offcpu ? s->ps_blocks : s->ps_count);
+		ps->value[1] = p->pr_is_offcpu ? clamp64(s->ps_count)
+					       : saturating_mul(s->ps_count, p->pr_period_ns);
 
 		for (size_t j = 0; j < LABELS_PER_SAMPLE; j++) {
 			perftools__profiles__label__init(&lab[j]);
@@ -463,8 +465,11 @@ int fp_pprof_encode(const struct fp_profile *p, uint8_t **buf, size_t *len)
 		goto out;
 	/* string_table[0] must be "". */
 	int64_t empty;
-	if ((err = intern(&en, "", 0, &empty)) || (err = intern(&en, "samples", 0, &s_samples)) ||
-	    (err = intern(&en, "count", 0, &s_count)) || (err = intern(&en, "cpu", 0, &s_cpu)) ||
+	/* an off-CPU profile: waits and their time */
+	if ((err = intern(&en, "", 0, &empty)) ||
+	    (err = intern(&en, p->pr_is_offcpu ? "waits" : "samples", 0, &s_samples)) ||
+	    (err = intern(&en, "count", 0, &s_count)) ||
+	    (err = intern(&en, p->pr_is_offcpu ? "off_cpu" : "cpu", 0, &s_cpu)) ||
 	    (err = intern(&en, "nanoseconds", 0, &s_ns)))
 		goto out;
 
@@ -513,7 +518,7 @@ int fp_pprof_encode(const struct fp_profile *p, uint8_t **buf, size_t *len)
 	prof.time_nanos = clamp64(p->pr_start_ns);
 	prof.duration_nanos = clamp64(p->pr_duration_ns);
 	prof.period_type = &t.period_type;
-	prof.period = clamp64(p->pr_period_ns);
+	prof.period = p->pr_is_offcpu ? 1 : clamp64(p->pr_period_ns);
 	prof.default_sample_type = s_cpu;
 
 	err = fp_protobuf_pack(&prof.base, buf, len);

@@ -90,6 +90,7 @@ void fp_profile_free(struct fp_profile *p)
 	free(p->pr_frames);
 	free(p->pr_samples);
 	free(p->pr_host);
+	fp_profile_free(p->pr_offcpu);
 	free(p);
 }
 
@@ -122,7 +123,8 @@ size_t fp_profile_bytes(const struct fp_profile *p)
 			n += malloc_usable_size(ix->pi_strings_v[i]);
 	}
 	return n + malloc_usable_size(p->pr_mappings) + malloc_usable_size(p->pr_frames) +
-	       malloc_usable_size(p->pr_samples) + malloc_usable_size(p->pr_host);
+	       malloc_usable_size(p->pr_samples) + malloc_usable_size(p->pr_host) +
+	       (p->pr_offcpu ? fp_profile_bytes(p->pr_offcpu) : 0);
 }
 
 /* Mappings */
@@ -400,9 +402,10 @@ static void copy_comm(char dst[FP_COMM_LEN], const char *src)
 	memset(dst + n, 0, FP_COMM_LEN - n);
 }
 
-int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t nframes,
-			  uint32_t pid, uint32_t tid, const char *thread, const char *process,
-			  const char *container, uint64_t count)
+/* add_sample: fp_profile_add_sample, with blocks added to ps_blocks. */
+static int add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t nframes, uint32_t pid,
+		      uint32_t tid, const char *thread, const char *process, const char *container,
+		      uint64_t count, uint64_t blocks)
 {
 	struct fp_profile_index *ix = p->pr_index;
 	char thread_c[FP_COMM_LEN], process_c[FP_COMM_LEN];
@@ -433,6 +436,7 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 	uint32_t found = fp_indexset_find(&ix->pi_samples, hash, sample_eq, p, &key, &slot);
 	if (found != FP_INDEXSET_NONE) {
 		p->pr_samples[found].ps_count += count;
+		p->pr_samples[found].ps_blocks += blocks;
 		return 0;
 	}
 
@@ -456,9 +460,26 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 	memcpy(s->ps_process, process_c, FP_COMM_LEN);
 	s->ps_container = (char *)cont;
 	s->ps_count = count;
+	s->ps_blocks = blocks;
 	fp_indexset_insert(&ix->pi_samples, slot, hash, n);
 	p->pr_nsamples++;
 	return 0;
+}
+
+int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t nframes,
+			  uint32_t pid, uint32_t tid, const char *thread, const char *process,
+			  const char *container, uint64_t count)
+{
+	return add_sample(p, frames, nframes, pid, tid, thread, process, container, count, 0);
+}
+
+int fp_profile_add_block(struct fp_profile *p, const uint32_t *frames, uint32_t nframes,
+			 uint32_t pid, uint32_t tid, const char *thread, const char *process,
+			 const char *container, uint64_t ns, uint64_t blocks)
+{
+	if (!p->pr_is_offcpu)
+		return -EINVAL;
+	return add_sample(p, frames, nframes, pid, tid, thread, process, container, ns, blocks);
 }
 
 static char *dup_or_null(const char *s)

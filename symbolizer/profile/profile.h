@@ -57,7 +57,8 @@ struct fp_psample {
 	char ps_thread[FP_COMM_LEN];
 	char ps_process[FP_COMM_LEN];
 	char *ps_container; /* "" if none */
-	uint64_t ps_count;
+	uint64_t ps_count;  /* samples; off-CPU: nanoseconds away */
+	uint64_t ps_blocks; /* off-CPU: the waits, estimated; else 0 */
 };
 
 struct fp_profile_index; /* private hash tables */
@@ -72,6 +73,9 @@ struct fp_profile {
 	struct fp_pframe *pr_frames;
 	struct fp_psample *pr_samples;
 	struct fp_profile_index *pr_index;
+	int pr_is_offcpu;              /* off-CPU: ps_count is time away, ns; ps_blocks waits */
+	struct fp_profile *pr_offcpu;  /* owned; the same interval's off-CPU profile, or
+					* NULL (none was asked for, or no block was) */
 };
 
 /* fp_profile_alloc: an empty profile for host.  0 or -ENOMEM. */
@@ -118,6 +122,13 @@ int fp_profile_add_sample(struct fp_profile *p, const uint32_t *frames, uint32_t
 			  uint32_t pid, uint32_t tid, const char *thread, const char *process,
 			  const char *container, uint64_t count);
 
+/* fp_profile_add_block: to an off-CPU profile (pr_is_offcpu), ns
+ * nanoseconds off-CPU in blocks waits with this stack; merged as
+ * fp_profile_add_sample's.  0, -EINVAL (not off-CPU, bad frame) or
+ * -ENOMEM. */
+int fp_profile_add_block(struct fp_profile *p, const uint32_t *frames, uint32_t nframes,
+			 uint32_t pid, uint32_t tid, const char *thread, const char *process,
+			 const char *container, uint64_t ns, uint64_t blocks);
 /* fp_profile_frame_label: the frame's name as the folded and SVG outputs
  * show it: the function, or "module+0xOFFSET" when unresolved (module is
  * the mapping's file name, "[unknown]" without a mapping), with "_[k]"

@@ -61,6 +61,7 @@ struct graph {
 	size_t g_nnodes, g_nodes_cap;
 	struct fp_indexset g_child_set;
 	uint64_t g_total;
+	int g_offcpu; /* counts are nanoseconds off-CPU */
 };
 
 static const char *name_of(const struct graph *g, uint32_t name)
@@ -603,8 +604,11 @@ static void put_frame(FILE *f, const struct graph *g, const struct node *n, int 
 		"<title>",
 		n->n_start, n->n_count, n->n_depth);
 	put_escaped(f, name, SIZE_MAX);
-	fprintf(f, " (%" PRIu64 " sample%s, %.2f%%)</title>", n->n_count,
-		n->n_count == 1 ? "" : "s", share);
+	if (g->g_offcpu)
+		fprintf(f, " (%.3f ms off-CPU, %.2f%%)</title>", (double)n->n_count / 1e6, share);
+	else
+		fprintf(f, " (%" PRIu64 " sample%s, %.2f%%)</title>", n->n_count,
+			n->n_count == 1 ? "" : "s", share);
 	fprintf(f,
 		"<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
 		"fill=\"rgb(%d,%d,%d)\"/>",
@@ -663,6 +667,7 @@ int fp_svg_encode(const struct fp_profile *p, const char *title, int by_thread, 
 	FILE *f = NULL;
 	int err;
 
+	g.g_offcpu = p->pr_is_offcpu;
 	err = build(p, &g, by_thread);
 	/* The title goes through the same sanitising as every name. */
 	if (!err)

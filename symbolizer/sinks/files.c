@@ -126,8 +126,12 @@ static int write_output(const struct fp_files_sink *fs, const struct fp_profile 
 		err = fp_otlp_encode(p, NULL, &bin, &len);
 		break;
 	case OUT_SVG:
-		err = fp_svg_encode(p, fs->fs_title ? fs->fs_title : "CPU", fs->fs_by_thread, &text,
-				    &len);
+		err = fp_svg_encode(p,
+				    p->pr_is_offcpu ? (fs->fs_offcpu_title ? fs->fs_offcpu_title
+									   : "Off-CPU")
+				    : fs->fs_title ? fs->fs_title
+						   : "CPU",
+				    fs->fs_by_thread, &text, &len);
 		break;
 	}
 	if (!err)
@@ -166,7 +170,18 @@ static int write_intervals(const struct fp_files_sink *fs, const struct fp_profi
 	if ((err = write_output(fs, p, OUT_FOLDED, path)))
 		return err;
 	snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".pb.gz", dir, stamp, seq);
-	return write_output(fs, p, OUT_PPROF, path);
+	if ((err = write_output(fs, p, OUT_PPROF, path)) || !p->pr_offcpu)
+		return err;
+	/* Off-CPU profiles beside, in a directory of their own, so that
+	 * HOST/ *.folded stays the CPU profiles. */
+	snprintf(path, sizeof(path), "%s/offcpu", dir);
+	if ((err = fp_mkdirs(path)))
+		return err;
+	snprintf(path, sizeof(path), "%s/offcpu/%s-%" PRIu64 ".folded", dir, stamp, seq);
+	if ((err = write_output(fs, p->pr_offcpu, OUT_FOLDED, path)))
+		return err;
+	snprintf(path, sizeof(path), "%s/offcpu/%s-%" PRIu64 ".pb.gz", dir, stamp, seq);
+	return write_output(fs, p->pr_offcpu, OUT_PPROF, path);
 }
 
 static int write_record(const struct fp_files_sink *fs, const struct fp_profile *p)
@@ -179,6 +194,11 @@ static int write_record(const struct fp_files_sink *fs, const struct fp_profile 
 		{ "profile.pb.gz", OUT_PPROF },
 		{ "profile.otlp.pb", OUT_OTLP },
 		{ "flame.svg", OUT_SVG },
+	}, off[] = {
+		{ "offcpu.folded", OUT_FOLDED },
+		{ "offcpu.pb.gz", OUT_PPROF },
+		{ "offcpu.otlp.pb", OUT_OTLP },
+		{ "offcpu.svg", OUT_SVG },
 	};
 	char path[4300];
 	int err;
@@ -188,6 +208,13 @@ static int write_record(const struct fp_files_sink *fs, const struct fp_profile 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", fs->fs_dir, files[i].name);
 		if ((err = write_output(fs, p, files[i].kind, path)))
+			return err;
+	}
+	/* The off-CPU profile, as the CPU one, the folded file's counts in
+	 * nanoseconds off-CPU. */
+	for (size_t i = 0; p->pr_offcpu && i < sizeof(off) / sizeof(off[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", fs->fs_dir, off[i].name);
+		if ((err = write_output(fs, p->pr_offcpu, off[i].kind, path)))
 			return err;
 	}
 	return 0;

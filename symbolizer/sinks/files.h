@@ -26,9 +26,11 @@ void fp_safe_name(const char *s, char *buf, size_t len);
 
 /* The file sink's layouts. */
 enum fp_files_layout {
-	FP_FILES_INTERVALS, /* DIR/HOST/STAMP-SEQ.folded and .pb.gz (the server) */
+	FP_FILES_INTERVALS, /* DIR/HOST/STAMP-SEQ.folded and .pb.gz (the server);
+			     * off-CPU: DIR/HOST/offcpu/STAMP-SEQ.folded, .pb.gz */
 	FP_FILES_RECORD,    /* DIR/profile.folded, profile.pb.gz, profile.otlp.pb and
-				 * flame.svg (fleetprof record) */
+				 * flame.svg (fleetprof record); off-CPU: DIR/offcpu.folded,
+				 * .pb.gz, .otlp.pb and .svg */
 };
 
 struct fp_files_sink {
@@ -36,6 +38,7 @@ struct fp_files_sink {
 	enum fp_files_layout fs_layout;
 	int fs_by_thread;     /* folded and SVG: thread names under process names */
 	const char *fs_title; /* FP_FILES_RECORD: the flame graph's title */
+	const char *fs_offcpu_title; /* FP_FILES_RECORD: the off-CPU flame graph's */
 };
 
 /* fp_files_sink: a pipeline sink (fp_sink_fn) that writes each profile in

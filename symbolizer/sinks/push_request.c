@@ -262,6 +262,7 @@ static int one_service(const struct fp_profile *prof, const size_t *order, size_
 
 	if (err)
 		return err;
+	sub->pr_is_offcpu = prof->pr_is_offcpu;
 	for (i = from; i < to && !err; i++) {
 		const struct fp_psample *s = &prof->pr_samples[order[i]];
 		for (uint32_t j = 0; j < s->ps_nframes && !err; j++) {
@@ -298,7 +299,11 @@ static int one_service(const struct fp_profile *prof, const size_t *order, size_
 			}
 			frames[j] = frame_map[f];
 		}
-		if (!err)
+		if (!err && prof->pr_is_offcpu)
+			err = fp_profile_add_block(sub, frames, s->ps_nframes, s->ps_pid, s->ps_tid,
+						   s->ps_thread, s->ps_process, s->ps_container,
+						   s->ps_count, s->ps_blocks);
+		else if (!err)
 			err = fp_profile_add_sample(sub, frames, s->ps_nframes, s->ps_pid,
 						    s->ps_tid, s->ps_thread, s->ps_process,
 						    s->ps_container, s->ps_count);
@@ -426,6 +431,9 @@ int fp_push_profile(struct fp_push *p, const struct fp_profile *prof, const stru
 	char desc[384];
 	int err;
 
+	/* the interval's off-CPU profile: a series of its own */
+	if (prof->pr_offcpu && (err = fp_push_profile(p, prof->pr_offcpu, h)))
+		return err;
 	if (!prof->pr_nsamples)
 		return 0; /* an idle interval: nothing to show */
 	describe(prof,

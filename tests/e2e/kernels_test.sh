@@ -24,6 +24,10 @@
 #                stack from _start (the user registers found at the top of
 #                the kernel stack, where kernels with FRED keep them 16
 #                bytes lower, or through the IRQ stack in a softirq)
+#   offcpu       `fleetprof record --off-cpu` on tests/workload/waitwork.c
+#                (gcc -O2, no frame pointers): the off-CPU programs load,
+#                and >= 10% of its time off-CPU is its thread piper
+#                waiting in pipe_read under wait_on_pipe
 #   agent-loads  fleetprof-agent, with its default unwind table memory,
 #                loads the program and samples nofp (no symbolizer: it
 #                only buffers)
@@ -96,6 +100,12 @@ if ! gcc -O2 -static -nostdlib -fno-pie -no-pie -fno-stack-protector -o "$TMP/no
 	fail setup "syswork does not build: $(head -c 300 "$TMP/nofp.log")"
 	exit 0
 fi
+# waitwork: threads that wait (a pipe, nanosleep, poll), for --off-cpu.
+if ! gcc -O2 -fomit-frame-pointer -pthread -o "$TMP/nofp/waitwork" tests/workload/waitwork.c \
+	2>> "$TMP/nofp.log"; then
+	fail setup "waitwork does not build: $(head -c 300 "$TMP/nofp.log")"
+	exit 0
+fi
 # Without the interpreter the Python checks fail, the others still run.
 py_args=()
 py_missing=""
@@ -105,7 +115,8 @@ else
 	py_missing="$PYTHON missing on the host (apt-get install python3.11-minimal)"
 fi
 if ! tests/kernels/mkinitramfs.sh "${py_args[@]}" "$TMP/initramfs.cpio" "$FP" "$AGENT" \
-	"$TMP/nofp/nofp" "$TMP/nofp/nofpfp" "$TMP/nofp/syswork" > "$TMP/initramfs.log" 2>&1; then
+	"$TMP/nofp/nofp" "$TMP/nofp/nofpfp" "$TMP/nofp/syswork" "$TMP/nofp/waitwork" \
+	> "$TMP/initramfs.log" 2>&1; then
 	fail setup "initramfs: $(tail -n 3 "$TMP/initramfs.log" | tr '\n' ' ')"
 	exit 0
 fi
@@ -178,6 +189,20 @@ kernel_whole() {
 	END {
 		printf "samples %d, with kernel frames %d, whole %d (%.1f%%); in a softirq %d, whole %d\n", all, kern, ok, kern ? 100 * ok / kern : 0, soft, sok
 		exit !(kern > 0 && kern * 2 >= all && ok * 10 >= kern * 9)
+	}' "$1"
+}
+
+# offcpu_found FOLDED: checks that >= 10% of waitwork's off-CPU time is in
+# pipe_read (anon_pipe_read on later kernels) under piper;wait_on_pipe.
+offcpu_found() {
+	awk '
+	index($0, "waitwork;") == 1 {
+		n = $NF; all += n
+		if (index($0, ";piper;wait_on_pipe;") && index($0, "pipe_read_[k]")) ok += n
+	}
+	END {
+		printf "off-CPU %.3f s, in pipe_read under piper;wait_on_pipe %.3f s (%.1f%%)\n", all / 1e9, ok / 1e9, all ? 100 * ok / all : 0
+		exit !(all > 0 && ok * 10 >= all)
 	}' "$1"
 }
 
@@ -334,6 +359,17 @@ for ver in $FPK_KERNELS; do
 			section "$serial" LOG "$c-sys" | tail -n 20 >&2
 		fi
 		summary+=("$rel $c: syswork (kernel mode): $shares")
+
+		# Off-CPU: the tracepoint program loads, a known wait shows.
+		section "$serial" OFFCPU "$c-off" > "$TMP/$T-off.folded"
+		if shares=$(offcpu_found "$TMP/$T-off.folded"); then
+			pass "$T:offcpu"
+		else
+			why=$(section "$serial" LOG "$c-off" | grep -E "$load_err|off-CPU hook" | tail -n 1)
+			fail "$T:offcpu" "$shares${why:+; $why}"
+			section "$serial" LOG "$c-off" | tail -n 30 >&2
+		fi
+		summary+=("$rel $c: waitwork off-CPU: $shares")
 
 		# fleetprof-agent as deployed: its default unwind table memory
 		# (a large mmapable array; charged to RLIMIT_MEMLOCK before 5.11).

@@ -156,6 +156,41 @@ fi
 check pprof-label-threads test "$(label_values thread_name '{ingest="pprof"}' | sort | tr '\n' ' ')" = "fp-compute fp-writer "
 check pprof-label-service test "$(label_values service_name '{ingest="pprof"}')" = workload
 
+# ---- off-CPU: a series of its own ----
+# waitwork's off-CPU profile (pprof sample types waits/count and
+# off_cpu/nanoseconds) is a profile type of its own in Pyroscope, apart
+# from the CPU series, with our stacks and times.
+if gcc -O2 -fomit-frame-pointer -pthread tests/workload/waitwork.c -o "$TMP/waitwork"; then
+	"$TMP/waitwork" 6 &
+	ww=$!
+	PIDS+=($ww)
+	sleep 0.5
+	ostart=$(date +%s)
+	"$FP" record --off-cpu -d 3 -p "$ww" -o "$TMP/offout" --cache "$TMP/cache" > /dev/null 2>&1
+	check offcpu-record-exit-status test $? -eq 0
+	oend=$(($(date +%s) + 1))
+	post offcpu-accepted "$URL/ingest?name=waitwork%7Bingest%3Doffcpu%7D&from=$ostart&until=$oend&format=pprof" \
+		"$TMP/offout/offcpu.pb.gz" application/octet-stream
+	OFFCPU=process_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds
+	if render offcpu "$OFFCPU{service_name=\"waitwork\",ingest=\"offcpu\"}"; then
+		pass offcpu-render
+		python3 tests/pyroscope/same_stacks.py --drop-root "$TMP/offout/offcpu.folded" "$TMP/offcpu.folded" \
+			> "$TMP/offcpu.same" 2>&1
+		check offcpu-same-stacks-as-folded test $? -eq 0
+		cat "$TMP/offcpu.same" >&2
+		check offcpu-pipe-wait grep -qE '(^|;)piper;wait_on_pipe;' "$TMP/offcpu.folded"
+	else
+		fail offcpu-render "no $OFFCPU series"
+	fi
+	# not in the CPU series of the same service
+	check offcpu-apart bash -c "! curl -s -X POST -H 'Content-Type: application/json' \
+		-d '{\"start\":$(((ostart - 60) * 1000)),\"end\":$(((oend + 60) * 1000))}' \
+		'$URL/querier.v1.QuerierService/ProfileTypes' | grep -q 'process_cpu:cpu:nanoseconds:off_cpu'"
+	wait "$ww"
+else
+	fail offcpu-build "waitwork does not build"
+fi
+
 # ---- Python, from the agent through the symbolizer's pushes ----
 PY=/usr/bin/python3.11
 # A copy: the Functions must name the file that ran, whatever happens to

@@ -943,6 +943,123 @@ out:
 	fp_collector_free(c);
 }
 
+/* Off-CPU: a thread's stacks at its switch out wait for its return, which
+ * brings the time away; each wait counts 1/q (q in 65536ths), apart from
+ * the CPU samples of the same stack.  A return that is not of the noted
+ * wait, or with no wait noted, counts nothing. */
+static void test_offcpu_join(void)
+{
+	struct fp_collector *c = new_collector();
+	struct fp_interval iv;
+	struct sample cpu, out, done;
+	uint32_t pid = (uint32_t)getpid(), tid = pid + 5;
+	const uint64_t k[] = { KTEXT + 0x40 };
+	size_t i, noff = 0, ncpu = 0;
+
+	if (!c)
+		return;
+	make_sample(&cpu, pid, tid, "waiter", k, 1, NULL, 0);
+	add(c, &cpu, 1);
+	/* a wait taken with q = 1/2: it stands for two of 3 ms */
+	make_sample(&out, pid, tid, "waiter", k, 1, NULL, 0);
+	out.hdr.flags = FP_SAMPLE_OFFCPU, out.hdr.pad = 32768, out.hdr.off_start = 1000;
+	add(c, &out, 1);
+	memset(&done, 0, sizeof(done));
+	done.hdr.pid = pid, done.hdr.tid = tid, done.hdr.flags = FP_SAMPLE_OFFCPU_DONE;
+	done.hdr.pad = 32768, done.hdr.off_start = 1000, done.hdr.off_ns = 3000000;
+	add(c, &done, 1);
+	add(c, &done, 1); /* again: that wait is counted already */
+	/* the next wait, taken always: 5 ms, after a return of another */
+	out.hdr.pad = 65536, out.hdr.off_start = 2000;
+	add(c, &out, 1);
+	done.hdr.pad = 65536, done.hdr.off_start = 1999, done.hdr.off_ns = 7000000;
+	add(c, &done, 1);
+	done.hdr.off_start = 2000, done.hdr.off_ns = 5000000;
+	add(c, &done, 1);
+	/* a return of a thread with no wait noted */
+	done.hdr.tid = tid + 1;
+	add(c, &done, 1);
+	CHECK_EQ_INT(fp_collector_cut(c, 1, 1, &iv), 0);
+	CHECK_EQ_INT(iv.fi_ncounts, 2);
+	CHECK(iv.fi_samples == 1);
+	CHECK(iv.fi_offcpu_ns == 11000000);
+	for (i = 0; i < iv.fi_ncounts; i++) {
+		const struct fp_count *n = &iv.fi_counts[i];
+		if (n->fc_off_ns) {
+			noff++;
+			CHECK(n->fc_off_ns == 11000000);
+			CHECK_EQ_INT(n->fc_count, 3);
+		} else {
+			ncpu++;
+			CHECK_EQ_INT(n->fc_count, 1);
+		}
+	}
+	CHECK(noff == 1 && ncpu == 1);
+	/* the same stack: one leaf node for both */
+	if (iv.fi_ncounts == 2) {
+		CHECK_EQ_INT(iv.fi_counts[0].fc_node, iv.fi_counts[1].fc_node);
+		CHECK_EQ_INT(iv.fi_counts[0].fc_thread, iv.fi_counts[1].fc_thread);
+	}
+	fp_interval_fini(&iv);
+	/* Nothing left over for the next interval. */
+	CHECK_EQ_INT(fp_collector_cut(c, 2, 2, &iv), 0);
+	CHECK_EQ_INT(iv.fi_ncounts, 0);
+	CHECK(iv.fi_offcpu_ns == 0);
+	fp_interval_fini(&iv);
+	fp_collector_free(c);
+}
+
+/* offcpu_wait: a wait of thread tid with kernel stack k, taken with q
+ * (65536ths) at start, d ns long, the thread away away_ns since its last
+ * completed wait: its two records. */
+static void offcpu_wait(struct fp_collector *c, uint32_t pid, uint32_t tid, const uint64_t *k,
+			uint32_t q, uint64_t start, uint64_t d, uint64_t away_ns)
+{
+	struct sample out, done;
+
+	make_sample(&out, pid, tid, "t", k, 1, NULL, 0);
+	out.hdr.flags = FP_SAMPLE_OFFCPU, out.hdr.pad = q, out.hdr.off_start = start;
+	add(c, &out, 1);
+	memset(&done, 0, sizeof(done));
+	done.hdr.pid = pid, done.hdr.tid = tid, done.hdr.flags = FP_SAMPLE_OFFCPU_DONE;
+	done.hdr.pad = q, done.hdr.off_start = start, done.hdr.off_ns = d;
+	done.hdr.off_away_ns = away_ns;
+	add(c, &done, 1);
+}
+
+/* A thread's off-CPU time is what the program measured of all its waits
+ * (off_away_ns, brought by each completed wait): its stacks' weights
+ * only share it out. */
+static void test_offcpu_exact_total(void)
+{
+	struct fp_collector *c = new_collector();
+	struct fp_interval iv;
+	uint32_t pid = (uint32_t)getpid(), tid = pid + 9;
+	const uint64_t kx[] = { KTEXT + 0x100 }, ky[] = { KTEXT + 0x200 };
+	uint64_t x = 0, y = 0;
+
+	if (!c)
+		return;
+	/* stack x, taken always: 1 ms, and 4 ms of waits not taken before it */
+	offcpu_wait(c, pid, tid, kx, 65536, 10, 1000000, 5000000);
+	/* stack y, taken with q 1/2: 1 ms weighs 2; 2 ms before it */
+	offcpu_wait(c, pid, tid, ky, 32768, 20, 1000000, 3000000);
+	CHECK_EQ_INT(fp_collector_cut(c, 1, 1, &iv), 0);
+	CHECK_EQ_INT(iv.fi_ncounts, 2);
+	/* weighed 1 and 2 ms; measured 8 ms in all: 8/3 and 16/3 ms */
+	for (size_t i = 0; i < iv.fi_ncounts; i++) {
+		if (iv.fi_counts[i].fc_count == 1)
+			x = iv.fi_counts[i].fc_off_ns;
+		else
+			y = iv.fi_counts[i].fc_off_ns;
+	}
+	CHECK(x >= 2666666 && x <= 2666667);
+	CHECK(y >= 5333333 && y <= 5333334);
+	CHECK(iv.fi_offcpu_ns >= 7999999 && iv.fi_offcpu_ns <= 8000001);
+	fp_interval_fini(&iv);
+	fp_collector_free(c);
+}
+
 /* Frames that resolve to nothing, and a build-ID the process maps. */
 static void test_unmapped_and_paths(void)
 {
@@ -1629,6 +1746,8 @@ int main(void)
 	RUN(test_forget);
 	RUN(test_thread_names);
 	RUN(test_name_after_exec);
+	RUN(test_offcpu_join);
+	RUN(test_offcpu_exact_total);
 	RUN(test_unmapped_and_paths);
 	RUN(test_new_mapping);
 	RUN(test_file_mapped_this_interval);

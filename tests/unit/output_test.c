@@ -669,6 +669,66 @@ static void box_rgb(const char *svg, const char *name, int rgb[3])
 		CHECK_EQ_INT(sscanf(at, "fill=\"rgb(%d,%d,%d)", &rgb[0], &rgb[1], &rgb[2]), 3);
 }
 
+/* An off-CPU profile: its samples are waits (ps_blocks) and their time
+ * (ps_count, ns): pprof says so in its types and values, the folded text
+ * gives nanoseconds, the SVG milliseconds off-CPU. */
+static void test_offcpu(void)
+{
+	struct fp_profile *p = NULL;
+	uint32_t app, sched, frames[2];
+	uint8_t *buf = NULL;
+	char *text = NULL, *svg = NULL;
+	size_t len = 0, svglen = 0;
+
+	if (fp_profile_alloc(&p, "host-1", 1700000000000000000ULL, 10000000000ULL, PERIOD))
+		return;
+	CHECK_EQ_INT(fp_profile_add_mapping(p, FP_MAP_USER, &app_id, "/usr/bin/app", &app), 0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, app, 0x1000, FP_FRAME_USER, "wait_here", NULL,
+					  &frames[1]),
+		     0);
+	CHECK_EQ_INT(fp_profile_add_frame(p, FP_INDEX_NONE, 0x10, FP_FRAME_KERNEL, "schedule",
+					  NULL, &sched),
+		     0);
+	frames[0] = sched;
+	/* not into a CPU profile */
+	CHECK_EQ_INT(fp_profile_add_block(p, frames, 2, 1, 2, "t", "app", "", 5, 1), -EINVAL);
+	p->pr_is_offcpu = 1;
+	CHECK_EQ_INT(fp_profile_add_block(p, frames, 2, 1, 2, "t", "app", "", 2500000000ull, 3), 0);
+	CHECK_EQ_INT(fp_profile_add_block(p, frames, 2, 1, 2, "t", "app", "", 500000000ull, 1), 0);
+	CHECK_EQ_INT(p->pr_nsamples, 1);
+	CHECK(fp_profile_total(p) == 3000000000ull);
+
+	text = folded_text(p, 0);
+	check_text(text, "app;wait_here;schedule_[k] 3000000000\n");
+	CHECK_EQ_INT(fp_pprof_encode(p, &buf, &len), 0);
+	pb_profile *pp = perftools__profiles__profile__unpack(NULL, len, buf);
+	CHECK(pp != NULL);
+	if (pp) {
+		CHECK_EQ_INT(pp->n_sample_type, 2);
+		if (pp->n_sample_type == 2) {
+			CHECK(!strcmp(str(pp, pp->sample_type[0]->type), "waits"));
+			CHECK(!strcmp(str(pp, pp->sample_type[0]->unit), "count"));
+			CHECK(!strcmp(str(pp, pp->sample_type[1]->type), "off_cpu"));
+			CHECK(!strcmp(str(pp, pp->sample_type[1]->unit), "nanoseconds"));
+		}
+		CHECK(!strcmp(str(pp, pp->default_sample_type), "off_cpu"));
+		CHECK_EQ_INT(pp->period, 1);
+		CHECK_EQ_INT(pp->n_sample, 1);
+		if (pp->n_sample == 1 && pp->sample[0]->n_value == 2) {
+			CHECK_EQ_INT(pp->sample[0]->value[0], 4);
+			CHECK(pp->sample[0]->value[1] == 3000000000LL);
+		}
+		perftools__profiles__profile__free_unpacked(pp, NULL);
+	}
+	CHECK_EQ_INT(fp_svg_encode(p, "Off-CPU", 0, &svg, &svglen), 0);
+	CHECK(svg && strstr(svg, "wait_here (3000.000 ms off-CPU, 100.00%)"));
+	CHECK(svg && !strstr(svg, "sample"));
+	free(svg);
+	free(buf);
+	free(text);
+	fp_profile_free(p);
+}
+
 static void test_python_svg(void)
 {
 	uint32_t fr[6];
@@ -704,5 +764,6 @@ int main(void)
 	RUN(test_python_folded);
 	RUN(test_python_pprof);
 	RUN(test_python_svg);
+	RUN(test_offcpu);
 	return CHECK_DONE();
 }

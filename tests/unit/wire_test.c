@@ -176,14 +176,17 @@ static void make_batch(struct fp_batch *b)
 							   0,
 							   { 2, 0xffffffff80000000ull } };
 
-	b->fb_ncounts = 6;
-	b->fb_counts = xcalloc(6, sizeof(struct fp_count));
+	b->fb_ncounts = 8;
+	b->fb_counts = xcalloc(8, sizeof(struct fp_count));
 	b->fb_counts[0] = (struct fp_count){ 1, FP_MAX_FRAMES, 17 };
 	b->fb_counts[1] = (struct fp_count){ 2, 4000000000u, 1 };
 	b->fb_counts[2] = (struct fp_count){ 3, FP_NODE_NONE - 1, 300 };
 	b->fb_counts[3] = (struct fp_count){ 1, FP_NODE_NONE, UINT32_MAX }; /* no frames */
 	b->fb_counts[4] = (struct fp_count){ 2, 999, 2 }; /* defined in an earlier batch */
 	b->fb_counts[5] = (struct fp_count){ UINT32_MAX, 0, 1 };
+	/* off-CPU: waits and their time, after the CPU counts */
+	b->fb_counts[6] = (struct fp_count){ 1, FP_MAX_FRAMES, 3, 1234567 };
+	b->fb_counts[7] = (struct fp_count){ 2, FP_NODE_NONE, UINT32_MAX, UINT64_MAX };
 
 	b->fb_lost = (struct fp_lost){ 3, 0, 1, 4242 };
 }
@@ -239,7 +242,8 @@ static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 	for (i = 0; i < a->fb_ncounts; i++)
 		if (a->fb_counts[i].fc_thread != b->fb_counts[i].fc_thread ||
 		    a->fb_counts[i].fc_node != b->fb_counts[i].fc_node ||
-		    a->fb_counts[i].fc_count != b->fb_counts[i].fc_count)
+		    a->fb_counts[i].fc_count != b->fb_counts[i].fc_count ||
+		    a->fb_counts[i].fc_off_ns != b->fb_counts[i].fc_off_ns)
 			return 0;
 	return 1;
 }
@@ -630,6 +634,8 @@ static void test_batch_roundtrip(void)
 	CHECK_EQ_INT(d.fb_counts[3].fc_node, FP_NODE_NONE);
 	CHECK_EQ_INT(d.fb_counts[3].fc_count, UINT32_MAX);
 	CHECK_EQ_INT(d.fb_counts[5].fc_thread, UINT32_MAX);
+	CHECK(d.fb_counts[5].fc_off_ns == 0);
+	CHECK(d.fb_counts[7].fc_off_ns == UINT64_MAX && d.fb_counts[7].fc_count == UINT32_MAX);
 	/* Encoding is deterministic. */
 	CHECK_EQ_INT(fp_wire_encode_batch(&d, &buf2, &len2), 0);
 	CHECK(len == len2 && memcmp(buf, buf2, len) == 0);
@@ -1246,6 +1252,15 @@ static const struct body_case body_cases[] = {
 	{ FP_MSG_SAMPLES, 5, "01 01 02 d0 01 03 00 04 00 05 00", 0, "seq as int8" },
 	{ FP_MSG_SAMPLES, 5, "01 01 02 d0 ff 03 00 04 00 05 00", FP_WIRE_EFIELD, "seq -1" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 94 01 00 c4 00 a1 70", 0, "one mapping" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0d 94 01 ff 03 cd 03 e8", 0,
+	  "one off-CPU count (PROTOCOL.md's example)" },
+	{ FP_MSG_SAMPLES, 7, BATCH_BASE " 09 93 01 ff 02 0d 94 01 ff 05 cd 03 e8", 0,
+	  "CPU and off-CPU counts" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0d 94 01 ff 05 00", FP_WIRE_EFIELD, "off-CPU time 0" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0d 94 01 ff 00 01", FP_WIRE_EFIELD, "off-CPU waits 0" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0d 94 01 ff 05 ff", FP_WIRE_EFIELD, "off-CPU time -1" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0d 93 01 ff 05", FP_WIRE_EFIELD, "off-CPU tuple short" },
+	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 0d 90", FP_WIRE_EFIELD, "no off-CPU counts spelled out" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 95 01 00 c4 00 a1 70 c0", FP_WIRE_EFIELD,
 	  "user mapping with a fifth element (positions 4-7 are Python's)" },
 	{ FP_MSG_SAMPLES, 6, BATCH_BASE " 06 91 98 01 00 c4 00 a1 70 a1 66 01 02 c4 00",
@@ -1748,6 +1763,8 @@ static int count_cmp(const void *a, const void *b)
 {
 	const struct fp_count *x = a, *y = b;
 
+	if (!x->fc_off_ns != !y->fc_off_ns) /* off-CPU counts after, as key 13 */
+		return x->fc_off_ns ? 1 : -1;
 	if (x->fc_thread != y->fc_thread)
 		return x->fc_thread < y->fc_thread ? -1 : 1;
 	if (x->fc_node + 1 != y->fc_node + 1)
