@@ -827,8 +827,8 @@ static __always_inline int is_target(__u32 pid)
 /* sample: the current task's identity and stacks out through the ring
  * buffer, its user stack walked here when it has unwind tables.  flags
  * and off_ns say what the record is of (a CPU sample: 0). */
-static __always_inline int sample(void *ctx, struct fp_bpf_event *e, __u64 id, __u32 flags,
-				  __u32 q, __u64 off_start)
+static __always_inline int sample(void *ctx, struct fp_bpf_event *e, __u64 id, __u32 flags, __u32 q,
+				  __u64 off_start)
 {
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct fp_unwind_proc *p;
@@ -955,10 +955,10 @@ int fp_exit(void *ctx)
  * kprobes, as this project's test machines', have none.  The classic
  * tracepoint costs a record built for every switch: docs/offcpu.md.) */
 const volatile __u32 offcpu_stacks = FP_OFFCPU_STACKS / 10; /* a window's, per CPU */
-#define OFFCPU_WINDOW_NS 100000000ull         /* 100 ms */
+#define OFFCPU_WINDOW_NS 100000000ull                       /* 100 ms */
 #define OFFCPU_SECOND_NS 1000000000ull
 #define OFFCPU_ALWAYS 4 /* a thread's switches out a second always taken */
-#define Q_ONE 65536                           /* q in 65536ths */
+#define Q_ONE 65536     /* q in 65536ths */
 
 /* A thread's last switch out, by its task pointer; kept while it runs,
  * with how often it left in the current second. */

@@ -63,11 +63,12 @@ struct fp_offcpu_cpu {
 #define FP_SAMPLE_PY_MISMATCH \
 	16 /* ... whose Python frames do not match its eval
 				  * loop activations: keep the native frames */
-#define FP_SAMPLE_OFFCPU 32 /* a switch out: the stacks of a block, taken
-			     * with probability pad / 65536; the time comes
-			     * in the FP_SAMPLE_OFFCPU_DONE of the same thread
-			     * and off_start */
-#define FP_SAMPLE_OFFCPU_DONE 64 /* the thread is back after off_ns (no stacks) */
+/* A switch out: the stacks of a wait, taken with probability pad / 65536;
+ * its time comes in the FP_SAMPLE_OFFCPU_DONE of the same thread and
+ * off_start. */
+#define FP_SAMPLE_OFFCPU 32
+/* The thread is back after off_ns (no stacks). */
+#define FP_SAMPLE_OFFCPU_DONE 64
 
 /* Threads whose last switch out is noted (off-CPU): an LRU, so that the
  * threads that left longest ago are forgotten first (a wait whose note
@@ -91,9 +92,9 @@ struct fp_bpf_sample {
 	__u32 ustack_bytes;
 	__u32 kstack_bytes;
 	__u32 flags;
-	__u32 pad;       /* FP_SAMPLE_OFFCPU(_DONE): q, the share of switches taken, / 65536 */
-	__u64 off_ns;    /* FP_SAMPLE_OFFCPU_DONE: the time away */
-	__u64 off_start; /* FP_SAMPLE_OFFCPU(_DONE): when it left (the block's id) */
+	__u32 pad;         /* FP_SAMPLE_OFFCPU(_DONE): q, the share of switches taken, / 65536 */
+	__u64 off_ns;      /* FP_SAMPLE_OFFCPU_DONE: the time away */
+	__u64 off_start;   /* FP_SAMPLE_OFFCPU(_DONE): when it left (the block's id) */
 	__u64 off_away_ns; /* FP_SAMPLE_OFFCPU_DONE: the thread's time away in all its
 			    * waits since its last FP_SAMPLE_OFFCPU_DONE, this one's too */
 };

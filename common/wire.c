@@ -97,12 +97,12 @@ enum {
 };
 
 /* Flat tuple lists: elements per entry. */
-#define NODE_WIDTH 4  /* id delta, parent delta, mapping, offset */
+#define NODE_WIDTH 4   /* id delta, parent delta, mapping, offset */
 #define COUNT_WIDTH 3  /* thread, node, count */
 #define OFFCPU_WIDTH 4 /* thread, node, blocks, ns */
-#define RANGE_WIDTH 3 /* build_id, offset, length */
-#define TABLE_WIDTH 4 /* build_id, offset, total, data */
-#define HELD_WIDTH 2  /* build_id, table id */
+#define RANGE_WIDTH 3  /* build_id, offset, length */
+#define TABLE_WIDTH 4  /* build_id, offset, total, data */
+#define HELD_WIDTH 2   /* build_id, table id */
 
 /* Minimum lengths of the array records; later revisions may append. */
 #define MAPPING_FIELDS 4    /* id, kind, build_id, path */

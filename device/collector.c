@@ -128,7 +128,7 @@ struct fp_collector {
 	struct offcpu_pending *cl_pending;
 	size_t cl_pending_cap;
 	uint64_t cl_offcpu_unmatched; /* returns whose stacks were not found */
-	uint32_t *cl_touched; /* pair ids with a count this interval */
+	uint32_t *cl_touched;         /* pair ids with a count this interval */
 	size_t cl_ntouched, cl_touched_cap;
 	uint64_t cl_cuts;
 	uint64_t cl_interval_start_ns;
@@ -953,7 +953,8 @@ int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns, stru
 		size_t len;
 		const struct pair_key *pk = fp_intern_key(c->cl_pairs, p, &len);
 
-		n.fi_counts[i] = (struct fp_count){ pk->pk_thread, pk->pk_node, c->cl_counts[p], 0 };
+		n.fi_counts[i] = (struct fp_count){ pk->pk_thread, pk->pk_node, c->cl_counts[p],
+						    0 };
 		if (pk->pk_offcpu) {
 			struct offcpu_sum *o = &c->cl_offcpu[p];
 			const struct offcpu_thread *t = &c->cl_offthreads[pk->pk_thread];
@@ -961,7 +962,8 @@ int fp_collector_cut(struct fp_collector *c, uint64_t seq, uint64_t end_ns, stru
 			if (t->ot_away_ns && t->ot_weighed_ns)
 				ns = ns * (double)t->ot_away_ns / (double)t->ot_weighed_ns;
 			n.fi_counts[i].fc_count = blocks >= UINT32_MAX ? UINT32_MAX
-					       : blocks < 1 ? 1 : (uint32_t)blocks;
+						  : blocks < 1         ? 1
+								       : (uint32_t)blocks;
 			n.fi_counts[i].fc_off_ns = ns >= 1 ? (uint64_t)(ns + 0.5) : 1;
 			n.fi_offcpu_ns += n.fi_counts[i].fc_off_ns;
 			*o = (struct offcpu_sum){ 0, 0 };
@@ -1157,11 +1159,10 @@ size_t fp_collector_bytes(const struct fp_collector *c)
 	return fp_intern_bytes(c->cl_mappings) + fp_intern_bytes(c->cl_threads) +
 	       fp_intern_bytes(c->cl_nodes) + fp_intern_bytes(c->cl_pairs) +
 	       fp_intern_bytes(c->cl_procs) + fp_intern_bytes(c->cl_paths) +
-	       c->cl_counts_cap * sizeof(*c->cl_counts) +
-	       c->cl_offcpu_cap * sizeof(*c->cl_offcpu) +
-	       c->cl_offthreads_cap * sizeof(*c->cl_offthreads) + c->cl_mstate_cap + c->cl_tstate_cap +
-	       c->cl_nstate_cap + c->cl_tinfo_cap * sizeof(*c->cl_tinfo) + c->cl_py_bytes +
-	       (c->cl_pycode_cap + c->cl_pyfile_cap) * sizeof(void *) +
+	       c->cl_counts_cap * sizeof(*c->cl_counts) + c->cl_offcpu_cap * sizeof(*c->cl_offcpu) +
+	       c->cl_offthreads_cap * sizeof(*c->cl_offthreads) + c->cl_mstate_cap +
+	       c->cl_tstate_cap + c->cl_nstate_cap + c->cl_tinfo_cap * sizeof(*c->cl_tinfo) +
+	       c->cl_py_bytes + (c->cl_pycode_cap + c->cl_pyfile_cap) * sizeof(void *) +
 	       c->cl_pylines_cap * sizeof(*c->cl_pylines);
 }
 

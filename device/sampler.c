@@ -37,8 +37,8 @@ struct fp_sampler {
 	uint32_t sm_nchunks;         /* of FP_UNWIND_CHUNK_ROWS rows: the budget */
 	struct stacks_py_bpf *sm_py; /* the Python walker, once loaded */
 	struct bpf_link *sm_py_exec_link, *sm_py_exit_link;
-	int sm_py_err; /* why the Python walker could not be loaded; 0: not tried */
-	struct stacks_off_bpf *sm_off;     /* the off-CPU hook, when asked for */
+	int sm_py_err;                 /* why the Python walker could not be loaded; 0: not tried */
+	struct stacks_off_bpf *sm_off; /* the off-CPU hook, when asked for */
 	struct stacks_offpy_bpf *sm_offpy; /* its Python walker, once both are loaded */
 	struct bpf_link *sm_off_link;
 	fp_sample_fn sm_fn;
@@ -268,7 +268,7 @@ int fp_sampler_open(struct fp_sampler **out, const struct fp_sampler_opts *o)
 			   ? o->so_ringbuf_bytes
 			   : ringbuf_size(o->so_frequency +
 						  (o->so_offcpu ? 2 * (o->so_offcpu_stacks
-									   ?: FP_OFFCPU_STACKS)
+									       ?: FP_OFFCPU_STACKS)
 								: 0),
 					  s->sm_ncpus);
 	if (o->so_npids > FP_TARGET_PIDS) {
@@ -545,14 +545,14 @@ int fp_sampler_unwind_maps(struct fp_sampler *s, struct fp_sampler_unwind *u)
 /* SHARE_SETTINGS: the settings the agent writes before load, from the
  * rodata of an object loaded before (skeletons of one source, each its
  * own type). */
-#define SHARE_SETTINGS(to, from)                                                               \
-	do {                                                                                   \
-		memcpy((void *)(to)->target_pids, (const void *)(from)->target_pids,           \
-		       sizeof((to)->target_pids));                                             \
-		(to)->target_npids = (from)->target_npids;                                     \
-		(to)->wakeup_bytes = (from)->wakeup_bytes;                                     \
-		(to)->thread_size = (from)->thread_size;                                       \
-		(to)->kernel_stacks = (from)->kernel_stacks;                                   \
+#define SHARE_SETTINGS(to, from) \
+	do { \
+		memcpy((void *)(to)->target_pids, (const void *)(from)->target_pids, \
+		       sizeof((to)->target_pids)); \
+		(to)->target_npids = (from)->target_npids; \
+		(to)->wakeup_bytes = (from)->wakeup_bytes; \
+		(to)->thread_size = (from)->thread_size; \
+		(to)->kernel_stacks = (from)->kernel_stacks; \
 	} while (0)
 
 /* share_maps: obj's maps that an object loaded before has too (by name)
@@ -719,8 +719,7 @@ static int offcpu_load(struct fp_sampler *s, const struct fp_sampler_opts *o)
 	offpy_load(s);
 	return 0;
 fail:
-	fp_warnx("cannot load the off-CPU hook (raw tracepoint sched_switch): %s",
-		 strerror(-err));
+	fp_warnx("cannot load the off-CPU hook (raw tracepoint sched_switch): %s", strerror(-err));
 	return err;
 }
 

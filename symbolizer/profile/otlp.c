@@ -429,9 +429,9 @@ static int add_common(struct encoder *en)
 	if ((err = str(en, off ? "off_cpu" : "samples", &en->s_samples)) ||
 	    (err = str(en, off ? "nanoseconds" : "count", &en->s_count)) ||
 	    (err = str(en, off ? "off_cpu" : "cpu", &en->s_cpu)) ||
-	    (err = str(en, "nanoseconds", &en->s_ns)) ||
-	    (err = str(en, K_PID, &en->k_pid)) || (err = str(en, K_EXE, &en->k_exe)) ||
-	    (err = str(en, K_TID, &en->k_tid)) || (err = str(en, K_THREAD, &en->k_thread)) ||
+	    (err = str(en, "nanoseconds", &en->s_ns)) || (err = str(en, K_PID, &en->k_pid)) ||
+	    (err = str(en, K_EXE, &en->k_exe)) || (err = str(en, K_TID, &en->k_tid)) ||
+	    (err = str(en, K_THREAD, &en->k_thread)) ||
 	    (err = str(en, K_CONTAINER, &en->k_container)) ||
 	    (err = str(en, K_BUILD_ID, &en->k_build_id)) ||
 	    (err = str(en, K_FRAME_TYPE, &en->k_frame_type)))

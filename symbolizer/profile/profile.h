@@ -73,8 +73,8 @@ struct fp_profile {
 	struct fp_pframe *pr_frames;
 	struct fp_psample *pr_samples;
 	struct fp_profile_index *pr_index;
-	int pr_is_offcpu;              /* off-CPU: ps_count is time away, ns; ps_blocks waits */
-	struct fp_profile *pr_offcpu;  /* owned; the same interval's off-CPU profile, or
+	int pr_is_offcpu;             /* off-CPU: ps_count is time away, ns; ps_blocks waits */
+	struct fp_profile *pr_offcpu; /* owned; the same interval's off-CPU profile, or
 					* NULL (none was asked for, or no block was) */
 };
 

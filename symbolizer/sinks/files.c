@@ -129,8 +129,8 @@ static int write_output(const struct fp_files_sink *fs, const struct fp_profile 
 		err = fp_svg_encode(p,
 				    p->pr_is_offcpu ? (fs->fs_offcpu_title ? fs->fs_offcpu_title
 									   : "Off-CPU")
-				    : fs->fs_title ? fs->fs_title
-						   : "CPU",
+				    : fs->fs_title  ? fs->fs_title
+						    : "CPU",
 				    fs->fs_by_thread, &text, &len);
 		break;
 	}

@@ -36,8 +36,8 @@ enum fp_files_layout {
 struct fp_files_sink {
 	const char *fs_dir;
 	enum fp_files_layout fs_layout;
-	int fs_by_thread;     /* folded and SVG: thread names under process names */
-	const char *fs_title; /* FP_FILES_RECORD: the flame graph's title */
+	int fs_by_thread;            /* folded and SVG: thread names under process names */
+	const char *fs_title;        /* FP_FILES_RECORD: the flame graph's title */
 	const char *fs_offcpu_title; /* FP_FILES_RECORD: the off-CPU flame graph's */
 };
 

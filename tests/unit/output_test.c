@@ -686,8 +686,8 @@ static void test_offcpu(void)
 	CHECK_EQ_INT(fp_profile_add_frame(p, app, 0x1000, FP_FRAME_USER, "wait_here", NULL,
 					  &frames[1]),
 		     0);
-	CHECK_EQ_INT(fp_profile_add_frame(p, FP_INDEX_NONE, 0x10, FP_FRAME_KERNEL, "schedule",
-					  NULL, &sched),
+	CHECK_EQ_INT(fp_profile_add_frame(p, FP_INDEX_NONE, 0x10, FP_FRAME_KERNEL, "schedule", NULL,
+					  &sched),
 		     0);
 	frames[0] = sched;
 	/* not into a CPU profile */
