@@ -18,8 +18,10 @@
 #include "server.h"
 #include "unwind_maps.h"
 #include "cpython.h"
+#include "elfnote.h"
 #include "unwind_table.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -169,6 +171,53 @@ static void compile_tables(struct fp_resolver *res, uint32_t pid)
 		free(blob);
 	}
 	fp_procmaps_free(pm);
+}
+
+/* compile_file: the unwind table of the ELF file at path (this mount
+ * namespace's), compiled into the resolver's cache; nothing if it is not
+ * an ELF file with a build-ID (a script). */
+static void compile_file(struct fp_resolver *res, const char *path)
+{
+	struct fp_build_id id;
+	char real[PATH_MAX];
+	size_t len;
+	void *blob;
+	int fd;
+
+	if (!realpath(path, real) || (fd = open(real, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (fp_elfnote_build_id(fd, &id) == 0 &&
+	    fp_resolver_note_path(res, &id, real, (uint32_t)getpid()) == 0 &&
+	    fp_resolver_unwind(res, &id, &blob, &len) == 0)
+		free(blob);
+	close(fd);
+}
+
+/* compile_command: before a command runs, the tables its first samples
+ * need: its executable's (found as execvp finds it) and the C library's
+ * (this process's own, which the command most likely maps too), so that
+ * its first second is walked whole rather than while they compile. */
+static void compile_command(struct fp_resolver *res, const char *name)
+{
+	const char *dirs = getenv("PATH"), *end;
+	char path[PATH_MAX];
+	Dl_info libc;
+
+	if (dladdr((void *)&printf, &libc) && libc.dli_fname)
+		compile_file(res, libc.dli_fname);
+	if (strchr(name, '/')) {
+		compile_file(res, name);
+		return;
+	}
+	for (dirs = dirs ? dirs : "/usr/bin:/bin"; *dirs; dirs = *end ? end + 1 : end) {
+		end = strchrnul(dirs, ':');
+		if (snprintf(path, sizeof(path), "%.*s/%s", (int)(end - dirs), dirs, name) <
+			    (int)sizeof(path) &&
+		    access(path, X_OK) == 0) {
+			compile_file(res, path);
+			return;
+		}
+	}
 }
 
 /* start_command: fork the process that will run argv, held until
@@ -396,6 +445,8 @@ int fp_cmd_record(int argc, char **argv)
 	 * walked by frame pointer while a table compiles. */
 	if (!err && pid && unwind_mb)
 		compile_tables(res, pid);
+	if (!err && command && unwind_mb)
+		compile_command(res, command[0]);
 	if (!err) {
 		struct fp_sampler_opts so = { .so_frequency = frequency,
 					      .so_pids = { pid },

@@ -104,7 +104,8 @@ static int batch_eq(const struct fp_batch *a, const struct fp_batch *b)
 	for (i = 0; i < a->fb_ncounts; i++)
 		if (a->fb_counts[i].fc_thread != b->fb_counts[i].fc_thread ||
 		    a->fb_counts[i].fc_node != b->fb_counts[i].fc_node ||
-		    a->fb_counts[i].fc_count != b->fb_counts[i].fc_count)
+		    a->fb_counts[i].fc_count != b->fb_counts[i].fc_count ||
+		    a->fb_counts[i].fc_off_ns != b->fb_counts[i].fc_off_ns)
 			return 0;
 	return 1;
 }
@@ -204,8 +205,29 @@ static int count_cmp(const void *a, const void *b)
 	return x->fc_count < y->fc_count ? -1 : x->fc_count > y->fc_count;
 }
 
+/* sort_cpu_counts: b's CPU counts sorted as key 11 sends them, then its
+ * off-CPU counts (key 13) in their order. */
+static void sort_cpu_counts(struct fp_batch *b)
+{
+	struct fp_count *t = malloc((b->fb_ncounts ? b->fb_ncounts : 1) * sizeof(*t));
+	size_t i, n = 0;
+
+	if (!t)
+		abort();
+	for (i = 0; i < b->fb_ncounts; i++)
+		if (!b->fb_counts[i].fc_off_ns)
+			t[n++] = b->fb_counts[i];
+	qsort(t, n, sizeof(*t), count_cmp);
+	for (i = 0; i < b->fb_ncounts; i++)
+		if (b->fb_counts[i].fc_off_ns)
+			t[n++] = b->fb_counts[i];
+	memcpy(b->fb_counts, t, b->fb_ncounts * sizeof(*t));
+	free(t);
+}
+
 /* Through SAMPLES keys 11 and 12 (FP_FEATURES_KNOWN): the same nodes, the
- * same counts sorted, the same bytes again.  b's counts end up sorted. */
+ * same counts (the CPU ones sorted), the same bytes again.  b's CPU counts
+ * end up sorted. */
 static void roundtrip_varint(struct fp_batch *b)
 {
 	struct fp_wire_batch_parts parts;
@@ -226,7 +248,7 @@ static void roundtrip_varint(struct fp_batch *b)
 		fail("decoded batch does not encode as varints", FP_MSG_SAMPLES, err);
 	if ((err = fp_wire_decode_batch(e3, l3, &c)))
 		fail("varint batch does not decode", FP_MSG_SAMPLES, err);
-	qsort(b->fb_counts, b->fb_ncounts, sizeof(*b->fb_counts), count_cmp);
+	sort_cpu_counts(b);
 	if (!batch_eq(b, &c))
 		fail("batch changed in the varint round trip", FP_MSG_SAMPLES, 0);
 	if ((err = fp_wire_encode_batch_parts(&c, FP_FEATURES_KNOWN, &e4, &l4, &parts)))
