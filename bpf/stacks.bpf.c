@@ -946,7 +946,8 @@ int fp_exit(void *ctx)
  * taken, and no thread's switches thin out another's: a storm takes
  * about 45 stacks a second per thread.  When a CPU's threads would have
  * had more than offcpu_stacks taken in its last window (their q added
- * up), every q there is scaled down to it.  The record that completes
+ * up), every q there is scaled down to it, but a thread's first wait of
+ * each second's.  The record that completes
  * a wait's stacks also brings the time of all the thread's waits since
  * its last such record: each thread's time away is exact, and its stacks
  * only say how to share it (collector.c).
@@ -1047,9 +1048,12 @@ int fp_switch(struct bpf_raw_tracepoint_args *ctx)
 			note.second_ns = n->second_ns, note.outs = n->outs + 1;
 	}
 	/* its n-th wait of the second: q = OFFCPU_ALWAYS / n, 1 for the first
-	 * ones, times the CPU's share */
+	 * ones, times the CPU's share but for the very first, always taken
+	 * (a long sleep before the thread ends has no later wait to bring
+	 * its time) */
 	q = note.outs <= OFFCPU_ALWAYS ? Q_ONE : OFFCPU_ALWAYS * Q_ONE / note.outs;
-	q = (__u32)(((__u64)q * cpu_share(c, now)) >> 16) ?: 1;
+	if (note.outs > 1)
+		q = (__u32)(((__u64)q * cpu_share(c, now)) >> 16) ?: 1;
 	c->q_sum += q;
 	note.q = q;
 	if (q < Q_ONE && (bpf_get_prandom_u32() >> 16) >= q)

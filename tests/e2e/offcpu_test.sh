@@ -6,8 +6,7 @@
 # per thread and per kernel function (the pipe, the sleep, the poll)
 # within 5 points of the oracle's shares, the total within 10%, and the
 # user stacks whole (offcputime walks by frame pointer: the workload has
-# none); Debian's redis-server under redis-benchmark against offcputime
-# too; a Python daemon's waits in select() under its Python functions.
+# none); a Python daemon's waits in select() under its Python functions.
 # Then the fleet path: the agent with --off-cpu against the
 # symbolizer (no --local-files) writes HOST/offcpu/*.folded; and a process
 # that sleeps 25 s under 10 s intervals shows its whole 25 s, in the
@@ -63,27 +62,6 @@ sys.exit(0 if b"off_cpu" in b and b"waits" in b and b"nanoseconds" in b else 1)
 PY
 check svg-says-ms grep -q 'ms off-CPU' "$TMP/rec/offcpu.svg"
 wait "$work"
-
-# Debian's redis-server under redis-benchmark, against offcputime at once:
-# its threads' shares, its waits in epoll and its preemptions.
-rport=$(free_port)
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no > "$TMP/redis.log" 2>&1 &
-redis=$!
-PIDS+=($redis)
-wait_for 10 redis-cli -p "$rport" ping > /dev/null 2>&1
-redis-benchmark -p "$rport" -q -n 100000000 -c 20 > /dev/null 2>&1 &
-PIDS+=($!)
-sleep 1
-"$OFFCPUTIME" -p "$redis" 6 > "$TMP/redis-offcputime.txt" 2> /dev/null &
-oracle=$!
-"$FP" record --off-cpu --by-thread -d 6 -p "$redis" -o "$TMP/redisrec" --cache "$TMP/cache" \
-	> "$TMP/redis-record.out" 2>&1
-check redis-record-exits-0 test $? -eq 0
-wait "$oracle"
-grep 'off-CPU:' "$TMP/redis-record.out"
-check redis-matches-offcputime python3 tests/e2e/offcpu_compare.py "$TMP/redisrec/offcpu.folded" \
-	"$TMP/redis-offcputime.txt" "ep_poll|do_epoll_wait" "exit_to_user_mode_loop|irqentry_exit_to_user_mode"
-kill "$redis" 2> /dev/null
 
 # Python: a daemon's wait in select() under its Python functions.
 cat > "$TMP/pyselect.py" <<'PY'
