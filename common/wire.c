@@ -561,6 +561,23 @@ out:
 	free(c);
 }
 
+/* Keys 9 and 13: the m CPU counts of counts (offcpu 0) as flat
+ * [thread, node, count] tuples, or its m off-CPU ones (offcpu 1) as
+ * [thread, node, waits, ns]. */
+static void enc_counts(struct enc *e, const struct fp_count *counts, size_t n, size_t m, int offcpu)
+{
+	enc_array(e, (offcpu ? OFFCPU_WIDTH : COUNT_WIDTH) * m);
+	for (size_t i = 0; i < n && !e->e_err; i++) {
+		if ((counts[i].fc_off_ns != 0) != offcpu)
+			continue;
+		enc_uint(e, counts[i].fc_thread);
+		enc_none_or_uint(e, counts[i].fc_node, FP_NODE_NONE);
+		enc_uint(e, counts[i].fc_count);
+		if (offcpu)
+			enc_uint(e, counts[i].fc_off_ns);
+	}
+}
+
 int fp_wire_encode_batch(const struct fp_batch *b, char **buf, size_t *len)
 {
 	struct fp_wire_batch_parts parts;
@@ -631,26 +648,11 @@ int fp_wire_encode_batch_parts(const struct fp_batch *b, uint64_t features, char
 		enc_leaves(&e, b->fb_counts, b->fb_ncounts);
 	} else if (ncpu) {
 		enc_key(&e, BATCH_COUNTS);
-		enc_array(&e, COUNT_WIDTH * ncpu);
-		for (i = 0; i < b->fb_ncounts && !e.e_err; i++) {
-			if (b->fb_counts[i].fc_off_ns)
-				continue;
-			enc_uint(&e, b->fb_counts[i].fc_thread);
-			enc_none_or_uint(&e, b->fb_counts[i].fc_node, FP_NODE_NONE);
-			enc_uint(&e, b->fb_counts[i].fc_count);
-		}
+		enc_counts(&e, b->fb_counts, b->fb_ncounts, ncpu, 0);
 	}
 	if (noff) {
 		enc_key(&e, BATCH_OFFCPU);
-		enc_array(&e, OFFCPU_WIDTH * noff);
-		for (i = 0; i < b->fb_ncounts && !e.e_err; i++) {
-			if (!b->fb_counts[i].fc_off_ns)
-				continue;
-			enc_uint(&e, b->fb_counts[i].fc_thread);
-			enc_none_or_uint(&e, b->fb_counts[i].fc_node, FP_NODE_NONE);
-			enc_uint(&e, b->fb_counts[i].fc_count);
-			enc_uint(&e, b->fb_counts[i].fc_off_ns);
-		}
+		enc_counts(&e, b->fb_counts, b->fb_ncounts, noff, 1);
 	}
 	p.wp_counts = e.e_sb.size - at;
 	if (!lost_is_zero(&b->fb_lost)) {

@@ -127,8 +127,7 @@ struct fp_collector {
 	struct fp_intern *cl_pending_tids; /* tid -> index of cl_pending */
 	struct offcpu_pending *cl_pending;
 	size_t cl_pending_cap;
-	uint64_t cl_offcpu_unmatched; /* returns whose stacks were not found */
-	uint32_t *cl_touched;         /* pair ids with a count this interval */
+	uint32_t *cl_touched; /* pair ids with a count this interval */
 	size_t cl_ntouched, cl_touched_cap;
 	uint64_t cl_cuts;
 	uint64_t cl_interval_start_ns;
@@ -782,6 +781,26 @@ static int node_chain(struct fp_collector *c, uint32_t n, uint32_t *leaf)
 	return 0;
 }
 
+/* pair_get: the id of pair pk in *pair, with room for its count and
+ * its place among this interval's touched pairs.  0 or -ENOMEM. */
+static int pair_get(struct fp_collector *c, const struct pair_key *pk, uint32_t *pair)
+{
+	if (fp_intern_get(c->cl_pairs, pk, sizeof(*pk), pair, NULL) ||
+	    fp_vec_reserve_zeroed(&c->cl_counts, &c->cl_counts_cap, (size_t)*pair + 1,
+				  sizeof(*c->cl_counts)) ||
+	    fp_vec_reserve_zeroed(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
+				  sizeof(*c->cl_touched)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* pair_bump: one more count of pair this interval (after pair_get). */
+static void pair_bump(struct fp_collector *c, uint32_t pair)
+{
+	if (c->cl_counts[pair]++ == 0)
+		c->cl_touched[c->cl_ntouched++] = pair;
+}
+
 /* offcpu_pending: the stacks of a thread that left its CPU (s), as its
  * thread and leaf node, until it is back.  0 or -ENOMEM. */
 static int offcpu_pending(struct fp_collector *c, const struct fp_bpf_sample *s, uint32_t thread,
@@ -810,27 +829,19 @@ static void offcpu_done(struct fp_collector *c, const struct fp_bpf_sample *s)
 
 	if (!c->cl_pending_tids ||
 	    fp_intern_find(c->cl_pending_tids, &s->tid, sizeof(s->tid), &id) ||
-	    (p = &c->cl_pending[id])->op_start != s->off_start || !p->op_q) {
-		c->cl_offcpu_unmatched++;
-		return;
-	}
+	    (p = &c->cl_pending[id])->op_start != s->off_start || !p->op_q)
+		return; /* not the wait whose stacks came (its stacks were lost) */
 	pk = (struct pair_key){ p->op_thread, p->op_node, 1 };
 	p->op_start = 0;
-	if (fp_intern_get(c->cl_pairs, &pk, sizeof(pk), &pair, NULL) ||
-	    fp_vec_reserve_zeroed(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1,
-				  sizeof(*c->cl_counts)) ||
+	if (pair_get(c, &pk, &pair) ||
 	    fp_vec_reserve_zeroed(&c->cl_offcpu, &c->cl_offcpu_cap, (size_t)pair + 1,
 				  sizeof(*c->cl_offcpu)) ||
 	    fp_vec_reserve_zeroed(&c->cl_offthreads, &c->cl_offthreads_cap,
-				  (size_t)pk.pk_thread + 1, sizeof(*c->cl_offthreads)) ||
-	    (c->cl_counts[pair] == 0 &&
-	     fp_vec_reserve_zeroed(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
-				   sizeof(*c->cl_touched)))) {
+				  (size_t)pk.pk_thread + 1, sizeof(*c->cl_offthreads))) {
 		c->cl_oom++;
 		return;
 	}
-	if (c->cl_counts[pair]++ == 0)
-		c->cl_touched[c->cl_ntouched++] = pair;
+	pair_bump(c, pair);
 	c->cl_offcpu[pair].os_ns += (uint64_t)((double)s->off_ns * 65536.0 / p->op_q + 0.5);
 	c->cl_offcpu[pair].os_blocks += 65536.0 / p->op_q;
 	c->cl_offthreads[pk.pk_thread].ot_away_ns += s->off_away_ns;
@@ -910,17 +921,9 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 			goto oom;
 		return;
 	}
-	if (fp_intern_get(c->cl_pairs, &pk, sizeof(pk), &pair, NULL) ||
-	    fp_vec_reserve_zeroed(&c->cl_counts, &c->cl_counts_cap, (size_t)pair + 1,
-				  sizeof(*c->cl_counts)))
+	if (pair_get(c, &pk, &pair))
 		goto oom;
-	if (c->cl_counts[pair] == 0) {
-		if (fp_vec_reserve_zeroed(&c->cl_touched, &c->cl_touched_cap, c->cl_ntouched + 1,
-					  sizeof(*c->cl_touched)))
-			goto oom;
-		c->cl_touched[c->cl_ntouched++] = pair;
-	}
-	c->cl_counts[pair]++;
+	pair_bump(c, pair);
 	return;
 oom:
 	c->cl_oom++;

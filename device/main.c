@@ -161,6 +161,7 @@ static void log_footprint(struct agent *a)
 	struct fp_collector_nodes nodes;
 	uint64_t rows_bytes = 0;
 	unsigned long hwm_kb = 0;
+	uint64_t c[FP_CNT_MAX] = { 0 };
 	char line[256];
 	FILE *f;
 
@@ -209,10 +210,10 @@ static void log_footprint(struct agent *a)
 		" kernel frames folded to them, %" PRIu64 " lists refused (another kernel)",
 		a->ag_kfuncs.kf_n, fp_kfuncs_bytes(&a->ag_kfuncs), nodes.cn_kfolded,
 		a->ag_kfuncs_refused);
-	if (a->ag_o.ao_offcpu) {
-		uint64_t c[FP_CNT_MAX] = { 0 };
-		char off[512];
+	if (a->ag_o.ao_offcpu || a->ag_unwind)
 		fp_sampler_counters(a->ag_sampler, c);
+	if (a->ag_o.ao_offcpu) {
+		char off[512];
 		fp_sampler_offcpu_line(c, off, sizeof(off));
 		if (st.ss_off_run_count) /* with kernel.bpf_stats_enabled */
 			fp_info("off-CPU: %s; the hook: %" PRIu64 " runs, %" PRIu64 " ns/run", off,
@@ -221,9 +222,7 @@ static void log_footprint(struct agent *a)
 			fp_info("off-CPU: %s", off);
 	}
 	if (a->ag_unwind) {
-		uint64_t c[FP_CNT_MAX] = { 0 };
 		struct fp_unwind_stats us;
-		fp_sampler_counters(a->ag_sampler, c);
 		fp_info("stack walks: %" PRIu64 ", %" PRIu64 " to the root; %" PRIu64
 			" with no user registers found (leaf only); steps by table %" PRIu64
 			", by frame pointer %" PRIu64,

@@ -109,7 +109,7 @@ struct fp_sampler_stats {
 	uint64_t ss_record_bytes; /* ... their bytes */
 	uint64_t ss_run_ns;       /* BPF program run time (needs kernel.bpf_stats_enabled) */
 	uint64_t ss_run_count;
-	uint64_t ss_off_run_ns; /* ... of the off-CPU hooks (switches out and in) */
+	uint64_t ss_off_run_ns; /* ... of the off-CPU hook (sched_switch) */
 	uint64_t ss_off_run_count;
 	uint64_t ss_map_bytes; /* kernel memory of the BPF maps (fdinfo memlock), but for the
 				* chunks of rows (fp_unwind_stats) */

@@ -153,22 +153,31 @@ static int on_file(const struct fp_build_id *id, const char *path, uint32_t pid,
 	return 0;
 }
 
+/* compile_one: the unwind table of the file with build-ID id, at path as
+ * process pid sees it, compiled into the resolver's cache. */
+static void compile_one(struct fp_resolver *res, const struct fp_build_id *id, const char *path,
+			uint32_t pid)
+{
+	size_t len;
+	void *blob;
+
+	if (fp_resolver_note_path(res, id, path, pid) == 0 &&
+	    fp_resolver_unwind(res, id, &blob, &len) == 0)
+		free(blob);
+}
+
 /* compile_tables: the unwind tables of pid's files, into the cache. */
 static void compile_tables(struct fp_resolver *res, uint32_t pid)
 {
 	struct fp_procmaps *pm;
-	size_t i, len;
-	void *blob;
+	size_t i;
 
 	if (fp_procmaps_read("/proc", pid, &pm))
 		return;
 	for (i = 0; i < pm->pm_nvmas; i++) {
 		struct fp_vma *v = &pm->pm_vmas[i];
-		if (v->fv_path[0] != '/' || fp_procmaps_build_id("/proc", pm, v) ||
-		    fp_resolver_note_path(res, &v->fv_build_id, v->fv_path, pid) ||
-		    fp_resolver_unwind(res, &v->fv_build_id, &blob, &len))
-			continue;
-		free(blob);
+		if (v->fv_path[0] == '/' && fp_procmaps_build_id("/proc", pm, v) == 0)
+			compile_one(res, &v->fv_build_id, v->fv_path, pid);
 	}
 	fp_procmaps_free(pm);
 }
@@ -180,16 +189,12 @@ static void compile_file(struct fp_resolver *res, const char *path)
 {
 	struct fp_build_id id;
 	char real[PATH_MAX];
-	size_t len;
-	void *blob;
 	int fd;
 
 	if (!realpath(path, real) || (fd = open(real, O_RDONLY | O_CLOEXEC)) < 0)
 		return;
-	if (fp_elfnote_build_id(fd, &id) == 0 &&
-	    fp_resolver_note_path(res, &id, real, (uint32_t)getpid()) == 0 &&
-	    fp_resolver_unwind(res, &id, &blob, &len) == 0)
-		free(blob);
+	if (fp_elfnote_build_id(fd, &id) == 0)
+		compile_one(res, &id, real, (uint32_t)getpid());
 	close(fd);
 }
 

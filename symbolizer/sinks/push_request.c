@@ -429,13 +429,12 @@ out:
 int fp_push_profile(struct fp_push *p, const struct fp_profile *prof, const struct fp_hello *h)
 {
 	char desc[384];
-	int err;
+	/* the interval's off-CPU profile: a series of its own, whose failure
+	 * does not hold back the CPU profile's (logged there) */
+	int off_err = prof->pr_offcpu ? fp_push_profile(p, prof->pr_offcpu, h) : 0, err;
 
-	/* the interval's off-CPU profile: a series of its own */
-	if (prof->pr_offcpu && (err = fp_push_profile(p, prof->pr_offcpu, h)))
-		return err;
 	if (!prof->pr_nsamples)
-		return 0; /* an idle interval: nothing to show */
+		return off_err; /* an idle interval: nothing to show */
 	describe(prof,
 		 h && h->fh_host ? h->fh_host
 		 : prof->pr_host ? prof->pr_host
@@ -450,7 +449,7 @@ int fp_push_profile(struct fp_push *p, const struct fp_profile *prof, const stru
 	if (err)
 		fp_warnx("push %s: cannot queue the profile of %s: %s", p->pu_name, desc,
 			 strerror(-err));
-	return err;
+	return err ? err : off_err;
 }
 
 int fp_push_sink(void *arg, const struct fp_profile *prof, const struct fp_hello *hello,
