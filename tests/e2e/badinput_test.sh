@@ -73,6 +73,8 @@ badflag agent-bad-failback "$AGENT" --server tcp://127.0.0.1:1 --failback -1
 badflag agent-table-cache-mb-over "$AGENT" --server tcp://127.0.0.1:1 --table-cache-mb 65537
 badflag agent-table-cache-mb-bad "$AGENT" --server tcp://127.0.0.1:1 --table-cache-mb x
 badflag agent-table-cache-empty "$AGENT" --server tcp://127.0.0.1:1 --table-cache ''
+badflag agent-off-cpu-stacks-under "$AGENT" --server tcp://127.0.0.1:1 --off-cpu --off-cpu-stacks 9
+badflag agent-off-cpu-stacks-bad "$AGENT" --server tcp://127.0.0.1:1 --off-cpu --off-cpu-stacks x
 badflag symbolizer-table-rate-zero "$SYMB" --listen tcp://127.0.0.1:1 --table-rate 0
 badflag loadgen-spread-over "$FP" loadgen --server tcp://127.0.0.1:1 --devices 1 --seconds 1 \
 	--spread 3601
@@ -82,6 +84,7 @@ badflag cli-no-command "$FP"
 badflag cli-unknown-command "$FP" frobnicate
 badflag record-zero-duration "$FP" record -d 0
 badflag record-bad-pid "$FP" record -p x
+badflag record-off-cpu-stacks-over "$FP" record --off-cpu --off-cpu-stacks 100001
 # (an extra argument is a command to run, as perf takes it: record_test)
 badflag record-duration-and-command "$FP" record -d 1 true
 for b in "$AGENT" "$SYMB" "$FP" "$FP record"; do
