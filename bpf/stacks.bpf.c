@@ -106,6 +106,8 @@ struct fp_walk {
 			   * between it and the next are not written */
 	__u32 py_nothread; /* activations met without the thread's state */
 	__u32 py_started;  /* the thread's current Python frame was looked up */
+	__u32 py_tail;     /* the native walk was cut: the Python frames left
+			    * follow its last frame */
 	__u32 maps_first;  /* the process's mappings: unwind_mapv[maps_first..] */
 	__u32 nmaps;
 };
@@ -752,11 +754,24 @@ static __always_inline int walk(void *ctx, struct fp_bpf_event *e)
 			int pr = py_frames(py, e);
 			if (pr == PY_FULL)
 				return finish(ctx, e, w->n * 8);
-			if (pr == PY_MORE)
+			if (pr == PY_MORE || (w->py_tail && w->py_frame))
 				continue;
+			if (w->py_tail) {
+				r = STEP_END;
+				break;
+			}
 			w->py_pending = 0;
 		}
 		r = step(w);
+		if (r == STEP_END && py && w->py_frame) {
+			/* No table (yet) for some frame: the thread's Python
+			 * frames are still known, and the stack goes on
+			 * with them, with the native frames in between
+			 * missing. */
+			w->py_tail = w->py_pending = 1;
+			r = STEP_NEXT;
+			continue;
+		}
 		if (r != STEP_NEXT)
 			break;
 	}

@@ -100,6 +100,7 @@ struct proc_entry {
 	struct fp_procmaps *pe_maps;
 	int pe_known;         /* the sampler sends this process's raw addresses */
 	uint64_t pe_maps_cut; /* cut number when pe_maps was read */
+	uint64_t pe_maps_ns;  /* and when (CLOCK_MONOTONIC) */
 	int pe_have_info;
 	char pe_name[FP_COMM_LEN];
 	char pe_container[128];
@@ -371,14 +372,26 @@ int fp_collector_new_files(struct fp_collector *c, fp_file_fn fn, void *arg)
 }
 
 /* proc_maps: pid's mappings, re-read at most once per interval. */
+/* A process's mappings are read again (refresh: an address in none of
+ * them, a new library) at most once in this long within one interval: a
+ * library loaded late in a long interval (record's only one) is found,
+ * and a process that keeps mapping code costs a few reads a second. */
+#define MAPS_REREAD_NS 250000000ull
+
 static struct fp_procmaps *proc_maps(struct fp_collector *c, struct proc_entry *pe, uint32_t pid,
 				     int refresh)
 {
-	if (pe->pe_maps_cut == c->cl_cuts + 1 || (pe->pe_maps && !refresh))
+	uint64_t now;
+
+	if (pe->pe_maps && !refresh)
+		return pe->pe_maps;
+	now = fp_now_ns(CLOCK_MONOTONIC);
+	if (pe->pe_maps_cut == c->cl_cuts + 1 && now - pe->pe_maps_ns < MAPS_REREAD_NS)
 		return pe->pe_maps;
 	fp_procmaps_free(pe->pe_maps);
 	pe->pe_maps = NULL;
 	pe->pe_maps_cut = c->cl_cuts + 1;
+	pe->pe_maps_ns = now;
 	if (refresh) /* it may have exec'd: its name too */
 		read_comm(c->cl_proc, pid, pe->pe_name);
 	if (fp_procmaps_read(c->cl_proc, pid, &pe->pe_maps) == 0)

@@ -72,9 +72,17 @@ for f in "$BUILD"/fuzz/fuzz_*; do
 		tail -n 40 "$log/$name.out"
 	fi
 done
+# Each end-to-end test runs in a session of its own; what it left running
+# (a workload that outlived its kill would take CPU from every test after
+# it) is named and killed.
 for t in tests/e2e/*_test.sh; do
 	[ -n "$units_only" ] && break
-	run_one "$t" bash "$t"
+	run_one "$t" setsid -w bash -c 'echo $$ > "$0"; exec bash "$1"' "$log/sid" "$t"
+	sid=$(cat "$log/sid" 2>/dev/null)
+	if [ -n "$sid" ] && pgrep -s "$sid" > /dev/null; then
+		pgrep -a -s "$sid" | sed "s|^|left running by $t: |"
+		pkill -9 -s "$sid"
+	fi
 done
 
 passed=$(grep -c '^PASS: ' "$results")

@@ -130,6 +130,7 @@ struct record_unwind {
 	struct fp_unwind *ru_tables;
 	struct fp_resolver *ru_res;
 	int ru_added;
+	uint64_t ru_start_ns; /* CLOCK_MONOTONIC: sampling started */
 };
 
 static int on_file(const struct fp_build_id *id, const char *path, uint32_t pid, void *arg)
@@ -144,10 +145,14 @@ static int on_file(const struct fp_build_id *id, const char *path, uint32_t pid,
 		return 0;
 	if (fp_unwind_table_needed(blob, len)) {
 		err = fp_unwind_add(ru->ru_tables, id, blob, len);
-		if (err)
+		if (err) {
 			fp_debug("unwind table of %s: %s", path, strerror(-err));
-		else
+		} else {
 			ru->ru_added++;
+			fp_debug("unwind table of %s installed %.0f ms after sampling started",
+				 path,
+				 (double)(fp_now_ns(CLOCK_MONOTONIC) - ru->ru_start_ns) / 1e6);
+		}
 	}
 	free(blob);
 	return 0;
@@ -484,6 +489,7 @@ int fp_cmd_record(int argc, char **argv)
 	if (err)
 		goto out;
 	ru.ru_res = res;
+	ru.ru_start_ns = fp_now_ns(CLOCK_MONOTONIC);
 	if (pid && ru.ru_tables && fp_collector_adopt(col, pid) == 0) {
 		fp_collector_new_files(col, on_file, &ru);
 		fp_collector_remap(col);

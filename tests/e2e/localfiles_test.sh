@@ -51,9 +51,14 @@ if wait_for 30 metric_ge "$hport" 'symbol_hits_total{source="local"}' 1; then
 else
 	fail regular-file-after-fifo "no table from the local file: the worker is stuck"
 fi
+# Both searches, the symbols' and the unwind table's, may try a path (the
+# table's runs beside the symbols' when it comes first): each refusal counts.
 wait_for 10 metric_ge "$hport" symbol_paths_refused_total 2
-refused=$(metric "$hport" symbol_paths_refused_total)
-check fifo-and-link-refused test "$refused" -eq 2
+check fifo-and-link-refused metric_ge "$hport" symbol_paths_refused_total 2
+# Nothing was read through the link (its target has symbols and CFI):
+# the app is the one local file with symbols and a table.
+check link-not-followed test "$(metric "$hport" 'symbol_hits_total{source="local"}')" -eq 1
+check link-no-table test "$(metric "$hport" unwind_tables_compiled_total)" -eq 1
 kill -TERM "$symb"
 wait "$symb"
 check server-exits test $? -eq 0

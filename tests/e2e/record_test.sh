@@ -68,27 +68,81 @@ def late():
         pass
 early(); late()
 PY
-"$FP" record -o "$TMP/cmd" --cache "$TMP/cache" -- python3 "$TMP/early_late.py" > "$TMP/cmd.log" 2>&1
+"$FP" record -v -o "$TMP/cmd" --cache "$TMP/cache" -- python3 "$TMP/early_late.py" > "$TMP/cmd.log" 2>&1
 check cmd-exit-0 test $? -eq 0
 # early() runs the command's first 0.6 s of CPU: its samples are there,
 # about 60 at 99 Hz, against about 99 for late()'s second.
-check cmd-first-second python3 - "$TMP/cmd/profile.folded" <<'PY'
+# On failure the counts, the samples without Python frames and the
+# walks' counts say why.
+if why=$(python3 - "$TMP/cmd/profile.folded" <<'PY'
 import sys
-n = {"early": 0, "late": 0}
+n = {"early": 0, "late": 0, "no Python frame": 0}
 for line in open(sys.argv[1]):
     stack, count = line.rsplit(" ", 1)
-    for k in n:
-        if k + "_[py]" in stack.split(";"):
+    frames = stack.split(";")
+    for k in ("early", "late"):
+        if k + "_[py]" in frames:
             n[k] += int(count)
-print(n, file=sys.stderr)
+    if not any(f.endswith("_[py]") for f in frames):
+        n["no Python frame"] += int(count)
+print(n)
 sys.exit(0 if 40 <= n["early"] <= 80 and 75 <= n["late"] <= 125 else 1)
 PY
+); then
+	pass cmd-first-second
+else
+	fail cmd-first-second "$why; $(grep -E 'python:|stack walks:|samples \(' "$TMP/cmd.log" | tr '\n' ' ')"
+fi
 "$FP" record -o "$TMP/cmd3" --cache "$TMP/cache" -- sh -c 'exit 3' > /dev/null 2>&1
 check cmd-exit-status test $? -eq 3
 # a child of the command (sh runs python3 as its own child, then exits 5)
 "$FP" record -o "$TMP/cmd5" --cache "$TMP/cache" -- sh -c "python3 '$TMP/early_late.py'; exit 5" > /dev/null 2>&1
 check cmd-child-status test $? -eq 5
-check cmd-child-sampled grep -qE '^python3;.*late_\[py\] [0-9]+$' "$TMP/cmd5/profile.folded"
+if grep -qE '^python3;.*late_\[py\] [0-9]+$' "$TMP/cmd5/profile.folded"; then
+	pass cmd-child-sampled
+else # which process the samples went to, and how many had Python frames
+	fail cmd-child-sampled "$(awk '{ split($1, f, ";"); n[f[1] (/_\[py\]/ ? " python" : "")] += $NF }
+		END { for (k in n) printf "%s %d, ", k, n[k] }' "$TMP/cmd5/profile.folded")"
+fi
+# A native walk cut short (here a function with no CFI and no frame
+# pointer, called through ctypes) still has the thread's Python frames
+# after its last frame: Python callers, then the native leaf.
+cat > "$TMP/nocfi.S" <<'ASM'
+	.text
+	.globl spin_no_cfi
+	.type spin_no_cfi, @function
+spin_no_cfi: /* spin_no_cfi(n): n rounds with rbp zero, no .eh_frame */
+	push %rbp
+	xor %ebp, %ebp
+1:	dec %rdi
+	jnz 1b
+	pop %rbp
+	ret
+	.size spin_no_cfi, .-spin_no_cfi
+	.section .note.GNU-stack,"",@progbits
+ASM
+cat > "$TMP/nocfi.py" <<PY
+import ctypes, time
+lib = ctypes.CDLL("$TMP/libnocfi.so")
+lib.spin_no_cfi.argtypes = [ctypes.c_uint64]
+def calls_native():
+    t = time.process_time() + 1.5
+    while time.process_time() < t:
+        lib.spin_no_cfi(50000000)
+t = time.process_time() + 0.5  # while the interpreter's tables compile
+while time.process_time() < t:
+    pass
+calls_native()
+PY
+gcc -shared -Wl,--build-id -o "$TMP/libnocfi.so" "$TMP/nocfi.S"
+"$FP" record -o "$TMP/nocfi" --cache "$TMP/cache" -- python3 "$TMP/nocfi.py" > "$TMP/nocfi.log" 2>&1
+# (CPU time: the workload above still runs)
+cut=$(grep -E ';spin_no_cfi [0-9]+$' "$TMP/nocfi/profile.folded" | awk '{ n += $NF } END { print n + 0 }')
+py=$(grep -E '^python3;[^ ]*<module>_\[py\];calls_native_\[py\];spin_no_cfi [0-9]+$' \
+	"$TMP/nocfi/profile.folded" | awk '{ n += $NF } END { print n + 0 }')
+# about 150 samples in spin_no_cfi; all but a few with their Python callers
+echo "cut walks: $py of $cut with Python frames"
+check cut-walk-python-frames python3 -c "import sys; sys.exit(not ($cut >= 100 and $py >= 0.9 * $cut))"
 "$FP" record -o "$TMP/cmd127" --cache "$TMP/cache" -- /nonexistent/prog > "$TMP/cmd127.log" 2>&1
 check cmd-not-found test $? -eq 127
 check cmd-not-found-says grep -q 'cannot run /nonexistent/prog: No such file' "$TMP/cmd127.log"

@@ -296,7 +296,7 @@ mkdir -p "$TMP/upstream"
 objcopy --only-keep-debug "$TMP/far" "$TMP/upstream/far.debug"
 FAR=$(build_id "$TMP/far")
 dport=$(free_port)
-debuginfod -F "$TMP/upstream" -p "$dport" -d "$TMP/debuginfod.sqlite" > "$TMP/debuginfod.log" 2>&1 &
+env -u DEBUGINFOD_URLS debuginfod -F "$TMP/upstream" -p "$dport" -d "$TMP/debuginfod.sqlite" > "$TMP/debuginfod.log" 2>&1 &
 dpid=$!
 PIDS+=($dpid)
 indexed=0
