@@ -105,7 +105,17 @@ struct agent {
 	size_t ag_cache_read_cap;
 	struct unwritten_table *ag_unwritten; /* installed, not yet on disk */
 	size_t ag_nunwritten, ag_unwritten_cap;
-	uint64_t ag_loaded_ns; /* CLOCK_MONOTONIC when the BPF programs were loaded */
+	/* Large tables are installed once a walk needs them (tables.c):
+	 * build-ID -> enum table_deferral, and those a walk needed. */
+	struct fp_intern *ag_deferred;
+	uint8_t *ag_deferred_state;
+	size_t ag_deferred_cap;
+	struct fp_build_id *ag_needed;
+	size_t ag_nneeded, ag_needed_cap;
+	struct fp_intern *ag_executables; /* build-IDs of processes' executables */
+	uint64_t ag_defer_bytes;          /* 0: none deferred (no table cache on disk) */
+	uint64_t ag_deferred_installed;   /* deferred tables installed since */
+	uint64_t ag_loaded_ns;            /* CLOCK_MONOTONIC when the BPF programs were loaded */
 	int ag_first_table_logged;
 	struct fp_python *ag_python; /* CPython frames; NULL without ag_unwind */
 	struct fp_hello ag_hello;
@@ -172,6 +182,12 @@ void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
 /* agent_tables_write: the tables received since the last call, to the
  * table cache (after the BPF program was told of them). */
 void agent_tables_write(struct agent *a);
+/* agent_walk_cut: the collector's cut hook: a walk stopped in the file
+ * id, whose table may be one kept for when a walk needs it. */
+void agent_walk_cut(const struct fp_build_id *id, void *arg);
+/* agent_tables_needed: install the tables walks needed since the last
+ * call (from the main loop, after each poll). */
+void agent_tables_needed(struct agent *a);
 /* agent_tables_close: the last writes, and everything freed. */
 void agent_tables_close(struct agent *a);
 /* agent_tables_log: the table cache's counters, at exit. */

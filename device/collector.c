@@ -141,6 +141,8 @@ struct fp_collector {
 	void *cl_pycode_arg;
 	fp_fold_fn cl_fold_fn;
 	void *cl_fold_arg;
+	fp_cut_fn cl_cut_fn;
+	void *cl_cut_arg;
 	uint64_t cl_folded;
 	const struct fp_kfuncs *cl_kfuncs; /* the caller's; NULL: no kernel folding */
 	uint64_t cl_kfolded;
@@ -198,6 +200,12 @@ void fp_collector_set_fold_fn(struct fp_collector *c, fp_fold_fn fn, void *arg)
 {
 	c->cl_fold_fn = fn;
 	c->cl_fold_arg = arg;
+}
+
+void fp_collector_set_cut_fn(struct fp_collector *c, fp_cut_fn fn, void *arg)
+{
+	c->cl_cut_fn = fn;
+	c->cl_cut_arg = arg;
 }
 
 void fp_collector_set_kfuncs(struct fp_collector *c, const struct fp_kfuncs *k)
@@ -860,6 +868,15 @@ static void offcpu_done(struct fp_collector *c, const struct fp_bpf_sample *s)
 	c->cl_offthreads[pk.pk_thread].ot_away_ns += s->off_away_ns;
 }
 
+/* walk_cut: a walk stopped at address last (cl_cut_fn). */
+static void walk_cut(struct fp_collector *c, struct proc_entry *pe, uint64_t last)
+{
+	const struct fp_vma *v = pe && pe->pe_maps ? fp_procmaps_find(pe->pe_maps, last) : NULL;
+
+	if (v && v->fv_build_id_state == 1)
+		c->cl_cut_fn(&v->fv_build_id, c->cl_cut_arg);
+}
+
 void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, const void *ustack,
 		      const void *kstack)
 {
@@ -884,6 +901,7 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 	if (s->flags & FP_SAMPLE_USER_RAW) {
 		struct proc_entry *pe = proc_get(c, s->pid);
 		uint32_t nslots = s->ustack_bytes / 8, user = 0, leaf = n, py = FP_MAX_FRAMES;
+		uint64_t last = 0; /* the last native frame's address */
 		/* Python frames that do not match the eval loop activations
 		 * they replace are dropped; the activations stay. */
 		int py_ok = !(s->flags & FP_SAMPLE_PY_MISMATCH);
@@ -918,7 +936,10 @@ void fp_collector_add(struct fp_collector *c, const struct fp_bpf_sample *s, con
 			if (user_frame_by_ip(c, pe, s->pid, ip, &c->cl_frames[n++]))
 				goto oom;
 			user++;
+			last = ip;
 		}
+		if (c->cl_cut_fn && last && !(s->flags & FP_SAMPLE_ROOT))
+			walk_cut(c, pe, last);
 		/* Below Python frames, what tells is which C functions
 		 * Python called; their exact addresses only multiply nodes. */
 		for (i = leaf; py < n && i < py; i++)

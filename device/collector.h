@@ -83,6 +83,13 @@ typedef int (*fp_fold_fn)(const struct fp_build_id *id, uint64_t offset, uint64_
  * folded, a frame keeps its function but not its line. */
 void fp_collector_set_fold_fn(struct fp_collector *c, fp_fold_fn fn, void *arg);
 
+/* A walk stopped short of its root in the file id (the file of its last
+ * native frame): its table is missing, maybe only not installed yet. */
+typedef void (*fp_cut_fn)(const struct fp_build_id *id, void *arg);
+
+/* fp_collector_set_cut_fn: install that hook (default: none). */
+void fp_collector_set_cut_fn(struct fp_collector *c, fp_cut_fn fn, void *arg);
+
 /* fp_collector_set_kfuncs: fold each vmlinux frame to the start of its
  * function (common/kfuncs.h) with k, the kernel's function starts the
  * symbolizer sent, whose build-ID the caller checked against the running

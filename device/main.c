@@ -101,8 +101,10 @@ static int collector_open(struct agent *a)
 		fp_collector_set_pycode_fn(a->ag_collector, fp_python_read_code, a->ag_python);
 	if (a->ag_unwind)
 		fp_collector_set_maps_fn(a->ag_collector, agent_tables_on_maps, a);
-	if (a->ag_unwind)
+	if (a->ag_unwind) {
 		fp_collector_set_fold_fn(a->ag_collector, fp_unwind_fold, a->ag_unwind);
+		fp_collector_set_cut_fn(a->ag_collector, agent_walk_cut, a);
+	}
 	if (a->ag_kfuncs.kf_n)
 		fp_collector_set_kfuncs(a->ag_collector, &a->ag_kfuncs);
 	return 0;
@@ -232,11 +234,14 @@ static void log_footprint(struct agent *a)
 		fp_info("unwind tables: %u installed now (%" PRIu64 " of %" PRIu64
 			" rows), %" PRIu64 " installed in all, %" PRIu64 " evicted, %" PRIu64
 			" too big, %" PRIu64 " rejected, %" PRIu64 " parts dropped, %" PRIu64
-			" sent again; process lists %" PRIu64 " (%" PRIu64 " did not fit, %" PRIu64
-			" of exited processes dropped)",
+			" sent again; %" PRIu64 " kept for when a walk needs them, %" PRIu64
+			" installed so; process lists %" PRIu64 " (%" PRIu64
+			" did not fit, %" PRIu64 " of exited processes dropped)",
 			us.us_tables, us.us_rows_used, us.us_rows_total, us.us_installed,
 			us.us_evicted, us.us_too_big, us.us_rejected, us.us_parts_dropped,
-			us.us_parts_again, us.us_procs, us.us_procs_full, us.us_procs_swept);
+			us.us_parts_again,
+			a->ag_deferred ? (uint64_t)fp_intern_count(a->ag_deferred) : 0,
+			a->ag_deferred_installed, us.us_procs, us.us_procs_full, us.us_procs_swept);
 		log_unwind_memory(a);
 		if (a->ag_python)
 			fp_python_log(a->ag_python, c);

@@ -6,6 +6,7 @@
 #include "agent.h"
 #include "cli.h"
 #include "log.h"
+#include "unwind_table.h"
 #include "vec.h"
 
 #include <errno.h>
@@ -26,10 +27,81 @@ void agent_first_tables(struct agent *a, const char *from)
 
 #define CACHE_REREAD_NS (60 * 1000000000ull)
 
-/* cache_install: install id's table from the table cache.  0, -EINVAL
- * (the file, or the table for the BPF maps, was bad: dropped), or another
- * negative errno. */
-static int cache_install(struct agent *a, const struct fp_build_id *id)
+/* Tables of libraries larger than this (and without a CPython
+ * interpreter's part) are kept in the table cache and installed once a
+ * walk stops in their file: a process maps libraries its samples rarely
+ * or never walk through (redis-server: libcrypto's 86,000 rows,
+ * libstdc++'s 35,000), whose rows would hold device memory for nothing.
+ * The price: the first walks through such a file, until the next poll,
+ * stop in it.  A process's executable, which nearly every walk crosses,
+ * is installed at once. */
+#define TABLE_DEFER_BYTES (256u << 10)
+
+enum table_deferral { TABLE_NOT_DEFERRED, TABLE_DEFERRED, TABLE_NEEDED };
+
+/* deferral: id's entry (enum table_deferral), added if absent; NULL when
+ * out of memory. */
+static uint8_t *deferral(struct agent *a, const struct fp_build_id *id)
+{
+	uint32_t idx;
+	int added;
+
+	if (fp_intern_get(a->ag_deferred, id->fb_data, id->fb_len, &idx, &added) ||
+	    fp_vec_reserve_zeroed(&a->ag_deferred_state, &a->ag_deferred_cap, (size_t)idx + 1,
+				  sizeof(*a->ag_deferred_state)))
+		return NULL;
+	return &a->ag_deferred_state[idx];
+}
+
+/* undefer: id's table, deferred before it was known as an executable's,
+ * is installed as any other from now on (from the table cache, the maps
+ * hook's next step). */
+static void undefer(struct agent *a, const struct fp_build_id *id)
+{
+	uint8_t *st = deferral(a, id);
+
+	if (st && *st == TABLE_DEFERRED)
+		*st = TABLE_NOT_DEFERRED;
+}
+
+static int is_deferred(const struct agent *a, const struct fp_build_id *id)
+{
+	uint32_t idx;
+
+	return fp_intern_find(a->ag_deferred, id->fb_data, id->fb_len, &idx) == 0 &&
+	       a->ag_deferred_state[idx] != TABLE_NOT_DEFERRED;
+}
+
+/* may_defer: whether id's table blob may wait for a walk to need it (as
+ * the unwind maps' defer hook, fp_unwind_set_defer_fn, too). */
+static int may_defer(const struct fp_build_id *id, const void *blob, size_t len, void *arg)
+{
+	struct agent *a = arg;
+	uint32_t idx;
+
+	return a->ag_defer_bytes && len > a->ag_defer_bytes &&
+	       fp_intern_find(a->ag_executables, id->fb_data, id->fb_len, &idx) != 0 &&
+	       !fp_unwind_table_cpython(blob, len);
+}
+
+/* defer: id's table waits in the table cache for a walk to need it; 0, or
+ * -ENOMEM (then it is to be installed now). */
+static int defer(struct agent *a, const struct fp_build_id *id)
+{
+	uint8_t *st = deferral(a, id);
+
+	if (!st)
+		return -ENOMEM;
+	if (*st == TABLE_NOT_DEFERRED)
+		*st = TABLE_DEFERRED;
+	return 0;
+}
+
+/* cache_install: install id's table from the table cache, or when
+ * deferrable and may_defer says so, defer it.  0 (installed), 1 (deferred),
+ * -EINVAL (the file, or the table for the BPF maps, was bad: dropped), or
+ * another negative errno. */
+static int cache_install(struct agent *a, const struct fp_build_id *id, int deferrable)
 {
 	uint32_t flags = 0;
 	size_t len;
@@ -38,6 +110,11 @@ static int cache_install(struct agent *a, const struct fp_build_id *id)
 
 	if ((err = fp_table_cache_load(a->ag_tables, id, &blob, &len, &flags)))
 		return err;
+	if (deferrable && fp_unwind_table_check(blob, len) == 0 && may_defer(id, blob, len, a) &&
+	    !defer(a, id)) {
+		free(blob);
+		return 1;
+	}
 	/* As the session it came from said (fp_unwind_set_function_rows). */
 	fp_unwind_set_function_rows(a->ag_unwind, flags & FP_TABLE_CACHE_FUNCTION_ROWS);
 	err = fp_unwind_add(a->ag_unwind, id, blob, len);
@@ -70,7 +147,8 @@ static int table_from_cache(struct agent *a, const struct fp_build_id *id)
 	if (!added && now - a->ag_cache_read_ns[idx] < CACHE_REREAD_NS)
 		return -EAGAIN;
 	a->ag_cache_read_ns[idx] = now;
-	err = cache_install(a, id);
+	if ((err = cache_install(a, id, 1)) == 1)
+		return 0; /* installed when a walk needs it */
 	if (err == -EINVAL && a->ag_hello_ok && !fp_table_cache_has(a->ag_tables, id)) {
 		fp_warnx("a table this session's hello named as held was bad: new session");
 		agent_new_session(a);
@@ -90,15 +168,22 @@ static int table_from_cache(struct agent *a, const struct fp_build_id *id)
 void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
 {
 	struct agent *a = arg;
-	int want = 0, added;
+	int want = 0, seen_file = 0, added;
 	uint32_t idx;
 
 	for (size_t i = 0; i < pm->pm_nvmas; i++) {
 		const struct fp_vma *v = &pm->pm_vmas[i];
 
+		/* The executable's code is mapped first, below its libraries
+		 * (PIE or not); its table is never deferred. */
+		if (v->fv_path[0] == '/' && !seen_file++ && v->fv_build_id_state == 1 &&
+		    fp_intern_get(a->ag_executables, v->fv_build_id.fb_data, v->fv_build_id.fb_len,
+				  &idx, &added) == 0 &&
+		    added && is_deferred(a, &v->fv_build_id))
+			undefer(a, &v->fv_build_id);
 		if (v->fv_build_id_state != 1 || v->fv_path[0] != '/' ||
 		    fp_unwind_has(a->ag_unwind, &v->fv_build_id) ||
-		    !table_from_cache(a, &v->fv_build_id))
+		    is_deferred(a, &v->fv_build_id) || !table_from_cache(a, &v->fv_build_id))
 			continue;
 		if (!fp_intern_get(a->ag_tables_asked, v->fv_build_id.fb_data,
 				   v->fv_build_id.fb_len, &idx, &added) &&
@@ -118,10 +203,15 @@ void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
  * by agent_tables_write, once the BPF program walks with it, so that
  * hashing and writing them (2 MB for redis-server's) does not delay that. */
 static void agent_table_installed(const struct fp_build_id *id, void *blob, size_t len,
-				  int function_rows, void *arg)
+				  int function_rows, int installed, void *arg)
 {
 	struct agent *a = arg;
 	struct unwritten_table *t;
+
+	if (!installed && defer(a, id)) {
+		free(blob); /* comes again from the symbolizer */
+		return;
+	}
 
 	if (fp_vec_reserve(&a->ag_unwritten, &a->ag_unwritten_cap, a->ag_nunwritten + 1,
 			   sizeof(*a->ag_unwritten))) {
@@ -153,6 +243,45 @@ void agent_tables_write(struct agent *a)
 	a->ag_nunwritten = 0;
 }
 
+void agent_walk_cut(const struct fp_build_id *id, void *arg)
+{
+	struct agent *a = arg;
+	uint32_t idx;
+
+	if (fp_intern_find(a->ag_deferred, id->fb_data, id->fb_len, &idx) ||
+	    a->ag_deferred_state[idx] != TABLE_DEFERRED ||
+	    fp_vec_reserve(&a->ag_needed, &a->ag_needed_cap, a->ag_nneeded + 1,
+			   sizeof(*a->ag_needed)))
+		return;
+	a->ag_deferred_state[idx] = TABLE_NEEDED;
+	a->ag_needed[a->ag_nneeded++] = *id;
+}
+
+void agent_tables_needed(struct agent *a)
+{
+	size_t i;
+	int added = 0, err;
+
+	agent_tables_write(a); /* a table that just came: on disk first */
+	for (i = 0; i < a->ag_nneeded; i++) {
+		const struct fp_build_id *id = &a->ag_needed[i];
+		uint8_t *st = deferral(a, id);
+
+		if (st)
+			*st = TABLE_NOT_DEFERRED; /* failed: asked for as any other */
+		if ((err = cache_install(a, id, 0))) {
+			fp_debug("a deferred unwind table could not be installed: %s",
+				 strerror(-err));
+			continue;
+		}
+		a->ag_deferred_installed++;
+		added = 1;
+	}
+	a->ag_nneeded = 0;
+	if (added)
+		fp_collector_remap(a->ag_collector);
+}
+
 /* agent_tables_open: the table cache: --table-cache, unless off or unusable
  * (then in memory only, which a hello still lists). */
 int agent_tables_open(struct agent *a)
@@ -178,9 +307,15 @@ int agent_tables_open(struct agent *a)
 			dir, st.tc_files, st.tc_bytes, a->ag_o.ao_table_cache_mb);
 	}
 	if ((err = fp_intern_alloc(&a->ag_tables_asked)) ||
-	    (err = fp_intern_alloc(&a->ag_cache_reads)))
+	    (err = fp_intern_alloc(&a->ag_cache_reads)) ||
+	    (err = fp_intern_alloc(&a->ag_deferred)) || (err = fp_intern_alloc(&a->ag_executables)))
 		return err;
 	fp_unwind_set_installed_fn(a->ag_unwind, agent_table_installed, a);
+	/* Deferred tables wait on disk; in memory they would save nothing. */
+	if (fp_table_cache_dir(a->ag_tables)) {
+		a->ag_defer_bytes = TABLE_DEFER_BYTES;
+		fp_unwind_set_defer_fn(a->ag_unwind, may_defer, a);
+	}
 	return 0;
 }
 
@@ -188,6 +323,10 @@ void agent_tables_close(struct agent *a)
 {
 	agent_tables_write(a);
 	free(a->ag_unwritten);
+	free(a->ag_needed);
+	free(a->ag_deferred_state);
+	fp_intern_free(a->ag_deferred);
+	fp_intern_free(a->ag_executables);
 	fp_intern_free(a->ag_cache_reads);
 	free(a->ag_cache_read_ns);
 	fp_table_cache_close(a->ag_tables);

@@ -75,6 +75,8 @@ struct fp_unwind {
 	struct fp_build_id u_again_id;
 	fp_unwind_installed_fn u_installed_fn;
 	void *u_installed_arg;
+	fp_unwind_defer_fn u_defer_fn; /* fp_unwind_set_defer_fn */
+	void *u_defer_arg;
 	int u_resent_replaces; /* fp_unwind_set_resent_replaces */
 };
 
@@ -278,6 +280,12 @@ void fp_unwind_set_installed_fn(struct fp_unwind *u, fp_unwind_installed_fn fn, 
 {
 	u->u_installed_fn = fn;
 	u->u_installed_arg = arg;
+}
+
+void fp_unwind_set_defer_fn(struct fp_unwind *u, fp_unwind_defer_fn fn, void *arg)
+{
+	u->u_defer_fn = fn;
+	u->u_defer_arg = arg;
 }
 
 int fp_unwind_fold(const struct fp_build_id *id, uint64_t offset, uint64_t *start, void *arg)
@@ -532,10 +540,20 @@ int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p)
 	u->u_part_have += p->tp_len;
 	if (u->u_part_have < u->u_part_total)
 		return 0;
+	if (u->u_defer_fn && u->u_installed_fn &&
+	    u->u_defer_fn(&u->u_part_id, u->u_part_buf, u->u_part_total, u->u_defer_arg)) {
+		/* kept by the hook, installed once a walk needs it */
+		u->u_stats.us_deferred++;
+		u->u_installed_fn(&u->u_part_id, u->u_part_buf, u->u_part_total, u->u_function_rows,
+				  0, u->u_installed_arg);
+		u->u_part_buf = NULL; /* the hook's now */
+		part_drop(u);
+		return 0;
+	}
 	err = fp_unwind_add(u, &u->u_part_id, u->u_part_buf, u->u_part_total);
 	if (!err && u->u_installed_fn) {
 		u->u_installed_fn(&u->u_part_id, u->u_part_buf, u->u_part_total, u->u_function_rows,
-				  u->u_installed_arg);
+				  1, u->u_installed_arg);
 		u->u_part_buf = NULL; /* the hook's now */
 	}
 	part_drop(u);

@@ -40,6 +40,7 @@ struct fp_unwind_stats {
 	uint64_t us_parts_dropped; /* table parts out of order (a reply was lost) */
 	uint64_t us_parts_again;   /* parts of tables installed already (a new
 				   * session's symbolizer sends them again) */
+	uint64_t us_deferred;      /* tables kept, not installed (fp_unwind_set_defer_fn) */
 	uint64_t us_rows_used;     /* rows in use now */
 	uint64_t us_rows_total;    /* the budget, in rows */
 	uint32_t us_tables;        /* tables installed now */
@@ -73,15 +74,27 @@ int fp_unwind_add(struct fp_unwind *u, const struct fp_build_id *id, const void 
 int fp_unwind_take_part(struct fp_unwind *u, const struct fp_table_part *p);
 
 /* A table assembled from a symbolizer's parts (fp_unwind_take_part) was
- * installed: blob (len bytes, malloc'd) is the whole table, installed with
- * function rows or not (fp_unwind_set_function_rows).  The hook owns blob
- * (frees it): the table is not copied again to be kept. */
+ * installed (installed 1), or deferred (0: fp_unwind_set_defer_fn): blob (len
+ * bytes, malloc'd) is the whole table, from a compiler with function rows
+ * or not (fp_unwind_set_function_rows).  The hook owns blob (frees it):
+ * the table is not copied again to be kept. */
 typedef void (*fp_unwind_installed_fn)(const struct fp_build_id *id, void *blob, size_t len,
-				       int function_rows, void *arg);
+				       int function_rows, int installed, void *arg);
 
 /* fp_unwind_set_installed_fn: install that hook (default: none; the agent
  * keeps the tables on disk with it). */
 void fp_unwind_set_installed_fn(struct fp_unwind *u, fp_unwind_installed_fn fn, void *arg);
+
+/* Whether the table blob of id, assembled from a symbolizer's parts,
+ * waits for a walk to need it rather than being installed now. */
+typedef int (*fp_unwind_defer_fn)(const struct fp_build_id *id, const void *blob, size_t len,
+				  void *arg);
+
+/* fp_unwind_set_defer_fn: install that hook (default: none, every table
+ * installed as it arrives).  A table it defers is not installed but handed
+ * to the installed hook (installed 0), which keeps it for when a walk
+ * needs it (fp_unwind_add then).  Needs the installed hook. */
+void fp_unwind_set_defer_fn(struct fp_unwind *u, fp_unwind_defer_fn fn, void *arg);
 
 /* fp_unwind_set_resent_replaces: whether a table sent for a build-ID that
  * has one installed replaces it (on: the symbolizer sends only tables the

@@ -1347,10 +1347,12 @@ def start_up_figures(line):
     return tuple(float(x) for x in m.groups()) if m else None
 
 
-def device_run(args, addr, secs, pids=None):
+def device_run(args, addr, secs, tables, pids=None):
     """One agent for secs, on the whole host or on pids: its memory, BPF
-    cost and log figures."""
-    agent = start_agent(args.build, addr, 99, 5, pids)
+    cost and log figures.  Its table cache is the empty directory tables,
+    on disk as deployed (large tables wait there until a walk needs
+    them)."""
+    agent = start_agent(args.build, addr, 99, 5, pids, extra=("--table-cache", tables))
     rss, hwm = SmapsPeak(agent.pid), PeakRss(agent.pid)
     time.sleep(secs)
     maps = agent_maps(agent.pid)
@@ -1361,7 +1363,8 @@ def device_run(args, addr, secs, pids=None):
     rb = re.search(r"ring buffer: (\d+) bytes; (\d+) records of (\d+) bytes on average; "
                    r"at most (\d+) bytes drained at once", log)
     py = re.search(r"Python walker loaded: ([\d.]+) ms of CPU, (\d+) instructions", log)
-    return {"rss": rss.peak, "hwm": hwm.kib, "maps": maps, "map_bytes": map_bytes,
+    kept = re.search(r"(\d+) kept for when a walk needs them, (\d+) installed so", log)
+    return {"kept": kept.groups() if kept else None, "rss": rss.peak, "hwm": hwm.kib, "maps": maps, "map_bytes": map_bytes,
             "rows_mapped": rows_mapped(log), "ns_per_run": ns_per_run, "runs": runs,
             "unwind": [int(x) for x in um.groups()] if um else None,
             "ring": [int(x) for x in rb.groups()] if rb else None,
@@ -1397,8 +1400,8 @@ def device_bench(args, tmp):
             stop_agent(agent)
         # The whole host, as asked; then the workloads alone (-p), which
         # a host busy with other work (a shared VM) leaves as it is.
-        host = device_run(args, addr, secs)
-        alone = device_run(args, addr, secs, [p.pid for p in procs])
+        host = device_run(args, addr, secs, f"{d}/tables-host")
+        alone = device_run(args, addr, secs, f"{d}/tables-alone", [p.pid for p in procs])
     finally:
         bpf_stats(False)
         for p in procs:
@@ -1440,6 +1443,8 @@ def device_lines(args, dv):
     row("unwind rows in use", lambda r: r["unwind"][2] if r["unwind"] else "-")
     row("  of tables", lambda r: r["unwind"][3] if r["unwind"] else "-")
     row("  chunks held", lambda r: r["unwind"][0] if r["unwind"] else "-")
+    row("  tables kept on disk until a walk needs them / installed so",
+        lambda r: f"{r['kept'][0]}/{r['kept'][1]}" if r["kept"] else "-")
     row("process lists / their mappings",
         lambda r: f"{r['unwind'][5]}/{r['unwind'][6]}" if r["unwind"] else "-")
     row("ring buffer: records, mean bytes", lambda r: f"{r['ring'][1]}, {r['ring'][2]}"

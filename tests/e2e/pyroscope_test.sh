@@ -313,7 +313,10 @@ import json, sys
 t = set(json.load(open(sys.argv[1])))
 sys.exit(0 if {sys.argv[2], sys.argv[3]} <= t else 1)' "$TMP/types.json" "$CPU" "$SAMPLES"
 
-check server-logged-no-errors bash -c "! grep -E 'level=error' '$TMP/pyroscope.log' >&2"
+# Pyroscope's own query path may log that its scheduler was shutting down
+# (seen once in CI, mid-run, from a query: not of our data).
+check server-logged-no-errors bash -c "! grep -E 'level=error' '$TMP/pyroscope.log' |
+	grep -v 'component=frontend msg=\"error sending requests to scheduler\"' >&2"
 
 # ---- stop ----
 kill -TERM "$srv"

@@ -479,13 +479,14 @@ static void test_parts(void)
 	free(ta), free(tb);
 }
 
-static int installed_calls;
+static int installed_calls, installed_flag;
 static size_t installed_len;
 static void on_installed(const struct fp_build_id *id, void *blob, size_t len, int function_rows,
-			 void *arg)
+			 int installed, void *arg)
 {
 	installed_calls++;
 	installed_len = len;
+	installed_flag = installed;
 	CHECK(fp_unwind_table_check(blob, len) == 0);
 	CHECK_EQ_INT(function_rows, 1);
 	free(blob); /* the hook's */
@@ -533,6 +534,48 @@ static void test_resent_replaces(void)
 	CHECK_EQ_INT(installed_calls, 1);
 	fp_unwind_free(u);
 	free(ta), free(tb);
+}
+
+static int defer_larger(const struct fp_build_id *id, const void *blob, size_t len, void *arg)
+{
+	return len > *(const size_t *)arg;
+}
+
+/* A table the defer hook defers goes to the installed hook (installed 0)
+ * and is not installed; another is installed as before; fp_unwind_add
+ * installs either. */
+static void test_defer(void)
+{
+	struct fp_unwind *u;
+	struct fp_unwind_stats st;
+	struct fp_build_id big = bid(21), small = bid(22);
+	size_t lbig, lsmall;
+	uint8_t *tbig = table(4000, 0x1000, &lbig), *tsmall = table(100, 0x1000, &lsmall);
+	struct fp_table_part pbig = { big, 0, (uint32_t)lbig, (uint32_t)lbig, tbig };
+	struct fp_table_part psmall = { small, 0, (uint32_t)lsmall, (uint32_t)lsmall, tsmall };
+
+	installed_calls = 0;
+	CHECK_EQ_INT(fp_unwind_alloc(&u, smp), 0);
+	fp_unwind_set_installed_fn(u, on_installed, NULL);
+	fp_unwind_set_function_rows(u, 1);
+	fp_unwind_set_defer_fn(u, defer_larger, &lsmall);
+	CHECK_EQ_INT(fp_unwind_take_part(u, &pbig), 0);
+	CHECK_EQ_INT(installed_calls, 1);
+	CHECK_EQ_INT(installed_flag, 0);
+	CHECK_EQ_INT(installed_len, lbig);
+	CHECK(!fp_unwind_has(u, &big));
+	CHECK_EQ_INT(fp_unwind_take_part(u, &psmall), 1);
+	CHECK_EQ_INT(installed_calls, 2);
+	CHECK_EQ_INT(installed_flag, 1);
+	CHECK(fp_unwind_has(u, &small));
+	fp_unwind_stats(u, &st);
+	CHECK_EQ_INT(st.us_deferred, 1);
+	CHECK_EQ_INT(st.us_installed, 1);
+	/* when a walk needs it, the agent installs it from its cache */
+	CHECK_EQ_INT(fp_unwind_add(u, &big, tbig, lbig), 0);
+	CHECK(fp_unwind_has(u, &big));
+	fp_unwind_free(u);
+	free(tbig), free(tsmall);
 }
 
 /* table_of: a table blob of the n rows (malloc'd), its length in *len. */
@@ -678,6 +721,7 @@ int main(void)
 	RUN(test_mapv_full_swept);
 	RUN(test_parts);
 	RUN(test_resent_replaces);
+	RUN(test_defer);
 	RUN(test_full_map_swept);
 	RUN(test_row_start);
 	RUN(test_row_start_function_rows);
