@@ -100,11 +100,15 @@ addr=tcp://127.0.0.1:$port
 "$SYMB" --listen "$addr" --cache "$TMP/scache" --out "$TMP/out" > "$TMP/symb.log" 2>&1 &
 symb=$!
 PIDS+=($symb)
-mkfifo "$TMP/go"
-# sleeper: one 25 s nanosleep that starts once the agent is attached
-sh -c "read x < '$TMP/go'; exec sleep 25" &
+# sleeper: one 25 s nanosleep that starts once the agent is attached, as
+# its thread's first wait (always taken, docs/offcpu.md: a later wait in
+# the same second may go without a stack on a busy CPU, its time counted
+# with the thread's others): the shell stops itself before the agent
+# starts and, continued, execs sleep without waiting on anything first.
+sh -c 'kill -STOP $$; exec sleep 25' &
 sleeper=$!
 PIDS+=($sleeper)
+wait_for 10 grep -q '^State:.*stopped' "/proc/$sleeper/status"
 "$TMP/waitwork" 40 &
 work=$!
 PIDS+=($work)
@@ -113,7 +117,7 @@ PIDS+=($work)
 agent=$!
 PIDS+=($agent)
 wait_for 10 grep -q 'sampling at' "$TMP/agent.log"
-echo go > "$TMP/go"
+kill -CONT "$sleeper"
 wait_for 40 bash -c "! kill -0 $sleeper 2> /dev/null"
 sleep 11 # the interval in which it woke is sent
 kill -INT "$agent"
