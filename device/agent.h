@@ -186,7 +186,7 @@ void agent_tables_write(struct agent *a);
  * id, whose table may be one kept for when a walk needs it. */
 void agent_walk_cut(const struct fp_build_id *id, void *arg);
 /* agent_tables_needed: install the tables walks needed since the last
- * call (from the main loop, after each poll). */
+ * call (from main.c's loop, after each agent_pump). */
 void agent_tables_needed(struct agent *a);
 /* agent_tables_close: the last writes, and everything freed. */
 void agent_tables_close(struct agent *a);

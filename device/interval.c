@@ -79,8 +79,6 @@ void agent_pump(struct agent *a, int timeout_ms)
 		timeout_ms = a->ag_early_ns > now ? (int)((a->ag_early_ns - now) / 1000000) : 0;
 	if ((n = fp_sampler_poll(a->ag_sampler, timeout_ms)) < 0 && n != -EINTR)
 		fp_warnx("ring buffer: %s", strerror(-n));
-	if (a->ag_nneeded)
-		agent_tables_needed(a);
 	now = fp_now_ns(CLOCK_MONOTONIC);
 	if (now >= a->ag_next_cut_ns) {
 		agent_budget(a); /* per --interval: early cuts do not refill it */

@@ -652,6 +652,8 @@ int main(int argc, char **argv)
 		/* Idle wake-ups cost more than the samples: the BPF program wakes us
 		 * early when the ring buffer fills. */
 		agent_pump(&a, 250);
+		if (a.ag_nneeded) /* tables walks stopped in since the last poll */
+			agent_tables_needed(&a);
 		if (fp_failover_probe_due(&a.ag_fo, fp_now_ns(CLOCK_MONOTONIC)))
 			agent_failback(&a);
 		if (!fp_ring_unsent(&a.ag_ring))
