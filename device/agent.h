@@ -113,7 +113,6 @@ struct agent {
 	struct fp_build_id *ag_needed;
 	size_t ag_nneeded, ag_needed_cap;
 	struct fp_intern *ag_executables; /* build-IDs of processes' executables */
-	uint64_t ag_defer_bytes;          /* 0: none deferred (no table cache on disk) */
 	uint64_t ag_deferred_installed;   /* deferred tables installed since */
 	uint64_t ag_loaded_ns;            /* CLOCK_MONOTONIC when the BPF programs were loaded */
 	int ag_first_table_logged;

@@ -379,8 +379,7 @@ int fp_collector_new_files(struct fp_collector *c, fp_file_fn fn, void *arg)
 	return 0;
 }
 
-/* proc_maps: pid's mappings, re-read at most once per interval. */
-/* A process's mappings are read again (refresh: an address in none of
+/* proc_maps: pid's mappings, read again (refresh: an address in none of
  * them, a new library) at most once in this long within one interval: a
  * library loaded late in a long interval (record's only one) is found,
  * and a process that keeps mapping code costs a few reads a second. */

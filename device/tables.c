@@ -53,15 +53,16 @@ static uint8_t *deferral(struct agent *a, const struct fp_build_id *id)
 	return &a->ag_deferred_state[idx];
 }
 
-/* undefer: id's table, deferred before it was known as an executable's,
- * is installed as any other from now on (from the table cache, the maps
- * hook's next step). */
+/* undefer: id's table, if deferred before it was known as an
+ * executable's, is installed as any other from now on (from the table
+ * cache, the maps hook's next step). */
 static void undefer(struct agent *a, const struct fp_build_id *id)
 {
-	uint8_t *st = deferral(a, id);
+	uint32_t idx;
 
-	if (st && *st == TABLE_DEFERRED)
-		*st = TABLE_NOT_DEFERRED;
+	if (fp_intern_find(a->ag_deferred, id->fb_data, id->fb_len, &idx) == 0 &&
+	    a->ag_deferred_state[idx] == TABLE_DEFERRED)
+		a->ag_deferred_state[idx] = TABLE_NOT_DEFERRED;
 }
 
 static int is_deferred(const struct agent *a, const struct fp_build_id *id)
@@ -79,7 +80,7 @@ static int may_defer(const struct fp_build_id *id, const void *blob, size_t len,
 	struct agent *a = arg;
 	uint32_t idx;
 
-	return a->ag_defer_bytes && len > a->ag_defer_bytes &&
+	return len > TABLE_DEFER_BYTES &&
 	       fp_intern_find(a->ag_executables, id->fb_data, id->fb_len, &idx) != 0 &&
 	       !fp_unwind_table_cpython(blob, len);
 }
@@ -179,7 +180,7 @@ void agent_tables_on_maps(uint32_t pid, const struct fp_procmaps *pm, void *arg)
 		if (v->fv_path[0] == '/' && !seen_file++ && v->fv_build_id_state == 1 &&
 		    fp_intern_get(a->ag_executables, v->fv_build_id.fb_data, v->fv_build_id.fb_len,
 				  &idx, &added) == 0 &&
-		    added && is_deferred(a, &v->fv_build_id))
+		    added)
 			undefer(a, &v->fv_build_id);
 		if (v->fv_build_id_state != 1 || v->fv_path[0] != '/' ||
 		    fp_unwind_has(a->ag_unwind, &v->fv_build_id) ||
@@ -311,11 +312,10 @@ int agent_tables_open(struct agent *a)
 	    (err = fp_intern_alloc(&a->ag_deferred)) || (err = fp_intern_alloc(&a->ag_executables)))
 		return err;
 	fp_unwind_set_installed_fn(a->ag_unwind, agent_table_installed, a);
-	/* Deferred tables wait on disk; in memory they would save nothing. */
-	if (fp_table_cache_dir(a->ag_tables)) {
-		a->ag_defer_bytes = TABLE_DEFER_BYTES;
+	/* Deferred tables wait on disk (a cache in memory only loads none);
+	 * in memory they would save nothing. */
+	if (fp_table_cache_dir(a->ag_tables))
 		fp_unwind_set_defer_fn(a->ag_unwind, may_defer, a);
-	}
 	return 0;
 }
 
